@@ -1,0 +1,1008 @@
+/* ONNX import: protobuf-c messages -> graph IR.
+ * Every size read from the file is checked before use; every problem is
+ * one line naming the tensor, value or node it concerns. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "modelc.h"
+#include "onnx/onnx.pb-c.h"
+
+/* ---- name index: open addressing over value indices ---- */
+typedef struct {
+	int *slots; /* value index + 1; 0 = empty */
+	size_t cap;
+} name_index;
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+static void index_put(name_index *ix, const mc_graph *g, int v);
+
+static void index_grow(name_index *ix, const mc_graph *g)
+{
+	int *old = ix->slots;
+	size_t oldcap = ix->cap;
+	ix->cap = oldcap ? oldcap * 2 : 256;
+	ix->slots = mc_xcalloc(ix->cap, sizeof *ix->slots);
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			index_put(ix, g, old[i] - 1);
+	free(old);
+}
+
+static void index_put(name_index *ix, const mc_graph *g, int v)
+{
+	if ((size_t)g->n_values * 2 >= ix->cap)
+		index_grow(ix, g);
+	size_t m = ix->cap - 1, i = hash_str(g->values[v].name) & m;
+	while (ix->slots[i])
+		i = (i + 1) & m;
+	ix->slots[i] = v + 1;
+}
+
+static int index_get(const name_index *ix, const mc_graph *g, const char *name)
+{
+	if (!ix->cap)
+		return -1;
+	size_t m = ix->cap - 1, i = hash_str(name) & m;
+	while (ix->slots[i]) {
+		int v = ix->slots[i] - 1;
+		if (strcmp(g->values[v].name, name) == 0)
+			return v;
+		i = (i + 1) & m;
+	}
+	return -1;
+}
+
+/* Import state for one graph scope. */
+typedef struct scope {
+	mc_graph *g;
+	name_index ix;
+	struct scope *parent;
+	const mc_import_opts *opts;
+	int opset;
+	const char *model_dir; /* NULL: external data not allowed */
+	int *unsupported;      /* shared counter */
+} scope;
+
+static int add_named(scope *s, const char *name, mc_value_kind kind)
+{
+	int v = mc_graph_add_value(s->g, name, kind);
+	index_put(&s->ix, s->g, v);
+	return v;
+}
+
+/* ---- tensors ---- */
+static int check_dtype(const char *what, const char *name, int32_t dt)
+{
+	if (!mc_dtype_supported((mc_dtype)dt)) {
+		mc_error("%s '%s': data type %d (%s) is not supported", what, name, dt,
+		         mc_dtype_name((mc_dtype)dt));
+		return -1;
+	}
+	return 0;
+}
+
+static bool path_has_dotdot(const char *p)
+{
+	const char *c = p;
+	while (*c) {
+		const char *e = strchr(c, '/');
+		size_t len = e ? (size_t)(e - c) : strlen(c);
+		if (len == 2 && c[0] == '.' && c[1] == '.')
+			return true;
+		if (!e)
+			break;
+		c = e + 1;
+	}
+	return false;
+}
+
+static int read_external(const Onnx__TensorProto *tp, const char *name, const char *model_dir,
+                         mc_tensor *t)
+{
+	const char *location = NULL;
+	int64_t offset = 0, length = -1;
+	for (size_t i = 0; i < tp->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = tp->external_data[i];
+		const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
+		char *end;
+		if (strcmp(k, "location") == 0) {
+			location = v;
+		} else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+			errno = 0;
+			long long x = strtoll(v, &end, 10);
+			if (errno || *end || end == v || x < 0) {
+				mc_error("tensor '%s': external data %s '%s' is not a non-negative integer",
+				         name, k, v);
+				return -1;
+			}
+			*(k[0] == 'o' ? &offset : &length) = x;
+		}
+	}
+	if (!location || !*location) {
+		mc_error("tensor '%s': external data has no location", name);
+		return -1;
+	}
+	if (!model_dir) {
+		mc_error("tensor '%s': external data is not allowed here", name);
+		return -1;
+	}
+	if (location[0] == '/' || path_has_dotdot(location) || strchr(location, '\\')) {
+		mc_error("tensor '%s': external data location '%s' leaves the model's directory",
+		         name, location);
+		return -1;
+	}
+	char path[PATH_MAX], real[PATH_MAX], realdir[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", model_dir, location) >= sizeof path) {
+		mc_error("tensor '%s': external data path is too long", name);
+		return -1;
+	}
+	if (!realpath(path, real)) {
+		mc_error("tensor '%s': cannot open external data '%s': %s", name, path,
+		         strerror(errno));
+		return -1;
+	}
+	if (!realpath(model_dir, realdir)) {
+		mc_error("cannot resolve model directory '%s': %s", model_dir, strerror(errno));
+		return -1;
+	}
+	size_t dl = strlen(realdir);
+	if (strncmp(real, realdir, dl) != 0 || (real[dl] != '/' && dl != 1)) {
+		mc_error("tensor '%s': external data location '%s' leaves the model's directory "
+		         "(through a symbolic link)", name, location);
+		return -1;
+	}
+	if (length >= 0 && (uint64_t)length != t->nbytes) {
+		mc_error("tensor '%s': external data length %lld does not match its shape "
+		         "(%zu bytes)", name, (long long)length, t->nbytes);
+		return -1;
+	}
+	int fd = open(real, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		mc_error("tensor '%s': cannot read external data '%s': %s", name, path,
+		         fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	uint64_t end_off;
+	if (__builtin_add_overflow((uint64_t)offset, (uint64_t)t->nbytes, &end_off) ||
+	    end_off > (uint64_t)st.st_size) {
+		mc_error("tensor '%s': external data offset %lld + %zu bytes is past the end of "
+		         "'%s' (%lld bytes)", name, (long long)offset, t->nbytes, location,
+		         (long long)st.st_size);
+		close(fd);
+		return -1;
+	}
+	size_t done = 0;
+	while (done < t->nbytes) {
+		ssize_t r = pread(fd, (char *)t->data + done, t->nbytes - done,
+		                  (off_t)(offset + (int64_t)done));
+		if (r <= 0) {
+			mc_error("tensor '%s': reading external data '%s' failed: %s", name, location,
+			         r < 0 ? strerror(errno) : "unexpected end of file");
+			close(fd);
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	close(fd);
+	return 0;
+}
+
+static int count_mismatch(const char *name, const char *field, size_t have, size_t want)
+{
+	mc_error("tensor '%s': %s holds %zu values but its shape needs %zu", name, field, have,
+	         want);
+	return -1;
+}
+
+/* Converts a TensorProto; `name` is used in messages. */
+static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
+                              const char *model_dir)
+{
+	mc_shape s = {.rank = (int)tp->n_dims};
+	if (tp->n_dims > MC_MAX_RANK) {
+		mc_error("tensor '%s': rank %zu exceeds the supported maximum %d", name, tp->n_dims,
+		         MC_MAX_RANK);
+		return NULL;
+	}
+	for (size_t i = 0; i < tp->n_dims; i++) {
+		if (tp->dims[i] < 0) {
+			mc_error("tensor '%s': dimension %zu is negative (%lld)", name, i,
+			         (long long)tp->dims[i]);
+			return NULL;
+		}
+		s.dims[i] = tp->dims[i];
+	}
+	if (!tp->has_data_type || check_dtype("tensor", name, tp->data_type))
+		return tp->has_data_type ? NULL : (mc_error("tensor '%s' has no data type", name), NULL);
+	mc_dtype dt = (mc_dtype)tp->data_type;
+	size_t numel, nbytes;
+	if (!mc_shape_numel(&s, &numel) || !mc_mul_size(numel, mc_dtype_size(dt), &nbytes)) {
+		char buf[256];
+		mc_error("tensor '%s': shape %s is too large", name, mc_shape_str(&s, buf, sizeof buf));
+		return NULL;
+	}
+	if (tp->segment) {
+		mc_error("tensor '%s': segmented tensors are not supported", name);
+		return NULL;
+	}
+	mc_tensor *t = mc_tensor_new(dt, &s);
+	if (!t) {
+		mc_error("tensor '%s': cannot allocate %zu bytes", name, nbytes);
+		return NULL;
+	}
+	bool external = (tp->has_data_location &&
+	                 tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+	                tp->n_external_data;
+	int rc = 0;
+	if (external) {
+		rc = read_external(tp, name, model_dir, t);
+	} else if (tp->has_raw_data) {
+		if (tp->raw_data.len != nbytes) {
+			mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
+			         tp->raw_data.len, nbytes);
+			rc = -1;
+		} else if (nbytes) {
+			memcpy(t->data, tp->raw_data.data, nbytes);
+		}
+	} else if (numel == 0) {
+		/* no data field at all: fine for empty tensors */
+	} else {
+		switch (dt) {
+		case MC_FLOAT:
+			if (tp->n_float_data != numel)
+				rc = count_mismatch(name, "float_data", tp->n_float_data, numel);
+			else
+				memcpy(t->data, tp->float_data, nbytes);
+			break;
+		case MC_INT64:
+			if (tp->n_int64_data != numel)
+				rc = count_mismatch(name, "int64_data", tp->n_int64_data, numel);
+			else
+				memcpy(t->data, tp->int64_data, nbytes);
+			break;
+		case MC_DOUBLE:
+			if (tp->n_double_data != numel)
+				rc = count_mismatch(name, "double_data", tp->n_double_data, numel);
+			else
+				memcpy(t->data, tp->double_data, nbytes);
+			break;
+		case MC_UINT32: case MC_UINT64:
+			if (tp->n_uint64_data != numel)
+				rc = count_mismatch(name, "uint64_data", tp->n_uint64_data, numel);
+			else
+				for (size_t i = 0; i < numel; i++)
+					mc_set_i(t, i, (int64_t)tp->uint64_data[i]);
+			break;
+		case MC_FLOAT16: case MC_BFLOAT16:
+			/* int32_data holds the 16-bit patterns */
+			if (tp->n_int32_data != numel)
+				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);
+			else
+				for (size_t i = 0; i < numel; i++)
+					((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
+			break;
+		default:
+			if (tp->n_int32_data != numel)
+				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);
+			else
+				for (size_t i = 0; i < numel; i++)
+					mc_set_i(t, i, tp->int32_data[i]);
+			break;
+		}
+	}
+	if (rc) {
+		mc_tensor_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* ---- value types ---- */
+static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v)
+{
+	const Onnx__TypeProto *tp = vi->type;
+	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+		mc_error("input '%s': only tensor inputs are supported", v->name);
+		return -1;
+	}
+	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+	if (!tt->has_elem_type || check_dtype("input", v->name, tt->elem_type))
+		return tt->has_elem_type ? -1 : (mc_error("input '%s' has no element type", v->name), -1);
+	v->dtype = (mc_dtype)tt->elem_type;
+	const mc_input_pin *pin = NULL;
+	for (int i = 0; s->opts && i < s->opts->n_pins; i++)
+		if (strcmp(s->opts->pins[i].name, v->name) == 0)
+			pin = &s->opts->pins[i];
+	if (!tt->shape) {
+		if (!pin) {
+			mc_error("input '%s': its rank is unknown; give its shape with "
+			         "--input-shape '%s=...'", v->name, v->name);
+			return -1;
+		}
+		v->shape = pin->shape;
+		v->typed = true;
+		return 0;
+	}
+	if (tt->shape->n_dim > MC_MAX_RANK) {
+		mc_error("input '%s': rank %zu exceeds the supported maximum %d", v->name,
+		         tt->shape->n_dim, MC_MAX_RANK);
+		return -1;
+	}
+	v->shape.rank = (int)tt->shape->n_dim;
+	if (pin && pin->shape.rank != v->shape.rank) {
+		mc_error("input '%s': --input-shape gives rank %d but the model declares rank %d",
+		         v->name, pin->shape.rank, v->shape.rank);
+		return -1;
+	}
+	bool known = true;
+	for (int d = 0; d < v->shape.rank; d++) {
+		const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+		bool has = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+		int64_t declared = has ? dim->dim_value : -1;
+		if (has && declared < 0) {
+			mc_error("input '%s': dimension %d is negative (%lld)", v->name, d,
+			         (long long)declared);
+			return -1;
+		}
+		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+			v->dim_param[d] = mc_xstrdup(dim->dim_param);
+		if (pin) {
+			if (has && pin->shape.dims[d] != declared) {
+				mc_error("input '%s': --input-shape gives %lld for dimension %d, the model "
+				         "declares %lld", v->name, (long long)pin->shape.dims[d], d,
+				         (long long)declared);
+				return -1;
+			}
+			v->shape.dims[d] = pin->shape.dims[d];
+		} else {
+			v->shape.dims[d] = declared;
+			known &= has;
+		}
+	}
+	size_t numel;
+	if (known && !mc_shape_numel(&v->shape, &numel)) {
+		char buf[256];
+		mc_error("input '%s': shape %s is too large", v->name,
+		         mc_shape_str(&v->shape, buf, sizeof buf));
+		return -1;
+	}
+	v->typed = known;
+	return 0;
+}
+
+/* ---- graphs ---- */
+static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth,
+                            const mc_import_opts *opts, int opset, const char *model_dir,
+                            int *unsupported);
+
+/* Finds a name in this scope, else captures it from an enclosing one. */
+static int resolve(scope *s, const char *name)
+{
+	int v = index_get(&s->ix, s->g, name);
+	if (v >= 0 || !s->parent)
+		return v;
+	int outer = resolve(s->parent, name);
+	if (outer < 0)
+		return -1;
+	v = add_named(s, name, MC_VAL_CAPTURED);
+	s->g->values[v].outer = outer;
+	return v;
+}
+
+static int load_attr(scope *s, const mc_node *n, const Onnx__AttributeProto *ap, mc_attr *a)
+{
+	char where[512];
+	mc_node_where(n, where, sizeof where);
+	a->name = mc_xstrdup(ap->name);
+	if (ap->ref_attr_name && *ap->ref_attr_name) {
+		mc_error("%s: attribute '%s' refers to a function attribute, which is not supported",
+		         where, a->name);
+		return -1;
+	}
+	a->type = (mc_attr_type)ap->type;
+	switch (ap->type) {
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+		a->s = mc_xmalloc(ap->s.len + 1);
+		if (ap->s.len)
+			memcpy(a->s, ap->s.data, ap->s.len);
+		a->s[ap->s.len] = 0;
+		break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+		if (!ap->t) {
+			mc_error("%s: attribute '%s' holds no tensor", where, a->name);
+			return -1;
+		}
+		a->t = load_tensor(ap->t, a->name, s->model_dir);
+		if (!a->t)
+			return -1;
+		break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+		if (!ap->g) {
+			mc_error("%s: attribute '%s' holds no graph", where, a->name);
+			return -1;
+		}
+		a->g = load_graph(ap->g, s, s->g->depth + 1, s->opts, s->opset, s->model_dir,
+		                  s->unsupported);
+		if (!a->g)
+			return -1;
+		break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+		a->n = ap->n_floats;
+		a->floats = mc_xmalloc(a->n * sizeof *a->floats);
+		if (a->n)
+			memcpy(a->floats, ap->floats, a->n * sizeof *a->floats);
+		break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+		a->n = ap->n_ints;
+		a->ints = mc_xmalloc(a->n * sizeof *a->ints);
+		if (a->n)
+			memcpy(a->ints, ap->ints, a->n * sizeof *a->ints);
+		break;
+	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+		a->n = ap->n_strings;
+		a->strings = mc_xcalloc(a->n, sizeof *a->strings);
+		for (size_t i = 0; i < a->n; i++) {
+			a->strings[i] = mc_xmalloc(ap->strings[i].len + 1);
+			if (ap->strings[i].len)
+				memcpy(a->strings[i], ap->strings[i].data, ap->strings[i].len);
+			a->strings[i][ap->strings[i].len] = 0;
+		}
+		break;
+	default:
+		/* Unsupported kinds are kept, typed, so that an op that does not read
+		 * them still works; an op that does gets a type error. */
+		a->type = MC_ATTR_UNDEFINED;
+		break;
+	}
+	return 0;
+}
+
+/* Constant nodes become constant values at import. */
+static int load_constant(scope *s, const Onnx__NodeProto *np, const mc_node *n, int out)
+{
+	char where[512];
+	mc_node_where(n, where, sizeof where);
+	if (np->n_attribute != 1) {
+		mc_error("%s: needs exactly one value attribute, has %zu", where, np->n_attribute);
+		return -1;
+	}
+	const Onnx__AttributeProto *ap = np->attribute[0];
+	const char *an = ap->name ? ap->name : "";
+	mc_tensor *t = NULL;
+	mc_shape s1 = {.rank = 1}, s0 = {.rank = 0};
+	if (strcmp(an, "value") == 0 && ap->t) {
+		t = load_tensor(ap->t, s->g->values[out].name, s->model_dir);
+		if (!t)
+			return -1;
+	} else if (strcmp(an, "value_float") == 0) {
+		t = mc_tensor_new(MC_FLOAT, &s0);
+		((float *)t->data)[0] = ap->f;
+	} else if (strcmp(an, "value_int") == 0) {
+		t = mc_tensor_new(MC_INT64, &s0);
+		((int64_t *)t->data)[0] = ap->i;
+	} else if (strcmp(an, "value_floats") == 0) {
+		s1.dims[0] = (int64_t)ap->n_floats;
+		t = mc_tensor_new(MC_FLOAT, &s1);
+		if (ap->n_floats)
+			memcpy(t->data, ap->floats, t->nbytes);
+	} else if (strcmp(an, "value_ints") == 0) {
+		s1.dims[0] = (int64_t)ap->n_ints;
+		t = mc_tensor_new(MC_INT64, &s1);
+		if (ap->n_ints)
+			memcpy(t->data, ap->ints, t->nbytes);
+	} else {
+		mc_error("%s: value attribute '%s' is not supported", where, an);
+		return -1;
+	}
+	mc_value *v = &s->g->values[out];
+	v->kind = MC_VAL_CONST;
+	v->konst = t;
+	v->dtype = t->dtype;
+	v->shape = t->shape;
+	v->typed = true;
+	return 0;
+}
+
+static void report_unsupported(const mc_node *n, bool known_name)
+{
+	char where[512];
+	mc_node_where(n, where, sizeof where);
+	if (n->domain[0])
+		mc_error("%s: operator domain '%s' is not supported (only the default ONNX domain "
+		         "is)", where, n->domain);
+	else if (known_name)
+		mc_error("%s: unsupported op version (no implementation covers opset %d)", where,
+		         n->opset);
+	else
+		mc_error("%s: unsupported op", where);
+}
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+/* Kahn's algorithm; stable (file order among ready nodes). */
+static int topo_sort(mc_graph *g)
+{
+	int n = g->n_nodes;
+	int *indeg = mc_xcalloc((size_t)n, sizeof *indeg);
+	int *order = mc_xmalloc((size_t)n * sizeof *order);
+	/* consumers in CSR form */
+	int *cnt = mc_xcalloc((size_t)n + 1, sizeof *cnt);
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			mc_node *nd = &g->nodes[i];
+			for (int k = 0; k < nd->n_inputs + nd->n_implicit; k++) {
+				int v = k < nd->n_inputs ? nd->inputs[k] : nd->implicit[k - nd->n_inputs];
+				if (v < 0 || g->values[v].producer < 0)
+					continue;
+				if (pass == 0)
+					cnt[g->values[v].producer + 1]++;
+				indeg[i] += pass == 0;
+			}
+		}
+	for (int i = 0; i < n; i++)
+		cnt[i + 1] += cnt[i];
+	int *fill = mc_xmalloc(((size_t)n + 1) * sizeof *fill);
+	memcpy(fill, cnt, ((size_t)n + 1) * sizeof *fill);
+	int *cons = mc_xmalloc(((size_t)cnt[n] + 1) * sizeof *cons);
+	for (int i = 0; i < n; i++) {
+		mc_node *nd = &g->nodes[i];
+		for (int k = 0; k < nd->n_inputs + nd->n_implicit; k++) {
+			int v = k < nd->n_inputs ? nd->inputs[k] : nd->implicit[k - nd->n_inputs];
+			if (v >= 0 && g->values[v].producer >= 0)
+				cons[fill[g->values[v].producer]++] = i;
+		}
+	}
+	/* A min-heap would give file order exactly; a FIFO is close and enough. */
+	int head = 0, tail = 0;
+	for (int i = 0; i < n; i++)
+		if (!indeg[i])
+			order[tail++] = i;
+	while (head < tail) {
+		int i = order[head++];
+		for (int c = cnt[i]; c < cnt[i + 1]; c++)
+			if (--indeg[cons[c]] == 0)
+				order[tail++] = cons[c];
+	}
+	int rc = 0;
+	if (tail != n) {
+		for (int i = 0; i < n; i++)
+			if (indeg[i]) {
+				char where[512];
+				mc_error("%s: the graph has a cycle through this node",
+				         mc_node_where(&g->nodes[i], where, sizeof where));
+				break;
+			}
+		rc = -1;
+	} else {
+		mc_node *sorted = mc_xmalloc((size_t)n * sizeof *sorted);
+		int *newidx = mc_xmalloc((size_t)n * sizeof *newidx);
+		for (int i = 0; i < n; i++) {
+			sorted[i] = g->nodes[order[i]];
+			newidx[order[i]] = i;
+		}
+		for (int v = 0; v < g->n_values; v++)
+			if (g->values[v].producer >= 0)
+				g->values[v].producer = newidx[g->values[v].producer];
+		free(g->nodes);
+		g->nodes = sorted;
+		g->cap_nodes = n;
+		free(newidx);
+	}
+	free(indeg);
+	free(order);
+	free(cnt);
+	free(fill);
+	free(cons);
+	return rc;
+}
+
+/* Collects the parent-scope values read by a subgraph (transitively). */
+static void add_implicit(mc_node *n, const mc_graph *sub)
+{
+	for (int v = 0; v < sub->n_values; v++) {
+		if (sub->values[v].kind != MC_VAL_CAPTURED)
+			continue;
+		int o = sub->values[v].outer;
+		bool seen = false;
+		for (int k = 0; k < n->n_implicit; k++)
+			seen |= n->implicit[k] == o;
+		if (!seen) {
+			n->implicit = realloc(n->implicit, (size_t)(n->n_implicit + 1) * sizeof(int));
+			if (!n->implicit) {
+				mc_error("out of memory");
+				exit(3);
+			}
+			n->implicit[n->n_implicit++] = o;
+		}
+	}
+}
+
+static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth,
+                            const mc_import_opts *opts, int opset, const char *model_dir,
+                            int *unsupported)
+{
+	if (depth > MC_MAX_GRAPH_DEPTH) {
+		mc_error("graph '%s': subgraphs are nested more than %d deep", gp->name ? gp->name : "",
+		         MC_MAX_GRAPH_DEPTH);
+		return NULL;
+	}
+	mc_graph *g = mc_xcalloc(1, sizeof *g);
+	g->name = mc_xstrdup(gp->name);
+	g->parent = parent ? parent->g : NULL;
+	g->depth = depth;
+	g->opset = opset;
+	scope s = {.g = g, .parent = parent, .opts = opts, .opset = opset, .model_dir = model_dir,
+	           .unsupported = unsupported};
+	int rc = 0;
+
+	for (size_t i = 0; i < gp->n_initializer && !rc; i++) {
+		const Onnx__TensorProto *tp = gp->initializer[i];
+		const char *name = tp->name ? tp->name : "";
+		if (index_get(&s.ix, g, name) >= 0) {
+			mc_error("initializer '%s' is defined twice", name);
+			rc = -1;
+			break;
+		}
+		mc_tensor *t = load_tensor(tp, name, model_dir);
+		if (!t) {
+			rc = -1;
+			break;
+		}
+		mc_value *v = &g->values[add_named(&s, name, MC_VAL_CONST)];
+		v->konst = t;
+		v->dtype = t->dtype;
+		v->shape = t->shape;
+		v->typed = true;
+	}
+	if (gp->n_sparse_initializer && !rc) {
+		mc_error("graph '%s': sparse initializers are not supported", g->name);
+		rc = -1;
+	}
+	g->inputs = mc_xcalloc(gp->n_input, sizeof *g->inputs);
+	for (size_t i = 0; i < gp->n_input && !rc; i++) {
+		const Onnx__ValueInfoProto *vi = gp->input[i];
+		const char *name = vi->name ? vi->name : "";
+		int existing = index_get(&s.ix, g, name);
+		if (existing >= 0) {
+			if (g->values[existing].kind == MC_VAL_CONST)
+				continue; /* an input with a default: frozen as a constant */
+			mc_error("graph input '%s' is declared twice", name);
+			rc = -1;
+			break;
+		}
+		int v = add_named(&s, name, MC_VAL_INPUT);
+		rc = load_value_type(&s, vi, &g->values[v]);
+		g->inputs[g->n_inputs++] = v;
+	}
+
+	/* Pass 1: every node output becomes a value, so that nodes may appear
+	 * in any order in the file. */
+	size_t nn = gp->n_node;
+	g->nodes = mc_xcalloc(nn, sizeof *g->nodes);
+	g->cap_nodes = (int)nn;
+	if (nn > INT_MAX / 4) {
+		mc_error("graph '%s': too many nodes (%zu)", g->name, nn);
+		rc = -1;
+	}
+	for (size_t i = 0; i < nn && !rc; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		mc_node *n = &g->nodes[g->n_nodes++];
+		n->name = mc_xstrdup(np->name);
+		n->op_type = mc_xstrdup(np->op_type);
+		n->domain = mc_xstrdup(is_default_domain(np->domain) ? "" : np->domain);
+		n->opset = opset;
+		n->n_inputs = (int)np->n_input;
+		n->n_outputs = (int)np->n_output;
+		n->inputs = mc_xcalloc(np->n_input, sizeof(int));
+		n->outputs = mc_xcalloc(np->n_output, sizeof(int));
+		for (size_t k = 0; k < np->n_output; k++) {
+			const char *on = np->output[k] ? np->output[k] : "";
+			if (!*on) {
+				n->outputs[k] = -1;
+				continue;
+			}
+			if (index_get(&s.ix, g, on) >= 0) {
+				char where[512];
+				mc_error("%s: output '%s' is already defined elsewhere in the graph",
+				         mc_node_where(n, where, sizeof where), on);
+				rc = -1;
+				break;
+			}
+			int v = add_named(&s, on, MC_VAL_NODE);
+			g->values[v].producer = (int)i;
+			n->outputs[k] = v;
+		}
+	}
+
+	/* Pass 2: attributes (subgraphs see every value of this scope), inputs,
+	 * op resolution. */
+	for (int i = 0; i < g->n_nodes && !rc; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		mc_node *n = &g->nodes[i];
+		char where[512];
+		mc_node_where(n, where, sizeof where);
+		for (size_t k = 0; k < np->n_input; k++) {
+			const char *in = np->input[k] ? np->input[k] : "";
+			if (!*in) {
+				n->inputs[k] = -1;
+				continue;
+			}
+			n->inputs[k] = resolve(&s, in);
+			if (n->inputs[k] < 0) {
+				mc_error("%s: input '%s' is not produced by any node, initializer or graph "
+				         "input", where, in);
+				rc = -1;
+				break;
+			}
+		}
+		if (rc)
+			break;
+		if (!n->domain[0] && strcmp(n->op_type, "Constant") == 0 && n->n_outputs == 1 &&
+		    n->outputs[0] >= 0) {
+			rc = load_constant(&s, np, n, n->outputs[0]);
+			g->values[n->outputs[0]].producer = -1;
+			n->op_type[0] = 0; /* marked for removal below */
+			continue;
+		}
+		n->n_attrs = (int)np->n_attribute;
+		n->attrs = mc_xcalloc(np->n_attribute, sizeof *n->attrs);
+		for (size_t k = 0; k < np->n_attribute && !rc; k++) {
+			rc = load_attr(&s, n, np->attribute[k], &n->attrs[k]);
+			if (!rc && n->attrs[k].g)
+				add_implicit(n, n->attrs[k].g);
+		}
+		if (rc)
+			break;
+		bool known = false;
+		n->op = n->domain[0] ? NULL : mc_registry_find(n->op_type, n->opset, &known);
+		if (!n->op) {
+			report_unsupported(n, known);
+			++*unsupported;
+			continue;
+		}
+		if (n->n_inputs < n->op->min_inputs || n->n_inputs > n->op->max_inputs ||
+		    n->n_outputs < n->op->min_outputs || n->n_outputs > n->op->max_outputs) {
+			mc_error("%s: has %d inputs and %d outputs; the op takes %d to %d inputs and %d "
+			         "to %d outputs", where, n->n_inputs, n->n_outputs, n->op->min_inputs,
+			         n->op->max_inputs, n->op->min_outputs, n->op->max_outputs);
+			rc = -1;
+			break;
+		}
+		if (n->op->parse)
+			rc = n->op->parse(n);
+	}
+
+	/* Drop the Constant nodes turned into values, renumbering producers. */
+	if (!rc) {
+		int kept = 0;
+		int *newidx = mc_xmalloc(((size_t)g->n_nodes + 1) * sizeof *newidx);
+		for (int i = 0; i < g->n_nodes; i++) {
+			mc_node *n = &g->nodes[i];
+			if (n->op_type[0] == 0) {
+				free(n->name);
+				free(n->op_type);
+				free(n->domain);
+				free(n->inputs);
+				free(n->outputs);
+				newidx[i] = -1;
+				continue;
+			}
+			newidx[i] = kept;
+			g->nodes[kept++] = *n;
+		}
+		g->n_nodes = kept;
+		for (int v = 0; v < g->n_values; v++)
+			if (g->values[v].producer >= 0)
+				g->values[v].producer = newidx[g->values[v].producer];
+		free(newidx);
+		rc = topo_sort(g);
+	}
+
+	g->outputs = mc_xcalloc(gp->n_output, sizeof *g->outputs);
+	for (size_t i = 0; i < gp->n_output && !rc; i++) {
+		const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+		int v = resolve(&s, name);
+		if (v < 0) {
+			mc_error("graph output '%s' is never produced", name);
+			rc = -1;
+			break;
+		}
+		g->outputs[g->n_outputs++] = v;
+	}
+	free(s.ix.slots);
+	if (rc) {
+		/* Constant-marked nodes have op_type "" but are intact: free normally. */
+		mc_graph_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+static int model_opset(const Onnx__ModelProto *m, int *out)
+{
+	int found = 0;
+	for (size_t i = 0; i < m->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+		if (!is_default_domain(o->domain))
+			continue; /* other domains are refused where a node uses one */
+		if (!o->has_version || o->version < 1) {
+			mc_error("the model's default-domain opset version is missing or invalid");
+			return -1;
+		}
+		if (o->version > MC_MAX_OPSET) {
+			mc_error("the model imports opset %lld of the default domain; modelc knows "
+			         "opsets up to %d", (long long)o->version, MC_MAX_OPSET);
+			return -1;
+		}
+		*out = (int)o->version;
+		found = 1;
+	}
+	if (!found) {
+		if (m->n_opset_import) {
+			const char *d = m->opset_import[0]->domain;
+			mc_error("the model imports only the operator domain '%s', which is not "
+			         "supported (only the default ONNX domain is)", d ? d : "");
+		} else {
+			mc_error("the model imports no opset");
+		}
+		return -1;
+	}
+	return 0;
+}
+
+mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir,
+                           const mc_import_opts *opts)
+{
+	static const mc_import_opts none;
+	if (!opts)
+		opts = &none;
+	if (len == 0) {
+		mc_error("the model file is empty");
+		return NULL;
+	}
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	if (!m) {
+		mc_error("not a valid ONNX model: the protobuf data is truncated or malformed");
+		return NULL;
+	}
+	mc_graph *g = NULL;
+	int opset = 0;
+	if (!m->has_ir_version || !m->graph) {
+		mc_error("not an ONNX model: %s is missing",
+		         !m->has_ir_version ? "ir_version" : "the graph");
+	} else if (m->ir_version < 3 || m->ir_version > 12) {
+		mc_error("unsupported ONNX IR version %lld", (long long)m->ir_version);
+	} else if (m->n_functions) {
+		mc_error("model-local functions are not supported (%zu defined)", m->n_functions);
+	} else if (!model_opset(m, &opset)) {
+		int unsupported = 0;
+		g = load_graph(m->graph, NULL, 0, opts, opset, model_dir, &unsupported);
+		if (g && unsupported && !opts->allow_unsupported) {
+			mc_error("%d node%s use%s unsupported ops", unsupported,
+			         unsupported == 1 ? "" : "s", unsupported == 1 ? "s" : "");
+			mc_graph_free(g);
+			g = NULL;
+		}
+		if (g) {
+			g->model_dir = mc_xstrdup(model_dir ? model_dir : ".");
+			for (int i = 0; i < opts->n_pins; i++)
+				if (mc_graph_find(g, opts->pins[i].name) < 0 ||
+				    g->values[mc_graph_find(g, opts->pins[i].name)].kind != MC_VAL_INPUT) {
+					mc_error("--input-shape names '%s', which is not a graph input",
+					         opts->pins[i].name);
+					mc_graph_free(g);
+					g = NULL;
+					break;
+				}
+		}
+	}
+	onnx__model_proto__free_unpacked(m, NULL);
+	return g;
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return mc_xstrdup(".");
+	if (slash == path)
+		return mc_xstrdup("/");
+	char *d = mc_xmalloc((size_t)(slash - path) + 1);
+	memcpy(d, path, (size_t)(slash - path));
+	d[slash - path] = 0;
+	return d;
+}
+
+/* Maps a whole file read-only; files up to SIZE_MAX are fine on 64-bit. */
+static const uint8_t *map_file(const char *path, size_t *len, const char *what)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		mc_error("cannot open %s '%s': %s", what, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		mc_error("%s '%s' is not a regular file", what, path);
+		close(fd);
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	if (*len == 0) {
+		close(fd);
+		return (const uint8_t *)"";
+	}
+	void *p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		mc_error("cannot read %s '%s': %s", what, path, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+static void unmap_file(const uint8_t *p, size_t len)
+{
+	if (len)
+		munmap((void *)p, len);
+}
+
+mc_graph *mc_import_file(const char *path, const mc_import_opts *opts)
+{
+	size_t len;
+	const uint8_t *buf = map_file(path, &len, "model");
+	if (!buf)
+		return NULL;
+	char *dir = dir_of(path);
+	mc_graph *g = mc_import_buffer(buf, len, dir, opts);
+	free(dir);
+	unmap_file(buf, len);
+	return g;
+}
+
+mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len)
+{
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	if (!tp) {
+		mc_error("not a valid TensorProto");
+		return NULL;
+	}
+	mc_tensor *t = load_tensor(tp, tp->name && *tp->name ? tp->name : "(unnamed)", NULL);
+	onnx__tensor_proto__free_unpacked(tp, NULL);
+	return t;
+}
+
+mc_tensor *mc_tensor_from_pb_file(const char *path)
+{
+	size_t len;
+	const uint8_t *buf = map_file(path, &len, "tensor file");
+	if (!buf)
+		return NULL;
+	mc_tensor *t = mc_tensor_from_pb(buf, len);
+	unmap_file(buf, len);
+	return t;
+}

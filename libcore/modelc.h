@@ -1,0 +1,319 @@
+/* modelc core: dtypes, tensors, diagnostics, graph IR, op registry.
+ * One shared header in the QBE style: every module of libcore, freezing,
+ * aot and the targets includes it. */
+#ifndef MODELC_H
+#define MODELC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_VERSION "0.1.0"
+#define MC_MAX_RANK 8
+/* The newest default-domain opset the registry knows; a model importing a
+ * newer one is refused rather than silently given older semantics. */
+#define MC_MAX_OPSET 23
+/* Subgraph nesting deeper than this is refused (recursion bombs). */
+#define MC_MAX_GRAPH_DEPTH 32
+
+/* ---- dtypes: numbered as ONNX TensorProto.DataType ---- */
+typedef enum {
+	MC_UNDEFINED = 0,
+	MC_FLOAT = 1,
+	MC_UINT8 = 2,
+	MC_INT8 = 3,
+	MC_UINT16 = 4,
+	MC_INT16 = 5,
+	MC_INT32 = 6,
+	MC_INT64 = 7,
+	MC_STRING = 8,
+	MC_BOOL = 9,
+	MC_FLOAT16 = 10,
+	MC_DOUBLE = 11,
+	MC_UINT32 = 12,
+	MC_UINT64 = 13,
+	MC_BFLOAT16 = 16,
+} mc_dtype;
+
+const char *mc_dtype_name(mc_dtype t);   /* "float32", ...; "?" if unknown */
+size_t mc_dtype_size(mc_dtype t);        /* 0 if unsupported */
+bool mc_dtype_supported(mc_dtype t);
+bool mc_dtype_is_float(mc_dtype t);      /* float16/32/64, bfloat16 */
+bool mc_dtype_is_int(mc_dtype t);        /* signed/unsigned integers, not bool */
+bool mc_dtype_is_signed(mc_dtype t);
+float mc_half_to_float(uint16_t h);
+uint16_t mc_float_to_half(float f);      /* round to nearest even */
+float mc_bf16_to_float(uint16_t h);
+uint16_t mc_float_to_bf16(float f);
+
+/* ---- checked size arithmetic: false on overflow ---- */
+bool mc_mul_size(size_t a, size_t b, size_t *out);
+bool mc_add_size(size_t a, size_t b, size_t *out);
+
+/* ---- shapes ---- */
+typedef struct {
+	int rank;
+	int64_t dims[MC_MAX_RANK];
+} mc_shape;
+
+/* Element count; false if any dim is negative or the product overflows
+ * (elements or bytes of the largest dtype must fit in size_t/int64). */
+bool mc_shape_numel(const mc_shape *s, size_t *out);
+size_t mc_numel(const mc_shape *s);  /* caller knows it is valid */
+bool mc_shape_eq(const mc_shape *a, const mc_shape *b);
+/* "1x3x224x224", "scalar" */
+const char *mc_shape_str(const mc_shape *s, char *buf, size_t n);
+/* Multidirectional (numpy) broadcast; false if incompatible. */
+bool mc_broadcast(const mc_shape *a, const mc_shape *b, mc_shape *out);
+/* Row-major strides in elements. */
+void mc_strides(const mc_shape *s, int64_t strides[MC_MAX_RANK]);
+/* Strides of `in` as seen through broadcasting to `out` (0 on broadcast
+ * dims); `in` is right-aligned against `out`. */
+void mc_broadcast_strides(const mc_shape *in, const mc_shape *out,
+                          int64_t strides[MC_MAX_RANK]);
+
+/* ---- tensors (host memory, row-major, dense) ---- */
+typedef struct mc_tensor {
+	mc_dtype dtype;
+	mc_shape shape;
+	size_t numel;
+	size_t nbytes;
+	void *data;   /* malloc'd, owned by the tensor; non-NULL even if empty */
+} mc_tensor;
+
+mc_tensor *mc_tensor_new(mc_dtype t, const mc_shape *s); /* zeroed; NULL on overflow/OOM */
+mc_tensor *mc_tensor_clone(const mc_tensor *t);
+void mc_tensor_free(mc_tensor *t);
+/* Element access converting through double / int64 (clarity over speed). */
+double mc_get_f(const mc_tensor *t, size_t i);
+void mc_set_f(mc_tensor *t, size_t i, double v);
+int64_t mc_get_i(const mc_tensor *t, size_t i);
+void mc_set_i(mc_tensor *t, size_t i, int64_t v);
+/* Converts a whole tensor's data to/from double arrays (malloc'd). */
+double *mc_tensor_to_double(const mc_tensor *t);
+void mc_tensor_from_double(mc_tensor *t, const double *src);
+
+/* ---- diagnostics ---- */
+/* Errors are printed as one line: "modelc: error: <where>: <message>".
+ * Functions return 0 on success and -1 after reporting. */
+void mc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Tests capture messages instead of printing them. */
+typedef void (*mc_diag_sink)(const char *line, void *user);
+void mc_set_diag_sink(mc_diag_sink sink, void *user);
+void *mc_xmalloc(size_t n);       /* aborts on OOM: never on model-sized data */
+void *mc_xcalloc(size_t n, size_t m);
+char *mc_xstrdup(const char *s);
+
+/* ---- graph IR ---- */
+struct mc_graph;
+struct mc_op;
+
+typedef enum {
+	MC_ATTR_UNDEFINED = 0,
+	MC_ATTR_FLOAT = 1,
+	MC_ATTR_INT = 2,
+	MC_ATTR_STRING = 3,
+	MC_ATTR_TENSOR = 4,
+	MC_ATTR_GRAPH = 5,
+	MC_ATTR_FLOATS = 6,
+	MC_ATTR_INTS = 7,
+	MC_ATTR_STRINGS = 8,
+	MC_ATTR_TENSORS = 9,
+	MC_ATTR_GRAPHS = 10,
+} mc_attr_type;
+
+typedef struct mc_attr {
+	char *name;
+	mc_attr_type type;
+	double f;
+	int64_t i;
+	char *s;          /* NUL-terminated copy of the string */
+	mc_tensor *t;
+	struct mc_graph *g;
+	size_t n;         /* count for floats / ints / strings */
+	float *floats;
+	int64_t *ints;
+	char **strings;
+} mc_attr;
+
+typedef enum {
+	MC_VAL_INPUT,        /* graph input fed at run time */
+	MC_VAL_CONST,        /* initializer, Constant, or folded */
+	MC_VAL_NODE,         /* produced by a node */
+	MC_VAL_CAPTURED,     /* subgraph reference to an enclosing scope's value */
+} mc_value_kind;
+
+typedef struct mc_value {
+	char *name;
+	mc_value_kind kind;
+	mc_dtype dtype;       /* MC_UNDEFINED until inferred */
+	mc_shape shape;
+	bool typed;           /* dtype and shape are known */
+	mc_tensor *konst;     /* data when known at compile time, else NULL */
+	int producer;         /* node index, or -1 */
+	int outer;            /* MC_VAL_CAPTURED: index in the parent graph */
+	/* Declared input dims that were symbolic: names kept for messages. */
+	char *dim_param[MC_MAX_RANK];
+} mc_value;
+
+typedef struct mc_node {
+	char *name;           /* never NULL: "" when the model gave none */
+	char *op_type;
+	char *domain;         /* "" for the default domain */
+	int opset;            /* the model's opset for this node's domain */
+	const struct mc_op *op; /* NULL if unsupported */
+	int n_inputs, n_outputs;
+	int *inputs;          /* value indices; -1 for an omitted optional input */
+	int *outputs;         /* value indices; -1 for an omitted optional output */
+	/* Values that subgraphs of this node read from this graph: they must be
+	 * computed before the node runs, like its inputs. */
+	int n_implicit;
+	int *implicit;
+	int n_attrs;
+	mc_attr *attrs;
+	void *params;         /* op-private, set by op->parse, freed with free() */
+} mc_node;
+
+typedef struct mc_graph {
+	char *name;
+	struct mc_graph *parent;   /* enclosing graph for subgraphs */
+	int depth;
+	int n_values, cap_values;
+	mc_value *values;
+	int n_nodes, cap_nodes;
+	mc_node *nodes;            /* in topological order after import */
+	int n_inputs, n_outputs;
+	int *inputs;               /* runtime inputs only (initializers excluded) */
+	int *outputs;
+	int opset;                 /* default-domain opset */
+	char *model_dir;           /* for external data; NULL in subgraphs */
+} mc_graph;
+
+/* Looks a value up by name in this graph only; -1 if absent. */
+int mc_graph_find(const mc_graph *g, const char *name);
+int mc_graph_add_value(mc_graph *g, const char *name, mc_value_kind kind);
+void mc_graph_free(mc_graph *g);
+/* "node 'conv1' (Conv, opset 13)": the prefix of every node diagnostic. */
+const char *mc_node_where(const mc_node *n, char *buf, size_t len);
+
+/* ---- import ---- */
+typedef struct {
+	const char *name;
+	mc_shape shape;
+} mc_input_pin;
+
+typedef struct {
+	const mc_input_pin *pins; /* --input-shape pins */
+	int n_pins;
+	/* Unsupported ops are reported but do not fail import (inspect). */
+	bool allow_unsupported;
+} mc_import_opts;
+
+/* Reads, validates, resolves ops against the registry, sorts topologically.
+ * Does not run shape inference. NULL after reporting an error. */
+mc_graph *mc_import_file(const char *path, const mc_import_opts *opts);
+mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir,
+                           const mc_import_opts *opts);
+/* A serialized onnx.TensorProto (conformance .pb files). */
+mc_tensor *mc_tensor_from_pb_file(const char *path);
+mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len);
+
+/* ---- shape inference ---- */
+/* Types every value of g (and of its subgraphs). Nodes whose inputs are all
+ * known and that the registry can evaluate get their outputs computed
+ * (shape subgraphs), unless the result exceeds fold_limit bytes. */
+int mc_infer_graph(mc_graph *g);
+/* Count of unsupported nodes (reported once each, all at once). */
+int mc_report_unsupported(const mc_graph *g);
+
+/* ---- reference interpreter ---- */
+/* inputs[i] for g->inputs[i]; on success outputs[i] for g->outputs[i] are
+ * new tensors the caller frees. `outer` binds captured values of a subgraph
+ * (the enclosing environment, indexed by the parent's values); NULL at top. */
+int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outputs,
+                  mc_tensor *const *outer);
+
+/* ---- tensor files (tensorio.c) ---- */
+/* Reads a raw little-endian file (its size must match) or a .npy file
+ * (dtype and shape must match) as a tensor of the given type. */
+mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s);
+/* Writes raw little-endian bytes atomically (temporary name, then rename). */
+int mc_tensor_write_raw(const char *path, const mc_tensor *t);
+/* Output file name: every char outside [A-Za-z0-9_.-] becomes '_', + ".bin". */
+void mc_output_file_name(const char *value_name, char *buf, size_t n);
+/* Parses "1x3x224x224" (or "scalar"); false on junk or overflow. */
+bool mc_parse_shape(const char *text, mc_shape *out);
+
+/* ---- op registry ---- */
+/* Shape inference sees each input as a value: dtype, shape, and konst when
+ * the data is known at compile time (needed by Reshape, Slice, ...). */
+typedef struct {
+	mc_node *node;
+	const mc_graph *graph;
+	int n_in, n_out;
+	const mc_value **in;   /* NULL for an omitted optional input */
+	mc_value **out;        /* NULL for an omitted optional output */
+} mc_infer_ctx;
+
+/* Evaluation gets input tensors (NULL for omitted optionals) and outputs
+ * already allocated with the inferred dtype and shape (NULL if omitted). */
+typedef struct {
+	const mc_node *node;
+	const mc_graph *graph;
+	int n_in, n_out;
+	const mc_tensor *const *in;
+	mc_tensor **out;
+	mc_tensor *const *env; /* the graph's environment, for subgraph ops */
+} mc_eval_ctx;
+
+typedef struct mc_op {
+	const char *name;      /* ONNX op_type, default domain */
+	int min_opset, max_opset; /* opset range this entry implements */
+	int min_inputs, max_inputs;
+	int min_outputs, max_outputs;
+	/* Validates attributes and stores them in node->params (optional). */
+	int (*parse)(mc_node *n);
+	/* Sets dtype/shape of every present output; may read in[i]->konst. */
+	int (*infer)(mc_infer_ctx *c);
+	/* Reference implementation. */
+	int (*eval)(mc_eval_ctx *c);
+	unsigned flags;
+} mc_op;
+
+enum {
+	/* Output depends only on input shapes (Shape, Size): foldable as soon
+	 * as shapes are known. */
+	MC_OP_SHAPE_ONLY = 1u << 0,
+	/* Never fold at compile time (random ops). */
+	MC_OP_NO_FOLD = 1u << 1,
+	/* Holds subgraphs; the interpreter passes env. */
+	MC_OP_SUBGRAPH = 1u << 2,
+};
+
+/* Finds the entry for op_type at the given opset; NULL if none. Sets
+ * *known_name if some entry has this name (unsupported opset vs unknown). */
+const mc_op *mc_registry_find(const char *op_type, int opset, bool *known_name);
+/* All entries, for inspect/tests. */
+const mc_op *const *mc_registry_all(int *count);
+
+/* ---- helpers for op implementations (libcore/ops_util.c) ---- */
+const mc_attr *mc_attr_find(const mc_node *n, const char *name);
+/* Typed getters: return -1 after reporting if present with the wrong type. */
+int mc_attr_int(const mc_node *n, const char *name, int64_t dflt, int64_t *out);
+int mc_attr_float(const mc_node *n, const char *name, double dflt, double *out);
+int mc_attr_string(const mc_node *n, const char *name, const char *dflt, const char **out);
+/* *out points into the attribute; *count = 0 and *out = NULL if absent. */
+int mc_attr_ints(const mc_node *n, const char *name, const int64_t **out, size_t *count);
+int mc_attr_floats(const mc_node *n, const char *name, const float **out, size_t *count);
+/* Reports "node '...' (Op, opset N): <msg>" and returns -1. */
+int mc_node_error(const mc_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Normalises a possibly negative axis against rank; -1 after reporting. */
+int mc_norm_axis(const mc_node *n, int64_t axis, int rank, int *out);
+/* Sets an output value's type. */
+void mc_set_out(mc_infer_ctx *c, int i, mc_dtype t, const mc_shape *s);
+/* Reads a 1-D (or scalar) integer constant input as int64; -1 if the input
+ * is not known at compile time (reported, naming what must be constant). */
+int mc_const_ints(mc_infer_ctx *c, int i, int64_t *out, size_t cap, size_t *count);
+
+#endif

@@ -1,0 +1,18 @@
+/* Op families: each file under libcore/ops/ exports one NULL-terminated
+ * table of registry entries. */
+#ifndef MODELC_OPS_H
+#define MODELC_OPS_H
+
+#include "../modelc.h"
+
+extern const mc_op *const mc_ops_elementwise[]; /* unary, binary, compare, logic, Cast, Where */
+extern const mc_op *const mc_ops_nn[];          /* Conv, Gemm, MatMul, pooling, normalisation */
+extern const mc_op *const mc_ops_tensor[];      /* Reshape, Concat, Slice, Gather, Pad, Resize, ... */
+extern const mc_op *const mc_ops_reduce[];      /* Reduce*, Softmax, ArgMax, ... */
+extern const mc_op *const mc_ops_rnn[];         /* LSTM, GRU, RNN */
+extern const mc_op *const mc_ops_control[];     /* If */
+
+/* Typical inference for ops whose outputs are shaped like input 0. */
+int mc_infer_same_as_input0(mc_infer_ctx *c);
+
+#endif

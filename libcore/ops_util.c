@@ -1,0 +1,136 @@
+/* Helpers shared by op implementations: attributes, errors, axes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "modelc.h"
+#include "ops/ops.h"
+
+const mc_attr *mc_attr_find(const mc_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_attrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+
+int mc_node_error(const mc_node *n, const char *fmt, ...)
+{
+	char where[512], msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	mc_error("%s: %s", mc_node_where(n, where, sizeof where), msg);
+	return -1;
+}
+
+static const char *attr_type_name(mc_attr_type t)
+{
+	static const char *names[] = {"undefined", "float", "int", "string", "tensor",
+	                              "graph", "floats", "ints", "strings", "tensors", "graphs"};
+	return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+static const mc_attr *typed(const mc_node *n, const char *name, mc_attr_type want, int *err)
+{
+	const mc_attr *a = mc_attr_find(n, name);
+	*err = 0;
+	if (a && a->type != want) {
+		mc_node_error(n, "attribute '%s' has type %s, expected %s", name,
+		              attr_type_name(a->type), attr_type_name(want));
+		*err = -1;
+		return NULL;
+	}
+	return a;
+}
+
+int mc_attr_int(const mc_node *n, const char *name, int64_t dflt, int64_t *out)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_INT, &err);
+	*out = a ? a->i : dflt;
+	return err;
+}
+
+int mc_attr_float(const mc_node *n, const char *name, double dflt, double *out)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_FLOAT, &err);
+	*out = a ? a->f : dflt;
+	return err;
+}
+
+int mc_attr_string(const mc_node *n, const char *name, const char *dflt, const char **out)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_STRING, &err);
+	*out = a ? a->s : dflt;
+	return err;
+}
+
+int mc_attr_ints(const mc_node *n, const char *name, const int64_t **out, size_t *count)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_INTS, &err);
+	*out = a ? a->ints : NULL;
+	*count = a ? a->n : 0;
+	return err;
+}
+
+int mc_attr_floats(const mc_node *n, const char *name, const float **out, size_t *count)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_FLOATS, &err);
+	*out = a ? a->floats : NULL;
+	*count = a ? a->n : 0;
+	return err;
+}
+
+int mc_norm_axis(const mc_node *n, int64_t axis, int rank, int *out)
+{
+	if (axis < -(int64_t)rank || axis >= (int64_t)rank)
+		return mc_node_error(n, "axis %lld is out of range for rank %d", (long long)axis,
+		                     rank);
+	*out = (int)(axis < 0 ? axis + rank : axis);
+	return 0;
+}
+
+void mc_set_out(mc_infer_ctx *c, int i, mc_dtype t, const mc_shape *s)
+{
+	mc_value *v = c->out[i];
+	if (!v)
+		return;
+	v->dtype = t;
+	v->shape = *s;
+	v->typed = true;
+}
+
+int mc_const_ints(mc_infer_ctx *c, int i, int64_t *out, size_t cap, size_t *count)
+{
+	const mc_value *v = i < c->n_in ? c->in[i] : NULL;
+	if (!v)
+		return mc_node_error(c->node, "input %d is missing", i);
+	if (!v->konst)
+		return mc_node_error(c->node, "input %d ('%s') must be known at compile time "
+		                     "(it sets a shape); pin the graph inputs it depends on",
+		                     i, v->name);
+	const mc_tensor *t = v->konst;
+	if (t->shape.rank > 1 || !mc_dtype_is_int(t->dtype))
+		return mc_node_error(c->node, "input %d ('%s') must be a 1-D integer tensor", i,
+		                     v->name);
+	if (t->numel > cap)
+		return mc_node_error(c->node, "input %d ('%s') has %zu elements, at most %zu allowed",
+		                     i, v->name, t->numel, cap);
+	for (size_t k = 0; k < t->numel; k++)
+		out[k] = mc_get_i(t, k);
+	*count = t->numel;
+	return 0;
+}
+
+int mc_infer_same_as_input0(mc_infer_ctx *c)
+{
+	for (int k = 0; k < c->n_out; k++)
+		mc_set_out(c, k, c->in[0]->dtype, &c->in[0]->shape);
+	return 0;
+}

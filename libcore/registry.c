@@ -1,0 +1,38 @@
+/* The op registry: one table per op family (libcore/ops/), searched by
+ * name and opset. Each entry is the single home of an op's semantics. */
+#include <string.h>
+
+#include "modelc.h"
+#include "ops/ops.h"
+
+static const mc_op *const *families[] = {
+	mc_ops_elementwise, mc_ops_nn, mc_ops_tensor, mc_ops_reduce, mc_ops_rnn, mc_ops_control,
+};
+
+const mc_op *mc_registry_find(const char *op_type, int opset, bool *known_name)
+{
+	if (known_name)
+		*known_name = false;
+	for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+		for (const mc_op *const *p = families[f]; *p; p++) {
+			if (strcmp((*p)->name, op_type) != 0)
+				continue;
+			if (known_name)
+				*known_name = true;
+			if (opset >= (*p)->min_opset && opset <= (*p)->max_opset)
+				return *p;
+		}
+	return NULL;
+}
+
+const mc_op *const *mc_registry_all(int *count)
+{
+	static const mc_op *all[1024];
+	static int n;
+	if (!n)
+		for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+			for (const mc_op *const *p = families[f]; *p && n < 1024; p++)
+				all[n++] = *p;
+	*count = n;
+	return all;
+}

@@ -1,0 +1,233 @@
+/* Tensor files: raw little-endian and .npy, written atomically. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "modelc.h"
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		mc_error("cannot open '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	unsigned char *buf = mc_xmalloc(cap);
+	for (;;) {
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (n < cap)
+			break;
+		cap *= 2;
+		buf = realloc(buf, cap);
+		if (!buf) {
+			mc_error("'%s' is too large to read", path);
+			fclose(f);
+			return NULL;
+		}
+	}
+	if (ferror(f)) {
+		mc_error("reading '%s' failed", path);
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static const char *npy_descr(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT: return "<f4";
+	case MC_DOUBLE: return "<f8";
+	case MC_FLOAT16: return "<f2";
+	case MC_INT8: return "|i1";
+	case MC_UINT8: return "|u1";
+	case MC_INT16: return "<i2";
+	case MC_UINT16: return "<u2";
+	case MC_INT32: return "<i4";
+	case MC_UINT32: return "<u4";
+	case MC_INT64: return "<i8";
+	case MC_UINT64: return "<u8";
+	case MC_BOOL: return "|b1";
+	default: return NULL;
+	}
+}
+
+/* Minimal .npy v1-3 header reader: 'descr', 'fortran_order', 'shape'. */
+static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_dtype want,
+                     const mc_shape *shape, size_t *data_off)
+{
+	if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
+		mc_error("'%s' is not a .npy file", path);
+		return -1;
+	}
+	size_t hlen, hoff;
+	if (buf[6] == 1) {
+		hlen = buf[8] | (size_t)buf[9] << 8;
+		hoff = 10;
+	} else {
+		if (len < 12) {
+			mc_error("'%s': truncated .npy header", path);
+			return -1;
+		}
+		hlen = buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+		hoff = 12;
+	}
+	if (hlen > len - hoff) {
+		mc_error("'%s': truncated .npy header", path);
+		return -1;
+	}
+	char *h = mc_xmalloc(hlen + 1);
+	memcpy(h, buf + hoff, hlen);
+	h[hlen] = 0;
+	int rc = -1;
+	const char *want_descr = npy_descr(want);
+	char *d = strstr(h, "'descr'"), *fo = strstr(h, "'fortran_order'"), *sh = strstr(h, "'shape'");
+	if (!d || !fo || !sh || !want_descr) {
+		mc_error("'%s': unsupported .npy header", path);
+		goto out;
+	}
+	d = strchr(d + 7, '\'');
+	if (!d || strncmp(d + 1, want_descr, 3) != 0 || d[4] != '\'') {
+		mc_error("'%s': .npy dtype is not %s (%s)", path, mc_dtype_name(want), want_descr);
+		goto out;
+	}
+	fo = strchr(fo + 15, ':');
+	while (fo && (*++fo == ' '))
+		;
+	if (!fo || strncmp(fo, "False", 5) != 0) {
+		mc_error("'%s': only C-ordered .npy files are supported", path);
+		goto out;
+	}
+	char *p = strchr(sh, '(');
+	mc_shape got = {0};
+	if (!p) {
+		mc_error("'%s': malformed .npy shape", path);
+		goto out;
+	}
+	p++;
+	while (*p && *p != ')') {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ')')
+			break;
+		char *end;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || v < 0 || got.rank == MC_MAX_RANK) {
+			mc_error("'%s': malformed .npy shape", path);
+			goto out;
+		}
+		got.dims[got.rank++] = v;
+		p = end;
+	}
+	if (!mc_shape_eq(&got, shape)) {
+		char a[256], b[256];
+		mc_error("'%s': .npy shape %s does not match the expected %s", path,
+		         mc_shape_str(&got, a, sizeof a), mc_shape_str(shape, b, sizeof b));
+		goto out;
+	}
+	*data_off = hoff + hlen;
+	rc = 0;
+out:
+	free(h);
+	return rc;
+}
+
+mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s)
+{
+	size_t len, off = 0;
+	unsigned char *buf = slurp(path, &len);
+	if (!buf)
+		return NULL;
+	mc_tensor *x = mc_tensor_new(t, s);
+	size_t pl = strlen(path);
+	bool npy = pl > 4 && strcmp(path + pl - 4, ".npy") == 0;
+	if (!x) {
+		mc_error("'%s': cannot allocate the tensor", path);
+	} else if (npy && parse_npy(path, buf, len, t, s, &off)) {
+		mc_tensor_free(x);
+		x = NULL;
+	} else if (len - off != x->nbytes) {
+		char b[256];
+		mc_error("'%s' holds %zu bytes of data; %s %s needs %zu", path, len - off,
+		         mc_dtype_name(t), mc_shape_str(s, b, sizeof b), x->nbytes);
+		mc_tensor_free(x);
+		x = NULL;
+	} else {
+		memcpy(x->data, buf + off, x->nbytes);
+	}
+	free(buf);
+	return x;
+}
+
+int mc_tensor_write_raw(const char *path, const mc_tensor *t)
+{
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+		mc_error("path '%s' is too long", path);
+		return -1;
+	}
+	FILE *f = fopen(tmp, "wb");
+	if (!f) {
+		mc_error("cannot create '%s': %s", tmp, strerror(errno));
+		return -1;
+	}
+	bool ok = fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
+	ok &= fflush(f) == 0;
+	int err = errno;
+	ok &= fclose(f) == 0;
+	if (!ok || rename(tmp, path) != 0) {
+		mc_error("cannot write '%s': %s", path, strerror(ok ? errno : err));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+void mc_output_file_name(const char *value_name, char *buf, size_t n)
+{
+	size_t i = 0;
+	for (const char *p = value_name; *p && i + 5 < n; p++) {
+		char ch = *p;
+		bool keep = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
+		buf[i++] = keep ? ch : '_';
+	}
+	snprintf(buf + i, n - i, ".bin");
+}
+
+bool mc_parse_shape(const char *text, mc_shape *out)
+{
+	mc_shape s = {0};
+	if (strcmp(text, "scalar") == 0) {
+		*out = s;
+		return true;
+	}
+	const char *p = text;
+	for (;;) {
+		char *end;
+		if (*p < '0' || *p > '9' || s.rank == MC_MAX_RANK)
+			return false;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (errno || v < 0)
+			return false;
+		s.dims[s.rank++] = v;
+		if (*end == 0)
+			break;
+		if (*end != 'x' && *end != ',')
+			return false;
+		p = end + 1;
+	}
+	size_t numel;
+	if (!mc_shape_numel(&s, &numel))
+		return false;
+	*out = s;
+	return true;
+}

@@ -1,0 +1,356 @@
+/* modelc: the command-line tool. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../libcore/modelc.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: modelc inspect MODEL [--input-shape NAME=DIMS]...\n"
+	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR\n"
+	      "                  [--input-shape NAME=DIMS]...\n"
+	      "       modelc --version\n"
+	      "\n"
+	      "DIMS is like 1x3x224x224. Input files are raw little-endian tensors of the\n"
+	      "input's dtype and shape, or .npy files. run writes one raw file per output,\n"
+	      "named after it (characters outside [A-Za-z0-9_.-] become '_') plus .bin.\n",
+	      f);
+}
+
+typedef struct {
+	const char *model;
+	mc_input_pin pins[64];
+	int n_pins;
+	const char *input_names[64];
+	const char *input_files[64];
+	int n_inputs;
+	const char *output_dir;
+} cli;
+
+static int split_eq(const char *arg, const char *opt, char **name, const char **rest)
+{
+	const char *eq = strrchr(arg, '=');
+	if (!eq || eq == arg) {
+		mc_error("%s expects NAME=VALUE, got '%s'", opt, arg);
+		return -1;
+	}
+	*name = mc_xmalloc((size_t)(eq - arg) + 1);
+	memcpy(*name, arg, (size_t)(eq - arg));
+	(*name)[eq - arg] = 0;
+	*rest = eq + 1;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, cli *c, bool want_io)
+{
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		bool has_val = i + 1 < argc;
+		if (strcmp(a, "--input-shape") == 0 && has_val) {
+			char *name;
+			const char *dims;
+			if (c->n_pins == 64) {
+				mc_error("too many --input-shape options");
+				return -1;
+			}
+			if (split_eq(argv[++i], "--input-shape", &name, &dims))
+				return -1;
+			if (!mc_parse_shape(dims, &c->pins[c->n_pins].shape)) {
+				mc_error("--input-shape %s: '%s' is not a shape like 1x3x224x224", name, dims);
+				free(name);
+				return -1;
+			}
+			c->pins[c->n_pins++].name = name;
+		} else if (want_io && strcmp(a, "--input") == 0 && has_val) {
+			char *name;
+			const char *file;
+			if (c->n_inputs == 64) {
+				mc_error("too many --input options");
+				return -1;
+			}
+			if (split_eq(argv[++i], "--input", &name, &file))
+				return -1;
+			c->input_names[c->n_inputs] = name;
+			c->input_files[c->n_inputs++] = file;
+		} else if (want_io && strcmp(a, "--output-dir") == 0 && has_val) {
+			c->output_dir = argv[++i];
+		} else if (a[0] == '-' && a[1]) {
+			mc_error("unknown option '%s' (or it needs a value)", a);
+			return -1;
+		} else if (!c->model) {
+			c->model = a;
+		} else {
+			mc_error("unexpected argument '%s'", a);
+			return -1;
+		}
+	}
+	if (!c->model) {
+		mc_error("no model file given");
+		return -1;
+	}
+	return 0;
+}
+
+static void free_cli(cli *c)
+{
+	for (int i = 0; i < c->n_pins; i++)
+		free((char *)c->pins[i].name);
+	for (int i = 0; i < c->n_inputs; i++)
+		free((char *)c->input_names[i]);
+}
+
+/* ---- inspect ---- */
+typedef struct {
+	const char *op;
+	int count;
+} op_count;
+
+static int cmp_count(const void *a, const void *b)
+{
+	const op_count *x = a, *y = b;
+	if (x->count != y->count)
+		return y->count - x->count;
+	return strcmp(x->op, y->op);
+}
+
+static void histogram(const mc_graph *g, op_count *h, int *n, int cap)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *nd = &g->nodes[i];
+		int k;
+		for (k = 0; k < *n; k++)
+			if (strcmp(h[k].op, nd->op_type) == 0)
+				break;
+		if (k == *n && *n < cap)
+			h[(*n)++] = (op_count){nd->op_type, 0};
+		if (k < *n)
+			h[k].count++;
+		for (int a = 0; a < nd->n_attrs; a++)
+			if (nd->attrs[a].g)
+				histogram(nd->attrs[a].g, h, n, cap);
+	}
+}
+
+static void count_params(const mc_graph *g, size_t *params, size_t *bytes)
+{
+	for (int v = 0; v < g->n_values; v++)
+		if (g->values[v].kind == MC_VAL_CONST && g->values[v].konst) {
+			*params += g->values[v].konst->numel;
+			*bytes += g->values[v].konst->nbytes;
+		}
+	for (int i = 0; i < g->n_nodes; i++)
+		for (int a = 0; a < g->nodes[i].n_attrs; a++)
+			if (g->nodes[i].attrs[a].g)
+				count_params(g->nodes[i].attrs[a].g, params, bytes);
+}
+
+static const mc_value *val(const mc_graph *g, const mc_node *n, int k, bool out)
+{
+	int i = out ? (k < n->n_outputs ? n->outputs[k] : -1) : (k < n->n_inputs ? n->inputs[k] : -1);
+	return i >= 0 ? &g->values[i] : NULL;
+}
+
+/* Multiply-accumulates of the heavy ops, from inferred shapes. */
+static double mac_estimate(const mc_graph *g)
+{
+	double macs = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		const mc_value *x = val(g, n, 0, false), *w = val(g, n, 1, false), *y = val(g, n, 0, true);
+		if (!x || !y || !y->typed)
+			continue;
+		double out = (double)mc_numel(&y->shape);
+		if ((strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0) && w) {
+			double k = 1; /* per output: Cin/group x kernel, read off the weight */
+			for (int d = 1; d < w->shape.rank; d++)
+				k *= (double)w->shape.dims[d];
+			if (strcmp(n->op_type, "Conv") == 0) {
+				macs += out * k;
+			} else {
+				/* weight is Cin x Cout/group x k...: each input element feeds
+				 * Cout/group x kernel outputs */
+				macs += (double)mc_numel(&x->shape) * k;
+			}
+		} else if ((strcmp(n->op_type, "Gemm") == 0 || strcmp(n->op_type, "MatMul") == 0) && w) {
+			int64_t kdim = x->shape.rank ? x->shape.dims[x->shape.rank - 1] : 1;
+			if (strcmp(n->op_type, "Gemm") == 0) {
+				const mc_attr *ta = mc_attr_find(n, "transA");
+				if (ta && ta->i && x->shape.rank == 2)
+					kdim = x->shape.dims[0];
+			}
+			macs += out * (double)kdim;
+		}
+		for (int a = 0; a < n->n_attrs; a++)
+			if (n->attrs[a].g)
+				macs += mac_estimate(n->attrs[a].g);
+	}
+	return macs;
+}
+
+static void print_value(const mc_value *v)
+{
+	char buf[256] = "";
+	size_t off = 0;
+	for (int d = 0; d < v->shape.rank && off < sizeof buf; d++) {
+		const char *sep = d ? "x" : "";
+		if (v->shape.dims[d] >= 0)
+			off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%lld", sep,
+			                        (long long)v->shape.dims[d]);
+		else
+			off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", sep,
+			                        v->dim_param[d] ? v->dim_param[d] : "?");
+	}
+	printf("  %-32s %-8s %s\n", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
+}
+
+static int cmd_inspect(cli *c)
+{
+	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .allow_unsupported = true};
+	mc_graph *g = mc_import_file(c->model, &opts);
+	if (!g)
+		return 1;
+	printf("model: %s (opset %d)\n", c->model, g->opset);
+	size_t params = 0, bytes = 0;
+	count_params(g, &params, &bytes);
+	int unsupported = mc_report_unsupported(g);
+	bool pinned = true;
+	for (int i = 0; i < g->n_inputs; i++)
+		pinned &= g->values[g->inputs[i]].typed;
+	bool inferred = pinned && !unsupported && mc_infer_graph(g) == 0;
+	printf("inputs:\n");
+	for (int i = 0; i < g->n_inputs; i++)
+		print_value(&g->values[g->inputs[i]]);
+	printf("outputs:\n");
+	for (int i = 0; i < g->n_outputs; i++)
+		if (inferred)
+			print_value(&g->values[g->outputs[i]]);
+		else
+			printf("  %s\n", g->values[g->outputs[i]].name);
+	op_count h[512];
+	int nh = 0, total = 0;
+	histogram(g, h, &nh, 512);
+	qsort(h, (size_t)nh, sizeof *h, cmp_count);
+	for (int i = 0; i < nh; i++)
+		total += h[i].count;
+	printf("ops: %d nodes, %d distinct\n", total, nh);
+	for (int i = 0; i < nh; i++)
+		printf("  %-24s %d\n", h[i].op, h[i].count);
+	printf("parameters: %zu (%zu bytes)\n", params, bytes);
+	if (inferred)
+		printf("MACs (Conv, ConvTranspose, Gemm, MatMul): %.0f (%.3f G)\n", mac_estimate(g),
+		       mac_estimate(g) / 1e9);
+	else if (!pinned)
+		printf("MACs: unknown until every input dimension is pinned with --input-shape\n");
+	int rc = 0;
+	if (unsupported) {
+		/* The importer has already named each node on stderr. */
+		printf("unsupported: %d node%s (listed above on stderr)\n", unsupported,
+		       unsupported == 1 ? "" : "s");
+		rc = 1;
+	} else if (pinned && !inferred) {
+		rc = 1;
+	}
+	mc_graph_free(g);
+	return rc;
+}
+
+/* ---- run ---- */
+static int cmd_run(cli *c)
+{
+	if (!c->output_dir) {
+		mc_error("run needs --output-dir DIR");
+		return 2;
+	}
+	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins};
+	mc_graph *g = mc_import_file(c->model, &opts);
+	if (!g)
+		return 1;
+	int rc = 1;
+	mc_tensor **in = mc_xcalloc((size_t)g->n_inputs, sizeof *in);
+	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs, sizeof *out);
+	if (mc_infer_graph(g))
+		goto done;
+	for (int k = 0; k < c->n_inputs; k++) {
+		int v = mc_graph_find(g, c->input_names[k]);
+		int slot = -1;
+		for (int i = 0; i < g->n_inputs; i++)
+			if (g->inputs[i] == v)
+				slot = i;
+		if (slot < 0) {
+			mc_error("--input names '%s', which is not a graph input", c->input_names[k]);
+			goto done;
+		}
+		if (in[slot]) {
+			mc_error("--input '%s' is given twice", c->input_names[k]);
+			goto done;
+		}
+		in[slot] = mc_tensor_read_file(c->input_files[k], g->values[v].dtype,
+		                               &g->values[v].shape);
+		if (!in[slot])
+			goto done;
+	}
+	for (int i = 0; i < g->n_inputs; i++)
+		if (!in[i]) {
+			char b[256];
+			const mc_value *v = &g->values[g->inputs[i]];
+			mc_error("no --input for graph input '%s' (%s %s)", v->name,
+			         mc_dtype_name(v->dtype), mc_shape_str(&v->shape, b, sizeof b));
+			goto done;
+		}
+	if (mkdir(c->output_dir, 0777) != 0 && errno != EEXIST) {
+		mc_error("cannot create '%s': %s", c->output_dir, strerror(errno));
+		goto done;
+	}
+	if (mc_interp_run(g, in, out, NULL))
+		goto done;
+	rc = 0;
+	for (int i = 0; i < g->n_outputs && !rc; i++) {
+		char file[512], path[4096];
+		mc_output_file_name(g->values[g->outputs[i]].name, file, sizeof file);
+		snprintf(path, sizeof path, "%s/%s", c->output_dir, file);
+		if (mc_tensor_write_raw(path, out[i]))
+			rc = 1;
+	}
+done:
+	for (int i = 0; i < g->n_inputs; i++)
+		mc_tensor_free(in[i]);
+	for (int i = 0; i < g->n_outputs; i++)
+		mc_tensor_free(out[i]);
+	free(in);
+	free(out);
+	mc_graph_free(g);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--version") == 0) {
+		printf("modelc %s\n", MC_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	cli c = {0};
+	int rc;
+	if (strcmp(cmd, "inspect") == 0)
+		rc = parse_args(argc, argv, &c, false) ? 2 : cmd_inspect(&c);
+	else if (strcmp(cmd, "run") == 0)
+		rc = parse_args(argc, argv, &c, true) ? 2 : cmd_run(&c);
+	else {
+		mc_error("unknown command '%s'", cmd);
+		usage(stderr);
+		rc = 2;
+	}
+	free_cli(&c);
+	return rc;
+}

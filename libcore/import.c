@@ -670,7 +670,8 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			rc = -1;
 			break;
 		}
-		mc_value *v = &g->values[add_named(&s, name, MC_VAL_CONST)];
+		int vi = add_named(&s, name, MC_VAL_CONST); /* may move g->values */
+		mc_value *v = &g->values[vi];
 		v->konst = t;
 		v->dtype = t->dtype;
 		v->shape = t->shape;

@@ -6,9 +6,10 @@
 #include "../modelc.h"
 
 extern const mc_op *const mc_ops_elementwise[]; /* unary, binary, compare, logic, Cast, Where */
-extern const mc_op *const mc_ops_nn[];          /* Conv, Gemm, MatMul, pooling, normalisation */
-extern const mc_op *const mc_ops_tensor[];      /* Reshape, Concat, Slice, Gather, Pad, Resize, ... */
-extern const mc_op *const mc_ops_reduce[];      /* Reduce*, Softmax, ArgMax, ... */
+extern const mc_op *const mc_ops_nn[];          /* Conv, ConvTranspose, Gemm, MatMul, pooling */
+extern const mc_op *const mc_ops_tensor[];      /* Reshape, Transpose, Concat, Split, Shape, Expand, ... */
+extern const mc_op *const mc_ops_index[];       /* Slice, Gather, Scatter, Pad, Resize, DepthToSpace, ... */
+extern const mc_op *const mc_ops_reduce[];      /* Reduce*, Softmax, ArgMax, normalisations */
 extern const mc_op *const mc_ops_rnn[];         /* LSTM, GRU, RNN */
 extern const mc_op *const mc_ops_control[];     /* If */
 

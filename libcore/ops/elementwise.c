@@ -215,8 +215,14 @@ static int legacy_view(const mc_node *n, const mc_shape *a, const mc_shape *b, m
 	    mc_attr_int(n, "axis", a->rank - b->rank, &axis))
 		return -1;
 	*view = *b;
+	if (!bcast && !mc_shape_eq(a, b)) {
+		char sa[256], sb[256];
+		return mc_node_error(n, "input shapes %s and %s differ; before opset 7 that needs "
+		                     "broadcast=1", mc_shape_str(a, sa, sizeof sa),
+		                     mc_shape_str(b, sb, sizeof sb));
+	}
 	if (!bcast)
-		return 0; /* the caller then requires equal shapes */
+		return 0;
 	if (axis < 0)
 		axis += a->rank;
 	if (axis < 0 || b->rank > a->rank || axis > a->rank - b->rank)
@@ -249,8 +255,8 @@ static int map_shapes(const mc_node *n, int count, const mc_shape *shapes, mc_sh
 		if (legacy_view(n, &shapes[0], &shapes[1], &views[1]))
 			return -1;
 		if (!mc_broadcast(&shapes[0], &views[1], out) || !mc_shape_eq(out, &shapes[0]))
-			return mc_node_error(n, "input shapes %s and %s are incompatible (set broadcast=1 "
-			                     "and axis for legacy broadcasting)",
+			return mc_node_error(n, "input shapes %s and %s are incompatible for legacy "
+			                     "broadcasting",
 			                     mc_shape_str(&shapes[0], a, sizeof a),
 			                     mc_shape_str(&shapes[1], b, sizeof b));
 		return 0;

@@ -223,12 +223,11 @@ static int legacy_view(const mc_node *n, const mc_shape *a, const mc_shape *b, m
 	}
 	if (!bcast)
 		return 0;
-	if (axis < 0)
-		axis += a->rank;
-	if (axis < 0 || b->rank > a->rank || axis > a->rank - b->rank)
+	int64_t at = axis < 0 ? axis + a->rank : axis;
+	if (at < 0 || b->rank > a->rank || at > a->rank - b->rank)
 		return mc_node_error(n, "legacy broadcast of a rank-%d input at axis %lld does not fit "
 		                     "rank %d", b->rank, (long long)axis, a->rank);
-	for (int d = b->rank; d < a->rank - (int)axis; d++)
+	for (int d = b->rank; d < a->rank - (int)at; d++)
 		view->dims[view->rank++] = 1;
 	return 0;
 }
@@ -1063,7 +1062,8 @@ static int dropout_infer(mc_infer_ctx *c)
 	    dropout_training(c->node, ratio ? ratio->konst : NULL, training->konst))
 		return -1;
 	mc_set_out(c, 0, x->dtype, &x->shape);
-	mc_set_out(c, 1, c->node->opset >= 10 ? MC_BOOL : x->dtype, &x->shape);
+	if (c->n_out > 1)
+		mc_set_out(c, 1, c->node->opset >= 10 ? MC_BOOL : x->dtype, &x->shape);
 	return 0;
 }
 

@@ -319,7 +319,7 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 {
 	const Onnx__TypeProto *tp = vi->type;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-		mc_error("input '%s': only tensor inputs are supported", v->name);
+		mc_error("input '%s': non-tensor inputs (sequence, optional, map) are not supported", v->name);
 		return -1;
 	}
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;

@@ -12,7 +12,7 @@
 #define MC_MAX_RANK 8
 /* The newest default-domain opset the registry knows; a model importing a
  * newer one is refused rather than silently given older semantics. */
-#define MC_MAX_OPSET 23
+#define MC_MAX_OPSET 28
 /* Subgraph nesting deeper than this is refused (recursion bombs). */
 #define MC_MAX_GRAPH_DEPTH 32
 

@@ -203,9 +203,18 @@ typedef struct {
 	mc_shape shape;
 } mc_input_pin;
 
+/* A symbolic dimension fixed by name (--dim batch_size=1): every input
+ * dimension declared with that dim_param takes the value. */
+typedef struct {
+	const char *param;
+	int64_t value;
+} mc_dim_pin;
+
 typedef struct {
 	const mc_input_pin *pins; /* --input-shape pins */
 	int n_pins;
+	const mc_dim_pin *dim_pins; /* --dim pins */
+	int n_dim_pins;
 	/* Unsupported ops are reported but do not fail import (inspect). */
 	bool allow_unsupported;
 } mc_import_opts;

@@ -24,8 +24,10 @@ typedef enum {
 
 /* Which of activation_alpha / activation_beta each function consumes (the
  * lists are consumed in order, only by the functions that take them, as
- * ONNX Runtime does) and its defaults: those of the ONNX op of that name.
- * ScaledTanh has no ONNX default; 1, 1 makes it plain tanh. */
+ * ONNX Runtime does) and its defaults: those of the ONNX op of that name, as
+ * the spec says (ONNX Runtime instead uses 0 for absent ThresholdedRelu,
+ * ScaledTanh and Affine parameters). ScaledTanh has no ONNX default; 1, 1
+ * makes it plain tanh. */
 static const struct {
 	const char *name;
 	bool takes_alpha, takes_beta;
@@ -285,7 +287,9 @@ static int rnn_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "hidden_size is %lld but R has shape [%lld, %lld, %lld]",
 		                     (long long)p->hidden_size, (long long)r->shape.dims[0],
 		                     (long long)r->shape.dims[1], (long long)r->shape.dims[2]);
-	/* rows / gates == hidden, tested without multiplying model numbers */
+	/* B and P sizes below are 2 x rows and 3 x hidden: keep them in range */
+	if (rows > INT64_MAX / 4)
+		return mc_node_error(n, "W has %lld rows, too many", (long long)rows);
 	if (rows % gates != 0 || rows / gates != hidden)
 		return mc_node_error(n, "W has %lld rows per direction; %s needs %lld x hidden_size "
 		                     "(%lld)", (long long)rows, n->op_type, (long long)gates,

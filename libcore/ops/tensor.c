@@ -80,9 +80,21 @@ static void gather_elements(mc_tensor *out, const mc_tensor *in,
 	}
 }
 
+/* Omitted required inputs (an empty name in the model) are errors here,
+ * before anything reads them. */
+static int need_inputs(mc_infer_ctx *c, int count)
+{
+	for (int k = 0; k < count; k++)
+		if (k >= c->n_in || !c->in[k])
+			return mc_node_error(c->node, "input %d is missing", k);
+	return 0;
+}
+
 /* Reshape, Flatten, Squeeze, Unsqueeze: same bytes, new shape. */
 static int copy_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	if (c->in[0]->nbytes != c->out[0]->nbytes)
 		return mc_node_error(c->node, "input and output sizes differ");
 	memcpy(c->out[0]->data, c->in[0]->data, c->in[0]->nbytes);
@@ -123,6 +135,8 @@ static int reshape_parse(mc_node *n)
 
 static int reshape_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t want[MC_MAX_RANK], allowzero = 0;
@@ -193,6 +207,8 @@ static int reshape_infer(mc_infer_ctx *c)
 
 static int flatten_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t axis;
@@ -250,6 +266,8 @@ static int squeeze_parse(mc_node *n)
 
 static int squeeze_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t axes[MC_MAX_RANK];
@@ -284,6 +302,8 @@ static int unsqueeze_parse(mc_node *n)
 
 static int unsqueeze_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t axes[MC_MAX_RANK];
@@ -333,6 +353,8 @@ static int transpose_perm(const mc_node *n, int rank, int64_t perm[MC_MAX_RANK])
 
 static int transpose_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t perm[MC_MAX_RANK];
 	if (check_data_dtype(c, 0) || transpose_perm(c->node, ins->rank, perm))
@@ -346,6 +368,8 @@ static int transpose_infer(mc_infer_ctx *c)
 
 static int transpose_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	const mc_tensor *in = c->in[0];
 	mc_tensor *out = c->out[0];
 	int64_t perm[MC_MAX_RANK], own[MC_MAX_RANK], stride[MC_MAX_RANK];
@@ -408,6 +432,8 @@ static int concat_infer(mc_infer_ctx *c)
 
 static int concat_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	int axis;
 	mc_tensor *out = c->out[0];
 	if (concat_axis(c->node, out->shape.rank, &axis))
@@ -490,6 +516,8 @@ static int split_axis(const mc_node *n, int rank, int *axis)
 
 static int split_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int axis;
@@ -585,6 +613,8 @@ static int shape_range(const mc_node *n, int rank, int64_t *start, int64_t *end)
 
 static int shape_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	int64_t start, end;
 	if (shape_range(c->node, c->in[0]->shape.rank, &start, &end))
 		return -1;
@@ -595,6 +625,8 @@ static int shape_infer(mc_infer_ctx *c)
 
 static int shape_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	const mc_shape *s = &c->in[0]->shape;
 	int64_t start, end;
 	if (shape_range(c->node, s->rank, &start, &end))
@@ -606,6 +638,8 @@ static int shape_eval(mc_eval_ctx *c)
 
 static int size_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	mc_shape scalar = {.rank = 0};
 	mc_set_out(c, 0, MC_INT64, &scalar);
 	return 0;
@@ -613,6 +647,8 @@ static int size_infer(mc_infer_ctx *c)
 
 static int size_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	mc_set_i(c->out[0], 0, (int64_t)mc_numel(&c->in[0]->shape));
 	return 0;
 }
@@ -637,6 +673,8 @@ static int constantofshape_parse(mc_node *n)
 
 static int constantofshape_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_attr *v = mc_attr_find(n, "value");
 	int64_t dims[MC_MAX_RANK];
@@ -660,6 +698,8 @@ static int constantofshape_infer(mc_infer_ctx *c)
 
 static int constantofshape_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	const mc_attr *v = mc_attr_find(c->node, "value");
 	mc_tensor *out = c->out[0];
 	if (!v)
@@ -701,6 +741,8 @@ static int range_count(const mc_node *n, const mc_tensor *start, const mc_tensor
 
 static int range_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 3))
+		return -1;
 	const mc_node *n = c->node;
 	static const char *names[3] = {"start", "limit", "delta"};
 	mc_dtype t = c->in[0]->dtype;
@@ -730,6 +772,8 @@ static int range_infer(mc_infer_ctx *c)
 
 static int range_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	mc_tensor *out = c->out[0];
 	if (mc_dtype_is_int(out->dtype)) {
 		/* start + i * delta stays between start and limit: no overflow */
@@ -748,6 +792,8 @@ static int range_eval(mc_eval_ctx *c)
 
 static int expand_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	int64_t dims[MC_MAX_RANK];
 	size_t count;
@@ -773,6 +819,8 @@ static int expand_infer(mc_infer_ctx *c)
 
 static int expand_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	mc_tensor *out = c->out[0];
 	int64_t stride[MC_MAX_RANK];
 	if (!out->numel)
@@ -823,6 +871,8 @@ static int tile_repeats(mc_infer_ctx *c, int64_t rep[MC_MAX_RANK])
 
 static int tile_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t rep[MC_MAX_RANK];
@@ -846,6 +896,8 @@ static int tile_infer(mc_infer_ctx *c)
 
 static int tile_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	const mc_tensor *in = c->in[0];
 	mc_tensor *out = c->out[0];
 	int64_t stride[MC_MAX_RANK];
@@ -871,6 +923,8 @@ static int eyelike_dtype(const mc_node *n, mc_dtype input, mc_dtype *out)
 
 static int eyelike_infer(mc_infer_ctx *c)
 {
+	if (need_inputs(c, 1))
+		return -1;
 	const mc_node *n = c->node;
 	int64_t k;
 	mc_dtype t = c->in[0]->dtype;
@@ -884,6 +938,8 @@ static int eyelike_infer(mc_infer_ctx *c)
 
 static int eyelike_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted */
 	mc_tensor *out = c->out[0];
 	int64_t k, rows = out->shape.dims[0], cols = out->shape.dims[1];
 	if (mc_attr_int(c->node, "k", 0, &k))

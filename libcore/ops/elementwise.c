@@ -1042,8 +1042,8 @@ static int dropout_training(const mc_node *n, const mc_tensor *ratio, const mc_t
 	double r = ratio ? mc_get_f(ratio, 0) : 0.5;
 	if (r == 0)
 		return 0;
-	return mc_node_error(n, "training mode with ratio %g drops at random; only inference "
-	                     "(training_mode false, or ratio 0) is supported", r);
+	return mc_node_error(n, "training mode with ratio %g (random dropping) is not supported; "
+	                     "only inference: training_mode false, or ratio 0", r);
 }
 
 static int dropout_infer(mc_infer_ctx *c)
@@ -1057,9 +1057,16 @@ static int dropout_infer(mc_infer_ctx *c)
 		return mc_node_error(c->node, "ratio must be a floating-point scalar");
 	if (training && (training->dtype != MC_BOOL || mc_numel(&training->shape) != 1))
 		return mc_node_error(c->node, "training_mode must be a bool scalar");
-	/* known at compile time: refuse now rather than at run time */
-	if (training && training->konst && (!ratio || ratio->konst) &&
-	    dropout_training(c->node, ratio ? ratio->konst : NULL, training->konst))
+	/* Whether this node drops at random must be settled when compiling:
+	 * generated code has no random path. */
+	if (training && !training->konst)
+		return mc_node_error(c->node, "a run-time training_mode is not supported; it must be "
+		                     "known at compile time (bind input '%s')", training->name);
+	if (training && mc_get_i(training->konst, 0) && ratio && !ratio->konst)
+		return mc_node_error(c->node, "with training_mode true, a run-time ratio is not "
+		                     "supported; it must be known at compile time (bind input '%s')",
+		                     ratio->name);
+	if (training && dropout_training(c->node, ratio ? ratio->konst : NULL, training->konst))
 		return -1;
 	mc_set_out(c, 0, x->dtype, &x->shape);
 	if (c->n_out > 1)

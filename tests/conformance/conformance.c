@@ -273,6 +273,7 @@ static int run_one(const char *dir, char *msg, size_t n)
 	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *out);
 	if (mc_interp_run(g, in, out, NULL)) {
 		snprintf(msg, n, "%s", first_error);
+		status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
 		free(out);
 		goto done;
 	}

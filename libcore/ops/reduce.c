@@ -925,8 +925,8 @@ static int check_param(const mc_node *n, const mc_value *v, const char *what, si
 		return -1;
 	if (mc_numel(&v->shape) != want) {
 		char b[256];
-		return mc_node_error(n, "%s '%s' has shape %s; %zu elements expected", what, v->name,
-		                     mc_shape_str(&v->shape, b, sizeof b), want);
+		return mc_node_error(n, "%s '%s' has shape %s; expected %zu element%s", what, v->name,
+		                     mc_shape_str(&v->shape, b, sizeof b), want, want == 1 ? "" : "s");
 	}
 	return 0;
 }

@@ -410,8 +410,8 @@ static void reduce_max_doubles(const mc_tensor *x, const reduce_plan *plan, doub
 	}
 	/* shift by finite maxima only: inf - inf would make a NaN */
 	for (size_t o = 0; o < nout; o++)
-		if (!isfinite(mx[o]))
-			mx[o] = mx[o] != mx[o] ? mx[o] : 0;
+		if (isinf(mx[o]))
+			mx[o] = 0;
 }
 
 static int reduce_doubles(const mc_node *n, reduce_kind kind, const mc_tensor *x, mc_tensor *y,

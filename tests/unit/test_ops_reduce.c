@@ -218,6 +218,20 @@ Test(reduce, log_sum_exp_does_not_overflow)
 	free_all(out, 1);
 }
 
+Test(reduce, log_sum_exp_infinities)
+{
+	int64_t axes[] = {1};
+	mc_attr attrs[] = {attr_ints("axes", axes, 1), attr_int("keepdims", 0)};
+	op_call call = {"ReduceLogSumExp", 13, attrs, 2, 0};
+	mc_tensor *in[1] = {tensor(MC_FLOAT, 2, (int64_t[]){2, 2},
+	                           (double[]){-INFINITY, -INFINITY, INFINITY, 1})};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&call, in, 1, out, 1), 0, "%s", last_error);
+	expect_values(out[0], (double[]){-INFINITY, INFINITY}, 2, 0);
+	free_all(in, 1);
+	free_all(out, 1);
+}
+
 Test(reduce, axes_input_must_be_constant)
 {
 	op_call call = {"ReduceMean", 18, NULL, 0, 1u << 1};

@@ -302,6 +302,8 @@ done:
 	return status;
 }
 
+#define STATUS_EXIT_BASE 40
+
 /* Forks so that a crash or a hang is contained and counted. */
 static int run_isolated(const char *dir, char *msg, size_t n)
 {
@@ -319,7 +321,8 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		int st = run_one(dir, m, sizeof m);
 		if (write(pipefd[1], m, strlen(m)) < 0)
 			_exit(100);
-		_exit(st);
+		/* Offset so that a sanitizer's exit status 1 reads as a crash. */
+		_exit(STATUS_EXIT_BASE + st);
 	}
 	close(pipefd[1]);
 	ssize_t r, total = 0;
@@ -333,10 +336,10 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
 		return CRASH;
 	}
-	int code = WEXITSTATUS(ws);
-	if (code < NSTATUS && code != CRASH)
+	int code = WEXITSTATUS(ws) - STATUS_EXIT_BASE;
+	if (code >= 0 && code < NSTATUS && code != CRASH)
 		return code;
-	snprintf(msg, n, "child exited with status %d", code);
+	snprintf(msg, n, "child exited with status %d", WEXITSTATUS(ws));
 	return CRASH;
 }
 

@@ -319,7 +319,7 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 {
 	const Onnx__TypeProto *tp = vi->type;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-		mc_error("input '%s': only tensor inputs are supported", v->name);
+		mc_error("input '%s': non-tensor inputs (sequence, optional, map) are not supported", v->name);
 		return -1;
 	}
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -361,8 +361,14 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 			         (long long)declared);
 			return -1;
 		}
-		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
 			v->dim_param[d] = mc_xstrdup(dim->dim_param);
+			for (int k = 0; k < s->opts->n_dim_pins; k++)
+				if (strcmp(s->opts->dim_pins[k].param, dim->dim_param) == 0) {
+					declared = s->opts->dim_pins[k].value;
+					has = true;
+				}
+		}
 		if (pin) {
 			if (has && pin->shape.dims[d] != declared) {
 				mc_error("input '%s': --input-shape gives %lld for dimension %d, the model "

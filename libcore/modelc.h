@@ -12,7 +12,7 @@
 #define MC_MAX_RANK 8
 /* The newest default-domain opset the registry knows; a model importing a
  * newer one is refused rather than silently given older semantics. */
-#define MC_MAX_OPSET 23
+#define MC_MAX_OPSET 28
 /* Subgraph nesting deeper than this is refused (recursion bombs). */
 #define MC_MAX_GRAPH_DEPTH 32
 
@@ -203,9 +203,18 @@ typedef struct {
 	mc_shape shape;
 } mc_input_pin;
 
+/* A symbolic dimension fixed by name (--dim batch_size=1): every input
+ * dimension declared with that dim_param takes the value. */
+typedef struct {
+	const char *param;
+	int64_t value;
+} mc_dim_pin;
+
 typedef struct {
 	const mc_input_pin *pins; /* --input-shape pins */
 	int n_pins;
+	const mc_dim_pin *dim_pins; /* --dim pins */
+	int n_dim_pins;
 	/* Unsupported ops are reported but do not fail import (inspect). */
 	bool allow_unsupported;
 } mc_import_opts;

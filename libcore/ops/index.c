@@ -257,7 +257,7 @@ static int slice_make_plan(const mc_node *n, const mc_shape *data, const mc_tens
 	for (size_t i = 0; i < ns; i++) {
 		int64_t step = has_steps ? steps[i] : 1;
 		if (step == 0)
-			return mc_node_error(n, "step %zu is 0", i);
+			return mc_node_error(n, "steps[%zu] is 0; steps must be nonzero", i);
 		p->step[ax[i]] = step;
 		slice_axis(data->dims[ax[i]], starts[i], ends[i], step, &p->start[ax[i]],
 		           &p->out.dims[ax[i]]);
@@ -1260,15 +1260,16 @@ static double resize_coord(const resize_attrs *a, int64_t x, double scale, int64
 }
 
 /* Taps per output position: depends on the mode and, when antialiasing,
- * on how much the axis shrinks (the filter widens by 1/scale). */
-static int64_t resize_taps(const resize_attrs *a, double scale)
+ * on how much the axis shrinks (the filter widens by 1/scale). Computed
+ * in double; the caller refuses more than RESIZE_MAX_TAPS. */
+static double resize_taps(const resize_attrs *a, double scale)
 {
 	double s = scale < 1 ? scale : 1;
 	switch (a->mode) {
 	case RS_LINEAR:
-		return a->antialias ? 2 - 2 * (int64_t)(floor(-1 / s) + 1) : 2;
+		return a->antialias ? 2 - 2 * (floor(-1 / s) + 1) : 2;
 	case RS_CUBIC:
-		return a->antialias ? 2 - 2 * (int64_t)(floor(-2 / s) + 1) : 4;
+		return a->antialias ? 2 - 2 * (floor(-2 / s) + 1) : 4;
 	default:
 		return 2;
 	}
@@ -1391,13 +1392,14 @@ static int resize_axis_build(const mc_node *n, const resize_attrs *a, const resi
 {
 	int64_t out = p->out.dims[d];
 	double scale = p->scale[d];
-	t->taps = resize_taps(a, scale);
+	double taps = resize_taps(a, scale);
 	size_t cells, bytes;
-	if (t->taps < 1 || t->taps > RESIZE_MAX_TAPS ||
+	t->taps = taps >= 1 && taps <= RESIZE_MAX_TAPS ? (int64_t)taps : 0;
+	if (!t->taps ||
 	    !mc_mul_size((size_t)out, (size_t)t->taps, &cells) ||
 	    !mc_mul_size(cells, sizeof(double), &bytes))
-		return mc_node_error(n, "axis %d: %lld filter taps per output value is too many "
-		                     "(scale %g)", d, (long long)t->taps, scale);
+		return mc_node_error(n, "axis %d: %g filter taps per output value is too many "
+		                     "(scale %g)", d, taps, scale);
 	t->src = mc_xmalloc((cells ? cells : 1) * sizeof *t->src);
 	t->w = mc_xmalloc((cells ? cells : 1) * sizeof *t->w);
 	t->count = mc_xmalloc((size_t)(out ? out : 1) * sizeof *t->count);
@@ -1541,8 +1543,11 @@ static int blocksize(const mc_node *n, int64_t *b)
 {
 	if (mc_attr_int(n, "blocksize", 0, b))
 		return -1;
-	if (!mc_attr_find(n, "blocksize") || *b < 1 || *b > (1 << 20))
-		return mc_node_error(n, "needs a positive attribute 'blocksize'");
+	if (!mc_attr_find(n, "blocksize"))
+		return mc_node_error(n, "needs attribute 'blocksize'");
+	if (*b < 1 || *b > (1 << 20))
+		return mc_node_error(n, "blocksize %lld is out of range [1, %d]", (long long)*b,
+		                     1 << 20);
 	return 0;
 }
 
@@ -1584,6 +1589,8 @@ static int d2s_infer(mc_infer_ctx *c)
 	if (s->dims[1] % (b * b))
 		return mc_node_error(n, "channels (%lld) must be a multiple of blocksize^2 (%lld)",
 		                     (long long)s->dims[1], (long long)(b * b));
+	if (s->dims[2] > INT64_MAX / b || s->dims[3] > INT64_MAX / b)
+		return mc_node_error(n, "output is too large");
 	mc_shape out = {.rank = 4, .dims = {s->dims[0], s->dims[1] / (b * b), s->dims[2] * b,
 	                                     s->dims[3] * b}};
 	mc_set_out(c, 0, c->in[0]->dtype, &out);
@@ -1603,6 +1610,8 @@ static int s2d_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "height %lld and width %lld must be multiples of blocksize "
 		                     "%lld", (long long)s->dims[2], (long long)s->dims[3],
 		                     (long long)b);
+	if (s->dims[1] > INT64_MAX / (b * b))
+		return mc_node_error(n, "output is too large");
 	mc_shape out = {.rank = 4, .dims = {s->dims[0], s->dims[1] * b * b, s->dims[2] / b,
 	                                     s->dims[3] / b}};
 	mc_set_out(c, 0, c->in[0]->dtype, &out);

@@ -172,7 +172,7 @@ static bool is_unsupported_message(const char *m)
 }
 
 /* Imports the test's model and its input data. With bind_ints, integer
- * inputs become compile-time constants, as a user would --bind them: static
+ * and scalar inputs become compile-time constants, as a user would --bind them: static
  * shapes need shape-setting inputs (Reshape's shape, Tile's repeats) known
  * when compiling. On success *in holds the remaining runtime inputs. */
 static mc_graph *prepare(const char *dir, bool bind_ints, mc_tensor ***in, char *msg, size_t n,
@@ -206,7 +206,7 @@ static mc_graph *prepare(const char *dir, bool bind_ints, mc_tensor ***in, char 
 	}
 	/* Bind from the back so that earlier input positions stay put. */
 	for (int i = n_in - 1; bind_ints && i >= 0; i--) {
-		if (!mc_dtype_is_int(data[i]->dtype))
+		if (!mc_dtype_is_int(data[i]->dtype) && data[i]->shape.rank != 0)
 			continue;
 		if (mc_graph_bind_input(g, i, data[i])) {
 			snprintf(msg, n, "%s", first_error);
@@ -229,10 +229,11 @@ fail:
 	return NULL;
 }
 
-static bool has_int_input(const mc_graph *g)
+static bool has_bindable_input(const mc_graph *g)
 {
 	for (int i = 0; i < g->n_inputs; i++)
-		if (mc_dtype_is_int(g->values[g->inputs[i]].dtype))
+		if (mc_dtype_is_int(g->values[g->inputs[i]].dtype) ||
+		    g->values[g->inputs[i]].shape.rank == 0)
 			return true;
 	return false;
 }
@@ -248,7 +249,7 @@ static int run_one(const char *dir, char *msg, size_t n)
 	if (!g)
 		return status;
 	if (mc_infer_graph(g)) {
-		bool retry = has_int_input(g);
+		bool retry = has_bindable_input(g);
 		snprintf(msg, n, "%s", first_error);
 		status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
 		for (int i = 0; i < g->n_inputs; i++)

@@ -950,7 +950,8 @@ enum {
 	CT_ASYMMETRIC, CT_TF_HALF_PIXEL_FOR_NN, CT_TF_CROP_AND_RESIZE,
 };
 /* NR_SIMPLE: Upsample and Resize-10 round down when upsampling and up when
- * downsampling (ONNX Runtime's rule; the old conformance data agrees). */
+ * downsampling (ONNX Runtime's rule; upsampling by whole factors then is
+ * the plain repeat of the ONNX reference). */
 enum { NR_ROUND_PREFER_FLOOR, NR_ROUND_PREFER_CEIL, NR_FLOOR, NR_CEIL, NR_SIMPLE };
 enum { KA_STRETCH, KA_NOT_LARGER, KA_NOT_SMALLER };
 
@@ -990,7 +991,6 @@ static int pick_name(const mc_node *n, const char *attr, const char *dflt,
 static const name_value resize_modes[] = {
 	{"nearest", RS_NEAREST, 1, MC_MAX_OPSET},
 	{"linear", RS_LINEAR, 1, MC_MAX_OPSET},
-	{"bilinear", RS_LINEAR, 1, 6}, /* Upsample-1's name for it */
 	{"cubic", RS_CUBIC, 11, MC_MAX_OPSET},
 	{NULL, 0, 0, 0},
 };
@@ -1219,7 +1219,7 @@ static int resize_infer(mc_infer_ctx *c)
 	if (resize_make_plan(n, &a, &x->shape, scales, sizes, &p))
 		return -1;
 	if (a.coord == CT_TF_CROP_AND_RESIZE) {
-		const mc_value *roi = c->in[1];
+		const mc_value *roi = c->n_in > 1 ? c->in[1] : NULL;
 		size_t want = 2 * (size_t)p.n_axes;
 		if (!roi || roi->shape.rank != 1 || (size_t)roi->shape.dims[0] != want ||
 		    !mc_dtype_is_float(roi->dtype))
@@ -1491,7 +1491,8 @@ static int resize_eval(mc_eval_ctx *c)
 	if (a.coord == CT_TF_CROP_AND_RESIZE) {
 		double roi[2 * MC_MAX_RANK];
 		size_t nr;
-		if (!c->in[1] || tensor_floats(n, c->in[1], "roi", roi, 2 * MC_MAX_RANK, &nr))
+		if (c->n_in < 2 || !c->in[1] ||
+		    tensor_floats(n, c->in[1], "roi", roi, 2 * MC_MAX_RANK, &nr))
 			return mc_node_error(n, "tf_crop_and_resize needs roi");
 		if (nr != 2 * (size_t)p.n_axes)
 			return mc_node_error(n, "roi has %zu values, expected %d", nr, 2 * p.n_axes);

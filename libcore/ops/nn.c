@@ -235,6 +235,9 @@ static int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
 			if ((g->out[i] - 1) * g->s[i] >= g->in[i] + g->pb[i])
 				g->out[i]--;
 		}
+		if (g->out[i] >= WIN_LIMIT)
+			return mc_node_error(n, "output spatial dim %d would be %lld", i,
+			                     (long long)g->out[i]);
 	}
 	return 0;
 }
@@ -270,9 +273,9 @@ static int win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
 		if (p->auto_pad == PAD_VALID)
 			g->pb[i] = g->pe[i] = 0;
 		g->out[i] = full - g->pb[i] - g->pe[i];
-		if (g->out[i] < 1)
-			return mc_node_error(n, "output spatial dim %d would be %lld (pads larger than "
-			                     "the output)", i, (long long)g->out[i]);
+		if (g->out[i] < 1 || g->out[i] >= WIN_LIMIT)
+			return mc_node_error(n, "output spatial dim %d would be %lld", i,
+			                     (long long)g->out[i]);
 	}
 	return 0;
 }
@@ -384,21 +387,16 @@ static int conv_parse(mc_node *n)
 	return 0;
 }
 
-/* Checks the dtypes and shapes of X, W and B shared by Conv and
- * ConvTranspose; `w_in` is the weight dim that counts input channels per
+/* Checks the shapes of X, W and B (if has_bias) shared by Conv,
+ * ConvTranspose and ConvInteger; `w_in` is the weight dim that counts input channels per
  * group (1 for Conv, 0 for ConvTranspose), *cout the output channels. */
-static int check_conv_inputs(mc_infer_ctx *c, int w_in, int64_t *cout)
+static int check_conv_inputs(mc_infer_ctx *c, int w_in, bool has_bias, int64_t *cout)
 {
 	const mc_node *n = c->node;
 	const nn_params *p = n->params;
-	const mc_value *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
+	const mc_value *x = c->in[0], *w = c->in[1];
+	const mc_value *b = has_bias && c->n_in > 2 ? c->in[2] : NULL;
 	char xs[256], ws[256];
-	if (check_float_input(n, x, "input X"))
-		return -1;
-	if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
-		return mc_node_error(n, "X, W and B must have the same dtype; got %s, %s and %s",
-		                     mc_dtype_name(x->dtype), mc_dtype_name(w->dtype),
-		                     b ? mc_dtype_name(b->dtype) : "none");
 	if (x->shape.rank < 3 || w->shape.rank != x->shape.rank)
 		return mc_node_error(n, "X has shape %s and W %s; expected N x C x spatial dims and "
 		                     "weights of the same rank", mc_shape_str(&x->shape, xs, sizeof xs),
@@ -428,6 +426,19 @@ static int check_conv_inputs(mc_infer_ctx *c, int w_in, int64_t *cout)
 	return 0;
 }
 
+/* Conv and ConvTranspose: X, W, B of one float dtype. */
+static int check_float_conv(mc_infer_ctx *c)
+{
+	const mc_value *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
+	if (check_float_input(c->node, x, "input X"))
+		return -1;
+	if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+		return mc_node_error(c->node, "X, W and B must have the same dtype; got %s, %s and %s",
+		                     mc_dtype_name(x->dtype), mc_dtype_name(w->dtype),
+		                     b ? mc_dtype_name(b->dtype) : "none");
+	return 0;
+}
+
 static void set_window_output(mc_infer_ctx *c, int i, mc_dtype t, int64_t batch,
                               int64_t channels, const win_geom *g)
 {
@@ -444,7 +455,7 @@ static int conv_infer(mc_infer_ctx *c)
 	const mc_value *x = c->in[0];
 	int64_t cout;
 	win_geom g;
-	if (check_conv_inputs(c, 1, &cout) ||
+	if (check_float_conv(c) || check_conv_inputs(c, 1, true, &cout) ||
 	    win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
 	    win_forward(c->node, c->node->params, &g))
 		return -1;
@@ -489,15 +500,14 @@ static void store(mc_tensor *t, double *buf)
 	free(buf);
 }
 
-static int conv_eval(mc_eval_ctx *c)
+/* Y = conv(X, W) + B on whole tensors already converted to double. */
+static int conv_run(const mc_node *n, const mc_shape *xs, const mc_shape *ws, const double *xd,
+                    const double *wd, const double *bd, mc_tensor *y)
 {
-	const mc_node *n = c->node;
 	const nn_params *p = n->params;
-	const mc_tensor *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
-	mc_tensor *y = c->out[0];
 	win_geom g;
 	tap_ranges r;
-	if (win_setup(n, p, &x->shape, w->shape.dims + 2, &g) || win_forward(n, p, &g) ||
+	if (win_setup(n, p, xs, ws->dims + 2, &g) || win_forward(n, p, &g) ||
 	    tap_ranges_new(n, &g, g.in[g.nsp - 1], g.out[g.nsp - 1], &r))
 		return -1;
 	double *yd = alloc_or_null(y->numel, sizeof *yd);
@@ -505,9 +515,7 @@ static int conv_eval(mc_eval_ctx *c)
 		tap_ranges_free(&r);
 		return mc_node_error(n, "out of memory");
 	}
-	double *xd = mc_tensor_to_double(x), *wd = mc_tensor_to_double(w);
-	double *bd = b ? mc_tensor_to_double(b) : NULL;
-	int64_t batch = x->shape.dims[0], cin = x->shape.dims[1], cout = w->shape.dims[0];
+	int64_t batch = xs->dims[0], cin = xs->dims[1], cout = ws->dims[0];
 	int64_t cg = cin / p->group, mg = cout / p->group;
 	size_t in_plane = prod(g.in, g.nsp), out_plane = prod(g.out, g.nsp);
 	size_t ksize = prod(g.k, g.nsp);
@@ -522,11 +530,74 @@ static int conv_eval(mc_eval_ctx *c)
 				           wd + (size_t)(oc * cg + ic) * ksize, yp);
 		}
 	store(y, yd);
+	tap_ranges_free(&r);
+	return 0;
+}
+
+static int conv_eval(mc_eval_ctx *c)
+{
+	if (!c->out[0])
+		return 0; /* output omitted: nothing to compute */
+	const mc_tensor *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
+	double *xd = mc_tensor_to_double(x), *wd = mc_tensor_to_double(w);
+	double *bd = b ? mc_tensor_to_double(b) : NULL;
+	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, bd, c->out[0]);
 	free(xd);
 	free(wd);
 	free(bd);
-	tap_ranges_free(&r);
+	return rc;
+}
+
+/* ---- ConvInteger: Conv of (X - x_zero_point) and (W - w_zero_point) ---- */
+
+static bool int8_dtype(mc_dtype t)
+{
+	return t == MC_INT8 || t == MC_UINT8;
+}
+
+static int conv_integer_infer(mc_infer_ctx *c)
+{
+	const mc_node *n = c->node;
+	const mc_value *x = c->in[0], *w = c->in[1];
+	const mc_value *zx = c->n_in > 2 ? c->in[2] : NULL, *zw = c->n_in > 3 ? c->in[3] : NULL;
+	int64_t cout;
+	win_geom g;
+	if (!int8_dtype(x->dtype) || !int8_dtype(w->dtype))
+		return mc_node_error(n, "X and W have dtypes %s and %s; expected int8 or uint8",
+		                     mc_dtype_name(x->dtype), mc_dtype_name(w->dtype));
+	if (check_conv_inputs(c, 1, false, &cout) ||
+	    win_setup(n, n->params, &x->shape, w->shape.dims + 2, &g) ||
+	    win_forward(n, n->params, &g))
+		return -1;
+	if (zx && (zx->dtype != x->dtype || mc_numel(&zx->shape) != 1))
+		return mc_node_error(n, "x_zero_point must be one %s value", mc_dtype_name(x->dtype));
+	if (zw && (zw->dtype != w->dtype || zw->shape.rank > 1 ||
+	           (mc_numel(&zw->shape) != 1 && (int64_t)mc_numel(&zw->shape) != cout)))
+		return mc_node_error(n, "w_zero_point must be one %s value or one per output "
+		                     "channel (%lld)", mc_dtype_name(w->dtype), (long long)cout);
+	set_window_output(c, 0, MC_INT32, x->shape.dims[0], cout, &g);
 	return 0;
+}
+
+static int conv_integer_eval(mc_eval_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	const mc_tensor *x = c->in[0], *w = c->in[1];
+	const mc_tensor *zx = c->n_in > 2 ? c->in[2] : NULL, *zw = c->n_in > 3 ? c->in[3] : NULL;
+	double *xd = mc_tensor_to_double(x), *wd = mc_tensor_to_double(w);
+	/* 8-bit products summed in double stay exact far beyond real sizes */
+	if (zx)
+		for (size_t i = 0; i < x->numel; i++)
+			xd[i] -= mc_get_f(zx, 0);
+	size_t per_oc = w->shape.dims[0] ? w->numel / (size_t)w->shape.dims[0] : 0;
+	if (zw)
+		for (size_t i = 0; i < w->numel; i++)
+			wd[i] -= mc_get_f(zw, zw->numel == 1 ? 0 : i / per_oc);
+	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, NULL, c->out[0]);
+	free(xd);
+	free(wd);
+	return rc;
 }
 
 /* ---- ConvTranspose ---- */
@@ -545,7 +616,7 @@ static int convt_infer(mc_infer_ctx *c)
 	const mc_value *x = c->in[0];
 	int64_t cout;
 	win_geom g;
-	if (check_conv_inputs(c, 0, &cout) ||
+	if (check_float_conv(c) || check_conv_inputs(c, 0, true, &cout) ||
 	    win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
 	    win_transposed(c->node, c->node->params, &g))
 		return -1;
@@ -585,6 +656,8 @@ static void convt_plane(const win_geom *g, const tap_ranges *r, const double *x,
 
 static int convt_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted: nothing to compute */
 	const mc_node *n = c->node;
 	const nn_params *p = n->params;
 	const mc_tensor *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
@@ -791,11 +864,12 @@ static int pool_eval(mc_eval_ctx *c, pool_kind kind)
 	win_geom g;
 	if (win_setup(n, p, &x->shape, NULL, &g) || win_forward(n, p, &g))
 		return -1;
-	double *yd = alloc_or_null(y->numel, sizeof *yd);
+	int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+	/* Y may be omitted while Indices is wanted */
+	double *yd = alloc_or_null((size_t)planes * prod(g.out, g.nsp), sizeof *yd);
 	if (!yd)
 		return mc_node_error(n, "out of memory");
 	double *xd = mc_tensor_to_double(x);
-	int64_t planes = x->shape.dims[0] * x->shape.dims[1];
 	size_t in_plane = prod(g.in, g.nsp), k = 0;
 	for (int64_t pl = 0; pl < planes; pl++) {
 		int64_t opos[MAX_SP] = {0};
@@ -811,7 +885,9 @@ static int pool_eval(mc_eval_ctx *c, pool_kind kind)
 			k++;
 		} while (next_index(opos, g.out, g.nsp));
 	}
-	store(y, yd);
+	if (y)
+		mc_tensor_from_double(y, yd);
+	free(yd);
 	free(xd);
 	return 0;
 }
@@ -858,6 +934,8 @@ static int global_pool_eval(mc_eval_ctx *c, pool_kind kind)
 {
 	const mc_tensor *x = c->in[0];
 	mc_tensor *y = c->out[0];
+	if (!y)
+		return 0;
 	double p = kind == POOL_LP ? ((const nn_params *)c->node->params)->p : 0;
 	size_t planes = y->numel, plane = planes ? x->numel / planes : 0;
 	double *xd = mc_tensor_to_double(x);
@@ -1046,6 +1124,8 @@ static int matmul_infer(mc_infer_ctx *c)
 /* Converts both operands (to int64 or double), multiplies and stores. */
 static int matmul_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted: nothing to compute */
 	const mc_tensor *a = c->in[0], *b = c->in[1];
 	mc_tensor *y = c->out[0];
 	bool ints = !is_float(a->dtype);
@@ -1071,11 +1151,6 @@ static int matmul_eval(mc_eval_ctx *c)
 	free(bv);
 	free(yv);
 	return rc;
-}
-
-static bool int8_dtype(mc_dtype t)
-{
-	return t == MC_INT8 || t == MC_UINT8;
 }
 
 /* A zero point of MatMulInteger: a scalar, or one value per row of A
@@ -1131,6 +1206,8 @@ static void sub_zero_point(int64_t *v, size_t numel, const mc_tensor *zp, int64_
 
 static int matmul_integer_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted: nothing to compute */
 	const mc_tensor *a = c->in[0], *b = c->in[1];
 	const mc_tensor *za = c->n_in > 2 ? c->in[2] : NULL, *zb = c->n_in > 3 ? c->in[3] : NULL;
 	mc_tensor *y = c->out[0];
@@ -1261,6 +1338,8 @@ static void gemm_epilogue(const nn_params *p, const mc_tensor *ct, bool ints, co
 
 static int gemm_eval(mc_eval_ctx *c)
 {
+	if (!c->out[0])
+		return 0; /* output omitted: nothing to compute */
 	const nn_params *p = c->node->params;
 	const mc_tensor *a = c->in[0], *b = c->in[1], *ct = c->n_in > 2 ? c->in[2] : NULL;
 	mc_tensor *y = c->out[0];
@@ -1300,6 +1379,11 @@ static const mc_op op_conv = {
 	.min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 	.parse = conv_parse, .infer = conv_infer, .eval = conv_eval,
 };
+static const mc_op op_conv_integer = {
+	.name = "ConvInteger", .min_opset = 10, .max_opset = MC_MAX_OPSET,
+	.min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+	.parse = conv_parse, .infer = conv_integer_infer, .eval = conv_integer_eval,
+};
 static const mc_op op_conv_transpose = {
 	.name = "ConvTranspose", .min_opset = 1, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
@@ -1331,7 +1415,7 @@ static const mc_op op_matmul_integer = {
 };
 
 const mc_op *const mc_ops_nn[] = {
-	&op_conv, &op_conv_transpose, &op_maxpool, &op_avgpool, &op_lppool,
+	&op_conv, &op_conv_integer, &op_conv_transpose, &op_maxpool, &op_avgpool, &op_lppool,
 	&op_global_avgpool, &op_global_maxpool, &op_global_lppool,
 	&op_gemm, &op_matmul, &op_matmul_integer,
 	NULL,

@@ -319,7 +319,7 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 {
 	const Onnx__TypeProto *tp = vi->type;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-		mc_error("input '%s': only tensor inputs are supported", v->name);
+		mc_error("input '%s': non-tensor inputs (sequence, optional, map) are not supported", v->name);
 		return -1;
 	}
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -361,8 +361,14 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 			         (long long)declared);
 			return -1;
 		}
-		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
 			v->dim_param[d] = mc_xstrdup(dim->dim_param);
+			for (int k = 0; k < s->opts->n_dim_pins; k++)
+				if (strcmp(s->opts->dim_pins[k].param, dim->dim_param) == 0) {
+					declared = s->opts->dim_pins[k].value;
+					has = true;
+				}
+		}
 		if (pin) {
 			if (has && pin->shape.dims[d] != declared) {
 				mc_error("input '%s': --input-shape gives %lld for dimension %d, the model "
@@ -791,7 +797,12 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			rc = -1;
 			break;
 		}
-		if (n->op->parse)
+		for (int k = 0; k < n->op->min_inputs && !rc; k++)
+			if (n->inputs[k] < 0) {
+				mc_error("%s: required input %d is missing (empty name)", where, k);
+				rc = -1;
+			}
+		if (!rc && n->op->parse)
 			rc = n->op->parse(n);
 	}
 
@@ -893,7 +904,7 @@ mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir
 	if (!m->has_ir_version || !m->graph) {
 		mc_error("not an ONNX model: %s is missing",
 		         !m->has_ir_version ? "ir_version" : "the graph");
-	} else if (m->ir_version < 3 || m->ir_version > 12) {
+	} else if (m->ir_version < 3 || m->ir_version > 13) {
 		mc_error("unsupported ONNX IR version %lld", (long long)m->ir_version);
 	} else if (m->n_functions) {
 		mc_error("model-local functions are not supported (%zu defined)", m->n_functions);

@@ -12,7 +12,7 @@
 #define MC_MAX_RANK 8
 /* The newest default-domain opset the registry knows; a model importing a
  * newer one is refused rather than silently given older semantics. */
-#define MC_MAX_OPSET 23
+#define MC_MAX_OPSET 28
 /* Subgraph nesting deeper than this is refused (recursion bombs). */
 #define MC_MAX_GRAPH_DEPTH 32
 
@@ -194,6 +194,10 @@ typedef struct mc_graph {
 int mc_graph_find(const mc_graph *g, const char *name);
 int mc_graph_add_value(mc_graph *g, const char *name, mc_value_kind kind);
 void mc_graph_free(mc_graph *g);
+/* Freezes runtime input g->inputs[i] to the constant t (--bind): it leaves
+ * the input list, and inference then folds what depends only on it. The
+ * graph takes ownership of t. -1 if t's dtype or shape does not fit. */
+int mc_graph_bind_input(mc_graph *g, int i, mc_tensor *t);
 /* "node 'conv1' (Conv, opset 13)": the prefix of every node diagnostic. */
 const char *mc_node_where(const mc_node *n, char *buf, size_t len);
 
@@ -203,9 +207,18 @@ typedef struct {
 	mc_shape shape;
 } mc_input_pin;
 
+/* A symbolic dimension fixed by name (--dim batch_size=1): every input
+ * dimension declared with that dim_param takes the value. */
+typedef struct {
+	const char *param;
+	int64_t value;
+} mc_dim_pin;
+
 typedef struct {
 	const mc_input_pin *pins; /* --input-shape pins */
 	int n_pins;
+	const mc_dim_pin *dim_pins; /* --dim pins */
+	int n_dim_pins;
 	/* Unsupported ops are reported but do not fail import (inspect). */
 	bool allow_unsupported;
 } mc_import_opts;

@@ -9,10 +9,13 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: modelc inspect MODEL [--input-shape NAME=DIMS]...\n"
-	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR\n"
-	      "                  [--input-shape NAME=DIMS]...\n"
+	fputs("usage: modelc inspect MODEL [SHAPE OPTIONS]\n"
+	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR [SHAPE OPTIONS]\n"
 	      "       modelc --version\n"
+	      "\n"
+	      "shape options fix dimensions the model leaves symbolic:\n"
+	      "  --input-shape NAME=DIMS   the whole shape of input NAME\n"
+	      "  --dim PARAM=N             every input dimension named PARAM (dim_param)\n"
 	      "\n"
 	      "DIMS is like 1x3x224x224. Input files are raw little-endian tensors of the\n"
 	      "input's dtype and shape, or .npy files. run writes one raw file per output,\n"
@@ -24,6 +27,8 @@ typedef struct {
 	const char *model;
 	mc_input_pin pins[64];
 	int n_pins;
+	mc_dim_pin dim_pins[64];
+	int n_dim_pins;
 	const char *input_names[64];
 	const char *input_files[64];
 	int n_inputs;
@@ -64,6 +69,22 @@ static int parse_args(int argc, char **argv, cli *c, bool want_io)
 				return -1;
 			}
 			c->pins[c->n_pins++].name = name;
+		} else if (strcmp(a, "--dim") == 0 && has_val) {
+			char *name, *end;
+			const char *value;
+			if (c->n_dim_pins == 64) {
+				mc_error("too many --dim options");
+				return -1;
+			}
+			if (split_eq(argv[++i], "--dim", &name, &value))
+				return -1;
+			long long x = strtoll(value, &end, 10);
+			if (end == value || *end || x < 0) {
+				mc_error("--dim %s: '%s' is not a non-negative integer", name, value);
+				free(name);
+				return -1;
+			}
+			c->dim_pins[c->n_dim_pins++] = (mc_dim_pin){name, x};
 		} else if (want_io && strcmp(a, "--input") == 0 && has_val) {
 			char *name;
 			const char *file;
@@ -100,6 +121,8 @@ static void free_cli(cli *c)
 		free((char *)c->pins[i].name);
 	for (int i = 0; i < c->n_inputs; i++)
 		free((char *)c->input_names[i]);
+	for (int i = 0; i < c->n_dim_pins; i++)
+		free((char *)c->dim_pins[i].param);
 }
 
 /* ---- inspect ---- */
@@ -194,8 +217,12 @@ static void print_value(const mc_value *v)
 {
 	char buf[256] = "";
 	size_t off = 0;
+	bool symbolic = false;
+	for (int d = 0; d < v->shape.rank; d++)
+		symbolic |= v->shape.dims[d] < 0;
+	/* 1x3x224x224 when fixed; [batch,3,224,224] while some dim is symbolic */
 	for (int d = 0; d < v->shape.rank && off < sizeof buf; d++) {
-		const char *sep = d ? "x" : "";
+		const char *sep = d ? (symbolic ? "," : "x") : (symbolic ? "[" : "");
 		if (v->shape.dims[d] >= 0)
 			off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%lld", sep,
 			                        (long long)v->shape.dims[d]);
@@ -203,12 +230,15 @@ static void print_value(const mc_value *v)
 			off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", sep,
 			                        v->dim_param[d] ? v->dim_param[d] : "?");
 	}
+	if (symbolic && off < sizeof buf)
+		snprintf(buf + off, sizeof buf - off, "]");
 	printf("  %-32s %-8s %s\n", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
 }
 
 static int cmd_inspect(cli *c)
 {
-	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .allow_unsupported = true};
+	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
+	                       .n_dim_pins = c->n_dim_pins, .allow_unsupported = true};
 	mc_graph *g = mc_import_file(c->model, &opts);
 	if (!g)
 		return 1;
@@ -264,7 +294,8 @@ static int cmd_run(cli *c)
 		mc_error("run needs --output-dir DIR");
 		return 2;
 	}
-	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins};
+	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
+	                       .n_dim_pins = c->n_dim_pins};
 	mc_graph *g = mc_import_file(c->model, &opts);
 	if (!g)
 		return 1;

@@ -1,1 +1,550 @@
-int main(void) { return 0; }
+/* Conformance runner: ONNX backend test directories through the reference
+ * interpreter. Each test runs in a child process, so a crash is counted as
+ * CRASH and the run goes on. With --expect, every test not listed there as
+ * failing must pass: the run fails on any regression or crash. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "modelc.h"
+#include "onnx/onnx.pb-c.h"
+
+enum { PASS, FAIL, UNSUPPORTED, CRASH, NSTATUS };
+static const char *status_name[] = {"PASS", "FAIL", "UNSUPPORTED", "CRASH"};
+
+/* The ops the foundation issue names: a test counts as "in scope" when all
+ * of its ops (subgraphs included) are in this list. */
+static const char *scope_ops[] = {
+	"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "Relu", "LeakyRelu",
+	"PRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log", "Sqrt",
+	"Pow", "Erf", "Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs", "MaxPool",
+	"AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
+	"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "Reshape", "Flatten",
+	"Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice", "Gather", "Pad",
+	"Resize", "Expand", "Tile", "Cast", "Shape", "ConstantOfShape", "Range", "Where", "Equal",
+	"Less", "Greater", "Not", "And", "Identity", "Dropout", "LayerNormalization",
+	"InstanceNormalization", "DepthToSpace", "SpaceToDepth", "GreaterOrEqual",
+	"LessOrEqual", "Size", "If", "LSTM", "GRU", "Constant",
+};
+
+static const double rel_tol = 1e-3, abs_tol = 1e-7;
+
+/* ---- op lists straight from the protobuf ---- */
+typedef struct {
+	char **names;
+	int n, cap;
+} strset;
+
+static void strset_add(strset *s, const char *x)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->names[i], x) == 0)
+			return;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->names = realloc(s->names, (size_t)s->cap * sizeof *s->names);
+	}
+	s->names[s->n++] = mc_xstrdup(x);
+}
+
+static void strset_free(strset *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->names[i]);
+	free(s->names);
+	s->n = s->cap = 0;
+	s->names = NULL;
+}
+
+static void collect_ops(const Onnx__GraphProto *g, strset *ops, int depth)
+{
+	if (!g || depth > 16)
+		return;
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *n = g->node[i];
+		char name[256];
+		bool other = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
+		snprintf(name, sizeof name, "%s%s%s", other ? n->domain : "", other ? ":" : "",
+		         n->op_type ? n->op_type : "?");
+		strset_add(ops, name);
+		for (size_t a = 0; a < n->n_attribute; a++) {
+			collect_ops(n->attribute[a]->g, ops, depth + 1);
+			for (size_t k = 0; k < n->attribute[a]->n_graphs; k++)
+				collect_ops(n->attribute[a]->graphs[k], ops, depth + 1);
+		}
+	}
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
+	if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static bool model_ops(const char *model, strset *ops)
+{
+	size_t len;
+	unsigned char *buf = read_all(model, &len);
+	if (!buf)
+		return false;
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (!m)
+		return false;
+	collect_ops(m->graph, ops, 0);
+	onnx__model_proto__free_unpacked(m, NULL);
+	return true;
+}
+
+static bool in_scope(const strset *ops)
+{
+	for (int i = 0; i < ops->n; i++) {
+		bool found = false;
+		for (size_t k = 0; k < sizeof scope_ops / sizeof *scope_ops; k++)
+			found |= strcmp(ops->names[i], scope_ops[k]) == 0;
+		if (!found)
+			return false;
+	}
+	return ops->n > 0;
+}
+
+/* ---- one test, in the child ---- */
+static char first_error[1024];
+
+static void capture(const char *line, void *user)
+{
+	(void)user;
+	if (!first_error[0])
+		snprintf(first_error, sizeof first_error, "%s", line);
+}
+
+static bool close_enough(const mc_tensor *got, const mc_tensor *want, char *why, size_t n)
+{
+	char a[256], b[256];
+	if (got->dtype != want->dtype || !mc_shape_eq(&got->shape, &want->shape)) {
+		snprintf(why, n, "got %s %s, expected %s %s", mc_dtype_name(got->dtype),
+		         mc_shape_str(&got->shape, a, sizeof a), mc_dtype_name(want->dtype),
+		         mc_shape_str(&want->shape, b, sizeof b));
+		return false;
+	}
+	for (size_t i = 0; i < got->numel; i++) {
+		if (mc_dtype_is_float(got->dtype)) {
+			double x = mc_get_f(got, i), y = mc_get_f(want, i);
+			if (isnan(x) && isnan(y))
+				continue;
+			if (x == y)
+				continue;
+			if (!(fabs(x - y) <= abs_tol + rel_tol * fabs(y))) {
+				snprintf(why, n, "element %zu: got %.9g, expected %.9g", i, x, y);
+				return false;
+			}
+		} else if (mc_get_i(got, i) != mc_get_i(want, i)) {
+			snprintf(why, n, "element %zu: got %lld, expected %lld", i,
+			         (long long)mc_get_i(got, i), (long long)mc_get_i(want, i));
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool is_unsupported_message(const char *m)
+{
+	return strstr(m, "unsupported") || strstr(m, "not supported");
+}
+
+/* Imports the test's model and its input data. With bind_ints, integer
+ * and scalar inputs become compile-time constants, as a user would --bind them: static
+ * shapes need shape-setting inputs (Reshape's shape, Tile's repeats) known
+ * when compiling. On success *in holds the remaining runtime inputs. */
+static mc_graph *prepare(const char *dir, bool bind_ints, mc_tensor ***in, char *msg, size_t n,
+                         int *status)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	first_error[0] = 0;
+	mc_graph *g = mc_import_file(path, NULL);
+	if (!g) {
+		snprintf(msg, n, "%s", first_error);
+		*status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
+		return NULL;
+	}
+	int n_in = g->n_inputs;
+	mc_tensor **data = mc_xcalloc((size_t)n_in + 1, sizeof *data);
+	for (int i = 0; i < n_in; i++) {
+		snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
+		data[i] = mc_tensor_from_pb_file(path);
+		if (!data[i]) {
+			snprintf(msg, n, "input %d: %s", i, first_error);
+			*status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
+			goto fail;
+		}
+		/* The data fixes symbolic dims, as a user's --input-shape would. */
+		mc_value *v = &g->values[g->inputs[i]];
+		if (!v->typed && v->shape.rank == data[i]->shape.rank) {
+			v->shape = data[i]->shape;
+			v->typed = true;
+		}
+	}
+	/* Bind from the back so that earlier input positions stay put. */
+	for (int i = n_in - 1; bind_ints && i >= 0; i--) {
+		if (!mc_dtype_is_int(data[i]->dtype) && data[i]->shape.rank != 0)
+			continue;
+		if (mc_graph_bind_input(g, i, data[i])) {
+			snprintf(msg, n, "%s", first_error);
+			*status = FAIL;
+			goto fail;
+		}
+		data[i] = NULL;
+	}
+	*in = mc_xcalloc((size_t)g->n_inputs + 1, sizeof **in);
+	for (int i = 0, k = 0; i < n_in; i++)
+		if (data[i])
+			(*in)[k++] = data[i];
+	free(data);
+	return g;
+fail:
+	for (int i = 0; i < n_in; i++)
+		mc_tensor_free(data[i]);
+	free(data);
+	mc_graph_free(g);
+	return NULL;
+}
+
+static bool has_bindable_input(const mc_graph *g)
+{
+	for (int i = 0; i < g->n_inputs; i++)
+		if (mc_dtype_is_int(g->values[g->inputs[i]].dtype) ||
+		    g->values[g->inputs[i]].shape.rank == 0)
+			return true;
+	return false;
+}
+
+/* Returns a status; writes a one-line message into msg. */
+static int run_one(const char *dir, char *msg, size_t n)
+{
+	char path[4096];
+	int status = FAIL;
+	mc_tensor **in = NULL;
+	mc_set_diag_sink(capture, NULL);
+	mc_graph *g = prepare(dir, false, &in, msg, n, &status);
+	if (!g)
+		return status;
+	if (mc_infer_graph(g)) {
+		bool retry = has_bindable_input(g);
+		snprintf(msg, n, "%s", first_error);
+		status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
+		for (int i = 0; i < g->n_inputs; i++)
+			mc_tensor_free(in[i]);
+		free(in);
+		in = NULL;
+		mc_graph_free(g);
+		if (!retry)
+			return status;
+		g = prepare(dir, true, &in, msg, n, &status);
+		if (!g)
+			return status;
+		if (mc_infer_graph(g)) {
+			snprintf(msg, n, "%s", first_error);
+			status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
+			goto done;
+		}
+		status = FAIL;
+		msg[0] = 0;
+	}
+	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *out);
+	if (mc_interp_run(g, in, out, NULL)) {
+		snprintf(msg, n, "%s", first_error);
+		free(out);
+		goto done;
+	}
+	status = PASS;
+	for (int i = 0; i < g->n_outputs && status == PASS; i++) {
+		snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, i);
+		mc_tensor *want = mc_tensor_from_pb_file(path);
+		char why[512];
+		if (!want) {
+			snprintf(msg, n, "output %d: %s", i, first_error);
+			status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
+		} else if (!close_enough(out[i], want, why, sizeof why)) {
+			snprintf(msg, n, "output %d ('%s'): %s", i, g->values[g->outputs[i]].name, why);
+			status = FAIL;
+		}
+		mc_tensor_free(want);
+	}
+	for (int i = 0; i < g->n_outputs; i++)
+		mc_tensor_free(out[i]);
+	free(out);
+done:
+	for (int i = 0; i < g->n_inputs; i++)
+		mc_tensor_free(in[i]);
+	free(in);
+	mc_graph_free(g);
+	return status;
+}
+
+/* Forks so that a crash or a hang is contained and counted. */
+static int run_isolated(const char *dir, char *msg, size_t n)
+{
+	int pipefd[2];
+	if (pipe(pipefd) != 0) {
+		snprintf(msg, n, "pipe: %s", strerror(errno));
+		return CRASH;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		alarm(120);
+		char m[1024] = "";
+		int st = run_one(dir, m, sizeof m);
+		if (write(pipefd[1], m, strlen(m)) < 0)
+			_exit(100);
+		_exit(st);
+	}
+	close(pipefd[1]);
+	ssize_t r, total = 0;
+	while (total < (ssize_t)n - 1 && (r = read(pipefd[0], msg + total, n - 1 - (size_t)total)) > 0)
+		total += r;
+	msg[total > 0 ? total : 0] = 0;
+	close(pipefd[0]);
+	int ws;
+	waitpid(pid, &ws, 0);
+	if (WIFSIGNALED(ws)) {
+		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+		return CRASH;
+	}
+	int code = WEXITSTATUS(ws);
+	if (code < NSTATUS && code != CRASH)
+		return code;
+	snprintf(msg, n, "child exited with status %d", code);
+	return CRASH;
+}
+
+/* ---- expectations ---- */
+typedef struct {
+	char *test;
+	int status;
+} expectation;
+
+static expectation *expects;
+static int n_expects;
+
+static int load_expect(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "conformance: cannot open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		char *tab = strchr(line, '\t');
+		if (!tab)
+			continue;
+		*tab = 0;
+		char *st = tab + 1, *end = strchr(st, '\t');
+		if (end)
+			*end = 0;
+		st[strcspn(st, "\n")] = 0;
+		int s = -1;
+		for (int k = 0; k < NSTATUS; k++)
+			if (strcmp(st, status_name[k]) == 0)
+				s = k;
+		if (s < 0)
+			continue;
+		expects = realloc(expects, (size_t)(n_expects + 1) * sizeof *expects);
+		expects[n_expects++] = (expectation){mc_xstrdup(line), s};
+	}
+	fclose(f);
+	return 0;
+}
+
+static int expected_status(const char *test)
+{
+	for (int i = 0; i < n_expects; i++)
+		if (strcmp(expects[i].test, test) == 0)
+			return expects[i].status;
+	return PASS;
+}
+
+/* ---- per-op table ---- */
+typedef struct {
+	char *op;
+	int count[NSTATUS];
+} op_row;
+
+static op_row *rows;
+static int n_rows;
+
+static void count_op(const char *op, int status)
+{
+	for (int i = 0; i < n_rows; i++)
+		if (strcmp(rows[i].op, op) == 0) {
+			rows[i].count[status]++;
+			return;
+		}
+	rows = realloc(rows, (size_t)(n_rows + 1) * sizeof *rows);
+	memset(&rows[n_rows], 0, sizeof *rows);
+	rows[n_rows].op = mc_xstrdup(op);
+	rows[n_rows++].count[status] = 1;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void usage(void)
+{
+	fputs("usage: conformance [-v] [--filter SUBSTR]... [--expect FILE] [--write-expect FILE]\n"
+	      "                   [--ops] DIR...\n"
+	      "DIR holds test directories (each with model.onnx and test_data_set_0/).\n",
+	      stderr);
+}
+
+int main(int argc, char **argv)
+{
+	const char *filters[64], *dirs[16], *expect_path = NULL, *write_expect = NULL;
+	int n_filters = 0, n_dirs = 0;
+	bool verbose = false, op_table = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-v") == 0)
+			verbose = true;
+		else if (strcmp(argv[i], "--ops") == 0)
+			op_table = true;
+		else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && n_filters < 64)
+			filters[n_filters++] = argv[++i];
+		else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc)
+			expect_path = argv[++i];
+		else if (strcmp(argv[i], "--write-expect") == 0 && i + 1 < argc)
+			write_expect = argv[++i];
+		else if (argv[i][0] == '-') {
+			usage();
+			return 2;
+		} else if (n_dirs < 16)
+			dirs[n_dirs++] = argv[i];
+	}
+	if (!n_dirs) {
+		usage();
+		return 2;
+	}
+	if (expect_path && load_expect(expect_path))
+		return 2;
+	FILE *wf = NULL;
+	if (write_expect) {
+		wf = fopen(write_expect, "w");
+		if (!wf) {
+			fprintf(stderr, "conformance: cannot write %s\n", write_expect);
+			return 2;
+		}
+		fprintf(wf, "# test\tstatus\tmessage: tests that do not pass today. Generated by\n"
+		            "# build/conformance --write-expect; every test not listed must pass.\n");
+	}
+	int total[NSTATUS] = {0}, scope[NSTATUS] = {0}, regressions = 0, improvements = 0;
+	for (int d = 0; d < n_dirs; d++) {
+		DIR *dp = opendir(dirs[d]);
+		if (!dp) {
+			fprintf(stderr, "conformance: cannot open %s: %s\n", dirs[d], strerror(errno));
+			return 2;
+		}
+		char **names = NULL;
+		int nn = 0;
+		struct dirent *e;
+		while ((e = readdir(dp))) {
+			if (e->d_name[0] == '.')
+				continue;
+			names = realloc(names, (size_t)(nn + 1) * sizeof *names);
+			names[nn++] = mc_xstrdup(e->d_name);
+		}
+		closedir(dp);
+		qsort(names, (size_t)nn, sizeof *names, cmp_str);
+		for (int t = 0; t < nn; t++) {
+			char tdir[4096], model[4200], msg[1024];
+			snprintf(tdir, sizeof tdir, "%s/%s", dirs[d], names[t]);
+			snprintf(model, sizeof model, "%s/model.onnx", tdir);
+			bool match = n_filters == 0;
+			for (int f = 0; f < n_filters; f++)
+				match |= strstr(names[t], filters[f]) != NULL;
+			struct stat st;
+			if (!match || stat(model, &st) != 0) {
+				free(names[t]);
+				continue;
+			}
+			strset ops = {0};
+			model_ops(model, &ops);
+			int s = run_isolated(tdir, msg, sizeof msg);
+			total[s]++;
+			bool scoped = in_scope(&ops);
+			if (scoped)
+				scope[s]++;
+			for (int k = 0; k < ops.n; k++)
+				count_op(ops.names[k], s);
+			int want = expected_status(names[t]);
+			const char *mark = "";
+			if (expect_path && s != want) {
+				if (s == PASS) {
+					improvements++;
+					mark = " [now passes: update the expect file]";
+				} else {
+					regressions++;
+					mark = " [REGRESSION]";
+				}
+			}
+			if (verbose || s != PASS || *mark)
+				printf("%-11s %s%s%s%s\n", status_name[s], names[t], msg[0] ? ": " : "", msg,
+				       mark);
+			if (wf && s != PASS)
+				fprintf(wf, "%s\t%s\t%s\n", names[t], status_name[s], msg);
+			strset_free(&ops);
+			free(names[t]);
+		}
+		free(names);
+	}
+	if (op_table) {
+		qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
+		printf("\n%-36s %6s %6s %6s %6s\n", "op", "pass", "fail", "unsup", "crash");
+		for (int i = 0; i < n_rows; i++)
+			printf("%-36s %6d %6d %6d %6d\n", rows[i].op, rows[i].count[PASS],
+			       rows[i].count[FAIL], rows[i].count[UNSUPPORTED], rows[i].count[CRASH]);
+	}
+	int all = total[PASS] + total[FAIL] + total[UNSUPPORTED] + total[CRASH];
+	int in_all = scope[PASS] + scope[FAIL] + scope[UNSUPPORTED] + scope[CRASH];
+	printf("\nconformance (reference interpreter): %d tests: %d pass, %d fail, %d unsupported, "
+	       "%d crash\n", all, total[PASS], total[FAIL], total[UNSUPPORTED], total[CRASH]);
+	printf("in scope (all ops in the foundation list): %d tests: %d pass (%.1f%%), %d fail, "
+	       "%d unsupported, %d crash\n", in_all, scope[PASS],
+	       in_all ? 100.0 * scope[PASS] / in_all : 0.0, scope[FAIL], scope[UNSUPPORTED],
+	       scope[CRASH]);
+	if (expect_path)
+		printf("against %s: %d regression%s, %d newly passing\n", expect_path, regressions,
+		       regressions == 1 ? "" : "s", improvements);
+	if (wf)
+		fclose(wf);
+	return (total[CRASH] || regressions) ? 1 : 0;
+}

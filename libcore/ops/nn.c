@@ -64,10 +64,14 @@ static int read_list(const mc_node *n, const char *name, int_list *l)
 }
 
 /* Attributes that an opset does not define yet are refused rather than
- * silently given a newer meaning. */
+ * silently given a newer meaning; opset 0: the op never defines it. */
 static int attr_since(const mc_node *n, const char *name, int opset)
 {
-	if (n->opset < opset && mc_attr_find(n, name))
+	if (!mc_attr_find(n, name))
+		return 0;
+	if (!opset)
+		return mc_node_error(n, "attribute '%s' is not defined for %s", name, n->op_type);
+	if (n->opset < opset)
 		return mc_node_error(n, "attribute '%s' needs opset %d or newer", name, opset);
 	return 0;
 }
@@ -114,39 +118,34 @@ static nn_params *new_params(mc_node *n)
 	return p;
 }
 
-/* What a window op accepts, beyond kernel_shape, strides, pads, auto_pad. */
-enum {
-	WIN_KERNEL_REQUIRED = 1u << 0,
-	WIN_DILATIONS = 1u << 1,
-	WIN_CEIL_MODE = 1u << 2,
-};
-
-static int parse_window(mc_node *n, nn_params *p, unsigned what)
+/* The window attributes: kernel_shape, strides, pads and auto_pad always;
+ * dilations and ceil_mode from the opsets given (0: never). */
+static int parse_window(mc_node *n, nn_params *p, bool kernel_required, int dilations_since,
+                        int ceil_mode_since)
 {
-	if (read_auto_pad(n, &p->auto_pad) || read_list(n, "kernel_shape", &p->kernel) ||
-	    read_list(n, "strides", &p->strides) || read_list(n, "pads", &p->pads) ||
-	    read_list(n, "dilations", &p->dilations) || read_bool(n, "ceil_mode", &p->ceil_mode))
+	if (attr_since(n, "dilations", dilations_since) ||
+	    attr_since(n, "ceil_mode", ceil_mode_since) || read_auto_pad(n, &p->auto_pad) ||
+	    read_list(n, "kernel_shape", &p->kernel) || read_list(n, "strides", &p->strides) ||
+	    read_list(n, "pads", &p->pads) || read_list(n, "dilations", &p->dilations) ||
+	    read_bool(n, "ceil_mode", &p->ceil_mode))
 		return -1;
-	if ((what & WIN_KERNEL_REQUIRED) && !p->kernel.given)
+	if (kernel_required && !p->kernel.given)
 		return mc_node_error(n, "attribute 'kernel_shape' is required");
-	if (!(what & WIN_DILATIONS) && p->dilations.given)
-		return mc_node_error(n, "attribute 'dilations' is not defined at this opset");
-	if (!(what & WIN_CEIL_MODE) && p->ceil_mode)
-		return mc_node_error(n, "attribute 'ceil_mode' is not defined at this opset");
 	return 0;
 }
 
 /* ---- window geometry, shared by Conv, ConvTranspose and the pools ---- */
 
-static int check_list(const mc_node *n, const char *name, const int_list *l, size_t want,
-                      int64_t min)
+/* A list attribute holds per_dim values per spatial dim, each in
+ * [min, WIN_LIMIT). */
+static int check_list(const mc_node *n, const char *name, const int_list *l, int nsp,
+                      int per_dim, int64_t min)
 {
 	if (!l->given)
 		return 0;
-	if (l->n != want)
-		return mc_node_error(n, "attribute '%s' has %zu values; the input has %zu spatial "
-		                     "dims, so %zu are needed", name, l->n,
-		                     want / (strcmp(name, "pads") ? 1 : 2), want);
+	if (l->n != (size_t)(nsp * per_dim))
+		return mc_node_error(n, "attribute '%s' has %zu values; the input has %d spatial "
+		                     "dims, so %d are needed", name, l->n, nsp, nsp * per_dim);
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i] < min || l->v[i] >= WIN_LIMIT)
 			return mc_node_error(n, "attribute '%s' value %lld is out of range [%lld, %lld)",
@@ -165,10 +164,10 @@ static int win_setup(const mc_node *n, const nn_params *p, const mc_shape *x,
 		return mc_node_error(n, "input has shape %s; expected N x C x spatial dims (rank 3 "
 		                     "or more)", mc_shape_str(x, buf, sizeof buf));
 	int nsp = g->nsp = x->rank - 2;
-	if (check_list(n, "kernel_shape", &p->kernel, (size_t)nsp, 1) ||
-	    check_list(n, "strides", &p->strides, (size_t)nsp, 1) ||
-	    check_list(n, "dilations", &p->dilations, (size_t)nsp, 1) ||
-	    check_list(n, "pads", &p->pads, 2 * (size_t)nsp, 0))
+	if (check_list(n, "kernel_shape", &p->kernel, nsp, 1, 1) ||
+	    check_list(n, "strides", &p->strides, nsp, 1, 1) ||
+	    check_list(n, "dilations", &p->dilations, nsp, 1, 1) ||
+	    check_list(n, "pads", &p->pads, nsp, 2, 0))
 		return -1;
 	for (int i = 0; i < nsp; i++) {
 		g->in[i] = x->dims[2 + i];
@@ -250,7 +249,7 @@ static int win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
 {
 	int nsp = g->nsp;
 	const int_list *os = &p->output_shape;
-	if (check_list(n, "output_padding", &p->output_padding, (size_t)nsp, 0))
+	if (check_list(n, "output_padding", &p->output_padding, nsp, 1, 0))
 		return -1;
 	/* output_shape may list the spatial dims only or the whole shape */
 	if (os->given && os->n != (size_t)nsp && os->n != (size_t)nsp + 2)
@@ -328,14 +327,9 @@ static int64_t linked_row(const win_geom *g, const int64_t *pos, const int64_t *
 	return row;
 }
 
-static bool is_float(mc_dtype t)
-{
-	return mc_dtype_is_float(t);
-}
-
 static int check_float_input(const mc_node *n, const mc_value *v, const char *what)
 {
-	if (!is_float(v->dtype))
+	if (!mc_dtype_is_float(v->dtype))
 		return mc_node_error(n, "%s has dtype %s; expected float16, bfloat16, float32 or "
 		                     "float64", what, mc_dtype_name(v->dtype));
 	return 0;
@@ -379,7 +373,7 @@ static void tap_ranges_free(tap_ranges *r)
 static int conv_parse(mc_node *n)
 {
 	nn_params *p = new_params(n);
-	if (parse_window(n, p, WIN_DILATIONS) || mc_attr_int(n, "group", 1, &p->group))
+	if (parse_window(n, p, false, 1, 0) || mc_attr_int(n, "group", 1, &p->group))
 		return -1;
 	if (p->group < 1 || p->group >= WIN_LIMIT)
 		return mc_node_error(n, "attribute 'group' is %lld; expected a positive count",
@@ -388,8 +382,9 @@ static int conv_parse(mc_node *n)
 }
 
 /* Checks the shapes of X, W and B (if has_bias) shared by Conv,
- * ConvTranspose and ConvInteger; `w_in` is the weight dim that counts input channels per
- * group (1 for Conv, 0 for ConvTranspose), *cout the output channels. */
+ * ConvTranspose and ConvInteger; `w_in` is the weight dim that counts the
+ * input channels of a group (1 for Conv, 0 for ConvTranspose); *cout gets
+ * the output channels. */
 static int check_conv_inputs(mc_infer_ctx *c, int w_in, bool has_bias, int64_t *cout)
 {
 	const mc_node *n = c->node;
@@ -703,8 +698,7 @@ typedef enum { POOL_MAX, POOL_AVG, POOL_LP } pool_kind;
 static int maxpool_parse(mc_node *n)
 {
 	nn_params *p = new_params(n);
-	unsigned what = WIN_KERNEL_REQUIRED | (n->opset >= 10 ? WIN_DILATIONS | WIN_CEIL_MODE : 0);
-	if (attr_since(n, "storage_order", 8) || parse_window(n, p, what) ||
+	if (attr_since(n, "storage_order", 8) || parse_window(n, p, true, 10, 10) ||
 	    mc_attr_int(n, "storage_order", 0, &p->storage_order))
 		return -1;
 	if (p->storage_order != 0 && p->storage_order != 1)
@@ -718,9 +712,7 @@ static int maxpool_parse(mc_node *n)
 static int avgpool_parse(mc_node *n)
 {
 	nn_params *p = new_params(n);
-	unsigned what = WIN_KERNEL_REQUIRED | (n->opset >= 10 ? WIN_CEIL_MODE : 0) |
-	                (n->opset >= 19 ? WIN_DILATIONS : 0);
-	if (attr_since(n, "count_include_pad", 7) || parse_window(n, p, what) ||
+	if (attr_since(n, "count_include_pad", 7) || parse_window(n, p, true, 19, 10) ||
 	    read_bool(n, "count_include_pad", &p->count_include_pad))
 		return -1;
 	return 0;
@@ -747,13 +739,12 @@ static int read_p(mc_node *n, nn_params *p)
 static int lppool_parse(mc_node *n)
 {
 	nn_params *p = new_params(n);
-	unsigned what = WIN_KERNEL_REQUIRED | (n->opset >= 18 ? WIN_DILATIONS | WIN_CEIL_MODE : 0);
-	return parse_window(n, p, what) || read_p(n, p);
+	return parse_window(n, p, true, 18, 18) || read_p(n, p);
 }
 
 static bool maxpool_dtype(mc_dtype t)
 {
-	return is_float(t) || t == MC_INT8 || t == MC_UINT8;
+	return mc_dtype_is_float(t) || t == MC_INT8 || t == MC_UINT8;
 }
 
 static int pool_infer(mc_infer_ctx *c)
@@ -761,7 +752,7 @@ static int pool_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	const mc_value *x = c->in[0];
 	win_geom g;
-	if (!strcmp(n->op_type, "MaxPool") ? !maxpool_dtype(x->dtype) : !is_float(x->dtype))
+	if (!strcmp(n->op_type, "MaxPool") ? !maxpool_dtype(x->dtype) : !mc_dtype_is_float(x->dtype))
 		return mc_node_error(n, "input X has unsupported dtype %s", mc_dtype_name(x->dtype));
 	if (win_setup(n, n->params, &x->shape, NULL, &g) || win_forward(n, n->params, &g))
 		return -1;
@@ -1103,7 +1094,7 @@ static void matmul_batched(const mm_dims *d, bool ints, const void *a, const voi
 
 static bool matmul_dtype(mc_dtype t)
 {
-	return is_float(t) || t == MC_INT32 || t == MC_INT64 || t == MC_UINT32 || t == MC_UINT64;
+	return mc_dtype_is_float(t) || t == MC_INT32 || t == MC_INT64 || t == MC_UINT32 || t == MC_UINT64;
 }
 
 static int matmul_infer(mc_infer_ctx *c)
@@ -1128,7 +1119,7 @@ static int matmul_eval(mc_eval_ctx *c)
 		return 0; /* output omitted: nothing to compute */
 	const mc_tensor *a = c->in[0], *b = c->in[1];
 	mc_tensor *y = c->out[0];
-	bool ints = !is_float(a->dtype);
+	bool ints = !mc_dtype_is_float(a->dtype);
 	mm_dims d;
 	mc_shape out;
 	if (matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
@@ -1343,7 +1334,7 @@ static int gemm_eval(mc_eval_ctx *c)
 	const nn_params *p = c->node->params;
 	const mc_tensor *a = c->in[0], *b = c->in[1], *ct = c->n_in > 2 ? c->in[2] : NULL;
 	mc_tensor *y = c->out[0];
-	bool ints = !is_float(a->dtype);
+	bool ints = !mc_dtype_is_float(a->dtype);
 	int64_t mkn[3];
 	if (gemm_dims(c->node, p, &a->shape, &b->shape, ct ? &ct->shape : NULL, mkn))
 		return -1;

@@ -545,3 +545,18 @@ Test(ops_nn, matmul_integer_zero_points)
 	free_all(in, 4);
 	free_all(out, 1);
 }
+
+Test(ops_nn, conv_integer_per_channel_zero_point)
+{
+	/* x - 2 = [1, 2, 3]; w - zw per output channel: [1, 1] and [0, -1] */
+	static const int64_t xd[] = {1, 1, 3}, wd[] = {2, 1, 2}, sd[] = {1}, zd[] = {2};
+	static const double x[] = {3, 4, 5}, w[] = {2, 2, 5, 4}, zx[] = {2}, zw[] = {1, 5};
+	mc_tensor *in[] = {tensor(MC_UINT8, 3, xd, x), tensor(MC_INT8, 3, wd, w),
+	                   tensor(MC_UINT8, 1, sd, zx), tensor(MC_INT8, 1, zd, zw)}, *out[1];
+	cr_assert_eq(run_op("ConvInteger", 10, NULL, 0, in, 4, out, 1), 0, "%s", last_diag);
+	static const double want[] = {3, 5, -2, -3};
+	cr_assert_eq(out[0]->dtype, MC_INT32);
+	assert_values(out[0], want, 4, 0);
+	free_all(in, 4);
+	free_all(out, 1);
+}

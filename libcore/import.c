@@ -211,6 +211,50 @@ static int count_mismatch(const char *name, const char *field, size_t have, size
 	return -1;
 }
 
+/* Sub-byte types (4-bit, 2-bit) are packed in files, two or four elements
+ * per byte, lowest bits first; in memory each element takes a byte. */
+static bool is_packed(mc_dtype dt)
+{
+	return mc_dtype_packed_bits(dt) < 8;
+}
+
+static size_t packed_size(mc_dtype dt, size_t numel)
+{
+	size_t per_byte = 8 / (size_t)mc_dtype_packed_bits(dt);
+	return numel / per_byte + (numel % per_byte != 0);
+}
+
+/* Unpacks t->numel elements: int4/int2 sign-extended, the others (uint4,
+ * uint2, float4e2m1 codes) zero-extended. Padding bits are ignored. */
+static void unpack_elements(mc_tensor *t, const uint8_t *packed)
+{
+	int bits = mc_dtype_packed_bits(t->dtype), per_byte = 8 / bits;
+	unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);
+	bool sign_extend = t->dtype == MC_INT4 || t->dtype == MC_INT2;
+	uint8_t *out = t->data;
+	for (size_t i = 0; i < t->numel; i++) {
+		unsigned code = (packed[i / per_byte] >> (i % per_byte * bits)) & mask;
+		out[i] = sign_extend ? (uint8_t)((int)(code ^ sign) - (int)sign) : (uint8_t)code;
+	}
+}
+
+/* External data of a packed type: read the packed bytes, then unpack. */
+static int read_external_packed(const Onnx__TensorProto *tp, const char *name,
+                                const char *model_dir, mc_tensor *t)
+{
+	mc_shape bytes = {.rank = 1, .dims = {(int64_t)packed_size(t->dtype, t->numel)}};
+	mc_tensor *buf = mc_tensor_new(MC_UINT8, &bytes);
+	if (!buf) {
+		mc_error("tensor '%s': cannot allocate %lld bytes", name, (long long)bytes.dims[0]);
+		return -1;
+	}
+	int rc = read_external(tp, name, model_dir, buf);
+	if (!rc)
+		unpack_elements(t, buf->data);
+	mc_tensor_free(buf);
+	return rc;
+}
+
 /* Converts a TensorProto; `name` is used in messages. */
 static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
                               const char *model_dir)
@@ -250,14 +294,19 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 	bool external = (tp->has_data_location &&
 	                 tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
 	                tp->n_external_data;
+	bool packed = is_packed(dt);
+	size_t file_bytes = packed ? packed_size(dt, numel) : nbytes;
 	int rc = 0;
 	if (external) {
-		rc = read_external(tp, name, model_dir, t);
+		rc = packed ? read_external_packed(tp, name, model_dir, t)
+		            : read_external(tp, name, model_dir, t);
 	} else if (tp->has_raw_data) {
-		if (tp->raw_data.len != nbytes) {
+		if (tp->raw_data.len != file_bytes) {
 			mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
-			         tp->raw_data.len, nbytes);
+			         tp->raw_data.len, file_bytes);
 			rc = -1;
+		} else if (packed) {
+			unpack_elements(t, tp->raw_data.data);
 		} else if (nbytes) {
 			memcpy(t->data, tp->raw_data.data, nbytes);
 		}
@@ -298,6 +347,35 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 				for (size_t i = 0; i < numel; i++)
 					((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
 			break;
+		case MC_FLOAT8E4M3FN: case MC_FLOAT8E4M3FNUZ: case MC_FLOAT8E5M2:
+		case MC_FLOAT8E5M2FNUZ: case MC_FLOAT8E8M0:
+			/* int32_data holds the 8-bit patterns */
+			if (tp->n_int32_data != numel)
+				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);
+			else
+				for (size_t i = 0; i < numel; i++)
+					((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
+			break;
+		case MC_UINT4: case MC_INT4: case MC_FLOAT4E2M1: case MC_UINT2: case MC_INT2: {
+			/* each int32_data entry holds one packed byte in its low bits */
+			if (tp->n_int32_data != file_bytes) {
+				mc_error("tensor '%s': int32_data holds %zu packed bytes but its shape "
+				         "needs %zu", name, tp->n_int32_data, file_bytes);
+				rc = -1;
+				break;
+			}
+			uint8_t *bytes = malloc(file_bytes ? file_bytes : 1);
+			if (!bytes) {
+				mc_error("tensor '%s': cannot allocate %zu bytes", name, file_bytes);
+				rc = -1;
+				break;
+			}
+			for (size_t i = 0; i < file_bytes; i++)
+				bytes[i] = (uint8_t)tp->int32_data[i];
+			unpack_elements(t, bytes);
+			free(bytes);
+			break;
+		}
 		default:
 			if (tp->n_int32_data != numel)
 				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);

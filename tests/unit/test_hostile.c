@@ -8,10 +8,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* configure builds only the .c files of tests/unit: the corpus is compiled in here. */
 #include "../hostile/corpus.c"
+
+/* Criterion reports a crash without the parameter: name the case on
+ * stderr first. The handler runs on its own stack (stack overflows). */
+static const char *current_case;
+
+static void on_crash(int sig)
+{
+	static const char msg[] = "hostile case crashed: ";
+	if (write(2, msg, sizeof msg - 1) < 0 ||
+	    write(2, current_case, strlen(current_case)) < 0 || write(2, "\n", 1) < 0) {
+		/* nothing more to do: the signal is re-raised below */
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void name_the_case_on_crash(const char *file)
+{
+	static char alt[1 << 16];
+	stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
+	struct sigaction sa = {.sa_handler = on_crash, .sa_flags = SA_ONSTACK};
+	current_case = file;
+	sigaltstack(&ss, NULL);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+}
 
 /* The steps of `modelc inspect` that can report an error. */
 static void inspect(const char *path)
@@ -43,6 +73,7 @@ ParameterizedTestParameters(hostile, corpus)
 ParameterizedTest(int *index, hostile, corpus, .timeout = 60)
 {
 	const hostile_case *c = &hostile_cases[*index];
+	name_the_case_on_crash(c->file);
 	char *dir = make_temp_dir();
 	char sub[4200], path[8400];
 	/* a directory of its own: some cases put companions one level up */

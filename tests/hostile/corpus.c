@@ -173,6 +173,20 @@ static int write_external(const char *path, const char *location, const char *of
 	return write_model(b, path);
 }
 
+/* 2^37 floats declared, a 16-byte file: refused by sizes, before any
+ * allocation of the declared size. */
+static int w_external_huge_dims(const char *path)
+{
+	if (write_companion(path, false, "w.bin", ext16, sizeof ext16))
+		return -1;
+	mb *b = mb_new(13);
+	Onnx__TensorProto *t = mb_tensor(b, "W", MC_FLOAT, "137438953472");
+	mb_external(b, t, "location", "w.bin");
+	mb_initializer(b, mb_main(b), t);
+	mb_output(b, mb_main(b), "W");
+	return write_model(b, path);
+}
+
 static int w_external_dotdot(const char *path)
 {
 	/* the file exists: the refusal must not depend on that */
@@ -545,6 +559,9 @@ const hostile_case hostile_cases[] = {
 	{"external_huge_length.onnx",
 	 "tensor 'W': external data length 9223372036854775807 does not match its shape "
 	 "(16 bytes)", true, w_external_huge_length},
+	{"external_huge_dims.onnx",
+	 "tensor 'W': external data offset 0 + 549755813888 bytes is past the end of 'w.bin' "
+	 "(16 bytes)", true, w_external_huge_dims},
 	{"opset_huge.onnx",
 	 "the model imports opset 1000000000000 of the default domain; modelc knows opsets up "
 	 "to " STR(MC_MAX_OPSET), true, w_opset_huge},
@@ -587,7 +604,8 @@ const hostile_case hostile_cases[] = {
 	{"nesting_1000.onnx",
 	 "graph '': subgraphs are nested more than " STR(MC_MAX_GRAPH_DEPTH) " deep", true,
 	 w_nesting_1000},
-	{"nesting_bomb.onnx", "nested more than " STR(MC_MAX_GRAPH_DEPTH) " deep", false,
+	/* The wording is left to the fix: protobuf-c must not see this file. */
+	{"nesting_bomb.onnx", "nested more than", false,
 	 w_nesting_bomb},
 };
 

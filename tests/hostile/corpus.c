@@ -601,9 +601,7 @@ const hostile_case hostile_cases[] = {
 	{"nested_if_40.onnx",
 	 "graph 'deep': subgraphs are nested more than " STR(MC_MAX_GRAPH_DEPTH) " deep", true,
 	 w_nested_if_40},
-	{"nesting_1000.onnx",
-	 "graph '': subgraphs are nested more than " STR(MC_MAX_GRAPH_DEPTH) " deep", true,
-	 w_nesting_1000},
+	{"nesting_1000.onnx", "nested more than", false, w_nesting_1000},
 	/* The wording is left to the fix: protobuf-c must not see this file. */
 	{"nesting_bomb.onnx", "nested more than", false,
 	 w_nesting_bomb},

@@ -574,6 +574,22 @@ Test(import, dim_pins_by_name)
 	mb_free(b);
 }
 
+/* mc_dim_pin is API: a negative value must be refused as such, not turned
+ * into a misleading "too large". */
+Test(import, negative_dim_pin_refused)
+{
+	mb *b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "x", MC_FLOAT, "batch,3");
+	mb_output(b, mb_main(b), "x");
+	mc_dim_pin dims[] = {{"batch", -3}};
+	mc_import_opts opts = {.dim_pins = dims, .n_dim_pins = 1};
+	cr_assert_null(mb_import(b, NULL, &opts));
+	cr_assert_eq(diag_count(), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with("negative"), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with("'x'"), 1, "%s", diag_all());
+	mb_free(b);
+}
+
 Test(import, pin_disagreeing_with_model)
 {
 	mb *b = mb_new(OPSET);
@@ -875,6 +891,19 @@ Test(import, import_file_errors)
 	free(dir);
 }
 
+Test(import, model_fifo_refused_without_blocking, .timeout = 3)
+{
+	char *dir = make_temp_dir();
+	char path[4200], want[4400];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_null(mc_import_file(path, NULL));
+	snprintf(want, sizeof want, "modelc: error: model '%s' is not a regular file", path);
+	cr_assert_str_eq(diag_line(0), want);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* ---- external data ---- */
 static char *ext_dir;
 
@@ -1077,6 +1106,21 @@ Test(external, not_a_regular_file, .init = ext_setup, .fini = ext_teardown)
 	snprintf(want, sizeof want,
 	         "modelc: error: tensor 'W': cannot read external data '%s': not a regular file",
 	         in_dir("d"));
+	import_fails(b, ext_dir, NULL, want);
+	mb_free(b);
+}
+
+/* A FIFO (or a device) named by a model must be refused, not opened for a
+ * read that blocks forever. */
+Test(external, fifo_refused_without_blocking, .init = ext_setup, .fini = ext_teardown,
+     .timeout = 3)
+{
+	cr_assert_eq(mkfifo(in_dir("pipe"), 0600), 0);
+	mb *b = ext_model("pipe", NULL, NULL);
+	char want[4400];
+	snprintf(want, sizeof want,
+	         "modelc: error: tensor 'W': cannot read external data '%s': not a regular file",
+	         in_dir("pipe"));
 	import_fails(b, ext_dir, NULL, want);
 	mb_free(b);
 }

@@ -797,7 +797,12 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			rc = -1;
 			break;
 		}
-		if (n->op->parse)
+		for (int k = 0; k < n->op->min_inputs && !rc; k++)
+			if (n->inputs[k] < 0) {
+				mc_error("%s: required input %d is missing (empty name)", where, k);
+				rc = -1;
+			}
+		if (!rc && n->op->parse)
 			rc = n->op->parse(n);
 	}
 
@@ -899,7 +904,7 @@ mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir
 	if (!m->has_ir_version || !m->graph) {
 		mc_error("not an ONNX model: %s is missing",
 		         !m->has_ir_version ? "ir_version" : "the graph");
-	} else if (m->ir_version < 3 || m->ir_version > 12) {
+	} else if (m->ir_version < 3 || m->ir_version > 13) {
 		mc_error("unsupported ONNX IR version %lld", (long long)m->ir_version);
 	} else if (m->n_functions) {
 		mc_error("model-local functions are not supported (%zu defined)", m->n_functions);

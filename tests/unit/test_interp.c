@@ -96,8 +96,8 @@ Test(interp, input_type_is_checked)
 	diag_capture();
 	mc_tensor *none = NULL;
 	cr_assert_eq(mc_interp_run(g, &none, &out, NULL), -1);
-	cr_assert_str_eq(diag_line(0), "modelc: error: input 'cond': expected bool scalar, got "
-	                               "nothing ");
+	cr_assert_str_eq(diag_line(0),
+	                 "modelc: error: input 'cond': no value given (expected bool scalar)");
 	mc_graph_free(g);
 	mb_free(b);
 }

@@ -236,8 +236,12 @@ static int dft_make_plan(const mc_node *n, const mc_shape *s, int64_t axis, bool
 		                     "(last dimension 1)");
 	if (!has_length)
 		length = plan->irfft ? 2 * ((int64_t)plan->n_in - 1) : (int64_t)plan->n_in;
-	if (length < 1)
+	if (length < 1 && has_length)
 		return mc_node_error(n, "dft_length must be positive, got %lld", (long long)length);
+	if (length < 1)
+		return mc_node_error(n, "the axis holds %zu values, which leaves a transform of "
+		                     "length %lld; give a positive dft_length", plan->n_in,
+		                     (long long)length);
 	plan->len = (size_t)length;
 	plan->n_out = p->onesided && !p->inverse ? plan->len / 2 + 1 : plan->len;
 	plan->comp_out = plan->irfft ? 1 : 2;
@@ -674,7 +678,7 @@ static int mel_corner_bins(const mc_node *n, int64_t mel_bins, int64_t dft_lengt
 	for (int64_t i = 0; i < mel_bins + 2; i++) {
 		double mel = (double)i * mel_step + low_mel;
 		double hz = 700.0 * (pow(10.0, mel / 2595.0) - 1.0);
-		double bin = floor_div((double)(dft_length + 1) * hz, (double)sample_rate);
+		double bin = floor_div(((double)dft_length + 1.0) * hz, (double)sample_rate);
 		if (!isfinite(bin) || fabs(bin) > 4e18)
 			return mc_node_error(n, "mel edge %lld maps to no DFT bin (edges %g and %g Hz)",
 			                     (long long)i, lower_hz, upper_hz);

@@ -738,8 +738,10 @@ static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w,
 		int64_t in = x->dims[d + 2], k = w->dims[d + 2], s = g->stride[d];
 		g->in[d] = in;
 		g->kern[d] = k;
-		if (k < 1 || in > ((int64_t)1 << 40))
+		if (k < 1)
 			return mc_node_error(n, "weight %s has an empty kernel", mc_shape_str(w, sw, sizeof sw));
+		if (in > ((int64_t)1 << 40) || k > ((int64_t)1 << 40))
+			return mc_node_error(n, "input %s is too large", mc_shape_str(x, sx, sizeof sx));
 		int64_t span = (k - 1) * g->dil[d] + 1; /* both factors < 2^40: no overflow */
 		int64_t begin = pads[d], end = pads[d + g->nsp];
 		if (same_upper || same_lower) {

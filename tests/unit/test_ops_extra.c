@@ -151,7 +151,8 @@ static int run_op(test_node *t, mc_tensor *const *in, int n_in, int n_out, mc_te
 static mc_tensor *tensor(mc_dtype t, int rank, const int64_t *dims, const double *vals)
 {
 	mc_shape s = {.rank = rank};
-	memcpy(s.dims, dims, (size_t)rank * sizeof *dims);
+	if (rank)
+		memcpy(s.dims, dims, (size_t)rank * sizeof *dims);
 	mc_tensor *x = mc_tensor_new(t, &s);
 	for (size_t i = 0; vals && i < x->numel; i++)
 		mc_set_f(x, i, vals[i]);

@@ -82,7 +82,33 @@ void mc_graph_free(mc_graph *g)
 
 const char *mc_node_where(const mc_node *n, char *buf, size_t len)
 {
-	snprintf(buf, len, "node '%s' (%s%s%s, opset %d)", n->name,
-	         n->domain[0] ? n->domain : "", n->domain[0] ? ":" : "", n->op_type, n->opset);
+	/* Only the default domain's opset is known; other domains are refused. */
+	if (n->domain[0])
+		snprintf(buf, len, "node '%s' (%s:%s)", n->name, n->domain, n->op_type);
+	else
+		snprintf(buf, len, "node '%s' (%s, opset %d)", n->name, n->op_type, n->opset);
 	return buf;
+}
+
+int mc_graph_bind_input(mc_graph *g, int i, mc_tensor *t)
+{
+	mc_value *v = &g->values[g->inputs[i]];
+	for (int d = 0; d < v->shape.rank && d < t->shape.rank; d++)
+		if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->shape.dims[d])
+			goto mismatch;
+	if (t->dtype != v->dtype || t->shape.rank != v->shape.rank)
+		goto mismatch;
+	v->kind = MC_VAL_CONST;
+	v->konst = t;
+	v->shape = t->shape;
+	v->typed = true;
+	memmove(&g->inputs[i], &g->inputs[i + 1], (size_t)(g->n_inputs - i - 1) * sizeof(int));
+	g->n_inputs--;
+	return 0;
+mismatch:;
+	char a[256], b[256];
+	mc_error("cannot bind input '%s' (%s %s) to a %s %s value", v->name, mc_dtype_name(v->dtype),
+	         mc_shape_str(&v->shape, a, sizeof a), mc_dtype_name(t->dtype),
+	         mc_shape_str(&t->shape, b, sizeof b));
+	return -1;
 }

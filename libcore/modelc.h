@@ -15,6 +15,8 @@
 #define MC_MAX_OPSET 28
 /* Subgraph nesting deeper than this is refused (recursion bombs). */
 #define MC_MAX_GRAPH_DEPTH 32
+/* Inputs or outputs of one node; evaluation keeps them on the stack. */
+#define MC_MAX_NODE_IO 4096
 
 /* ---- dtypes: numbered as ONNX TensorProto.DataType ---- */
 typedef enum {
@@ -194,6 +196,10 @@ typedef struct mc_graph {
 int mc_graph_find(const mc_graph *g, const char *name);
 int mc_graph_add_value(mc_graph *g, const char *name, mc_value_kind kind);
 void mc_graph_free(mc_graph *g);
+/* Freezes runtime input g->inputs[i] to the constant t (--bind): it leaves
+ * the input list, and inference then folds what depends only on it. The
+ * graph takes ownership of t. -1 if t's dtype or shape does not fit. */
+int mc_graph_bind_input(mc_graph *g, int i, mc_tensor *t);
 /* "node 'conv1' (Conv, opset 13)": the prefix of every node diagnostic. */
 const char *mc_node_where(const mc_node *n, char *buf, size_t len);
 

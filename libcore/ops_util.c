@@ -98,7 +98,7 @@ int mc_norm_axis(const mc_node *n, int64_t axis, int rank, int *out)
 
 void mc_set_out(mc_infer_ctx *c, int i, mc_dtype t, const mc_shape *s)
 {
-	mc_value *v = c->out[i];
+	mc_value *v = i < c->n_out ? c->out[i] : NULL;
 	if (!v)
 		return;
 	v->dtype = t;

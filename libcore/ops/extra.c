@@ -282,7 +282,10 @@ static int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, ein
 		bool seen[EINSUM_LABELS] = {false};
 		for (const char *c = p->out; *c; c++) {
 			if (*c == ELLIPSIS) {
-				for (int j = 0; j < pl->ell_rank && pl->out_rank < MC_MAX_RANK; j++)
+				if (pl->out_rank + pl->ell_rank > MC_MAX_RANK)
+					return mc_node_error(n, "output would have more than %d dims",
+					                     MC_MAX_RANK);
+				for (int j = 0; j < pl->ell_rank; j++)
 					pl->out_label[pl->out_rank++] = MC_MAX_RANK - pl->ell_rank + j;
 				continue;
 			}
@@ -504,6 +507,9 @@ enum { AT_Y, AT_PRESENT_K, AT_PRESENT_V, AT_QK };
 typedef struct {
 	bool causal;
 	int64_t q_heads, kv_heads; /* 0 when absent */
+	/* qk_matmul_output: 0 the scaled Q.K^T, 1 after softcap, 2 after softcap
+	 * and the mask/bias, 3 after softmax (modes 1 to 3 as the ONNX test data;
+	 * the ONNX reference also softcaps mode 0, which no test covers) */
 	int64_t qk_mode;
 	bool has_scale;
 	double scale, softcap;
@@ -643,6 +649,8 @@ static int attn_infer(mc_infer_ctx *c)
 	if (check_float(n, "Q", q) || check_float(n, "K", c->in[AT_K]) ||
 	    check_float(n, "V", c->in[AT_V]))
 		return -1;
+	if (nonpad && n->opset < 24)
+		return mc_node_error(n, "nonpad_kv_seqlen (input 6) needs opset 24 or newer");
 	if (nonpad && nonpad->dtype != MC_INT64)
 		return mc_node_error(n, "nonpad_kv_seqlen must be int64");
 	attn_shapes s = {&q->shape, &c->in[AT_K]->shape, &c->in[AT_V]->shape,

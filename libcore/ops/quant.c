@@ -1,5 +1,5 @@
 /* Quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
- * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv.
+ * QLinearMatMul, QLinearConv (MatMulInteger and ConvInteger live in nn.c).
  *
  * Quantized types are the 8- and 16-bit integers modelc has; float8, 4-bit
  * and 2-bit element types have no modelc dtype and are refused with a "not
@@ -544,42 +544,6 @@ static int check_8bit(const mc_node *n, const char *what, const mc_value *v)
 	return 0;
 }
 
-static int matmulinteger_infer(mc_infer_ctx *c)
-{
-	if (NEED(c, 0, 1))
-		return -1;
-	const mc_node *n = c->node;
-	const mc_value *a = c->in[0], *b = c->in[1];
-	const mc_value *azp = c->n_in > 2 ? c->in[2] : NULL, *bzp = c->n_in > 3 ? c->in[3] : NULL;
-	mm_geom g;
-	if (check_8bit(n, "A", a) || check_8bit(n, "B", b) || mm_geom_get(n, &a->shape, &b->shape, &g))
-		return -1;
-	if (check_zp(n, "A", a, azp, true) || check_zp(n, "B", b, bzp, false))
-		return -1;
-	mc_set_out(c, 0, MC_INT32, &g.out);
-	return 0;
-}
-
-static int matmulinteger_eval(mc_eval_ctx *c)
-{
-	if (!c->out[0])
-		return 0;
-	const mc_tensor *a = c->in[0], *b = c->in[1];
-	const mc_tensor *azp = c->n_in > 2 ? c->in[2] : NULL, *bzp = c->n_in > 3 ? c->in[3] : NULL;
-	mm_geom g;
-	if (mm_geom_get(c->node, &a->shape, &b->shape, &g))
-		return -1;
-	int64_t *av = centered(a, azp, true), *bv = centered(b, bzp, false);
-	int64_t *acc = mm_int64(&g, av, bv);
-	/* int32 wraps like the int32 accumulators of real kernels */
-	for (size_t i = 0; i < c->out[0]->numel; i++)
-		mc_set_i(c->out[0], i, acc[i]);
-	free(av);
-	free(bv);
-	free(acc);
-	return 0;
-}
-
 enum { QM_A, QM_A_SCALE, QM_A_ZP, QM_B, QM_B_SCALE, QM_B_ZP, QM_Y_SCALE, QM_Y_ZP };
 
 static int check_scale(const mc_node *n, const char *what, const mc_value *s,
@@ -856,43 +820,6 @@ static int check_conv_zp(const mc_node *n, const char *what, const mc_value *v,
 	return 0;
 }
 
-static int convinteger_infer(mc_infer_ctx *c)
-{
-	if (NEED(c, 0, 1))
-		return -1;
-	const mc_node *n = c->node;
-	const mc_value *x = c->in[0], *w = c->in[1];
-	const mc_value *xzp = c->n_in > 2 ? c->in[2] : NULL, *wzp = c->n_in > 3 ? c->in[3] : NULL;
-	conv_geom g;
-	if (check_8bit(n, "x", x) || check_8bit(n, "w", w) ||
-	    conv_geom_get(n, &x->shape, &w->shape, &g))
-		return -1;
-	if (check_conv_zp(n, "x", x, xzp, 1) || check_conv_zp(n, "w", w, wzp, g.out_ch))
-		return -1;
-	mc_shape os = conv_out_shape(&g);
-	mc_set_out(c, 0, MC_INT32, &os);
-	return 0;
-}
-
-static int convinteger_eval(mc_eval_ctx *c)
-{
-	if (!c->out[0])
-		return 0;
-	const mc_tensor *x = c->in[0], *w = c->in[1];
-	const mc_tensor *xzp = c->n_in > 2 ? c->in[2] : NULL, *wzp = c->n_in > 3 ? c->in[3] : NULL;
-	conv_geom g;
-	if (conv_geom_get(c->node, &x->shape, &w->shape, &g))
-		return -1;
-	int64_t *xv = centered(x, xzp, false), *wv = centered_weight(w, wzp);
-	int64_t *acc = conv_int64(&g, xv, wv, NULL);
-	for (size_t i = 0; i < c->out[0]->numel; i++)
-		mc_set_i(c->out[0], i, acc[i]);
-	free(xv);
-	free(wv);
-	free(acc);
-	return 0;
-}
-
 enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP, QC_B };
 
 static int qlinearconv_infer(mc_infer_ctx *c)
@@ -997,22 +924,10 @@ static const mc_op op_dynamic_quantize_linear = {
 	.infer = dynq_infer, .eval = dynq_eval,
 };
 
-static const mc_op op_matmul_integer = {
-	.name = "MatMulInteger", .min_opset = 10, .max_opset = MC_MAX_OPSET,
-	.min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-	.infer = matmulinteger_infer, .eval = matmulinteger_eval,
-};
-
 static const mc_op op_qlinear_matmul = {
 	.name = "QLinearMatMul", .min_opset = 10, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 8, .max_inputs = 8, .min_outputs = 1, .max_outputs = 1,
 	.infer = qlinearmatmul_infer, .eval = qlinearmatmul_eval,
-};
-
-static const mc_op op_conv_integer = {
-	.name = "ConvInteger", .min_opset = 10, .max_opset = MC_MAX_OPSET,
-	.min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-	.infer = convinteger_infer, .eval = convinteger_eval,
 };
 
 static const mc_op op_qlinear_conv = {
@@ -1025,9 +940,7 @@ const mc_op *const mc_ops_quant[] = {
 	&op_quantize_linear,
 	&op_dequantize_linear,
 	&op_dynamic_quantize_linear,
-	&op_matmul_integer,
 	&op_qlinear_matmul,
-	&op_conv_integer,
 	&op_qlinear_conv,
 	NULL,
 };

@@ -1,5 +1,7 @@
-/* Quantization registry entries called directly: parse, infer, eval on
- * tiny cases computed by hand, plus the errors a hostile model must get. */
+/* Quantization registry entries (QuantizeLinear, DequantizeLinear,
+ * DynamicQuantizeLinear, QLinearMatMul, QLinearConv) called directly: parse,
+ * infer, eval on tiny cases computed by hand, plus the errors a hostile
+ * model must get. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -319,40 +321,7 @@ Test(quant, dynamic_quantize_all_zero_uses_scale_one)
 	free_all(out, 3);
 }
 
-/* ---- integer matrix products ---- */
-
-/* a per-row zero points [1, 2], b scalar zero point 3. */
-Test(quant, matmul_integer_zero_points)
-{
-	test_node t;
-	node_init(&t, "MatMulInteger", 10);
-	mc_tensor *in[4] = {T2(MC_UINT8, 2, 2, 1, 2, 3, 4), T2(MC_UINT8, 2, 1, 5, 6),
-	                    T1(MC_UINT8, 2, 1, 2), S0(MC_UINT8, 3)};
-	mc_tensor *out[1];
-	cr_assert_eq(run_op(&t, in, 4, 1, out), 0, "%s", last_error);
-	cr_assert_eq(out[0]->dtype, MC_INT32);
-	cr_assert_eq(out[0]->shape.rank, 2);
-	/* A - zp = [[0, 1], [1, 2]], B - zp = [[2], [3]] */
-	EXPECT_INTS(out[0], 3, 8);
-	free_all(in, 4);
-	free_all(out, 1);
-}
-
-Test(quant, matmul_integer_batch_broadcast_and_1d)
-{
-	test_node t;
-	node_init(&t, "MatMulInteger", 10);
-	mc_tensor *in[2] = {tensor(MC_INT8, 3, (int64_t[]){2, 1, 2}, (double[]){1, -2, 3, 4}),
-	                    T1(MC_INT8, 2, 10, 1)};
-	mc_tensor *out[1];
-	cr_assert_eq(run_op(&t, in, 2, 1, out), 0, "%s", last_error);
-	cr_assert_eq(out[0]->shape.rank, 2);
-	cr_assert_eq(out[0]->shape.dims[0], 2);
-	cr_assert_eq(out[0]->shape.dims[1], 1);
-	EXPECT_INTS(out[0], 8, 34);
-	free_all(in, 2);
-	free_all(out, 1);
-}
+/* ---- QLinearMatMul, QLinearConv ---- */
 
 Test(quant, qlinear_matmul_requantizes)
 {
@@ -369,44 +338,6 @@ Test(quant, qlinear_matmul_requantizes)
 	/* [2, 4] x [[0, 2], [1, -1]] = [4, 0]; times 0.5 * 0.25 / 0.125 = 1 */
 	EXPECT_INTS(out[0], 104, 100);
 	free_all(in, 8);
-	free_all(out, 1);
-}
-
-Test(quant, matmul_integer_rejects_float)
-{
-	test_node t;
-	node_init(&t, "MatMulInteger", 10);
-	mc_tensor *in[2] = {T2(MC_FLOAT, 1, 1, 1), T2(MC_UINT8, 1, 1, 1)};
-	mc_tensor *out[1];
-	cr_assert_neq(run_op(&t, in, 2, 1, out), 0);
-	expect_error("int8 or uint8");
-	free_all(in, 2);
-}
-
-/* ---- integer convolutions ---- */
-
-/* 1x1x2x2 input, two 1x1 filters with per-channel zero points, pad 1. */
-Test(quant, conv_integer_padding_and_channel_zero_points)
-{
-	test_node t;
-	node_init(&t, "ConvInteger", 10);
-	int64_t pads[4] = {1, 1, 1, 1};
-	attr_ints(&t, "pads", pads, 4);
-	mc_tensor *in[4] = {T4(MC_UINT8, 1, 1, 2, 2, 3, 4, 5, 6), T4(MC_UINT8, 2, 1, 1, 1, 2, 3),
-	                    S0(MC_UINT8, 1), T1(MC_UINT8, 2, 1, 0)};
-	mc_tensor *out[1];
-	cr_assert_eq(run_op(&t, in, 4, 1, out), 0, "%s", last_error);
-	cr_assert_eq(out[0]->dtype, MC_INT32);
-	int64_t want_shape[4] = {1, 2, 4, 4};
-	for (int d = 0; d < 4; d++)
-		cr_assert_eq(out[0]->shape.dims[d], want_shape[d]);
-	/* channel 0: (x - 1) * 1; channel 1: (x - 1) * 3; padding contributes 0 */
-	cr_assert_eq(mc_get_i(out[0], 0), 0);
-	cr_assert_eq(mc_get_i(out[0], 5), 2);
-	cr_assert_eq(mc_get_i(out[0], 10), 5);
-	cr_assert_eq(mc_get_i(out[0], 16 + 6), 9);
-	cr_assert_eq(mc_get_i(out[0], 16 + 10), 15);
-	free_all(in, 4);
 	free_all(out, 1);
 }
 
@@ -431,25 +362,91 @@ Test(quant, qlinear_conv_with_bias_and_strides)
 	free_all(out, 1);
 }
 
-Test(quant, conv_integer_group_mismatch_is_an_error)
+/* Batch broadcast and a 1-D b; per-row a zero points [1, 2]. */
+Test(quant, qlinear_matmul_batch_and_per_row_zero_points)
 {
 	test_node t;
-	node_init(&t, "ConvInteger", 10);
-	attr_int(&t, "group", 2);
-	mc_tensor *in[2] = {T4(MC_UINT8, 1, 3, 1, 1, 1, 2, 3), T4(MC_UINT8, 2, 1, 1, 1, 1, 1)};
+	node_init(&t, "QLinearMatMul", 21);
+	mc_tensor *in[8] = {
+		tensor(MC_INT8, 3, (int64_t[]){2, 2, 2}, (double[]){1, 2, 3, 4, 5, 6, 7, 8}),
+		S0(MC_FLOAT, 1), T1(MC_INT8, 2, 1, 2), T1(MC_INT8, 2, 1, -1), S0(MC_FLOAT, 1),
+		S0(MC_INT8, 0), S0(MC_FLOAT, 1), S0(MC_INT8, 0),
+	};
 	mc_tensor *out[1];
-	cr_assert_neq(run_op(&t, in, 2, 1, out), 0);
-	expect_error("group 2");
-	free_all(in, 2);
+	cr_assert_eq(run_op(&t, in, 8, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_INT8);
+	cr_assert_eq(out[0]->shape.rank, 2);
+	/* rows minus [1, 2]: [0, 1], [1, 2], [4, 5], [5, 6]; dot with [1, -1] */
+	EXPECT_INTS(out[0], -1, -1, -1, -1);
+	free_all(in, 8);
+	free_all(out, 1);
 }
 
-Test(quant, conv_integer_kernel_larger_than_input)
+Test(quant, qlinear_matmul_rejects_float_operands)
 {
 	test_node t;
-	node_init(&t, "ConvInteger", 10);
-	mc_tensor *in[2] = {T4(MC_UINT8, 1, 1, 1, 1, 1), T4(MC_UINT8, 1, 1, 2, 2, 1, 1, 1, 1)};
+	node_init(&t, "QLinearMatMul", 10);
+	mc_tensor *in[8] = {T2(MC_FLOAT, 1, 1, 1), S0(MC_FLOAT, 1), S0(MC_UINT8, 0),
+	                    T2(MC_UINT8, 1, 1, 1), S0(MC_FLOAT, 1), S0(MC_UINT8, 0),
+	                    S0(MC_FLOAT, 1), S0(MC_UINT8, 0)};
 	mc_tensor *out[1];
-	cr_assert_neq(run_op(&t, in, 2, 1, out), 0);
+	cr_assert_neq(run_op(&t, in, 8, 1, out), 0);
+	expect_error("int8 or uint8");
+	free_all(in, 8);
+}
+
+/* Two 1x1 filters with per-channel weight scales and zero points, pad 1. */
+Test(quant, qlinear_conv_padding_and_per_channel)
+{
+	test_node t;
+	node_init(&t, "QLinearConv", 10);
+	int64_t pads[4] = {1, 1, 1, 1};
+	attr_ints(&t, "pads", pads, 4);
+	mc_tensor *in[8] = {
+		T4(MC_UINT8, 1, 1, 2, 2, 3, 4, 5, 6), S0(MC_FLOAT, 1), S0(MC_UINT8, 1),
+		T4(MC_UINT8, 2, 1, 1, 1, 2, 3), T1(MC_FLOAT, 2, 1, 2), T1(MC_UINT8, 2, 1, 0),
+		S0(MC_FLOAT, 1), S0(MC_UINT8, 0),
+	};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 8, 1, out), 0, "%s", last_error);
+	int64_t want_shape[4] = {1, 2, 4, 4};
+	for (int d = 0; d < 4; d++)
+		cr_assert_eq(out[0]->shape.dims[d], want_shape[d]);
+	/* channel 0: (x - 1) * 1 * 1; channel 1: (x - 1) * 3 * 2; padding gives 0 */
+	cr_assert_eq(mc_get_i(out[0], 0), 0);
+	cr_assert_eq(mc_get_i(out[0], 5), 2);
+	cr_assert_eq(mc_get_i(out[0], 10), 5);
+	cr_assert_eq(mc_get_i(out[0], 16 + 6), 18);
+	cr_assert_eq(mc_get_i(out[0], 16 + 10), 30);
+	free_all(in, 8);
+	free_all(out, 1);
+}
+
+static int qlinear_conv_geometry_error(test_node *t, mc_tensor *x, mc_tensor *w)
+{
+	mc_tensor *in[8] = {x, S0(MC_FLOAT, 1), S0(MC_UINT8, 0), w, S0(MC_FLOAT, 1),
+	                    S0(MC_UINT8, 0), S0(MC_FLOAT, 1), S0(MC_UINT8, 0)};
+	mc_tensor *out[1];
+	int rc = run_op(t, in, 8, 1, out);
+	free_all(in, 8);
+	return rc;
+}
+
+Test(quant, qlinear_conv_group_mismatch)
+{
+	test_node t;
+	node_init(&t, "QLinearConv", 10);
+	attr_int(&t, "group", 2);
+	cr_assert_neq(qlinear_conv_geometry_error(&t, T4(MC_UINT8, 1, 3, 1, 1, 1, 2, 3),
+	                                          T4(MC_UINT8, 2, 1, 1, 1, 1, 1)), 0);
+	expect_error("group 2");
+}
+
+Test(quant, qlinear_conv_kernel_larger_than_input)
+{
+	test_node t;
+	node_init(&t, "QLinearConv", 10);
+	cr_assert_neq(qlinear_conv_geometry_error(&t, T4(MC_UINT8, 1, 1, 1, 1, 1),
+	                                          T4(MC_UINT8, 1, 1, 2, 2, 1, 1, 1, 1)), 0);
 	expect_error("exceeds");
-	free_all(in, 2);
 }

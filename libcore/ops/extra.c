@@ -67,6 +67,8 @@ static size_t bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_
 	size_t idx = 0;
 	for (int d = target->rank - 1; d >= 0; d--) {
 		size_t dim = (size_t)target->dims[d];
+		if (dim == 0) /* an empty dim has only coordinate 0 to offer */
+			continue;
 		idx += (i % dim) * (size_t)st[d];
 		i /= dim;
 	}
@@ -1067,6 +1069,8 @@ static int gs_eval(mc_eval_ctx *c)
 		lo[d] = p->align ? 0 : -0.5;
 		hi[d] = p->align ? (double)dims[d] - 1 : (double)dims[d] - 0.5;
 	}
+	if (in_sp == 0) /* nothing to sample: the output stays zero */
+		return 0;
 	int taps = p->mode == GS_LINEAR ? 2 : p->mode == GS_CUBIC ? 4 : 1;
 	for (int64_t b = 0; b < nb; b++)
 		for (size_t o = 0; o < out_sp; o++) {
@@ -1232,6 +1236,8 @@ static int roi_eval(mc_eval_ctx *c)
 	        w = x->shape.dims[3];
 	int64_t nr = rois->shape.dims[0];
 	double off = p->half_pixel ? 0.5 : 0.0;
+	if (h == 0 || w == 0) /* nothing to sample: the output stays zero */
+		nr = 0;
 	for (int64_t r = 0; r < nr; r++) {
 		int64_t b = mc_get_i(bidx, (size_t)r);
 		if (b < 0 || b >= nb)

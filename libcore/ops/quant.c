@@ -100,6 +100,8 @@ static size_t bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_
 	size_t idx = 0;
 	for (int d = target->rank - 1; d >= 0; d--) {
 		size_t dim = (size_t)target->dims[d];
+		if (dim == 0) /* an empty dim has only coordinate 0 to offer */
+			continue;
 		idx += (i % dim) * (size_t)st[d];
 		i /= dim;
 	}

@@ -584,3 +584,25 @@ Test(extra, center_crop_pad_negative_axis)
 	free_all(in, 2);
 	free_all(out, 1);
 }
+
+/* Empty images: nothing to sample, outputs are zero, nothing is read. */
+Test(extra, empty_images_sample_zero)
+{
+	test_node t;
+	node_init(&t, "GridSample", 20);
+	mc_tensor *in[3] = {tensor(MC_FLOAT, 4, (int64_t[]){1, 1, 0, 2}, NULL),
+	                    T4(MC_FLOAT, 1, 1, 1, 2, 0, 0)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 2, 1, out), 0, "%s", last_error);
+	EXPECT_FLOATS(out[0], 0);
+	free_all(in, 2);
+	free_all(out, 1);
+	node_init(&t, "RoiAlign", 16);
+	in[0] = tensor(MC_FLOAT, 4, (int64_t[]){1, 1, 0, 0}, NULL);
+	in[1] = T2(MC_FLOAT, 1, 4, 0, 0, 1, 1);
+	in[2] = T1(MC_INT64, 1, 0);
+	cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+	EXPECT_FLOATS(out[0], 0);
+	free_all(in, 3);
+	free_all(out, 1);
+}

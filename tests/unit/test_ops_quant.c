@@ -450,3 +450,18 @@ Test(quant, qlinear_conv_kernel_larger_than_input)
 	                                          T4(MC_UINT8, 1, 1, 2, 2, 1, 1, 1, 1)), 0);
 	expect_error("exceeds");
 }
+
+/* K = 0: every product is the empty sum, requantized to the zero point. */
+Test(quant, qlinear_matmul_empty_inner_dim)
+{
+	test_node t;
+	node_init(&t, "QLinearMatMul", 10);
+	mc_tensor *in[8] = {tensor(MC_UINT8, 2, (int64_t[]){2, 0}, NULL), S0(MC_FLOAT, 1),
+	                    S0(MC_UINT8, 3), tensor(MC_UINT8, 2, (int64_t[]){0, 2}, NULL),
+	                    S0(MC_FLOAT, 1), S0(MC_UINT8, 0), S0(MC_FLOAT, 1), S0(MC_UINT8, 7)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 8, 1, out), 0, "%s", last_error);
+	EXPECT_INTS(out[0], 7, 7, 7, 7);
+	free_all(in, 8);
+	free_all(out, 1);
+}

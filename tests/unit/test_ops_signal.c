@@ -6,29 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modelc.h"
-
-#define MAXIO 8
-
-static char last_error[1024];
-
-static void capture(const char *line, void *user)
-{
-	(void)user;
-	snprintf(last_error, sizeof last_error, "%s", line);
-}
-
-static mc_tensor *tensor(mc_dtype t, int rank, const int64_t *dims, const double *values)
-{
-	mc_shape s = {.rank = rank};
-	for (int d = 0; d < rank; d++)
-		s.dims[d] = dims[d];
-	mc_tensor *x = mc_tensor_new(t, &s);
-	cr_assert_not_null(x);
-	for (size_t i = 0; values && i < x->numel; i++)
-		mc_set_f(x, i, values[i]);
-	return x;
-}
+#include "op_harness.h"
 
 static mc_tensor *scalar_i64(int64_t v)
 {
@@ -37,100 +15,6 @@ static mc_tensor *scalar_i64(int64_t v)
 	cr_assert_not_null(x);
 	mc_set_i(x, 0, v);
 	return x;
-}
-
-static mc_attr attr_int(const char *name, int64_t v)
-{
-	mc_attr a = {.name = (char *)name, .type = MC_ATTR_INT, .i = v};
-	return a;
-}
-
-typedef struct {
-	const char *op;
-	int opset;
-	mc_attr *attrs;
-	int n_attrs;
-	unsigned runtime_inputs; /* bit k: input k is not known at compile time */
-} op_call;
-
-/* Runs one node through the registry: parse, infer (inputs constant unless
- * marked runtime), then eval into freshly allocated outputs. 0 on success;
- * outputs left NULL on failure. */
-static int run_op(const op_call *call, mc_tensor **in, int n_in, mc_tensor **out, int n_out)
-{
-	bool known;
-	const mc_op *op = mc_registry_find(call->op, call->opset, &known);
-	cr_assert_not_null(op, "%s opset %d is not registered", call->op, call->opset);
-	int inputs[MAXIO], outputs[MAXIO];
-	for (int k = 0; k < n_in; k++)
-		inputs[k] = in[k] ? k : -1;
-	for (int k = 0; k < n_out; k++)
-		outputs[k] = k;
-	mc_node n = {.name = (char *)"t", .op_type = (char *)call->op, .domain = (char *)"",
-	             .opset = call->opset, .op = op, .n_inputs = n_in, .n_outputs = n_out,
-	             .inputs = inputs, .outputs = outputs, .n_attrs = call->n_attrs,
-	             .attrs = call->attrs};
-	mc_value vin[MAXIO], vout[MAXIO];
-	const mc_value *pin[MAXIO];
-	mc_value *pout[MAXIO];
-	memset(vin, 0, sizeof vin);
-	memset(vout, 0, sizeof vout);
-	for (int k = 0; k < n_in; k++) {
-		pin[k] = NULL;
-		if (!in[k])
-			continue;
-		vin[k] = (mc_value){.name = (char *)"in", .dtype = in[k]->dtype, .shape = in[k]->shape,
-		                    .typed = true,
-		                    .konst = (call->runtime_inputs >> k) & 1 ? NULL : in[k]};
-		pin[k] = &vin[k];
-	}
-	for (int k = 0; k < n_out; k++) {
-		vout[k].name = (char *)"out";
-		pout[k] = &vout[k];
-		out[k] = NULL;
-	}
-	mc_set_diag_sink(capture, NULL);
-	last_error[0] = 0;
-	int rc = op->parse ? op->parse(&n) : 0;
-	mc_infer_ctx ic = {.node = &n, .n_in = n_in, .n_out = n_out, .in = pin, .out = pout};
-	if (!rc)
-		rc = op->infer(&ic);
-	for (int k = 0; !rc && k < n_out; k++) {
-		cr_assert(vout[k].typed, "output %d not typed", k);
-		out[k] = mc_tensor_new(vout[k].dtype, &vout[k].shape);
-		cr_assert_not_null(out[k]);
-	}
-	mc_eval_ctx ec = {.node = &n, .n_in = n_in, .n_out = n_out,
-	                  .in = (const mc_tensor *const *)in, .out = out};
-	if (!rc)
-		rc = op->eval(&ec);
-	free(n.params);
-	mc_set_diag_sink(NULL, NULL);
-	return rc;
-}
-
-static void expect_shape(const mc_tensor *t, int rank, const int64_t *dims)
-{
-	cr_assert_eq(t->shape.rank, rank, "rank %d, expected %d", t->shape.rank, rank);
-	for (int d = 0; d < rank; d++)
-		cr_assert_eq(t->shape.dims[d], dims[d], "dim %d is %lld, expected %lld", d,
-		             (long long)t->shape.dims[d], (long long)dims[d]);
-}
-
-static void expect_values(const mc_tensor *t, const double *want, size_t n, double tol)
-{
-	cr_assert_eq(t->numel, n, "got %zu elements, expected %zu", t->numel, n);
-	for (size_t i = 0; i < n; i++) {
-		double got = mc_get_f(t, i);
-		cr_assert(fabs(got - want[i]) <= tol, "element %zu: got %.9g, expected %.9g", i, got,
-		          want[i]);
-	}
-}
-
-static void free_all(mc_tensor **t, int n)
-{
-	for (int k = 0; k < n; k++)
-		mc_tensor_free(t[k]);
 }
 
 /* ---- DFT ---- */

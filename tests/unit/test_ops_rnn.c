@@ -6,161 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modelc.h"
+#include "op_harness.h"
 
-/* ---- a node built by hand ---- */
-
-typedef struct {
-	mc_node node;
-	mc_attr attrs[8];
-} test_node;
-
-static void node_init(test_node *t, const char *op, int opset)
-{
-	memset(t, 0, sizeof *t);
-	t->node.name = (char *)"n";
-	t->node.op_type = (char *)op;
-	t->node.domain = (char *)"";
-	t->node.opset = opset;
-	t->node.attrs = t->attrs;
-}
-
-static mc_attr *attr_new(test_node *t, const char *name, mc_attr_type type)
-{
-	cr_assert_lt(t->node.n_attrs, 8);
-	mc_attr *a = &t->attrs[t->node.n_attrs++];
-	a->name = (char *)name;
-	a->type = type;
-	return a;
-}
-
-static void attr_int(test_node *t, const char *name, int64_t v)
-{
-	attr_new(t, name, MC_ATTR_INT)->i = v;
-}
-
-static void attr_float(test_node *t, const char *name, double v)
-{
-	attr_new(t, name, MC_ATTR_FLOAT)->f = v;
-}
-
-static void attr_string(test_node *t, const char *name, const char *v)
-{
-	attr_new(t, name, MC_ATTR_STRING)->s = (char *)v;
-}
-
-static void attr_strings(test_node *t, const char *name, const char **v, size_t n)
-{
-	mc_attr *a = attr_new(t, name, MC_ATTR_STRINGS);
-	a->strings = (char **)v;
-	a->n = n;
-}
-
-static void attr_floats(test_node *t, const char *name, float *v, size_t n)
-{
-	mc_attr *a = attr_new(t, name, MC_ATTR_FLOATS);
-	a->floats = v;
-	a->n = n;
-}
-
-/* ---- diagnostics captured for error tests ---- */
-
-static char last_error[1024];
-
-static void capture(const char *line, void *user)
-{
-	(void)user;
-	snprintf(last_error, sizeof last_error, "%s", line);
-}
-
-static void quiet(void)
-{
-	last_error[0] = 0;
-	mc_set_diag_sink(capture, NULL);
-}
-
-TestSuite(rnn, .init = quiet);
-
-/* ---- running an entry: parse, infer, allocate, eval ---- */
-
-#define MAX_IO 8
-
-/* in[i] NULL: omitted input. want[k]: output k present. out[k] is set to a
- * new tensor for each present output on success (the caller frees). */
-static int run_op(test_node *t, mc_tensor *const *in, int n_in, const bool *want, int n_out,
-                  mc_tensor **out)
-{
-	mc_node *n = &t->node;
-	int in_idx[MAX_IO], out_idx[MAX_IO];
-	n->n_inputs = n_in;
-	n->n_outputs = n_out;
-	n->inputs = in_idx;
-	n->outputs = out_idx;
-	for (int i = 0; i < n_in; i++)
-		in_idx[i] = in[i] ? i : -1;
-	for (int k = 0; k < n_out; k++)
-		out_idx[k] = want[k] ? MAX_IO + k : -1;
-	n->op = mc_registry_find(n->op_type, n->opset, NULL);
-	cr_assert_not_null(n->op, "no registry entry for %s-%d", n->op_type, n->opset);
-	int rc = n->op->parse ? n->op->parse(n) : 0;
-	mc_value vin[MAX_IO], vout[MAX_IO];
-	const mc_value *pin[MAX_IO];
-	mc_value *pout[MAX_IO];
-	memset(vin, 0, sizeof vin);
-	memset(vout, 0, sizeof vout);
-	for (int i = 0; i < n_in; i++) {
-		pin[i] = NULL;
-		if (!in[i])
-			continue;
-		vin[i].name = (char *)"in";
-		vin[i].dtype = in[i]->dtype;
-		vin[i].shape = in[i]->shape;
-		vin[i].typed = true;
-		pin[i] = &vin[i];
-	}
-	for (int k = 0; k < n_out; k++) {
-		vout[k].name = (char *)"out";
-		pout[k] = want[k] ? &vout[k] : NULL;
-		out[k] = NULL;
-	}
-	mc_infer_ctx ic = {.node = n, .n_in = n_in, .n_out = n_out, .in = pin, .out = pout};
-	if (!rc)
-		rc = n->op->infer(&ic);
-	for (int k = 0; k < n_out && !rc; k++)
-		if (want[k])
-			out[k] = mc_tensor_new(vout[k].dtype, &vout[k].shape);
-	mc_eval_ctx ec = {.node = n, .n_in = n_in, .n_out = n_out,
-	                  .in = (const mc_tensor *const *)in, .out = out};
-	if (!rc)
-		rc = n->op->eval(&ec);
-	free(n->params);
-	n->params = NULL;
-	if (rc)
-		for (int k = 0; k < n_out; k++) {
-			mc_tensor_free(out[k]);
-			out[k] = NULL;
-		}
-	return rc;
-}
-
-static mc_tensor *tensor(mc_dtype t, int rank, const int64_t *dims, const double *vals)
-{
-	mc_shape s = {.rank = rank};
-	memcpy(s.dims, dims, (size_t)rank * sizeof *dims);
-	mc_tensor *x = mc_tensor_new(t, &s);
-	for (size_t i = 0; vals && i < x->numel; i++)
-		mc_set_f(x, i, vals[i]);
-	return x;
-}
-
-#define T3(t, a, b, c, ...) tensor(t, 3, (int64_t[]){a, b, c}, (double[]){__VA_ARGS__})
-#define T2(t, a, b, ...) tensor(t, 2, (int64_t[]){a, b}, (double[]){__VA_ARGS__})
-
-static void free_all(mc_tensor **t, int n)
-{
-	for (int i = 0; i < n; i++)
-		mc_tensor_free(t[i]);
-}
+TestSuite(rnn, .init = capture_diags);
 
 static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 
@@ -174,14 +22,14 @@ Test(rnn, simple_rnn_by_hand)
 {
 	test_node t;
 	node_init(&t, "RNN", 22);
-	attr_int(&t, "hidden_size", 1);
+	node_attr(&t, attr_int("hidden_size", 1));
 	mc_tensor *in[6] = {
 		T3(MC_FLOAT, 2, 1, 1, 1.0, 2.0), T3(MC_FLOAT, 1, 1, 1, 0.5),
 		T3(MC_FLOAT, 1, 1, 1, 0.25), T2(MC_FLOAT, 1, 2, 0.1, 0.2),
 		NULL, T3(MC_FLOAT, 1, 1, 1, -0.5),
 	};
 	mc_tensor *out[2];
-	cr_assert_eq(run_op(&t, in, 6, (bool[]){true, true}, 2, out), 0, "%s", last_error);
+	cr_assert_eq(run_node_want(&t, in, 6, (bool[]){true, true}, 2, out), 0, "%s", last_error);
 	double h1 = tanh(0.5 * 1 + 0.25 * -0.5 + 0.3), h2 = tanh(0.5 * 2 + 0.25 * h1 + 0.3);
 	cr_assert_eq(out[0]->shape.rank, 4);
 	cr_assert_eq(out[0]->numel, 2);
@@ -197,7 +45,7 @@ static void gru_case(bool lbr)
 {
 	test_node t;
 	node_init(&t, "GRU", 14);
-	attr_int(&t, "linear_before_reset", lbr);
+	node_attr(&t, attr_int("linear_before_reset", lbr));
 	/* W = z, r, h rows; B = Wb (zrh) then Rb (zrh) */
 	mc_tensor *in[6] = {
 		T3(MC_FLOAT, 1, 1, 1, 0.7), T3(MC_FLOAT, 1, 3, 1, 0.2, -0.3, 0.9),
@@ -205,7 +53,7 @@ static void gru_case(bool lbr)
 		NULL, T3(MC_FLOAT, 1, 1, 1, 0.6),
 	};
 	mc_tensor *out[2];
-	cr_assert_eq(run_op(&t, in, 6, (bool[]){false, true}, 2, out), 0, "%s", last_error);
+	cr_assert_eq(run_node_want(&t, in, 6, (bool[]){false, true}, 2, out), 0, "%s", last_error);
 	double x = 0.7, h = 0.6;
 	double z = sigmoid(0.2 * x + 0.4 * h + 0.1 - 0.1);
 	double r = sigmoid(-0.3 * x + 0.6 * h + 0.2 + 0.05);
@@ -232,7 +80,7 @@ Test(rnn, lstm_peepholes_by_hand)
 		T2(MC_DOUBLE, 1, 3, 0.9, -0.4, 0.2),
 	};
 	mc_tensor *out[3];
-	cr_assert_eq(run_op(&t, in, 8, (bool[]){true, true, true}, 3, out), 0, "%s",
+	cr_assert_eq(run_node_want(&t, in, 8, (bool[]){true, true, true}, 3, out), 0, "%s",
 	             last_error);
 	double x = 0.5, h = 0.3, c = -0.7;
 	double i = sigmoid(0.1 * x - 0.1 * h + 0.9 * c);
@@ -254,12 +102,12 @@ Test(rnn, sequence_lens_bidirectional)
 {
 	test_node t;
 	node_init(&t, "RNN", 22);
-	attr_string(&t, "direction", "bidirectional");
+	node_attr(&t, attr_string("direction", "bidirectional"));
 	const char *acts[] = {"Affine", "Affine"};
 	float alpha[] = {1, 1}, beta[] = {0, 0};
-	attr_strings(&t, "activations", acts, 2);
-	attr_floats(&t, "activation_alpha", alpha, 2);
-	attr_floats(&t, "activation_beta", beta, 2);
+	node_attr(&t, attr_strings("activations", acts, 2));
+	node_attr(&t, attr_floats("activation_alpha", alpha, 2));
+	node_attr(&t, attr_floats("activation_beta", beta, 2));
 	/* Affine(1, 0) with W = 1, R = 1: the state is a running sum of x */
 	mc_tensor *in[5] = {
 		T3(MC_FLOAT, 3, 2, 1, 1, 10, 2, 20, 4, 40), T3(MC_FLOAT, 2, 1, 1, 1, 1),
@@ -267,7 +115,7 @@ Test(rnn, sequence_lens_bidirectional)
 		tensor(MC_INT32, 1, (int64_t[]){2}, (double[]){3, 1}),
 	};
 	mc_tensor *out[2];
-	cr_assert_eq(run_op(&t, in, 5, (bool[]){true, true}, 2, out), 0, "%s", last_error);
+	cr_assert_eq(run_node_want(&t, in, 5, (bool[]){true, true}, 2, out), 0, "%s", last_error);
 	/* Y[t][dir][b] */
 	double y[3][2][2] = {{{1, 10}, {7, 10}}, {{3, 0}, {6, 0}}, {{7, 0}, {4, 0}}};
 	for (int s = 0; s < 3; s++)
@@ -296,8 +144,8 @@ Test(rnn, layout_batch_first)
 	for (int layout = 0; layout < 2; layout++) {
 		test_node t;
 		node_init(&t, "LSTM", 14);
-		attr_int(&t, "layout", layout);
-		attr_float(&t, "clip", 0.4);
+		node_attr(&t, attr_int("layout", layout));
+		node_attr(&t, attr_float("clip", 0.4));
 		int64_t xd[3] = {layout ? 2 : 3, layout ? 3 : 2, 1};
 		mc_tensor *in[6] = {
 			tensor(MC_FLOAT, 3, xd, layout ? x_batch_first : x_seq_first),
@@ -305,7 +153,7 @@ Test(rnn, layout_batch_first)
 			T3(MC_FLOAT, 1, 8, 2, 1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4, -5, -6, -7, -8),
 			NULL, NULL, NULL,
 		};
-		cr_assert_eq(run_op(&t, in, 6, (bool[]){true, true, true}, 3, res[layout]), 0,
+		cr_assert_eq(run_node_want(&t, in, 6, (bool[]){true, true, true}, 3, res[layout]), 0,
 		             "%s", last_error);
 		free_all(in, 6);
 	}
@@ -331,15 +179,15 @@ Test(rnn, activation_parameters_in_order)
 	node_init(&t, "GRU", 22);
 	const char *acts[] = {"hardsigmoid", "LeakyRelu"}; /* names ignore case */
 	float alpha[] = {0.3f, 0.05f}, beta[] = {0.6f};
-	attr_strings(&t, "activations", acts, 2);
-	attr_floats(&t, "activation_alpha", alpha, 2);
-	attr_floats(&t, "activation_beta", beta, 1);
+	node_attr(&t, attr_strings("activations", acts, 2));
+	node_attr(&t, attr_floats("activation_alpha", alpha, 2));
+	node_attr(&t, attr_floats("activation_beta", beta, 1));
 	mc_tensor *in[3] = {
 		T3(MC_FLOAT, 1, 1, 1, -1.0), T3(MC_FLOAT, 1, 3, 1, 1.0, 2.0, 3.0),
 		T3(MC_FLOAT, 1, 3, 1, 0, 0, 0),
 	};
 	mc_tensor *out[2];
-	cr_assert_eq(run_op(&t, in, 3, (bool[]){false, true}, 2, out), 0, "%s", last_error);
+	cr_assert_eq(run_node_want(&t, in, 3, (bool[]){false, true}, 2, out), 0, "%s", last_error);
 	double z = fmax(0, 0.3f * -1.0 + 0.6f), hh = 0.05f * (3.0 * -1.0);
 	NEAR(mc_get_f(out[1], 0), (1 - z) * hh);
 	free_all(in, 3);
@@ -351,13 +199,13 @@ Test(rnn, lstm_input_forget)
 {
 	test_node t;
 	node_init(&t, "LSTM", 22);
-	attr_int(&t, "input_forget", 1);
+	node_attr(&t, attr_int("input_forget", 1));
 	mc_tensor *in[7] = {
 		T3(MC_FLOAT, 1, 1, 1, 1.0), T3(MC_FLOAT, 1, 4, 1, 0.5, 0.1, 9.0, -0.3),
 		T3(MC_FLOAT, 1, 4, 1, 0, 0, 0, 0), NULL, NULL, NULL, T3(MC_FLOAT, 1, 1, 1, 2.0),
 	};
 	mc_tensor *out[3];
-	cr_assert_eq(run_op(&t, in, 7, (bool[]){false, false, true}, 3, out), 0, "%s",
+	cr_assert_eq(run_node_want(&t, in, 7, (bool[]){false, false, true}, 3, out), 0, "%s",
 	             last_error);
 	double i = sigmoid(0.5);
 	NEAR(mc_get_f(out[2], 0), (1 - i) * 2.0 + i * tanh(-0.3));
@@ -369,13 +217,13 @@ Test(rnn, float16_outputs)
 {
 	test_node t;
 	node_init(&t, "RNN", 7);
-	attr_string(&t, "direction", "reverse");
+	node_attr(&t, attr_string("direction", "reverse"));
 	mc_tensor *in[3] = {
 		T3(MC_FLOAT16, 2, 1, 1, 0.5, -1.0), T3(MC_FLOAT16, 1, 1, 1, 2.0),
 		T3(MC_FLOAT16, 1, 1, 1, 0.5),
 	};
 	mc_tensor *out[2];
-	cr_assert_eq(run_op(&t, in, 3, (bool[]){true, true}, 2, out), 0, "%s", last_error);
+	cr_assert_eq(run_node_want(&t, in, 3, (bool[]){true, true}, 2, out), 0, "%s", last_error);
 	cr_assert_eq(out[1]->dtype, MC_FLOAT16);
 	double h1 = tanh(-2.0), h0 = tanh(1.0 + 0.5 * h1); /* reverse: t = 1 first */
 	cr_assert_float_eq(mc_get_f(out[0], 1), h1, 2e-3);
@@ -386,16 +234,14 @@ Test(rnn, float16_outputs)
 
 /* ---- errors ---- */
 
-static void expect_error(test_node *t, int n_in, mc_tensor **in, const char *needle)
+/* Runs t with every output present: it must fail with needle. */
+static void expect_run_error(test_node *t, int n_in, mc_tensor **in, const char *needle)
 {
 	mc_tensor *out[3];
-	bool want[3] = {true, true, true};
-	int n_out = strcmp(t->node.op_type, "LSTM") == 0 ? 3 : 2;
-	cr_assert_eq(run_op(t, in, n_in, want, n_out, out), -1, "expected an error with '%s'",
+	int n_out = strcmp(t->call.op, "LSTM") == 0 ? 3 : 2;
+	cr_assert_eq(run_node(t, in, n_in, n_out, out), -1, "expected an error with '%s'",
 	             needle);
-	cr_assert(strstr(last_error, needle), "message '%s' lacks '%s'", last_error, needle);
-	cr_assert(strstr(last_error, "node 'n'"), "message '%s' does not name the node",
-	          last_error);
+	expect_error(needle);
 }
 
 static void basic_inputs(mc_tensor **in, int gates)
@@ -411,25 +257,25 @@ Test(rnn, bad_attributes)
 	basic_inputs(in, 4);
 	test_node t;
 	node_init(&t, "LSTM", 22);
-	attr_string(&t, "direction", "sideways");
-	expect_error(&t, 3, in, "direction 'sideways'");
+	node_attr(&t, attr_string("direction", "sideways"));
+	expect_run_error(&t, 3, in, "direction 'sideways'");
 	node_init(&t, "LSTM", 22);
 	const char *two[] = {"Sigmoid", "Tanh"};
-	attr_strings(&t, "activations", two, 2);
-	expect_error(&t, 3, in, "has 2 names");
+	node_attr(&t, attr_strings("activations", two, 2));
+	expect_run_error(&t, 3, in, "has 2 names");
 	node_init(&t, "LSTM", 22);
 	const char *odd[] = {"Sigmoid", "Tanh", "Swish"};
-	attr_strings(&t, "activations", odd, 3);
-	expect_error(&t, 3, in, "'Swish' is not supported");
+	node_attr(&t, attr_strings("activations", odd, 3));
+	expect_run_error(&t, 3, in, "'Swish' is not supported");
 	node_init(&t, "LSTM", 22);
-	attr_float(&t, "clip", -1);
-	expect_error(&t, 3, in, "clip");
+	node_attr(&t, attr_float("clip", -1));
+	expect_run_error(&t, 3, in, "clip");
 	node_init(&t, "LSTM", 13);
-	attr_int(&t, "layout", 1);
-	expect_error(&t, 3, in, "opset 14");
+	node_attr(&t, attr_int("layout", 1));
+	expect_run_error(&t, 3, in, "opset 14");
 	node_init(&t, "LSTM", 22);
-	attr_int(&t, "hidden_size", 3);
-	expect_error(&t, 3, in, "hidden_size is 3");
+	node_attr(&t, attr_int("hidden_size", 3));
+	expect_run_error(&t, 3, in, "hidden_size is 3");
 	free_all(in, 3);
 }
 
@@ -439,24 +285,24 @@ Test(rnn, bad_shapes_and_lengths)
 	basic_inputs(in, 4); /* LSTM rows, given to a GRU */
 	test_node t;
 	node_init(&t, "GRU", 22);
-	expect_error(&t, 3, in, "needs 3 x hidden_size");
+	expect_run_error(&t, 3, in, "needs 3 x hidden_size");
 	free_all(in, 3);
 
 	basic_inputs(in, 1);
 	in[3] = T2(MC_FLOAT, 1, 3, 0, 0, 0); /* B must be [1, 2] */
 	node_init(&t, "RNN", 22);
-	expect_error(&t, 4, in, "input 3 (B)");
+	expect_run_error(&t, 4, in, "input 3 (B)");
 	mc_tensor_free(in[3]);
 	in[3] = NULL;
 	in[4] = tensor(MC_INT32, 1, (int64_t[]){1}, (double[]){3}); /* > seq_length 2 */
 	node_init(&t, "RNN", 22);
-	expect_error(&t, 5, in, "sequence_lens[0] = 3");
+	expect_run_error(&t, 5, in, "sequence_lens[0] = 3");
 	free_all(in, 5);
 
 	in[0] = tensor(MC_INT32, 3, (int64_t[]){2, 1, 1}, NULL);
 	in[1] = tensor(MC_INT32, 3, (int64_t[]){1, 1, 1}, NULL);
 	in[2] = tensor(MC_INT32, 3, (int64_t[]){1, 1, 1}, NULL);
 	node_init(&t, "RNN", 22);
-	expect_error(&t, 3, in, "dtype int32");
+	expect_run_error(&t, 3, in, "dtype int32");
 	free_all(in, 3);
 }

@@ -6,57 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modelc.h"
+#include "op_harness.h"
 
-/* ---- helpers ---- */
-
-static char last_diag[1024];
-
-static void capture(const char *line, void *user)
-{
-	(void)user;
-	snprintf(last_diag, sizeof last_diag, "%s", line);
-}
-
-static void quiet(void)
-{
-	last_diag[0] = 0;
-	mc_set_diag_sink(capture, NULL);
-}
-
-TestSuite(ops_nn, .init = quiet);
-
-static mc_attr a_ints(const char *name, int n, const int64_t *v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_INTS, .n = (size_t)n,
-	                 .ints = (int64_t *)v};
-}
-
-static mc_attr a_int(const char *name, int64_t v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_INT, .i = v};
-}
-
-static mc_attr a_float(const char *name, double v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_FLOAT, .f = v};
-}
-
-static mc_attr a_str(const char *name, const char *v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_STRING, .s = (char *)v};
-}
-
-static mc_tensor *tensor(mc_dtype t, int rank, const int64_t *dims, const double *v)
-{
-	mc_shape s = {.rank = rank};
-	memcpy(s.dims, dims, (size_t)rank * sizeof *dims);
-	mc_tensor *x = mc_tensor_new(t, &s);
-	cr_assert(x);
-	for (size_t i = 0; v && i < x->numel; i++)
-		mc_set_f(x, i, v[i]);
-	return x;
-}
+TestSuite(ops_nn, .init = capture_diags);
 
 /* Random values in [-1, 1), from a fixed seed per test. */
 static mc_tensor *random_tensor(int rank, const int64_t *dims)
@@ -65,79 +17,6 @@ static mc_tensor *random_tensor(int rank, const int64_t *dims)
 	for (size_t i = 0; i < x->numel; i++)
 		mc_set_f(x, i, rand() / (RAND_MAX + 1.0) * 2 - 1);
 	return x;
-}
-
-/* Runs one op: parse, infer on values typed from the tensors (inputs are
- * constants, as when folding), eval. NULL inputs are omitted optionals.
- * Returns 0, or -1 with the diagnostic in last_diag. */
-static int run_op(const char *op, int opset, mc_attr *attrs, int n_attrs,
-                  mc_tensor **in, int n_in, mc_tensor **out, int n_out)
-{
-	const mc_op *e = mc_registry_find(op, opset, NULL);
-	cr_assert(e, "%s is not registered at opset %d", op, opset);
-	int inputs[8], outputs[8];
-	for (int k = 0; k < 8; k++) {
-		inputs[k] = k < n_in && in[k] ? k : -1;
-		outputs[k] = k;
-	}
-	mc_node node = {.name = "t", .op_type = (char *)op, .domain = "", .opset = opset,
-	                .op = e, .n_inputs = n_in, .n_outputs = n_out, .inputs = inputs,
-	                .outputs = outputs, .n_attrs = n_attrs, .attrs = attrs};
-	int rc = e->parse ? e->parse(&node) : 0;
-	mc_value vin[8] = {{0}}, vout[8] = {{0}};
-	const mc_value *pin[8];
-	mc_value *pout[8];
-	for (int k = 0; k < n_in; k++) {
-		pin[k] = NULL;
-		if (!in[k])
-			continue;
-		vin[k] = (mc_value){.name = "in", .kind = MC_VAL_CONST, .dtype = in[k]->dtype,
-		                    .shape = in[k]->shape, .typed = true, .konst = in[k]};
-		pin[k] = &vin[k];
-	}
-	for (int k = 0; k < n_out; k++) {
-		vout[k].name = "out";
-		pout[k] = &vout[k];
-		out[k] = NULL;
-	}
-	if (!rc) {
-		mc_infer_ctx ic = {.node = &node, .n_in = n_in, .n_out = n_out, .in = pin,
-		                   .out = pout};
-		rc = e->infer(&ic);
-	}
-	if (!rc) {
-		for (int k = 0; k < n_out; k++) {
-			cr_assert(vout[k].typed);
-			out[k] = mc_tensor_new(vout[k].dtype, &vout[k].shape);
-		}
-		mc_eval_ctx ec = {.node = &node, .n_in = n_in, .n_out = n_out,
-		                  .in = (const mc_tensor *const *)in, .out = out};
-		rc = e->eval(&ec);
-	}
-	free(node.params);
-	return rc;
-}
-
-static void assert_values(const mc_tensor *t, const double *want, size_t n, double tol)
-{
-	cr_assert_eq(t->numel, n, "got %zu values, want %zu", t->numel, n);
-	for (size_t i = 0; i < n; i++)
-		cr_assert(fabs(mc_get_f(t, i) - want[i]) <= tol, "value %zu is %g, want %g", i,
-		          mc_get_f(t, i), want[i]);
-}
-
-static void assert_shape(const mc_tensor *t, int rank, const int64_t *dims)
-{
-	cr_assert_eq(t->shape.rank, rank);
-	for (int i = 0; i < rank; i++)
-		cr_assert_eq(t->shape.dims[i], dims[i], "dim %d is %lld, want %lld", i,
-		             (long long)t->shape.dims[i], (long long)dims[i]);
-}
-
-static void free_all(mc_tensor **t, int n)
-{
-	for (int i = 0; i < n; i++)
-		mc_tensor_free(t[i]);
 }
 
 /* ---- Conv ---- */
@@ -151,12 +30,12 @@ Test(ops_nn, conv_basic_with_padding)
 		w[i] = 1;
 	static const int64_t xd[] = {1, 1, 5, 5}, wd[] = {1, 1, 3, 3}, pads[] = {1, 1, 1, 1};
 	mc_tensor *in[] = {tensor(MC_FLOAT, 4, xd, x), tensor(MC_FLOAT, 4, wd, w)}, *out[1];
-	mc_attr at[] = {a_ints("pads", 4, pads)};
-	cr_assert_eq(run_op("Conv", 11, at, 1, in, 2, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_ints("pads", pads, 4)};
+	cr_assert_eq(run_op(&(op_call){"Conv", 11, at, 1, 0}, in, 2, out, 1), 0, "%s", last_error);
 	static const double want[] = {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108, 117,
 	                              81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84};
-	assert_shape(out[0], 4, xd);
-	assert_values(out[0], want, 25, 0);
+	expect_shape(out[0], 4, xd);
+	expect_values(out[0], want, 25, 0);
 	free_all(in, 2);
 	free_all(out, 1);
 }
@@ -219,10 +98,11 @@ Test(ops_nn, conv_random_against_naive)
 		mc_tensor *in[] = {random_tensor(nsp + 2, xd), random_tensor(nsp + 2, wd),
 		                   random_tensor(1, bd)};
 		mc_tensor *out[1];
-		mc_attr at[] = {a_ints("strides", nsp, s), a_ints("dilations", nsp, d),
-		                a_ints("pads", 2 * nsp, pads), a_int("group", group),
-		                a_ints("kernel_shape", nsp, k)};
-		cr_assert_eq(run_op("Conv", 22, at, 5, in, 3, out, 1), 0, "%s", last_diag);
+		mc_attr at[] = {attr_ints("strides", s, nsp), attr_ints("dilations", d, nsp),
+		                attr_ints("pads", pads, 2 * nsp), attr_int("group", group),
+		                attr_ints("kernel_shape", k, nsp)};
+		cr_assert_eq(run_op(&(op_call){"Conv", 22, at, 5, 0}, in, 3, out, 1), 0, "%s",
+		             last_error);
 		const mc_tensor *y = out[0];
 		int64_t o[3] = {0, 0, 0}, od[3] = {1, 1, 1};
 		for (int i = 0; i < nsp; i++) {
@@ -263,9 +143,10 @@ Test(ops_nn, conv_auto_pad_same_and_kernel_from_weights)
 	                                    8 + 9 * 10 + 10 * 100};
 	for (int m = 0; m < 2; m++) {
 		mc_tensor *in[] = {tensor(MC_FLOAT, 3, xd, x), tensor(MC_FLOAT, 3, wd, w)}, *out[1];
-		mc_attr at[] = {a_str("auto_pad", modes[m]), a_ints("strides", 1, s)};
-		cr_assert_eq(run_op("Conv", 1, at, 2, in, 2, out, 1), 0, "%s", last_diag);
-		assert_values(out[0], m == 0 ? upper_full : lower_full, 4, 1e-3);
+		mc_attr at[] = {attr_string("auto_pad", modes[m]), attr_ints("strides", s, 1)};
+		cr_assert_eq(run_op(&(op_call){"Conv", 1, at, 2, 0}, in, 2, out, 1), 0, "%s",
+		             last_error);
+		expect_values(out[0], m == 0 ? upper_full : lower_full, 4, 1e-3);
 		free_all(in, 2);
 		free_all(out, 1);
 	}
@@ -275,19 +156,19 @@ Test(ops_nn, conv_rejects_bad_shapes)
 {
 	static const int64_t xd[] = {1, 3, 5, 5}, wd[] = {4, 2, 3, 3}, big[] = {1, 1, 9, 9};
 	mc_tensor *in[] = {tensor(MC_FLOAT, 4, xd, NULL), tensor(MC_FLOAT, 4, wd, NULL)}, *out[1];
-	cr_assert_eq(run_op("Conv", 11, NULL, 0, in, 2, out, 1), -1);
-	cr_assert(strstr(last_diag, "node 't' (Conv"), "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"Conv", 11, NULL, 0, 0}, in, 2, out, 1), -1);
+	cr_assert(strstr(last_error, "node 't' (Conv"), "%s", last_error);
 	mc_tensor_free(in[1]);
 	in[1] = tensor(MC_FLOAT, 4, big, NULL);
 	mc_tensor_free(in[0]);
 	static const int64_t x1[] = {1, 1, 5, 5};
 	in[0] = tensor(MC_FLOAT, 4, x1, NULL);
-	cr_assert_eq(run_op("Conv", 11, NULL, 0, in, 2, out, 1), -1);
-	cr_assert(strstr(last_diag, "larger than the padded input"), "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"Conv", 11, NULL, 0, 0}, in, 2, out, 1), -1);
+	cr_assert(strstr(last_error, "larger than the padded input"), "%s", last_error);
 	static const int64_t bad_strides[] = {1};
-	mc_attr at[] = {a_ints("strides", 1, bad_strides)};
-	cr_assert_eq(run_op("Conv", 11, at, 1, in, 2, out, 1), -1);
-	cr_assert(strstr(last_diag, "strides"), "%s", last_diag);
+	mc_attr at[] = {attr_ints("strides", bad_strides, 1)};
+	cr_assert_eq(run_op(&(op_call){"Conv", 11, at, 1, 0}, in, 2, out, 1), -1);
+	cr_assert(strstr(last_error, "strides"), "%s", last_error);
 	free_all(in, 2);
 }
 
@@ -301,10 +182,11 @@ Test(ops_nn, conv_transpose_matches_scatter)
 	static const int64_t xd[] = {1, 2, 3, 3}, wd[] = {2, 2, 3, 3}, s[] = {3, 2},
 	                     os[] = {10, 8};
 	mc_tensor *in[] = {random_tensor(4, xd), random_tensor(4, wd)}, *out[1];
-	mc_attr at[] = {a_ints("strides", 2, s), a_ints("output_shape", 2, os)};
-	cr_assert_eq(run_op("ConvTranspose", 11, at, 2, in, 2, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_ints("strides", s, 2), attr_ints("output_shape", os, 2)};
+	cr_assert_eq(run_op(&(op_call){"ConvTranspose", 11, at, 2, 0}, in, 2, out, 1), 0, "%s",
+	             last_error);
 	static const int64_t want_shape[] = {1, 2, 10, 8};
-	assert_shape(out[0], 4, want_shape);
+	expect_shape(out[0], 4, want_shape);
 	/* full size 3*2+3 = 9 x 2*2+3 = 7; total pads -1, -1: begin 0, end -1 */
 	double want[2 * 10 * 8] = {0};
 	for (int c = 0; c < 2; c++)
@@ -318,7 +200,7 @@ Test(ops_nn, conv_transpose_matches_scatter)
 								mc_get_f(in[0], (size_t)((c * 3 + i) * 3 + j)) *
 								mc_get_f(in[1], (size_t)(((c * 2 + m) * 3 + ki) * 3 + kj));
 						}
-	assert_values(out[0], want, 160, 1e-5);
+	expect_values(out[0], want, 160, 1e-5);
 	free_all(in, 2);
 	free_all(out, 1);
 }
@@ -331,9 +213,11 @@ Test(ops_nn, conv_transpose_pads_groups_bias)
 	static const double x[] = {1, 2, 3, 4, 5, 6}, w[] = {1, 10, 2, 20}, b[] = {0.5, -0.5};
 	mc_tensor *in[] = {tensor(MC_DOUBLE, 3, xd, x), tensor(MC_DOUBLE, 3, wd, w),
 	                   tensor(MC_DOUBLE, 1, bd, b)}, *out[1];
-	mc_attr at[] = {a_ints("strides", 1, s), a_ints("dilations", 1, d),
-	                a_ints("pads", 2, pads), a_ints("output_padding", 1, op), a_int("group", 2)};
-	cr_assert_eq(run_op("ConvTranspose", 22, at, 5, in, 3, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_ints("strides", s, 1), attr_ints("dilations", d, 1),
+	                attr_ints("pads", pads, 2), attr_ints("output_padding", op, 1),
+	                attr_int("group", 2)};
+	cr_assert_eq(run_op(&(op_call){"ConvTranspose", 22, at, 5, 0}, in, 3, out, 1), 0, "%s",
+	             last_error);
 	/* full length 2*2 + 1 + 3 = 8, minus pads: 5; position o = 2i + 2t - 1 */
 	double want[10] = {0};
 	for (int g = 0; g < 2; g++) {
@@ -347,8 +231,8 @@ Test(ops_nn, conv_transpose_pads_groups_bias)
 			}
 	}
 	static const int64_t want_shape[] = {1, 2, 5};
-	assert_shape(out[0], 3, want_shape);
-	assert_values(out[0], want, 10, 1e-12);
+	expect_shape(out[0], 3, want_shape);
+	expect_values(out[0], want, 10, 1e-12);
 	free_all(in, 3);
 	free_all(out, 1);
 }
@@ -363,15 +247,16 @@ Test(ops_nn, maxpool_indices_and_storage_order)
 	static const int64_t xd[] = {1, 1, 4, 4}, k[] = {2, 2}, s[] = {2, 2};
 	for (int order = 0; order < 2; order++) {
 		mc_tensor *in[] = {tensor(MC_FLOAT, 4, xd, x)}, *out[2];
-		mc_attr at[] = {a_ints("kernel_shape", 2, k), a_ints("strides", 2, s),
-		                a_int("storage_order", order)};
-		cr_assert_eq(run_op("MaxPool", 12, at, 3, in, 1, out, 2), 0, "%s", last_diag);
+		mc_attr at[] = {attr_ints("kernel_shape", k, 2), attr_ints("strides", s, 2),
+		                attr_int("storage_order", order)};
+		cr_assert_eq(run_op(&(op_call){"MaxPool", 12, at, 3, 0}, in, 1, out, 2), 0, "%s",
+		             last_error);
 		/* rows: 0 7 14 5 | 12 3 10 1 | 8 15 6 13 | 4 11 2 9; the maxima sit
 		 * at (1,0) (0,2) (2,1) (2,3) */
 		static const double want[] = {12, 14, 15, 13};
 		static const double rows[] = {4, 2, 9, 11}, cols[] = {1, 8, 6, 14};
-		assert_values(out[0], want, 4, 0);
-		assert_values(out[1], order ? cols : rows, 4, 0);
+		expect_values(out[0], want, 4, 0);
+		expect_values(out[1], order ? cols : rows, 4, 0);
 		free_all(in, 1);
 		free_all(out, 2);
 	}
@@ -385,17 +270,18 @@ Test(ops_nn, avgpool_pads_ceil_and_count_include_pad)
 	static const int64_t xd[] = {1, 1, 3, 3}, k[] = {2, 2}, s[] = {2, 2}, pads[] = {1, 1, 0, 0};
 	for (int include = 0; include < 2; include++) {
 		mc_tensor *in[] = {tensor(MC_FLOAT, 4, xd, x)}, *out[1];
-		mc_attr at[] = {a_ints("kernel_shape", 2, k), a_ints("strides", 2, s),
-		                a_ints("pads", 4, pads), a_int("count_include_pad", include),
-		                a_int("ceil_mode", 1)};
-		cr_assert_eq(run_op("AveragePool", 19, at, 5, in, 1, out, 1), 0, "%s", last_diag);
+		mc_attr at[] = {attr_ints("kernel_shape", k, 2), attr_ints("strides", s, 2),
+		                attr_ints("pads", pads, 4), attr_int("count_include_pad", include),
+		                attr_int("ceil_mode", 1)};
+		cr_assert_eq(run_op(&(op_call){"AveragePool", 19, at, 5, 0}, in, 1, out, 1), 0,
+		             "%s", last_error);
 		/* padded 4x4 from -1: windows rows {-1,0} {1,2}, same for cols; ceil
 		 * mode adds no window since a third would start past the input */
 		static const int64_t want_shape[] = {1, 1, 2, 2};
-		assert_shape(out[0], 4, want_shape);
+		expect_shape(out[0], 4, want_shape);
 		static const double excl[] = {1, 2.5, 5.5, 7};
 		static const double incl[] = {0.25, 1.25, 2.75, 7};
-		assert_values(out[0], include ? incl : excl, 4, 1e-6);
+		expect_values(out[0], include ? incl : excl, 4, 1e-6);
 		free_all(in, 1);
 		free_all(out, 1);
 	}
@@ -406,25 +292,28 @@ Test(ops_nn, lppool_and_global_pools)
 	static const double x[] = {3, -4, 0, 12, 1, 2, 3, 4};
 	static const int64_t xd[] = {1, 2, 4}, k[] = {2}, s[] = {2};
 	mc_tensor *in[] = {tensor(MC_FLOAT, 3, xd, x)}, *out[1];
-	mc_attr at[] = {a_ints("kernel_shape", 1, k), a_ints("strides", 1, s), a_int("p", 2)};
-	cr_assert_eq(run_op("LpPool", 18, at, 3, in, 1, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_ints("kernel_shape", k, 1), attr_ints("strides", s, 1),
+	                attr_int("p", 2)};
+	cr_assert_eq(run_op(&(op_call){"LpPool", 18, at, 3, 0}, in, 1, out, 1), 0, "%s",
+	             last_error);
 	static const double lp[] = {5, 12, sqrt(5), 5};
-	assert_values(out[0], lp, 4, 1e-5);
+	expect_values(out[0], lp, 4, 1e-5);
 	mc_tensor_free(out[0]);
 
-	cr_assert_eq(run_op("GlobalAveragePool", 1, NULL, 0, in, 1, out, 1), 0);
+	cr_assert_eq(run_op(&(op_call){"GlobalAveragePool", 1, NULL, 0, 0}, in, 1, out, 1), 0);
 	static const int64_t gshape[] = {1, 2, 1};
 	static const double avg[] = {11.0 / 4, 2.5}, mx[] = {12, 4};
-	assert_shape(out[0], 3, gshape);
-	assert_values(out[0], avg, 2, 1e-6);
+	expect_shape(out[0], 3, gshape);
+	expect_values(out[0], avg, 2, 1e-6);
 	mc_tensor_free(out[0]);
-	cr_assert_eq(run_op("GlobalMaxPool", 22, NULL, 0, in, 1, out, 1), 0);
-	assert_values(out[0], mx, 2, 0);
+	cr_assert_eq(run_op(&(op_call){"GlobalMaxPool", 22, NULL, 0, 0}, in, 1, out, 1), 0);
+	expect_values(out[0], mx, 2, 0);
 	mc_tensor_free(out[0]);
-	mc_attr p1[] = {a_float("p", 1.0)};
-	cr_assert_eq(run_op("GlobalLpPool", 1, p1, 1, in, 1, out, 1), 0, "%s", last_diag);
+	mc_attr p1[] = {attr_float("p", 1.0)};
+	cr_assert_eq(run_op(&(op_call){"GlobalLpPool", 1, p1, 1, 0}, in, 1, out, 1), 0, "%s",
+	             last_error);
 	static const double l1[] = {19, 10};
-	assert_values(out[0], l1, 2, 1e-5);
+	expect_values(out[0], l1, 2, 1e-5);
 	free_all(in, 1);
 	free_all(out, 1);
 }
@@ -433,14 +322,15 @@ Test(ops_nn, pool_attributes_checked_against_opset)
 {
 	static const int64_t xd[] = {1, 1, 4, 4}, k[] = {2, 2}, d[] = {2, 2};
 	mc_tensor *in[] = {tensor(MC_FLOAT, 4, xd, NULL)}, *out[1];
-	mc_attr at[] = {a_ints("kernel_shape", 2, k), a_ints("dilations", 2, d)};
-	cr_assert_eq(run_op("AveragePool", 11, at, 2, in, 1, out, 1), -1);
-	cr_assert(strstr(last_diag, "dilations"), "%s", last_diag);
-	cr_assert_eq(run_op("MaxPool", 12, at, 1, in, 1, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_ints("kernel_shape", k, 2), attr_ints("dilations", d, 2)};
+	cr_assert_eq(run_op(&(op_call){"AveragePool", 11, at, 2, 0}, in, 1, out, 1), -1);
+	cr_assert(strstr(last_error, "dilations"), "%s", last_error);
+	cr_assert_eq(run_op(&(op_call){"MaxPool", 12, at, 1, 0}, in, 1, out, 1), 0, "%s",
+	             last_error);
 	mc_tensor_free(out[0]);
-	mc_attr bad[] = {a_ints("kernel_shape", 1, k)};
-	cr_assert_eq(run_op("MaxPool", 12, bad, 1, in, 1, out, 1), -1);
-	cr_assert(strstr(last_diag, "kernel_shape"), "%s", last_diag);
+	mc_attr bad[] = {attr_ints("kernel_shape", k, 1)};
+	cr_assert_eq(run_op(&(op_call){"MaxPool", 12, bad, 1, 0}, in, 1, out, 1), -1);
+	cr_assert(strstr(last_error, "kernel_shape"), "%s", last_error);
 	free_all(in, 1);
 }
 
@@ -454,23 +344,23 @@ Test(ops_nn, gemm_transposes_alpha_beta_broadcast)
 	static const int64_t ad[] = {3, 2}, bd[] = {2, 3}, cd[] = {2};
 	mc_tensor *in[] = {tensor(MC_FLOAT, 2, ad, at_), tensor(MC_FLOAT, 2, bd, bt),
 	                   tensor(MC_FLOAT, 1, cd, c)}, *out[1];
-	mc_attr at[] = {a_int("transA", 1), a_int("transB", 1), a_float("alpha", 2),
-	                a_float("beta", 0.5)};
-	cr_assert_eq(run_op("Gemm", 13, at, 4, in, 3, out, 1), 0, "%s", last_diag);
+	mc_attr at[] = {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 2),
+	                attr_float("beta", 0.5)};
+	cr_assert_eq(run_op(&(op_call){"Gemm", 13, at, 4, 0}, in, 3, out, 1), 0, "%s", last_error);
 	/* A'B' = [[4,5],[10,11]] */
 	static const double want[] = {13, 20, 25, 32};
-	assert_values(out[0], want, 4, 1e-6);
+	expect_values(out[0], want, 4, 1e-6);
 	free_all(out, 1);
 	/* before opset 7 without broadcast=1, C must be M x N */
-	cr_assert_eq(run_op("Gemm", 6, at, 4, in, 3, out, 1), -1);
-	cr_assert(strstr(last_diag, "broadcast"), "%s", last_diag);
-	mc_attr at6[] = {a_int("transA", 1), a_int("transB", 1), a_float("alpha", 2),
-	                 a_float("beta", 0.5), a_int("broadcast", 1)};
-	cr_assert_eq(run_op("Gemm", 6, at6, 5, in, 3, out, 1), 0, "%s", last_diag);
-	assert_values(out[0], want, 4, 1e-6);
+	cr_assert_eq(run_op(&(op_call){"Gemm", 6, at, 4, 0}, in, 3, out, 1), -1);
+	cr_assert(strstr(last_error, "broadcast"), "%s", last_error);
+	mc_attr at6[] = {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 2),
+	                 attr_float("beta", 0.5), attr_int("broadcast", 1)};
+	cr_assert_eq(run_op(&(op_call){"Gemm", 6, at6, 5, 0}, in, 3, out, 1), 0, "%s", last_error);
+	expect_values(out[0], want, 4, 1e-6);
 	free_all(out, 1);
 	/* C is required before opset 11 */
-	cr_assert_eq(run_op("Gemm", 9, at, 4, in, 2, out, 1), -1);
+	cr_assert_eq(run_op(&(op_call){"Gemm", 9, at, 4, 0}, in, 2, out, 1), -1);
 	free_all(in, 3);
 }
 
@@ -479,9 +369,10 @@ Test(ops_nn, matmul_broadcast_and_vectors)
 	srand(3);
 	static const int64_t ad[] = {2, 1, 3, 4}, bd[] = {3, 4, 5};
 	mc_tensor *in[] = {random_tensor(4, ad), random_tensor(3, bd)}, *out[1];
-	cr_assert_eq(run_op("MatMul", 13, NULL, 0, in, 2, out, 1), 0, "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"MatMul", 13, NULL, 0, 0}, in, 2, out, 1), 0, "%s",
+	             last_error);
 	static const int64_t want_shape[] = {2, 3, 3, 5};
-	assert_shape(out[0], 4, want_shape);
+	expect_shape(out[0], 4, want_shape);
 	for (int p = 0; p < 2; p++)
 		for (int q = 0; q < 3; q++)
 			for (int i = 0; i < 3; i++)
@@ -500,18 +391,18 @@ Test(ops_nn, matmul_broadcast_and_vectors)
 	static const int64_t vd[] = {3}, md[] = {2, 3, 2};
 	static const double v[] = {1, 2, 3}, m[] = {1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, 1};
 	mc_tensor *vv[] = {tensor(MC_FLOAT, 1, vd, v), tensor(MC_FLOAT, 1, vd, v)};
-	cr_assert_eq(run_op("MatMul", 1, NULL, 0, vv, 2, out, 1), 0);
+	cr_assert_eq(run_op(&(op_call){"MatMul", 1, NULL, 0, 0}, vv, 2, out, 1), 0);
 	cr_assert_eq(out[0]->shape.rank, 0);
 	static const double dot[] = {14};
-	assert_values(out[0], dot, 1, 0);
+	expect_values(out[0], dot, 1, 0);
 	mc_tensor_free(out[0]);
 	mc_tensor_free(vv[1]);
 	vv[1] = tensor(MC_FLOAT, 3, md, m);
-	cr_assert_eq(run_op("MatMul", 9, NULL, 0, vv, 2, out, 1), 0);
+	cr_assert_eq(run_op(&(op_call){"MatMul", 9, NULL, 0, 0}, vv, 2, out, 1), 0);
 	static const int64_t vm_shape[] = {2, 2};
 	static const double vm[] = {4, 5, 5, 7};
-	assert_shape(out[0], 2, vm_shape);
-	assert_values(out[0], vm, 4, 0);
+	expect_shape(out[0], 2, vm_shape);
+	expect_values(out[0], vm, 4, 0);
 	free_all(vv, 2);
 	free_all(out, 1);
 }
@@ -524,7 +415,8 @@ Test(ops_nn, matmul_int64_is_exact)
 	mc_set_i(in[0], 1, 3);
 	mc_set_i(in[1], 0, 1);
 	mc_set_i(in[1], 1, 1);
-	cr_assert_eq(run_op("MatMul", 13, NULL, 0, in, 2, out, 1), 0, "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"MatMul", 13, NULL, 0, 0}, in, 2, out, 1), 0, "%s",
+	             last_error);
 	cr_assert_eq(out[0]->dtype, MC_INT64);
 	cr_assert_eq(mc_get_i(out[0], 0), (INT64_C(1) << 53) + 4);
 	free_all(in, 2);
@@ -537,11 +429,12 @@ Test(ops_nn, matmul_integer_zero_points)
 	static const double a[] = {10, 20, 30, 40}, b[] = {1, 2, 3, 4}, za[] = {10, 30}, zb[] = {1, 0};
 	mc_tensor *in[] = {tensor(MC_UINT8, 2, ad, a), tensor(MC_INT8, 2, bd, b),
 	                   tensor(MC_UINT8, 1, zd, za), tensor(MC_INT8, 1, zd, zb)}, *out[1];
-	cr_assert_eq(run_op("MatMulInteger", 10, NULL, 0, in, 4, out, 1), 0, "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"MatMulInteger", 10, NULL, 0, 0}, in, 4, out, 1), 0, "%s",
+	             last_error);
 	/* (A - za per row) = [[0,10],[0,10]], (B - zb per col) = [[0,2],[2,4]] */
 	static const double want[] = {20, 40, 20, 40};
 	cr_assert_eq(out[0]->dtype, MC_INT32);
-	assert_values(out[0], want, 4, 0);
+	expect_values(out[0], want, 4, 0);
 	free_all(in, 4);
 	free_all(out, 1);
 }
@@ -553,10 +446,11 @@ Test(ops_nn, conv_integer_per_channel_zero_point)
 	static const double x[] = {3, 4, 5}, w[] = {2, 2, 5, 4}, zx[] = {2}, zw[] = {1, 5};
 	mc_tensor *in[] = {tensor(MC_UINT8, 3, xd, x), tensor(MC_INT8, 3, wd, w),
 	                   tensor(MC_UINT8, 1, sd, zx), tensor(MC_INT8, 1, zd, zw)}, *out[1];
-	cr_assert_eq(run_op("ConvInteger", 10, NULL, 0, in, 4, out, 1), 0, "%s", last_diag);
+	cr_assert_eq(run_op(&(op_call){"ConvInteger", 10, NULL, 0, 0}, in, 4, out, 1), 0, "%s",
+	             last_error);
 	static const double want[] = {3, 5, -2, -3};
 	cr_assert_eq(out[0]->dtype, MC_INT32);
-	assert_values(out[0], want, 4, 0);
+	expect_values(out[0], want, 4, 0);
 	free_all(in, 4);
 	free_all(out, 1);
 }

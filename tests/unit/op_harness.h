@@ -53,6 +53,9 @@ typedef struct {
 	unsigned runtime_inputs; /* bit k: input k is not known at compile time */
 } op_call;
 
+/* runtime_inputs where only the inputs of bit mask are compile-time constants. */
+#define KONST_ONLY(mask) (~(unsigned)(mask))
+
 /* Runs one node named "t" through the registry: parse, infer (inputs in[k]
  * NULL are omitted; the others are constants unless marked runtime), then
  * eval into freshly allocated outputs. 0 on success, out[k] then a new

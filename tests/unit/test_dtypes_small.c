@@ -6,23 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modelc.h"
+#include "op_harness.h"
 
-static char last_diag[1024];
-
-static void capture(const char *line, void *user)
-{
-	(void)user;
-	snprintf(last_diag, sizeof last_diag, "%s", line);
-}
-
-static void setup(void)
-{
-	last_diag[0] = 0;
-	mc_set_diag_sink(capture, NULL);
-}
-
-TestSuite(dtypes_small, .init = setup);
+TestSuite(dtypes_small, .init = capture_diags);
 
 static const mc_dtype float8_types[] = {MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ, MC_FLOAT8E5M2,
                                         MC_FLOAT8E5M2FNUZ};
@@ -201,7 +187,7 @@ Test(dtypes_small, import_unpacks_raw_data)
 	/* int4 [3]: 0x21 0x0f holds 1, 2 | -1, padding */
 	static const uint8_t int4_pb[] = {0x08, 0x03, 0x10, 22, 0x4a, 0x02, 0x21, 0x0f};
 	mc_tensor *t = mc_tensor_from_pb(int4_pb, sizeof int4_pb);
-	cr_assert(t, "%s", last_diag);
+	cr_assert(t, "%s", last_error);
 	cr_assert_eq(t->dtype, MC_INT4);
 	cr_assert_eq(t->numel, 3);
 	cr_assert_eq(mc_get_i(t, 0), 1);
@@ -212,7 +198,7 @@ Test(dtypes_small, import_unpacks_raw_data)
 	/* float4e2m1 [2] in one byte: 0x7 (6) and 0xa (-1) */
 	static const uint8_t f4_pb[] = {0x08, 0x02, 0x10, 23, 0x4a, 0x01, 0xa7};
 	t = mc_tensor_from_pb(f4_pb, sizeof f4_pb);
-	cr_assert(t, "%s", last_diag);
+	cr_assert(t, "%s", last_error);
 	cr_assert_eq(mc_get_f(t, 0), 6);
 	cr_assert_eq(mc_get_f(t, 1), -1);
 	mc_tensor_free(t);
@@ -220,7 +206,7 @@ Test(dtypes_small, import_unpacks_raw_data)
 	/* int2 [5]: 0xe4 holds 0, 1, -2, -1; 0x01 holds 1 */
 	static const uint8_t i2_pb[] = {0x08, 0x05, 0x10, 26, 0x4a, 0x02, 0xe4, 0x01};
 	t = mc_tensor_from_pb(i2_pb, sizeof i2_pb);
-	cr_assert(t, "%s", last_diag);
+	cr_assert(t, "%s", last_error);
 	static const int64_t i2_want[5] = {0, 1, -2, -1, 1};
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(mc_get_i(t, (size_t)i), i2_want[i], "element %d", i);
@@ -229,7 +215,8 @@ Test(dtypes_small, import_unpacks_raw_data)
 	/* the packed length is checked: 3 int4 need 2 bytes, not 3 */
 	static const uint8_t bad_pb[] = {0x08, 0x03, 0x10, 22, 0x4a, 0x03, 0x21, 0x0f, 0x00};
 	cr_assert_null(mc_tensor_from_pb(bad_pb, sizeof bad_pb));
-	cr_assert(strstr(last_diag, "raw_data has 3 bytes but its shape needs 2"), "%s", last_diag);
+	cr_assert(strstr(last_error, "raw_data has 3 bytes but its shape needs 2"), "%s",
+	          last_error);
 }
 
 Test(dtypes_small, import_unpacks_int32_data)
@@ -237,7 +224,7 @@ Test(dtypes_small, import_unpacks_int32_data)
 	/* uint2 [5]: two int32_data entries, one packed byte each */
 	static const uint8_t u2_pb[] = {0x08, 0x05, 0x10, 25, 0x28, 0xe4, 0x01, 0x28, 0x02};
 	mc_tensor *t = mc_tensor_from_pb(u2_pb, sizeof u2_pb);
-	cr_assert(t, "%s", last_diag);
+	cr_assert(t, "%s", last_error);
 	static const int64_t u2_want[5] = {0, 1, 2, 3, 2};
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(mc_get_i(t, (size_t)i), u2_want[i], "element %d", i);
@@ -246,7 +233,7 @@ Test(dtypes_small, import_unpacks_int32_data)
 	/* float8e5m2 [2]: one bit pattern per entry (1.0, -inf) */
 	static const uint8_t f8_pb[] = {0x08, 0x02, 0x10, 19, 0x28, 0x3c, 0x28, 0xfc, 0x01};
 	t = mc_tensor_from_pb(f8_pb, sizeof f8_pb);
-	cr_assert(t, "%s", last_diag);
+	cr_assert(t, "%s", last_error);
 	cr_assert_eq(mc_get_f(t, 0), 1.0);
 	cr_assert_eq(mc_get_f(t, 1), -INFINITY);
 	mc_tensor_free(t);
@@ -254,21 +241,11 @@ Test(dtypes_small, import_unpacks_int32_data)
 	/* uint4 [3] needs 2 packed entries */
 	static const uint8_t bad_pb[] = {0x08, 0x03, 0x10, 21, 0x28, 0x21};
 	cr_assert_null(mc_tensor_from_pb(bad_pb, sizeof bad_pb));
-	cr_assert(strstr(last_diag, "int32_data holds 1 packed bytes but its shape needs 2"), "%s",
-	          last_diag);
+	cr_assert(strstr(last_error, "int32_data holds 1 packed bytes but its shape needs 2"), "%s",
+	          last_error);
 }
 
 /* ---- Cast and CastLike through their registry entries ---- */
-
-static mc_attr attr_int(const char *name, int64_t v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_INT, .i = v};
-}
-
-static mc_attr attr_string(const char *name, const char *v)
-{
-	return (mc_attr){.name = (char *)name, .type = MC_ATTR_STRING, .s = (char *)v};
-}
 
 static mc_tensor *floats(size_t n, const double *vals)
 {
@@ -280,48 +257,9 @@ static mc_tensor *floats(size_t n, const double *vals)
 	return x;
 }
 
-/* Runs op on constant inputs; the output, or NULL after an error. */
-static mc_tensor *run(const char *op_type, int opset, mc_attr *attrs, int n_attrs, int n_in,
-                      mc_tensor **in)
-{
-	const mc_op *op = mc_registry_find(op_type, opset, NULL);
-	cr_assert(op, "%s is not registered at opset %d", op_type, opset);
-	mc_node n = {.name = "t", .op_type = (char *)op_type, .domain = "", .opset = opset,
-	             .op = op, .n_inputs = n_in, .n_outputs = 1, .n_attrs = n_attrs,
-	             .attrs = attrs};
-	mc_value vals[2] = {{0}}, out = {0};
-	const mc_value *inv[2];
-	mc_value *outv[1] = {&out};
-	mc_tensor *res = NULL;
-	for (int k = 0; k < n_in; k++) {
-		vals[k] = (mc_value){.name = "in", .dtype = in[k]->dtype, .shape = in[k]->shape,
-		                     .typed = true, .konst = in[k]};
-		inv[k] = &vals[k];
-	}
-	int rc = op->parse ? op->parse(&n) : 0;
-	mc_infer_ctx ic = {.node = &n, .n_in = n_in, .n_out = 1, .in = inv, .out = outv};
-	if (!rc)
-		rc = op->infer(&ic);
-	if (!rc) {
-		res = mc_tensor_new(out.dtype, &out.shape);
-		cr_assert(res);
-		mc_eval_ctx ec = {.node = &n, .n_in = n_in, .n_out = 1,
-		                  .in = (const mc_tensor *const *)in, .out = &res};
-		rc = op->eval(&ec);
-	}
-	free(n.params);
-	for (int k = 0; k < n_in; k++)
-		mc_tensor_free(in[k]);
-	if (rc) {
-		mc_tensor_free(res);
-		res = NULL;
-	}
-	return res;
-}
-
 static void expect_codes(const mc_tensor *y, mc_dtype t, size_t n, const uint8_t *want)
 {
-	cr_assert(y, "op failed: %s", last_diag);
+	cr_assert(y, "op failed: %s", last_error);
 	cr_assert_eq(y->dtype, t, "dtype %s", mc_dtype_name(y->dtype));
 	cr_assert_eq(y->numel, n);
 	for (size_t i = 0; i < n; i++)
@@ -334,20 +272,20 @@ Test(dtypes_small, cast_saturate_attribute)
 	static const double in[5] = {0.47, 1e6, -INFINITY, NAN, -1e-7};
 	mc_attr sat[1] = {attr_int("to", MC_FLOAT8E4M3FN)};
 	mc_tensor *x[1] = {floats(5, in)};
-	mc_tensor *y = run("Cast", 19, sat, 1, 1, x);
+	mc_tensor *y = run_one(&(op_call){"Cast", 19, sat, 1, 0}, x, 1);
 	expect_codes(y, MC_FLOAT8E4M3FN, 5, (const uint8_t[]){0x2f, 0x7e, 0xfe, 0x7f, 0x80});
 	mc_tensor_free(y);
 
 	mc_attr nosat[2] = {attr_int("to", MC_FLOAT8E5M2), attr_int("saturate", 0)};
 	x[0] = floats(5, in);
-	y = run("Cast", 19, nosat, 2, 1, x);
+	y = run_one(&(op_call){"Cast", 19, nosat, 2, 0}, x, 1);
 	expect_codes(y, MC_FLOAT8E5M2, 5, (const uint8_t[]){0x38, 0x7c, 0xfc, 0x7e, 0x80});
 	mc_tensor_free(y);
 
 	mc_attr bad[2] = {attr_int("to", MC_FLOAT8E5M2), attr_int("saturate", 2)};
 	x[0] = floats(1, in);
-	cr_assert_null(run("Cast", 19, bad, 2, 1, x));
-	cr_assert(strstr(last_diag, "saturate must be 0 or 1"), "%s", last_diag);
+	cr_assert_null(run_one(&(op_call){"Cast", 19, bad, 2, 0}, x, 1));
+	cr_assert(strstr(last_error, "saturate must be 0 or 1"), "%s", last_error);
 }
 
 Test(dtypes_small, cast_to_and_from_int4)
@@ -355,14 +293,14 @@ Test(dtypes_small, cast_to_and_from_int4)
 	/* floats to int4 wrap, as ONNX's test data has it (-9 gives 7) */
 	mc_attr to[1] = {attr_int("to", MC_INT4)};
 	mc_tensor *x[1] = {floats(4, (const double[]){-9, 8, 2.7, -1})};
-	mc_tensor *y = run("Cast", 21, to, 1, 1, x);
+	mc_tensor *y = run_one(&(op_call){"Cast", 21, to, 1, 0}, x, 1);
 	expect_codes(y, MC_INT4, 4, (const uint8_t[]){7, 0xf8, 2, 0xff});
 
 	/* and back to float */
 	mc_attr to_f[1] = {attr_int("to", MC_FLOAT)};
 	mc_tensor *x2[1] = {y};
-	mc_tensor *z = run("Cast", 21, to_f, 1, 1, x2);
-	cr_assert(z, "%s", last_diag);
+	mc_tensor *z = run_one(&(op_call){"Cast", 21, to_f, 1, 0}, x2, 1);
+	cr_assert(z, "%s", last_error);
 	static const double want[4] = {7, -8, 2, -1};
 	for (size_t i = 0; i < 4; i++)
 		cr_assert_eq(mc_get_f(z, i), want[i], "element %zu", i);
@@ -375,18 +313,18 @@ Test(dtypes_small, castlike_round_mode)
 	static const double in[3] = {3, 1.5, 1.25};
 	mc_attr down[1] = {attr_string("round_mode", "down")};
 	mc_tensor *x[2] = {floats(3, in), mc_tensor_new(MC_FLOAT8E8M0, &empty)};
-	mc_tensor *y = run("CastLike", 25, down, 1, 2, x);
+	mc_tensor *y = run_one(&(op_call){"CastLike", 25, down, 1, 0}, x, 2);
 	expect_codes(y, MC_FLOAT8E8M0, 3, (const uint8_t[]){0x80, 0x7f, 0x7f});
 	mc_tensor_free(y);
 
 	mc_attr nearest[1] = {attr_string("round_mode", "nearest")};
 	mc_tensor *x2[2] = {floats(3, in), mc_tensor_new(MC_FLOAT8E8M0, &empty)};
-	y = run("CastLike", 25, nearest, 1, 2, x2);
+	y = run_one(&(op_call){"CastLike", 25, nearest, 1, 0}, x2, 2);
 	expect_codes(y, MC_FLOAT8E8M0, 3, (const uint8_t[]){0x81, 0x80, 0x7f});
 	mc_tensor_free(y);
 
 	mc_attr bad[1] = {attr_string("round_mode", "sideways")};
 	mc_tensor *x3[2] = {floats(1, in), mc_tensor_new(MC_FLOAT8E8M0, &empty)};
-	cr_assert_null(run("CastLike", 25, bad, 1, 2, x3));
-	cr_assert(strstr(last_diag, "round_mode must be"), "%s", last_diag);
+	cr_assert_null(run_one(&(op_call){"CastLike", 25, bad, 1, 0}, x3, 2));
+	cr_assert(strstr(last_error, "round_mode must be"), "%s", last_error);
 }

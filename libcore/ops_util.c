@@ -1,6 +1,8 @@
-/* Helpers shared by op implementations: attributes, errors, axes. */
+/* Helpers shared by op implementations: attributes, errors, axes, optional
+ * inputs, working memory, broadcast indexing. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "modelc.h"
@@ -108,7 +110,7 @@ void mc_set_out(mc_infer_ctx *c, int i, mc_dtype t, const mc_shape *s)
 
 int mc_const_ints(mc_infer_ctx *c, int i, int64_t *out, size_t cap, size_t *count)
 {
-	const mc_value *v = i < c->n_in ? c->in[i] : NULL;
+	const mc_value *v = mc_opt_in(c, i);
 	if (!v)
 		return mc_node_error(c->node, "input %d is missing", i);
 	if (!v->konst)
@@ -133,4 +135,58 @@ int mc_infer_same_as_input0(mc_infer_ctx *c)
 	for (int k = 0; k < c->n_out; k++)
 		mc_set_out(c, k, c->in[0]->dtype, &c->in[0]->shape);
 	return 0;
+}
+
+const mc_value *mc_opt_in(const mc_infer_ctx *c, int i)
+{
+	return i < c->n_in ? c->in[i] : NULL;
+}
+
+const mc_tensor *mc_opt_tensor(const mc_eval_ctx *c, int i)
+{
+	return i < c->n_in ? c->in[i] : NULL;
+}
+
+mc_tensor *mc_opt_out(const mc_eval_ctx *c, int i)
+{
+	return i < c->n_out ? c->out[i] : NULL;
+}
+
+int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count)
+{
+	for (int k = 0; k < count; k++)
+		if (idx[k] >= c->n_in || !c->in[idx[k]])
+			return mc_node_error(c->node, "input %d is required", idx[k]);
+	return 0;
+}
+
+void *mc_params_new(mc_node *n, size_t size)
+{
+	free(n->params);
+	n->params = mc_xcalloc(1, size);
+	return n->params;
+}
+
+void *mc_alloc_array(const mc_node *n, size_t count, size_t size)
+{
+	size_t bytes;
+	void *p = NULL;
+	if (mc_mul_size(count ? count : 1, size, &bytes))
+		p = calloc(1, bytes);
+	if (!p)
+		mc_node_error(n, "cannot allocate a working array of %zu elements", count);
+	return p;
+}
+
+size_t mc_bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_MAX_RANK])
+{
+	size_t idx = 0;
+	for (int d = target->rank - 1; d >= 0; d--) {
+		size_t dim = (size_t)target->dims[d];
+		if (dim == 0) /* an empty dim has only coordinate 0 to offer */
+			continue;
+		idx += (i % dim) * (size_t)st[d];
+		i /= dim;
+	}
+	return idx;
 }

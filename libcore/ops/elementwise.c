@@ -188,8 +188,7 @@ static const ew_op *ew_of(const mc_node *n) { return (const ew_op *)n->op; }
 static int map_parse(mc_node *n)
 {
 	const ew_op *e = ew_of(n);
-	attr_vals *p = mc_xcalloc(1, sizeof *p);
-	n->params = p;
+	attr_vals *p = mc_params_new(n, sizeof *p);
 	for (int k = 0; e->attrs && e->attrs[k].name; k++) {
 		const attr_spec *s = &e->attrs[k];
 		if (s->is_int) {
@@ -794,8 +793,7 @@ typedef struct {
 
 static int clip_parse(mc_node *n)
 {
-	clip_attrs *p = mc_xcalloc(1, sizeof *p);
-	n->params = p;
+	clip_attrs *p = mc_params_new(n, sizeof *p);
 	if (n->opset >= 11)
 		return 0;
 	if (n->n_inputs > 1)
@@ -958,8 +956,7 @@ static int cast_parse_modes(mc_node *n, cast_attrs *p)
 
 static int cast_parse(mc_node *n)
 {
-	cast_attrs *p = mc_xcalloc(1, sizeof *p);
-	n->params = p;
+	cast_attrs *p = mc_params_new(n, sizeof *p);
 	if (cast_parse_modes(n, p))
 		return -1;
 	const mc_attr *a = mc_attr_find(n, "to");
@@ -982,8 +979,7 @@ static int cast_parse(mc_node *n)
 
 static int castlike_parse(mc_node *n)
 {
-	cast_attrs *p = mc_xcalloc(1, sizeof *p);
-	n->params = p;
+	cast_attrs *p = mc_params_new(n, sizeof *p);
 	return cast_parse_modes(n, p);
 }
 

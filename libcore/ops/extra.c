@@ -13,38 +13,11 @@
 
 /* ---- shared helpers ---- */
 
-/* Inputs the op cannot do without, even when the model leaves them empty. */
-static int need_inputs(const mc_infer_ctx *c, const int *idx, int count)
-{
-	for (int k = 0; k < count; k++)
-		if (idx[k] >= c->n_in || !c->in[idx[k]])
-			return mc_node_error(c->node, "input %d is required", idx[k]);
-	return 0;
-}
-
-#define NEED(c, ...) need_inputs((c), (const int[]){__VA_ARGS__}, \
-	(int)(sizeof (const int[]){__VA_ARGS__} / sizeof(int)))
-
-static const mc_value *opt_in(const mc_infer_ctx *c, int i)
-{
-	return i < c->n_in ? c->in[i] : NULL;
-}
-
-static const mc_tensor *opt_tensor(const mc_eval_ctx *c, int i)
-{
-	return i < c->n_in ? c->in[i] : NULL;
-}
-
-static mc_tensor *opt_out(const mc_eval_ctx *c, int i)
-{
-	return i < c->n_out ? c->out[i] : NULL;
-}
-
 /* An integer input that sets the output shape: it must be a constant. A
  * runtime value is a missing feature (dynamic shapes), reported as such. */
 static int shape_input(mc_infer_ctx *c, int i, int64_t *out, size_t cap, size_t *count)
 {
-	const mc_value *v = opt_in(c, i);
+	const mc_value *v = mc_opt_in(c, i);
 	if (v && !v->konst)
 		return mc_node_error(c->node, "a runtime value for input %d ('%s') is not supported: "
 		                     "it sets the output shape, so it must be known at compile time",
@@ -58,21 +31,6 @@ static int check_float(const mc_node *n, const char *what, const mc_value *v)
 		return mc_node_error(n, "%s has type %s; expected a float type", what,
 		                     mc_dtype_name(v->dtype));
 	return 0;
-}
-
-/* Index of element i of a tensor shaped `target` in a tensor read through
- * broadcast strides `st` (see mc_broadcast_strides). */
-static size_t bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_MAX_RANK])
-{
-	size_t idx = 0;
-	for (int d = target->rank - 1; d >= 0; d--) {
-		size_t dim = (size_t)target->dims[d];
-		if (dim == 0) /* an empty dim has only coordinate 0 to offer */
-			continue;
-		idx += (i % dim) * (size_t)st[d];
-		i /= dim;
-	}
-	return idx;
 }
 
 /* True when `p` broadcasts to exactly `target`. */
@@ -212,8 +170,7 @@ static int einsum_parse(mc_node *n)
 	if (p.n_terms != n->n_inputs)
 		return mc_node_error(n, "equation '%s' has %d operands but the node has %d inputs",
 		                     eq, p.n_terms, n->n_inputs);
-	n->params = mc_xmalloc(sizeof p);
-	memcpy(n->params, &p, sizeof p);
+	memcpy(mc_params_new(n, sizeof p), &p, sizeof p);
 	return 0;
 }
 
@@ -425,15 +382,14 @@ static int rms_parse(mc_node *n)
 	    mc_attr_int(n, "stash_type", 1, &stash))
 		return -1;
 	/* every stash type computes in double here, at least as precise */
-	n->params = mc_xmalloc(sizeof p);
-	memcpy(n->params, &p, sizeof p);
+	memcpy(mc_params_new(n, sizeof p), &p, sizeof p);
 	return 0;
 }
 
 static int rms_infer(mc_infer_ctx *c)
 {
 	const rms_params *p = c->node->params;
-	if (NEED(c, 0, 1))
+	if (MC_NEED_INPUTS(c, 0, 1))
 		return -1;
 	const mc_value *x = c->in[0], *scale = c->in[1];
 	int axis;
@@ -471,7 +427,8 @@ static int rms_eval(mc_eval_ctx *c)
 		double r = 1.0 / sqrt(ss / (double)inner + p->epsilon);
 		for (size_t i = 0; i < inner; i++) {
 			size_t e = o * inner + i;
-			mc_set_f(y, e, mc_get_f(x, e) * r * mc_get_f(scale, bcast_index(e, &x->shape, st)));
+			mc_set_f(y, e,
+			         mc_get_f(x, e) * r * mc_get_f(scale, mc_bcast_index(e, &x->shape, st)));
 		}
 	}
 	return 0;
@@ -482,7 +439,7 @@ static int rms_eval(mc_eval_ctx *c)
 static int swish_infer(mc_infer_ctx *c)
 {
 	double alpha;
-	if (NEED(c, 0) || check_float(c->node, "X", c->in[0]) ||
+	if (MC_NEED_INPUTS(c, 0) || check_float(c->node, "X", c->in[0]) ||
 	    mc_attr_float(c->node, "alpha", 1.0, &alpha))
 		return -1;
 	return mc_infer_same_as_input0(c);
@@ -537,8 +494,7 @@ static int attn_parse(mc_node *n)
 	if (prec && prec != MC_FLOAT && prec != MC_FLOAT16 && prec != MC_DOUBLE &&
 	    prec != MC_BFLOAT16)
 		return mc_node_error(n, "softmax_precision %lld is not a float type", (long long)prec);
-	n->params = mc_xmalloc(sizeof p);
-	memcpy(n->params, &p, sizeof p);
+	memcpy(mc_params_new(n, sizeof p), &p, sizeof p);
 	return 0;
 }
 
@@ -644,10 +600,11 @@ static int attn_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
 	const attn_params *p = n->params;
-	if (NEED(c, AT_Q, AT_K, AT_V))
+	if (MC_NEED_INPUTS(c, AT_Q, AT_K, AT_V))
 		return -1;
-	const mc_value *q = c->in[AT_Q], *mask = opt_in(c, AT_MASK), *nonpad = opt_in(c, AT_NONPAD);
-	const mc_value *pk = opt_in(c, AT_PAST_K), *pv = opt_in(c, AT_PAST_V);
+	const mc_value *q = c->in[AT_Q], *mask = mc_opt_in(c, AT_MASK);
+	const mc_value *nonpad = mc_opt_in(c, AT_NONPAD);
+	const mc_value *pk = mc_opt_in(c, AT_PAST_K), *pv = mc_opt_in(c, AT_PAST_V);
 	if (check_float(n, "Q", q) || check_float(n, "K", c->in[AT_K]) ||
 	    check_float(n, "V", c->in[AT_V]))
 		return -1;
@@ -739,9 +696,9 @@ static int attn_eval(mc_eval_ctx *c)
 {
 	const mc_node *n = c->node;
 	const attn_params *p = n->params;
-	const mc_tensor *q = c->in[AT_Q], *mask = opt_tensor(c, AT_MASK);
-	const mc_tensor *pk = opt_tensor(c, AT_PAST_K), *pv = opt_tensor(c, AT_PAST_V);
-	const mc_tensor *nonpad = opt_tensor(c, AT_NONPAD);
+	const mc_tensor *q = c->in[AT_Q], *mask = mc_opt_tensor(c, AT_MASK);
+	const mc_tensor *pk = mc_opt_tensor(c, AT_PAST_K), *pv = mc_opt_tensor(c, AT_PAST_V);
+	const mc_tensor *nonpad = mc_opt_tensor(c, AT_NONPAD);
 	attn_shapes s = {&q->shape, &c->in[AT_K]->shape, &c->in[AT_V]->shape,
 	                 mask ? &mask->shape : NULL, pk ? &pk->shape : NULL,
 	                 pv ? &pv->shape : NULL, nonpad ? &nonpad->shape : NULL,
@@ -755,7 +712,7 @@ static int attn_eval(mc_eval_ctx *c)
 	if (mask)
 		mc_broadcast_strides(&mask->shape, &g.mask_target, mask_st);
 	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)g.d);
-	mc_tensor *y = c->out[AT_Y], *qk_out = opt_out(c, AT_QK);
+	mc_tensor *y = c->out[AT_Y], *qk_out = mc_opt_out(c, AT_QK);
 	size_t tn = (size_t)g.total;
 	double *raw = mc_xmalloc((tn ? tn : 1) * sizeof *raw);
 	double *capped = mc_xmalloc((tn ? tn : 1) * sizeof *capped);
@@ -809,7 +766,8 @@ static int attn_eval(mc_eval_ctx *c)
 				}
 			}
 		}
-	mc_tensor *present_k = opt_out(c, AT_PRESENT_K), *present_v = opt_out(c, AT_PRESENT_V);
+	mc_tensor *present_k = mc_opt_out(c, AT_PRESENT_K);
+	mc_tensor *present_v = mc_opt_out(c, AT_PRESENT_V);
 	for (size_t i = 0; present_k && i < present_k->numel; i++)
 		mc_set_f(present_k, i, kk[i]);
 	for (size_t i = 0; present_v && i < present_v->numel; i++)
@@ -879,9 +837,9 @@ static int rope_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *co
 
 static int rope_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, RE_X, RE_COS, RE_SIN))
+	if (MC_NEED_INPUTS(c, RE_X, RE_COS, RE_SIN))
 		return -1;
-	const mc_value *x = c->in[RE_X], *pos = opt_in(c, RE_POS);
+	const mc_value *x = c->in[RE_X], *pos = mc_opt_in(c, RE_POS);
 	rope_geom g;
 	if (check_float(c->node, "input", x) || check_float(c->node, "cos_cache", c->in[RE_COS]) ||
 	    check_float(c->node, "sin_cache", c->in[RE_SIN]))
@@ -897,7 +855,7 @@ static int rope_infer(mc_infer_ctx *c)
 static int rope_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[RE_X], *cs = c->in[RE_COS], *sn = c->in[RE_SIN];
-	const mc_tensor *pos = opt_tensor(c, RE_POS);
+	const mc_tensor *pos = mc_opt_tensor(c, RE_POS);
 	mc_tensor *y = c->out[0];
 	rope_geom g;
 	int64_t interleaved;
@@ -975,15 +933,14 @@ static int gs_parse(mc_node *n)
 	else
 		return mc_node_error(n, "padding_mode '%s' is not zeros, border or reflection", pad);
 	p.align = align != 0;
-	n->params = mc_xmalloc(sizeof p);
-	memcpy(n->params, &p, sizeof p);
+	memcpy(mc_params_new(n, sizeof p), &p, sizeof p);
 	return 0;
 }
 
 static int gs_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
-	if (NEED(c, 0, 1))
+	if (MC_NEED_INPUTS(c, 0, 1))
 		return -1;
 	const mc_value *x = c->in[0], *grid = c->in[1];
 	char a[256], b[256];
@@ -1171,8 +1128,7 @@ static int roi_parse(mc_node *n)
 	if (p.out_h < 1 || p.out_w < 1 || p.sampling_ratio < 0 || p.sampling_ratio > 1 << 16)
 		return mc_node_error(n, "output_height, output_width must be positive and "
 		                     "sampling_ratio non-negative");
-	n->params = mc_xmalloc(sizeof p);
-	memcpy(n->params, &p, sizeof p);
+	memcpy(mc_params_new(n, sizeof p), &p, sizeof p);
 	return 0;
 }
 
@@ -1180,7 +1136,7 @@ static int roi_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
 	const roi_params *p = n->params;
-	if (NEED(c, 0, 1, 2))
+	if (MC_NEED_INPUTS(c, 0, 1, 2))
 		return -1;
 	const mc_value *x = c->in[0], *rois = c->in[1], *bi = c->in[2];
 	if (check_float(n, "X", x) || check_float(n, "rois", rois))
@@ -1293,7 +1249,7 @@ static int roi_eval(mc_eval_ctx *c)
 
 static int det_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0))
+	if (MC_NEED_INPUTS(c, 0))
 		return -1;
 	const mc_value *x = c->in[0];
 	char a[256];
@@ -1401,7 +1357,7 @@ static int ccp_plan(mc_infer_ctx *c, mc_shape *out, int64_t offset[MC_MAX_RANK])
 
 static int ccp_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0, 1))
+	if (MC_NEED_INPUTS(c, 0, 1))
 		return -1;
 	mc_shape out;
 	int64_t offset[MC_MAX_RANK];
@@ -1509,7 +1465,7 @@ static int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image
 
 static int col2im_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0, 1, 2))
+	if (MC_NEED_INPUTS(c, 0, 1, 2))
 		return -1;
 	int64_t image[MC_MAX_RANK] = {0}, block[MC_MAX_RANK] = {0};
 	size_t ni = 0, nbk = 0;
@@ -1592,7 +1548,7 @@ static int deliver(mc_eval_ctx *c, mc_tensor **res, int count)
 {
 	int rc = 0;
 	for (int k = 0; k < count; k++) {
-		mc_tensor *o = opt_out(c, k);
+		mc_tensor *o = mc_opt_out(c, k);
 		if (o && res[k]) {
 			if (o->nbytes != res[k]->nbytes || o->dtype != res[k]->dtype)
 				rc = mc_node_error(c->node, "output %d does not match its inferred shape", k);
@@ -1629,7 +1585,7 @@ static mc_tensor *nonzero_compute(const mc_tensor *x)
 
 static int nonzero_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0) || need_constant_inputs(c))
+	if (MC_NEED_INPUTS(c, 0) || need_constant_inputs(c))
 		return -1;
 	mc_tensor *y = nonzero_compute(c->in[0]->konst);
 	if (!y)
@@ -1764,7 +1720,7 @@ static int unique_compute(const mc_node *n, const mc_tensor *x, mc_tensor *res[4
 
 static int unique_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0) || need_constant_inputs(c))
+	if (MC_NEED_INPUTS(c, 0) || need_constant_inputs(c))
 		return -1;
 	mc_tensor *res[4] = {NULL};
 	if (unique_compute(c->node, c->in[0]->konst, res))
@@ -1890,7 +1846,7 @@ static int nms_compute(const mc_node *n, const mc_tensor *const *in, int n_in, m
 static int nms_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
-	if (NEED(c, NMS_BOXES, NMS_SCORES))
+	if (MC_NEED_INPUTS(c, NMS_BOXES, NMS_SCORES))
 		return -1;
 	const mc_shape *bs = &c->in[NMS_BOXES]->shape, *ss = &c->in[NMS_SCORES]->shape;
 	int64_t center;

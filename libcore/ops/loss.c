@@ -28,9 +28,7 @@ static int loss_parse(mc_node *n)
 	if (mc_attr_string(n, "reduction", "mean", &reduction) ||
 	    mc_attr_int(n, "ignore_index", 0, &ignore_index))
 		return -1;
-	loss_params *p = mc_xcalloc(1, sizeof *p);
-	free(n->params);
-	n->params = p;
+	loss_params *p = mc_params_new(n, sizeof *p);
 	if (strcmp(reduction, "none") == 0)
 		p->reduction = REDUCE_NONE;
 	else if (strcmp(reduction, "sum") == 0)
@@ -85,15 +83,8 @@ static int loss_infer_common(mc_infer_ctx *c, const char *scores_name, const cha
  * allocation is reported rather than fatal. */
 static double *to_doubles(const mc_node *n, const mc_tensor *t)
 {
-	size_t bytes;
-	double *v = NULL;
-	if (mc_mul_size(t->numel ? t->numel : 1, sizeof *v, &bytes))
-		v = malloc(bytes);
-	if (!v) {
-		mc_node_error(n, "cannot allocate a working array of %zu elements", t->numel);
-		return NULL;
-	}
-	for (size_t i = 0; i < t->numel; i++)
+	double *v = mc_alloc_array(n, t->numel, sizeof *v);
+	for (size_t i = 0; v && i < t->numel; i++)
 		v[i] = mc_get_f(t, i);
 	return v;
 }

@@ -109,12 +109,10 @@ static int read_auto_pad(const mc_node *n, int *out)
 
 static nn_params *new_params(mc_node *n)
 {
-	free(n->params);
-	nn_params *p = mc_xcalloc(1, sizeof *p);
+	nn_params *p = mc_params_new(n, sizeof *p);
 	p->group = 1;
 	p->p = 2;
 	p->alpha = p->beta = 1;
-	n->params = p;
 	return p;
 }
 

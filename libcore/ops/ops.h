@@ -21,4 +21,24 @@ extern const mc_op *const mc_ops_extra[];       /* Einsum, attention-era ops, Gr
 /* Typical inference for ops whose outputs are shaped like input 0. */
 int mc_infer_same_as_input0(mc_infer_ctx *c);
 
+/* Optional inputs and outputs: NULL when omitted, trailing ones included. */
+const mc_value *mc_opt_in(const mc_infer_ctx *c, int i);
+const mc_tensor *mc_opt_tensor(const mc_eval_ctx *c, int i);
+mc_tensor *mc_opt_out(const mc_eval_ctx *c, int i);
+/* Inputs the op cannot do without, even when the model leaves them empty:
+ * "input K is required" for the first of idx[0..count) that is omitted. */
+int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count);
+#define MC_NEED_INPUTS(c, ...) mc_need_inputs((c), (const int[]){__VA_ARGS__}, \
+	(int)(sizeof (const int[]){__VA_ARGS__} / sizeof(int)))
+
+/* Fresh zeroed node params of `size` bytes (the old ones freed). */
+void *mc_params_new(mc_node *n, size_t size);
+/* A zeroed working array of count elements (at least one) of `size` bytes.
+ * Sized by the model, so a failure is reported (NULL), never fatal. */
+void *mc_alloc_array(const mc_node *n, size_t count, size_t size);
+
+/* Index of element i of a tensor shaped `target` in a tensor read through
+ * broadcast strides `st` (see mc_broadcast_strides). */
+size_t mc_bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_MAX_RANK]);
+
 #endif

@@ -14,25 +14,6 @@
 
 /* ==== shared helpers ==== */
 
-/* Working arrays sized by the model: a failure is reported, never fatal. */
-static void *alloc_array(const mc_node *n, size_t count, size_t size)
-{
-	size_t bytes;
-	void *p = NULL;
-	if (mc_mul_size(count ? count : 1, size, &bytes))
-		p = calloc(1, bytes);
-	if (!p)
-		mc_node_error(n, "cannot allocate a working array of %zu elements", count);
-	return p;
-}
-
-static void *params_new(mc_node *n, size_t size)
-{
-	free(n->params);
-	n->params = mc_xcalloc(1, size);
-	return n->params;
-}
-
 static bool output_present(const mc_node *n, int k)
 {
 	return k < n->n_outputs && n->outputs[k] >= 0;
@@ -269,7 +250,7 @@ static int reduce_parse(mc_node *n)
 		if (mc_attr_ints(n, "axes", &axes, &count))
 			return -1;
 	}
-	reduce_params *p = params_new(n, sizeof *p);
+	reduce_params *p = mc_params_new(n, sizeof *p);
 	p->kind = reduce_table[t].kind;
 	p->axes_input = axes_input;
 	p->keepdims = keepdims != 0;
@@ -329,7 +310,7 @@ static int reduce_infer(mc_infer_ctx *c)
 static int reduce_extreme(const mc_node *n, const mc_tensor *x, mc_tensor *y,
                           const reduce_plan *plan, bool want_max)
 {
-	size_t *best = alloc_array(n, y->numel, sizeof *best);
+	size_t *best = mc_alloc_array(n, y->numel, sizeof *best);
 	if (!best)
 		return -1;
 	for (size_t o = 0; o < y->numel; o++)
@@ -363,7 +344,7 @@ static int reduce_extreme(const mc_node *n, const mc_tensor *x, mc_tensor *y,
 static int reduce_ints(const mc_node *n, reduce_kind kind, const mc_tensor *x, mc_tensor *y,
                        const reduce_plan *plan)
 {
-	uint64_t *acc = alloc_array(n, y->numel, sizeof *acc);
+	uint64_t *acc = mc_alloc_array(n, y->numel, sizeof *acc);
 	if (!acc)
 		return -1;
 	bool is_u64 = x->dtype == MC_UINT64;
@@ -417,8 +398,8 @@ static void reduce_max_doubles(const mc_tensor *x, const reduce_plan *plan, doub
 static int reduce_doubles(const mc_node *n, reduce_kind kind, const mc_tensor *x, mc_tensor *y,
                           const reduce_plan *plan)
 {
-	double *acc = alloc_array(n, y->numel, sizeof *acc);
-	double *shift = kind == R_LOGSUMEXP ? alloc_array(n, y->numel, sizeof *shift) : NULL;
+	double *acc = mc_alloc_array(n, y->numel, sizeof *acc);
+	double *shift = kind == R_LOGSUMEXP ? mc_alloc_array(n, y->numel, sizeof *shift) : NULL;
 	if (!acc || (kind == R_LOGSUMEXP && !shift)) {
 		free(acc);
 		free(shift);
@@ -512,7 +493,7 @@ static int arg_parse(mc_node *n)
 		return -1;
 	if (n->opset >= 12 && mc_attr_int(n, "select_last_index", 0, &last))
 		return -1;
-	arg_params *p = params_new(n, sizeof *p);
+	arg_params *p = mc_params_new(n, sizeof *p);
 	p->axis = axis;
 	p->keepdims = keepdims != 0;
 	p->last = last != 0;
@@ -587,7 +568,7 @@ static int softmax_parse(mc_node *n)
 	int64_t axis;
 	if (mc_attr_int(n, "axis", coerce ? 1 : -1, &axis))
 		return -1;
-	softmax_params *p = params_new(n, sizeof *p);
+	softmax_params *p = mc_params_new(n, sizeof *p);
 	p->kind = strcmp(n->op_type, "Softmax") == 0      ? SM_SOFTMAX
 	          : strcmp(n->op_type, "LogSoftmax") == 0 ? SM_LOGSOFTMAX
 	                                                  : SM_HARDMAX;
@@ -668,7 +649,7 @@ static int cumsum_parse(mc_node *n)
 	int64_t exclusive, reverse;
 	if (mc_attr_int(n, "exclusive", 0, &exclusive) || mc_attr_int(n, "reverse", 0, &reverse))
 		return -1;
-	cumsum_params *p = params_new(n, sizeof *p);
+	cumsum_params *p = mc_params_new(n, sizeof *p);
 	p->exclusive = exclusive != 0;
 	p->reverse = reverse != 0;
 	return 0;
@@ -771,7 +752,7 @@ static int topk_parse(mc_node *n)
 	if (n->opset >= 11 && (mc_attr_int(n, "largest", 1, &largest) ||
 	                       mc_attr_int(n, "sorted", 1, &sorted)))
 		return -1;
-	topk_params *p = params_new(n, sizeof *p);
+	topk_params *p = mc_params_new(n, sizeof *p);
 	p->axis = axis;
 	p->k_attr = k;
 	p->largest = largest != 0;
@@ -867,7 +848,8 @@ static int topk_eval(mc_eval_ctx *c)
 	axis_view v = view_around(&x->shape, axis, false);
 	axis_view out_v = v;
 	out_v.n = (size_t)k;
-	size_t *pos = alloc_array(n, v.n, sizeof *pos), *tmp = alloc_array(n, v.n, sizeof *tmp);
+	size_t *pos = mc_alloc_array(n, v.n, sizeof *pos);
+	size_t *tmp = mc_alloc_array(n, v.n, sizeof *tmp);
 	if (!pos || !tmp) {
 		free(pos);
 		free(tmp);
@@ -983,7 +965,7 @@ static int bn_parse(mc_node *n)
 	} else {
 		training = is_test == 0;
 	}
-	bn_params *p = params_new(n, sizeof *p);
+	bn_params *p = mc_params_new(n, sizeof *p);
 	p->epsilon = epsilon;
 	p->momentum = momentum;
 	p->spatial = spatial != 0;
@@ -1054,8 +1036,8 @@ static int bn_eval(mc_eval_ctx *c)
 	size_t inner = 1;
 	for (int d = 2; d < x->shape.rank; d++)
 		inner *= (size_t)x->shape.dims[d];
-	double *mean = alloc_array(n, groups, sizeof *mean);
-	double *var = alloc_array(n, groups, sizeof *var);
+	double *mean = mc_alloc_array(n, groups, sizeof *mean);
+	double *var = mc_alloc_array(n, groups, sizeof *var);
 	int rc = mean && var ? 0 : -1;
 	if (!rc && p->training)
 		bn_batch_stats(x, groups, inner, p->spatial, mean, var);
@@ -1111,7 +1093,7 @@ static int eps_parse(mc_node *n)
 		if (mc_attr_ints(n, "consumed_inputs", &consumed, &count))
 			return -1;
 	}
-	eps_params *p = params_new(n, sizeof *p);
+	eps_params *p = mc_params_new(n, sizeof *p);
 	p->epsilon = epsilon;
 	return 0;
 }
@@ -1170,7 +1152,7 @@ static int layernorm_parse(mc_node *n)
 	if (stash != MC_FLOAT && stash != MC_DOUBLE && stash != MC_FLOAT16 && stash != MC_BFLOAT16)
 		return mc_node_error(n, "stash_type %lld is not a floating-point dtype",
 		                     (long long)stash);
-	layernorm_params *p = params_new(n, sizeof *p);
+	layernorm_params *p = mc_params_new(n, sizeof *p);
 	p->axis = axis;
 	p->epsilon = epsilon;
 	p->stash = (mc_dtype)stash;
@@ -1229,7 +1211,7 @@ static size_t *tail_index(const mc_node *n, const mc_tensor *t, const mc_shape *
 		tail.dims[d - axis] = x->dims[d];
 	int64_t strides[MC_MAX_RANK];
 	mc_broadcast_strides(&t->shape, &tail, strides);
-	size_t *idx = alloc_array(n, cols, sizeof *idx);
+	size_t *idx = mc_alloc_array(n, cols, sizeof *idx);
 	if (!idx)
 		return NULL;
 	walker w;
@@ -1301,7 +1283,7 @@ static int groupnorm_parse(mc_node *n)
 		return mc_node_error(n, "num_groups must be positive, got %lld", (long long)groups);
 	if (n->opset >= 21 && mc_attr_int(n, "stash_type", MC_FLOAT, &stash))
 		return -1;
-	groupnorm_params *p = params_new(n, sizeof *p);
+	groupnorm_params *p = mc_params_new(n, sizeof *p);
 	p->epsilon = epsilon;
 	p->groups = groups;
 	p->per_channel = n->opset >= 21;
@@ -1367,7 +1349,7 @@ static int lpnorm_parse(mc_node *n)
 		return -1;
 	if (p != 1 && p != 2)
 		return mc_node_error(n, "p must be 1 or 2, got %lld", (long long)p);
-	lpnorm_params *lp = params_new(n, sizeof *lp);
+	lpnorm_params *lp = mc_params_new(n, sizeof *lp);
 	lp->axis = axis;
 	lp->p = p;
 	return 0;
@@ -1449,7 +1431,8 @@ static int mvn_eval(mc_eval_ctx *c)
 	if (mvn_plan(n, &x->shape, &plan))
 		return -1;
 	size_t groups = mc_numel(&plan.out);
-	double *mean = alloc_array(n, groups, sizeof *mean), *sq = alloc_array(n, groups, sizeof *sq);
+	double *mean = mc_alloc_array(n, groups, sizeof *mean);
+	double *sq = mc_alloc_array(n, groups, sizeof *sq);
 	if (!mean || !sq) {
 		free(mean);
 		free(sq);
@@ -1500,7 +1483,7 @@ static int lrn_parse(mc_node *n)
 		return -1;
 	if (size < 1)
 		return mc_node_error(n, "size must be positive, got %lld", (long long)size);
-	lrn_params *p = params_new(n, sizeof *p);
+	lrn_params *p = mc_params_new(n, sizeof *p);
 	p->alpha = alpha;
 	p->beta = beta;
 	p->bias = bias;

@@ -181,8 +181,7 @@ static int parse_flag(mc_node *n, const char *name, bool *out)
 
 static int rnn_parse_kind(mc_node *n, rnn_kind kind)
 {
-	rnn_params *p = mc_xcalloc(1, sizeof *p);
-	n->params = p;
+	rnn_params *p = mc_params_new(n, sizeof *p);
 	p->kind = kind;
 	if (parse_direction(n, p) || parse_activations(n, p))
 		return -1;
@@ -223,11 +222,6 @@ static int lstm_parse(mc_node *n) { return rnn_parse_kind(n, KIND_LSTM); }
 
 /* ---- shape inference ---- */
 
-static const mc_value *in_value(const mc_infer_ctx *c, int i)
-{
-	return i < c->n_in ? c->in[i] : NULL;
-}
-
 static mc_shape shape3(int64_t a, int64_t b, int64_t c)
 {
 	mc_shape s = {.rank = 3, .dims = {a, b, c}};
@@ -238,7 +232,7 @@ static mc_shape shape3(int64_t a, int64_t b, int64_t c)
 static int expect_input(mc_infer_ctx *c, int i, const char *what, mc_dtype t,
                         const mc_shape *want)
 {
-	const mc_value *v = in_value(c, i);
+	const mc_value *v = mc_opt_in(c, i);
 	if (v->dtype == t && mc_shape_eq(&v->shape, want))
 		return 0;
 	char a[256], b[256];
@@ -269,7 +263,7 @@ static int rnn_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	const rnn_params *p = n->params;
 	const struct rnn_desc *desc = &descs[p->kind];
-	const mc_value *x = in_value(c, IN_X), *w = in_value(c, IN_W), *r = in_value(c, IN_R);
+	const mc_value *x = mc_opt_in(c, IN_X), *w = mc_opt_in(c, IN_W), *r = mc_opt_in(c, IN_R);
 	if (!x || !w || !r)
 		return mc_node_error(n, "inputs X, W and R are required");
 	mc_dtype t = x->dtype;
@@ -300,13 +294,13 @@ static int rnn_infer(mc_infer_ctx *c)
 	want = shape3(dirs, rows, hidden);
 	if (expect_input(c, IN_R, "R", t, &want))
 		return -1;
-	const mc_value *b = in_value(c, IN_B);
+	const mc_value *b = mc_opt_in(c, IN_B);
 	if (b) {
 		want = (mc_shape){.rank = 2, .dims = {dirs, 2 * rows}};
 		if (expect_input(c, IN_B, "B", t, &want))
 			return -1;
 	}
-	const mc_value *lens = in_value(c, IN_SEQ_LENS);
+	const mc_value *lens = mc_opt_in(c, IN_SEQ_LENS);
 	if (lens) {
 		if ((lens->dtype != MC_INT32 && lens->dtype != MC_INT64) || lens->shape.rank != 1 ||
 		    lens->shape.dims[0] != batch)
@@ -315,14 +309,14 @@ static int rnn_infer(mc_infer_ctx *c)
 			return -1;
 	}
 	mc_shape state = p->layout ? shape3(batch, dirs, hidden) : shape3(dirs, batch, hidden);
-	if (in_value(c, IN_INITIAL_H) && expect_input(c, IN_INITIAL_H, "initial_h", t, &state))
+	if (mc_opt_in(c, IN_INITIAL_H) && expect_input(c, IN_INITIAL_H, "initial_h", t, &state))
 		return -1;
 	if (p->kind == KIND_LSTM) {
-		if (in_value(c, IN_INITIAL_C) &&
+		if (mc_opt_in(c, IN_INITIAL_C) &&
 		    expect_input(c, IN_INITIAL_C, "initial_c", t, &state))
 			return -1;
 		want = (mc_shape){.rank = 2, .dims = {dirs, 3 * hidden}};
-		if (in_value(c, IN_P) && expect_input(c, IN_P, "P", t, &want))
+		if (mc_opt_in(c, IN_P) && expect_input(c, IN_P, "P", t, &want))
 			return -1;
 	}
 	mc_shape y = {.rank = 4, .dims = {seq, dirs, batch, hidden}};
@@ -468,21 +462,10 @@ static void lstm_step(const rnn_cell *cell, const double *x, double *h, double *
 	}
 }
 
-/* Optional inputs and outputs: NULL when omitted (also when trailing). */
-static const mc_tensor *in_tensor(const mc_eval_ctx *c, int i)
-{
-	return i < c->n_in ? c->in[i] : NULL;
-}
-
-static mc_tensor *out_tensor(const mc_eval_ctx *c, int i)
-{
-	return i < c->n_out ? c->out[i] : NULL;
-}
-
 /* Input tensor as doubles, or NULL when the optional input is omitted. */
 static double *opt_doubles(const mc_eval_ctx *c, int i)
 {
-	return in_tensor(c, i) ? mc_tensor_to_double(c->in[i]) : NULL;
+	return mc_opt_tensor(c, i) ? mc_tensor_to_double(c->in[i]) : NULL;
 }
 
 static void store(mc_tensor *t, size_t off, const double *v, size_t n)
@@ -498,9 +481,10 @@ static void run_sequence(const mc_eval_ctx *c, const rnn_dims *d, const rnn_cell
                          const double *x, size_t dir, size_t b, size_t len, bool reverse,
                          double *h, double *cs)
 {
-	const mc_tensor *init_h = in_tensor(c, IN_INITIAL_H), *init_c = in_tensor(c, IN_INITIAL_C);
-	mc_tensor *y = out_tensor(c, OUT_Y), *y_h = out_tensor(c, OUT_Y_H);
-	mc_tensor *y_c = out_tensor(c, OUT_Y_C);
+	const mc_tensor *init_h = mc_opt_tensor(c, IN_INITIAL_H);
+	const mc_tensor *init_c = mc_opt_tensor(c, IN_INITIAL_C);
+	mc_tensor *y = mc_opt_out(c, OUT_Y), *y_h = mc_opt_out(c, OUT_Y_H);
+	mc_tensor *y_c = mc_opt_out(c, OUT_Y_C);
 	size_t so = state_offset(d, dir, b);
 	for (size_t j = 0; j < d->hidden; j++) {
 		h[j] = init_h ? mc_get_f(init_h, so + j) : 0;
@@ -529,7 +513,7 @@ static int rnn_eval(mc_eval_ctx *c)
 	const rnn_params *p = n->params;
 	const struct rnn_desc *desc = &descs[p->kind];
 	const mc_tensor *xt = c->in[IN_X], *rt = c->in[IN_R];
-	const mc_tensor *lens = in_tensor(c, IN_SEQ_LENS);
+	const mc_tensor *lens = mc_opt_tensor(c, IN_SEQ_LENS);
 	rnn_dims d = {
 		.seq = (size_t)xt->shape.dims[p->layout ? 1 : 0],
 		.batch = (size_t)xt->shape.dims[p->layout ? 0 : 1],
@@ -541,7 +525,7 @@ static int rnn_eval(mc_eval_ctx *c)
 	if (lens && check_seq_lens(n, lens, (int64_t)d.seq))
 		return -1;
 	/* steps past a sequence's length stay zero */
-	if (out_tensor(c, OUT_Y))
+	if (mc_opt_out(c, OUT_Y))
 		memset(c->out[OUT_Y]->data, 0, c->out[OUT_Y]->nbytes);
 	double *x = mc_tensor_to_double(xt), *w = mc_tensor_to_double(c->in[IN_W]);
 	double *r = mc_tensor_to_double(rt);

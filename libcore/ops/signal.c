@@ -14,35 +14,6 @@
 
 /* ==== shared helpers ==== */
 
-static const mc_value *in_value(const mc_infer_ctx *c, int k)
-{
-	return k < c->n_in ? c->in[k] : NULL;
-}
-
-static const mc_tensor *in_tensor(const mc_eval_ctx *c, int k)
-{
-	return k < c->n_in ? c->in[k] : NULL;
-}
-
-static void *params_new(mc_node *n, size_t size)
-{
-	free(n->params);
-	n->params = mc_xcalloc(1, size);
-	return n->params;
-}
-
-/* Working arrays sized by the model: a failure is reported, never fatal. */
-static void *alloc_array(const mc_node *n, size_t count, size_t size)
-{
-	size_t bytes;
-	void *p = NULL;
-	if (mc_mul_size(count ? count : 1, size, &bytes))
-		p = calloc(1, bytes);
-	if (!p)
-		mc_node_error(n, "cannot allocate a working array of %zu elements", count);
-	return p;
-}
-
 /* A scalar (or one-element 1-D) integer tensor. */
 static int tensor_int_scalar(const mc_node *n, const mc_tensor *t, const char *what,
                              int64_t *out)
@@ -69,7 +40,7 @@ static int tensor_float_scalar(const mc_node *n, const mc_tensor *t, const char 
  * value was known at compile time and is in *out. */
 static int peek_int_scalar(mc_infer_ctx *c, int k, const char *what, int64_t *out, bool *known)
 {
-	const mc_value *v = in_value(c, k);
+	const mc_value *v = mc_opt_in(c, k);
 	*known = false;
 	if (!mc_dtype_is_int(v->dtype) || v->shape.rank > 1 ||
 	    (v->shape.rank == 1 && v->shape.dims[0] != 1))
@@ -90,7 +61,7 @@ static int const_int_scalar(mc_infer_ctx *c, int k, const char *what, int64_t *o
 	if (!known)
 		return mc_node_error(c->node, "%s ('%s') must be known at compile time (it sets the "
 		                     "output shape); pin the graph inputs it depends on (--bind)",
-		                     what, in_value(c, k)->name);
+		                     what, mc_opt_in(c, k)->name);
 	return 0;
 }
 
@@ -119,8 +90,8 @@ typedef struct {
 static int twiddles_init(const mc_node *n, twiddles *tw, size_t len)
 {
 	tw->len = len;
-	tw->cosv = alloc_array(n, len, sizeof *tw->cosv);
-	tw->sinv = tw->cosv ? alloc_array(n, len, sizeof *tw->sinv) : NULL;
+	tw->cosv = mc_alloc_array(n, len, sizeof *tw->cosv);
+	tw->sinv = tw->cosv ? mc_alloc_array(n, len, sizeof *tw->sinv) : NULL;
 	if (!tw->sinv)
 		return -1;
 	for (size_t m = 0; m < len; m++) {
@@ -177,7 +148,7 @@ static int dft_parse(mc_node *n)
 	if ((inverse != 0 && inverse != 1) || (onesided != 0 && onesided != 1))
 		return mc_node_error(n, "inverse and onesided must be 0 or 1, got %lld and %lld",
 		                     (long long)inverse, (long long)onesided);
-	dft_params *p = params_new(n, sizeof *p);
+	dft_params *p = mc_params_new(n, sizeof *p);
 	p->inverse = inverse;
 	p->onesided = onesided;
 	p->axis_attr = axis;
@@ -254,7 +225,7 @@ static int dft_infer(mc_infer_ctx *c)
 	const dft_params *p = n->params;
 	const mc_value *x = c->in[0];
 	int64_t axis = p->axis_attr, length = 0;
-	bool has_length = in_value(c, 1) != NULL;
+	bool has_length = mc_opt_in(c, 1) != NULL;
 	if (!mc_dtype_is_float(x->dtype))
 		return mc_node_error(n, "input has dtype %s; a floating-point tensor is expected",
 		                     mc_dtype_name(x->dtype));
@@ -262,7 +233,7 @@ static int dft_infer(mc_infer_ctx *c)
 		return -1;
 	if (n->opset >= 20)
 		axis = -2;
-	if (n->opset >= 20 && in_value(c, 2) && const_int_scalar(c, 2, "axis (input 2)", &axis))
+	if (n->opset >= 20 && mc_opt_in(c, 2) && const_int_scalar(c, 2, "axis (input 2)", &axis))
 		return -1;
 	dft_plan plan;
 	if (dft_make_plan(n, &x->shape, axis, has_length, length, &plan))
@@ -320,7 +291,8 @@ static int dft_eval(mc_eval_ctx *c)
 	const mc_node *n = c->node;
 	const dft_params *p = n->params;
 	int64_t axis = n->opset >= 20 ? -2 : p->axis_attr, length = 0;
-	const mc_tensor *len_t = in_tensor(c, 1), *axis_t = n->opset >= 20 ? in_tensor(c, 2) : NULL;
+	const mc_tensor *len_t = mc_opt_tensor(c, 1);
+	const mc_tensor *axis_t = n->opset >= 20 ? mc_opt_tensor(c, 2) : NULL;
 	if (len_t && tensor_int_scalar(n, len_t, "dft_length (input 1)", &length))
 		return -1;
 	if (axis_t && tensor_int_scalar(n, axis_t, "axis (input 2)", &axis))
@@ -336,7 +308,7 @@ static int dft_eval(mc_eval_ctx *c)
 	int rc = -1;
 	if (twiddles_init(n, &tw, plan.len))
 		goto done;
-	buf = alloc_array(n, line, 6 * sizeof *buf);
+	buf = mc_alloc_array(n, line, 6 * sizeof *buf);
 	if (!buf)
 		goto done;
 	dft_run(&plan, p->inverse, &tw, c->in[0], c->out[0], buf, buf + line, buf + 2 * line,
@@ -373,7 +345,7 @@ static int stft_parse(mc_node *n)
 		return -1;
 	if (onesided != 0 && onesided != 1)
 		return mc_node_error(n, "onesided must be 0 or 1, got %lld", (long long)onesided);
-	stft_params *p = params_new(n, sizeof *p);
+	stft_params *p = mc_params_new(n, sizeof *p);
 	p->onesided = onesided;
 	return 0;
 }
@@ -420,16 +392,16 @@ static int stft_make_plan(const mc_node *n, const mc_shape *s, int64_t step, int
 static int stft_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
-	const mc_value *x = c->in[0], *window = in_value(c, 2);
+	const mc_value *x = c->in[0], *window = mc_opt_in(c, 2);
 	int64_t step, frame_len = 0, window_len = 0;
 	if (!mc_dtype_is_float(x->dtype))
 		return mc_node_error(n, "signal has dtype %s; a floating-point tensor is expected",
 		                     mc_dtype_name(x->dtype));
 	if (const_int_scalar(c, 1, "frame_step (input 1)", &step))
 		return -1;
-	if (in_value(c, 3) && const_int_scalar(c, 3, "frame_length (input 3)", &frame_len))
+	if (mc_opt_in(c, 3) && const_int_scalar(c, 3, "frame_length (input 3)", &frame_len))
 		return -1;
-	if (in_value(c, 3) && frame_len < 1)
+	if (mc_opt_in(c, 3) && frame_len < 1)
 		return mc_node_error(n, "frame_length must be positive, got %lld", (long long)frame_len);
 	if (window) {
 		if (window->dtype != x->dtype || window->shape.rank != 1)
@@ -473,7 +445,7 @@ static void stft_run(const stft_plan *plan, const twiddles *tw, const mc_tensor 
 static int stft_eval(mc_eval_ctx *c)
 {
 	const mc_node *n = c->node;
-	const mc_tensor *window = in_tensor(c, 2), *frame_t = in_tensor(c, 3);
+	const mc_tensor *window = mc_opt_tensor(c, 2), *frame_t = mc_opt_tensor(c, 3);
 	int64_t step, frame_len = 0;
 	if (tensor_int_scalar(n, c->in[1], "frame_step (input 1)", &step))
 		return -1;
@@ -495,7 +467,7 @@ static int stft_eval(mc_eval_ctx *c)
 	size_t len = plan.frame_len;
 	if (twiddles_init(n, &tw, len))
 		goto done;
-	buf = alloc_array(n, len, 4 * sizeof *buf);
+	buf = mc_alloc_array(n, len, 4 * sizeof *buf);
 	if (!buf)
 		goto done;
 	stft_run(&plan, &tw, c->in[0], window, c->out[0], buf, buf + len, buf + 2 * len,
@@ -532,7 +504,7 @@ static int window_parse(mc_node *n, double a0, double a1, double a2)
 		return -1;
 	if (periodic != 0 && periodic != 1)
 		return mc_node_error(n, "periodic must be 0 or 1, got %lld", (long long)periodic);
-	window_params *p = params_new(n, sizeof *p);
+	window_params *p = mc_params_new(n, sizeof *p);
 	p->periodic = periodic;
 	p->out_dtype = out_dtype;
 	p->a0 = a0;
@@ -614,7 +586,7 @@ static int mel_parse(mc_node *n)
 	mc_dtype out_dtype;
 	if (parse_output_datatype(n, &out_dtype))
 		return -1;
-	p = params_new(n, sizeof *p);
+	p = mc_params_new(n, sizeof *p);
 	p->out_dtype = out_dtype;
 	return 0;
 }
@@ -735,7 +707,7 @@ static int mel_eval(mc_eval_ctx *c)
 	if (sample_rate < 1)
 		return mc_node_error(n, "sample_rate must be positive, got %lld",
 		                     (long long)sample_rate);
-	int64_t *bins = alloc_array(n, (size_t)mel_bins + 2, sizeof *bins);
+	int64_t *bins = mc_alloc_array(n, (size_t)mel_bins + 2, sizeof *bins);
 	if (!bins)
 		return -1;
 	int rc = mel_corner_bins(n, mel_bins, dft_length, sample_rate, lower_hz, upper_hz, bins);
@@ -762,7 +734,7 @@ static int cumprod_parse(mc_node *n)
 	int64_t exclusive, reverse;
 	if (mc_attr_int(n, "exclusive", 0, &exclusive) || mc_attr_int(n, "reverse", 0, &reverse))
 		return -1;
-	cumprod_params *p = params_new(n, sizeof *p);
+	cumprod_params *p = mc_params_new(n, sizeof *p);
 	p->exclusive = exclusive != 0;
 	p->reverse = reverse != 0;
 	return 0;

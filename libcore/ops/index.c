@@ -68,16 +68,28 @@ static const mc_tensor *need_const(mc_infer_ctx *c, int i, const char *what)
 	return NULL;
 }
 
+/* t is a scalar or 1-D tensor of floats (else integers) holding at most cap
+ * values; -1 after reporting. */
+static int check_list_tensor(const mc_node *n, const mc_tensor *t, const char *what,
+                             bool floats, size_t cap)
+{
+	bool kind_ok = floats ? mc_dtype_is_float(t->dtype) : mc_dtype_is_int(t->dtype);
+	if (t->shape.rank > 1 || !kind_ok)
+		return mc_node_error(n, "%s must be a 1-D %s tensor, got %s of rank %d", what,
+		                     floats ? "float" : "integer", mc_dtype_name(t->dtype),
+		                     t->shape.rank);
+	if (t->numel > cap)
+		return mc_node_error(n, "%s has %zu elements, at most %zu allowed", what, t->numel,
+		                     cap);
+	return 0;
+}
+
 /* Reads a scalar or 1-D integer tensor into out[cap]; -1 after reporting. */
 static int tensor_ints(const mc_node *n, const mc_tensor *t, const char *what, int64_t *out,
                        size_t cap, size_t *count)
 {
-	if (t->shape.rank > 1 || !mc_dtype_is_int(t->dtype))
-		return mc_node_error(n, "%s must be a 1-D integer tensor, got %s of rank %d", what,
-		                     mc_dtype_name(t->dtype), t->shape.rank);
-	if (t->numel > cap)
-		return mc_node_error(n, "%s has %zu elements, at most %zu allowed", what, t->numel,
-		                     cap);
+	if (check_list_tensor(n, t, what, false, cap))
+		return -1;
 	for (size_t k = 0; k < t->numel; k++)
 		out[k] = mc_get_i(t, k);
 	*count = t->numel;
@@ -88,12 +100,8 @@ static int tensor_ints(const mc_node *n, const mc_tensor *t, const char *what, i
 static int tensor_floats(const mc_node *n, const mc_tensor *t, const char *what, double *out,
                          size_t cap, size_t *count)
 {
-	if (t->shape.rank > 1 || !mc_dtype_is_float(t->dtype))
-		return mc_node_error(n, "%s must be a 1-D float tensor, got %s of rank %d", what,
-		                     mc_dtype_name(t->dtype), t->shape.rank);
-	if (t->numel > cap)
-		return mc_node_error(n, "%s has %zu elements, at most %zu allowed", what, t->numel,
-		                     cap);
+	if (check_list_tensor(n, t, what, true, cap))
+		return -1;
 	for (size_t k = 0; k < t->numel; k++)
 		out[k] = mc_get_f(t, k);
 	*count = t->numel;
@@ -422,6 +430,22 @@ static int gather_elements_infer(mc_infer_ctx *c)
 	return 0;
 }
 
+/* Offset in x of the element that entry j of the indices (at multi-index
+ * idx of the indices) picks: idx with the axis coordinate replaced by the
+ * entry's value. Shared with ScatterElements. -1 after reporting. */
+static int element_offset(const mc_node *n, const mc_tensor *x, const mc_tensor *ind,
+                          const int64_t *stride, const int64_t *idx, size_t j, int axis,
+                          size_t *off)
+{
+	int64_t k, o = 0;
+	if (fix_index(n, mc_get_i(ind, j), x->shape.dims[axis], j, axis, &k))
+		return -1;
+	for (int d = 0; d < x->shape.rank; d++)
+		o += (d == axis ? k : idx[d]) * stride[d];
+	*off = (size_t)o;
+	return 0;
+}
+
 static int gather_elements_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[0], *ind = c->in[1];
@@ -437,12 +461,10 @@ static int gather_elements_eval(mc_eval_ctx *c)
 	const char *src = x->data;
 	size_t j = 0;
 	do {
-		int64_t k, off = 0;
-		if (fix_index(c->node, mc_get_i(ind, j), x->shape.dims[axis], j, axis, &k))
+		size_t off;
+		if (element_offset(c->node, x, ind, stride, idx, j, axis, &off))
 			return -1;
-		for (int d = 0; d < x->shape.rank; d++)
-			off += (d == axis ? k : idx[d]) * stride[d];
-		memcpy(dst + j * es, src + (size_t)off * es, es);
+		memcpy(dst + j * es, src + off * es, es);
 		j++;
 	} while (next_index(idx, &ind->shape));
 	return 0;
@@ -614,17 +636,26 @@ static void reduce_into(mc_tensor *out, size_t oi, const mc_tensor *upd, size_t 
 	mc_set_i(out, oi, v);
 }
 
-static int scatternd_infer(mc_infer_ctx *c)
+/* The dtypes of data, indices and updates: shared with ScatterElements. */
+static int scatter_dtypes(const mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
-	const mc_shape *ds = &c->in[0]->shape, *is = &c->in[1]->shape, *us = &c->in[2]->shape;
-	char a[256], b[256], e[256];
 	if (!elem_size(n, c->in[0]->dtype, "data") ||
 	    need_index_dtype(n, c->in[1]->dtype, "indices"))
 		return -1;
 	if (c->in[2]->dtype != c->in[0]->dtype)
 		return mc_node_error(n, "updates are %s but data is %s",
 		                     mc_dtype_name(c->in[2]->dtype), mc_dtype_name(c->in[0]->dtype));
+	return 0;
+}
+
+static int scatternd_infer(mc_infer_ctx *c)
+{
+	const mc_node *n = c->node;
+	const mc_shape *ds = &c->in[0]->shape, *is = &c->in[1]->shape, *us = &c->in[2]->shape;
+	char a[256], b[256], e[256];
+	if (scatter_dtypes(c))
+		return -1;
 	if (ds->rank < 1 || is->rank < 1)
 		return mc_node_error(n, "data and indices must have rank >= 1");
 	int64_t k = is->dims[is->rank - 1];
@@ -677,12 +708,8 @@ static int scatter_elements_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	int axis;
 	char a[256], b[256];
-	if (!elem_size(n, c->in[0]->dtype, "data") ||
-	    need_index_dtype(n, c->in[1]->dtype, "indices"))
+	if (scatter_dtypes(c))
 		return -1;
-	if (c->in[2]->dtype != c->in[0]->dtype)
-		return mc_node_error(n, "updates are %s but data is %s",
-		                     mc_dtype_name(c->in[2]->dtype), mc_dtype_name(c->in[0]->dtype));
 	if (c->in[0]->shape.rank < 1)
 		return mc_node_error(n, "data must have rank >= 1");
 	if (!mc_shape_eq(&c->in[1]->shape, &c->in[2]->shape))
@@ -711,12 +738,10 @@ static int scatter_elements_eval(mc_eval_ctx *c)
 	mc_strides(&x->shape, stride);
 	size_t j = 0;
 	do {
-		int64_t k, off = 0;
-		if (fix_index(c->node, mc_get_i(ind, j), x->shape.dims[axis], j, axis, &k))
+		size_t off;
+		if (element_offset(c->node, x, ind, stride, idx, j, axis, &off))
 			return -1;
-		for (int d = 0; d < x->shape.rank; d++)
-			off += (d == axis ? k : idx[d]) * stride[d];
-		reduce_into(y, (size_t)off, upd, j, red, es);
+		reduce_into(y, off, upd, j, red, es);
 		j++;
 	} while (next_index(idx, &ind->shape));
 	return 0;
@@ -1578,15 +1603,24 @@ static int s2d_parse(mc_node *n)
 	return blocksize(n, &b);
 }
 
+/* blocksize, and an input of a movable dtype that is 4-D: shared by
+ * DepthToSpace and SpaceToDepth. */
+static int block_input(const mc_node *n, const mc_value *x, int64_t *b)
+{
+	if (blocksize(n, b) || !elem_size(n, x->dtype, "input"))
+		return -1;
+	if (x->shape.rank != 4)
+		return mc_node_error(n, "input must be 4-D (N, C, H, W), got rank %d", x->shape.rank);
+	return 0;
+}
+
 static int d2s_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
 	const mc_shape *s = &c->in[0]->shape;
 	int64_t b;
-	if (blocksize(n, &b) || !elem_size(n, c->in[0]->dtype, "input"))
+	if (block_input(n, c->in[0], &b))
 		return -1;
-	if (s->rank != 4)
-		return mc_node_error(n, "input must be 4-D (N, C, H, W), got rank %d", s->rank);
 	if (s->dims[1] % (b * b))
 		return mc_node_error(n, "channels (%lld) must be a multiple of blocksize^2 (%lld)",
 		                     (long long)s->dims[1], (long long)(b * b));
@@ -1603,10 +1637,8 @@ static int s2d_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	const mc_shape *s = &c->in[0]->shape;
 	int64_t b;
-	if (blocksize(n, &b) || !elem_size(n, c->in[0]->dtype, "input"))
+	if (block_input(n, c->in[0], &b))
 		return -1;
-	if (s->rank != 4)
-		return mc_node_error(n, "input must be 4-D (N, C, H, W), got rank %d", s->rank);
 	if (s->dims[2] % b || s->dims[3] % b)
 		return mc_node_error(n, "height %lld and width %lld must be multiples of blocksize "
 		                     "%lld", (long long)s->dims[2], (long long)s->dims[3],

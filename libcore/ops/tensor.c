@@ -229,9 +229,12 @@ static int flatten_infer(mc_infer_ctx *c)
 
 /* ---- Squeeze / Unsqueeze ---- */
 
-/* The axes list: an attribute before opset 13, input 1 from 13 on. */
+/* Squeeze and Unsqueeze: the data input (0) must be there with a movable
+ * dtype; the axes list is an attribute before opset 13, input 1 from 13 on. */
 static int get_axes(mc_infer_ctx *c, int64_t *axes, size_t *count, bool *present)
 {
+	if (need_inputs(c, 1) || check_data_dtype(c, 0))
+		return -1;
 	if (c->node->opset < 13)
 		return attr_list(c->node, "axes", axes, MC_MAX_RANK, count, present);
 	*count = 0;
@@ -266,15 +269,13 @@ static int squeeze_parse(mc_node *n)
 
 static int squeeze_infer(mc_infer_ctx *c)
 {
-	if (need_inputs(c, 1))
-		return -1;
-	const mc_node *n = c->node;
-	const mc_shape *ins = &c->in[0]->shape;
 	int64_t axes[MC_MAX_RANK];
 	size_t count;
 	bool present, mask[MC_MAX_RANK];
-	if (check_data_dtype(c, 0) || get_axes(c, axes, &count, &present))
+	if (get_axes(c, axes, &count, &present))
 		return -1;
+	const mc_node *n = c->node;
+	const mc_shape *ins = &c->in[0]->shape;
 	if (axes_mask(n, axes, count, ins->rank, mask))
 		return -1;
 	mc_shape out = {.rank = 0};
@@ -293,8 +294,8 @@ static int squeeze_infer(mc_infer_ctx *c)
 
 static int unsqueeze_parse(mc_node *n)
 {
-	if (n->opset < 13 && n->n_inputs != 1)
-		return mc_node_error(n, "takes 1 input before opset 13 (axes is an attribute)");
+	if (squeeze_parse(n))
+		return -1;
 	if (n->opset >= 13 && n->n_inputs != 2)
 		return mc_node_error(n, "takes 2 inputs (data, axes) from opset 13");
 	return 0;
@@ -302,15 +303,13 @@ static int unsqueeze_parse(mc_node *n)
 
 static int unsqueeze_infer(mc_infer_ctx *c)
 {
-	if (need_inputs(c, 1))
-		return -1;
-	const mc_node *n = c->node;
-	const mc_shape *ins = &c->in[0]->shape;
 	int64_t axes[MC_MAX_RANK];
 	size_t count;
 	bool present, mask[MC_MAX_RANK];
-	if (check_data_dtype(c, 0) || get_axes(c, axes, &count, &present))
+	if (get_axes(c, axes, &count, &present))
 		return -1;
+	const mc_node *n = c->node;
+	const mc_shape *ins = &c->in[0]->shape;
 	if (!present)
 		return mc_node_error(n, "needs axes");
 	if ((size_t)ins->rank + count > MC_MAX_RANK)

@@ -456,34 +456,45 @@ static int conv_infer(mc_infer_ctx *c)
 	return 0;
 }
 
-/* Adds one input channel convolved with one kernel into one output
- * channel, output row by output row. */
+/* Adds one input channel through one kernel into one output channel, row
+ * by row along the last spatial dim. Conv gathers: output position o and
+ * tap t read input o*s + t*d - pb. ConvTranspose scatters: input position i
+ * and tap t reach output i*s + t*d - pb. Either way the rows of one side
+ * (output for Conv, input for ConvTranspose) are walked in order, each
+ * linked per kernel row to a row of the other side. */
 static void conv_plane(const win_geom *g, const tap_ranges *r, const double *x,
-                       const double *w, double *y)
+                       const double *w, double *y, bool transposed)
 {
 	int last = g->nsp - 1;
 	int64_t s = g->s[last], d = g->d[last], pb = g->pb[last];
 	int64_t in_w = g->in[last], out_w = g->out[last], k_w = g->k[last];
-	int64_t opos[MAX_SP] = {0};
-	double *yrow = y;
+	const int64_t *walked = transposed ? g->in : g->out;
+	const int64_t *linked = transposed ? g->out : g->in;
+	int64_t pos[MAX_SP] = {0};
+	int64_t row = 0; /* the walked row */
 	do {
 		int64_t kpos[MAX_SP] = {0};
 		const double *wrow = w;
 		do {
-			int64_t xr = linked_row(g, opos, kpos, g->in);
-			if (xr >= 0) {
-				const double *xrow = x + xr * in_w;
+			int64_t lr = linked_row(g, pos, kpos, linked);
+			if (lr >= 0) {
+				double *yrow = y + (transposed ? lr : row) * out_w;
+				const double *xrow = x + (transposed ? row : lr) * in_w;
 				for (int64_t t = 0; t < k_w; t++) {
 					double wv = wrow[t];
 					int64_t off = t * d - pb;
-					for (int64_t j = r->lo[t]; j < r->hi[t]; j++)
-						yrow[j] += wv * xrow[j * s + off];
+					if (transposed)
+						for (int64_t j = r->lo[t]; j < r->hi[t]; j++)
+							yrow[j * s + off] += wv * xrow[j];
+					else
+						for (int64_t j = r->lo[t]; j < r->hi[t]; j++)
+							yrow[j] += wv * xrow[j * s + off];
 				}
 			}
 			wrow += k_w;
 		} while (next_index(kpos, g->k, last));
-		yrow += out_w;
-	} while (next_index(opos, g->out, last));
+		row++;
+	} while (next_index(pos, walked, last));
 }
 
 /* Output tensor from a double buffer, freeing the buffer. */
@@ -493,23 +504,32 @@ static void store(mc_tensor *t, double *buf)
 	free(buf);
 }
 
-/* Y = conv(X, W) + B on whole tensors already converted to double. */
+/* Y = conv(X, W) + B, or ConvTranspose's when `transposed`, on whole
+ * tensors already converted to double. */
 static int conv_run(const mc_node *n, const mc_shape *xs, const mc_shape *ws, const double *xd,
-                    const double *wd, const double *bd, mc_tensor *y)
+                    const double *wd, const double *bd, mc_tensor *y, bool transposed)
 {
 	const nn_params *p = n->params;
 	win_geom g;
 	tap_ranges r;
-	if (win_setup(n, p, xs, ws->dims + 2, &g) || win_forward(n, p, &g) ||
-	    tap_ranges_new(n, &g, g.in[g.nsp - 1], g.out[g.nsp - 1], &r))
+	if (win_setup(n, p, xs, ws->dims + 2, &g) ||
+	    (transposed ? win_transposed(n, p, &g) : win_forward(n, p, &g)))
+		return -1;
+	/* the taps' ranges run over the walked side (see conv_plane) */
+	int last = g.nsp - 1;
+	int64_t lim = transposed ? g.out[last] : g.in[last];
+	int64_t count = transposed ? g.in[last] : g.out[last];
+	if (tap_ranges_new(n, &g, lim, count, &r))
 		return -1;
 	double *yd = alloc_or_null(y->numel, sizeof *yd);
 	if (!yd) {
 		tap_ranges_free(&r);
 		return mc_node_error(n, "out of memory");
 	}
-	int64_t batch = xs->dims[0], cin = xs->dims[1], cout = ws->dims[0];
-	int64_t cg = cin / p->group, mg = cout / p->group;
+	/* W is M x C/group x kernel for Conv, C x M/group x kernel transposed */
+	int64_t batch = xs->dims[0], cin = xs->dims[1];
+	int64_t cg = cin / p->group, mg = transposed ? ws->dims[1] : ws->dims[0] / p->group;
+	int64_t cout = mg * p->group;
 	size_t in_plane = prod(g.in, g.nsp), out_plane = prod(g.out, g.nsp);
 	size_t ksize = prod(g.k, g.nsp);
 	for (int64_t nb = 0; nb < batch; nb++)
@@ -518,27 +538,35 @@ static int conv_run(const mc_node *n, const mc_shape *xs, const mc_shape *ws, co
 			for (size_t i = 0; i < out_plane; i++)
 				yp[i] = bd ? bd[oc] : 0;
 			int64_t first = oc / mg * cg; /* first input channel of the group */
-			for (int64_t ic = 0; ic < cg; ic++)
-				conv_plane(&g, &r, xd + (size_t)(nb * cin + first + ic) * in_plane,
-				           wd + (size_t)(oc * cg + ic) * ksize, yp);
+			for (int64_t ic = first; ic < first + cg; ic++) {
+				int64_t k = transposed ? ic * mg + oc % mg : oc * cg + (ic - first);
+				conv_plane(&g, &r, xd + (size_t)(nb * cin + ic) * in_plane,
+				           wd + (size_t)k * ksize, yp, transposed);
+			}
 		}
 	store(y, yd);
 	tap_ranges_free(&r);
 	return 0;
 }
 
-static int conv_eval(mc_eval_ctx *c)
+/* Conv, or ConvTranspose when `transposed`. */
+static int conv_eval_any(mc_eval_ctx *c, bool transposed)
 {
 	if (!c->out[0])
 		return 0; /* output omitted: nothing to compute */
 	const mc_tensor *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
 	double *xd = mc_tensor_to_double(x), *wd = mc_tensor_to_double(w);
 	double *bd = b ? mc_tensor_to_double(b) : NULL;
-	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, bd, c->out[0]);
+	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, bd, c->out[0], transposed);
 	free(xd);
 	free(wd);
 	free(bd);
 	return rc;
+}
+
+static int conv_eval(mc_eval_ctx *c)
+{
+	return conv_eval_any(c, false);
 }
 
 /* ---- ConvInteger: Conv of (X - x_zero_point) and (W - w_zero_point) ---- */
@@ -587,7 +615,7 @@ static int conv_integer_eval(mc_eval_ctx *c)
 	if (zw)
 		for (size_t i = 0; i < w->numel; i++)
 			wd[i] -= mc_get_f(zw, zw->numel == 1 ? 0 : i / per_oc);
-	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, NULL, c->out[0]);
+	int rc = conv_run(c->node, &x->shape, &w->shape, xd, wd, NULL, c->out[0], false);
 	free(xd);
 	free(wd);
 	return rc;
@@ -617,76 +645,9 @@ static int convt_infer(mc_infer_ctx *c)
 	return 0;
 }
 
-/* Scatters one input channel through one kernel into one output channel:
- * input position i and tap t reach output i*s + t*d - pb. */
-static void convt_plane(const win_geom *g, const tap_ranges *r, const double *x,
-                        const double *w, double *y)
-{
-	int last = g->nsp - 1;
-	int64_t s = g->s[last], d = g->d[last], pb = g->pb[last];
-	int64_t in_w = g->in[last], out_w = g->out[last], k_w = g->k[last];
-	int64_t ipos[MAX_SP] = {0};
-	const double *xrow = x;
-	do {
-		int64_t kpos[MAX_SP] = {0};
-		const double *wrow = w;
-		do {
-			int64_t yr = linked_row(g, ipos, kpos, g->out);
-			if (yr >= 0) {
-				double *yrow = y + yr * out_w;
-				for (int64_t t = 0; t < k_w; t++) {
-					double wv = wrow[t];
-					int64_t off = t * d - pb;
-					for (int64_t j = r->lo[t]; j < r->hi[t]; j++)
-						yrow[j * s + off] += wv * xrow[j];
-				}
-			}
-			wrow += k_w;
-		} while (next_index(kpos, g->k, last));
-		xrow += in_w;
-	} while (next_index(ipos, g->in, last));
-}
-
 static int convt_eval(mc_eval_ctx *c)
 {
-	if (!c->out[0])
-		return 0; /* output omitted: nothing to compute */
-	const mc_node *n = c->node;
-	const nn_params *p = n->params;
-	const mc_tensor *x = c->in[0], *w = c->in[1], *b = c->n_in > 2 ? c->in[2] : NULL;
-	mc_tensor *y = c->out[0];
-	win_geom g;
-	tap_ranges r;
-	if (win_setup(n, p, &x->shape, w->shape.dims + 2, &g) || win_transposed(n, p, &g) ||
-	    tap_ranges_new(n, &g, g.out[g.nsp - 1], g.in[g.nsp - 1], &r))
-		return -1;
-	double *yd = alloc_or_null(y->numel, sizeof *yd);
-	if (!yd) {
-		tap_ranges_free(&r);
-		return mc_node_error(n, "out of memory");
-	}
-	double *xd = mc_tensor_to_double(x), *wd = mc_tensor_to_double(w);
-	double *bd = b ? mc_tensor_to_double(b) : NULL;
-	int64_t batch = x->shape.dims[0], cin = x->shape.dims[1], mg = w->shape.dims[1];
-	int64_t cout = mg * p->group, cg = cin / p->group;
-	size_t in_plane = prod(g.in, g.nsp), out_plane = prod(g.out, g.nsp);
-	size_t ksize = prod(g.k, g.nsp);
-	for (int64_t nb = 0; nb < batch; nb++)
-		for (int64_t oc = 0; oc < cout; oc++) {
-			double *yp = yd + (size_t)(nb * cout + oc) * out_plane;
-			for (size_t i = 0; i < out_plane; i++)
-				yp[i] = bd ? bd[oc] : 0;
-			int64_t grp = oc / mg, m = oc % mg;
-			for (int64_t ic = grp * cg; ic < (grp + 1) * cg; ic++)
-				convt_plane(&g, &r, xd + (size_t)(nb * cin + ic) * in_plane,
-				            wd + (size_t)(ic * mg + m) * ksize, yp);
-		}
-	store(y, yd);
-	free(xd);
-	free(wd);
-	free(bd);
-	tap_ranges_free(&r);
-	return 0;
+	return conv_eval_any(c, true);
 }
 
 /* ---- MaxPool, AveragePool, LpPool ---- */

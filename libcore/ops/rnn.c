@@ -365,24 +365,27 @@ typedef struct rnn_cell {
 	double *tmp;              /* scratch [hidden] */
 } rnn_cell;
 
+/* v . M[row] + bias[row] for M of `width` columns; bias NULL: none. */
+static double affine_row(const double *m, const double *bias, size_t width, size_t row,
+                         const double *v)
+{
+	const double *mrow = m + row * width;
+	double s = bias ? bias[row] : 0;
+	for (size_t k = 0; k < width; k++)
+		s += v[k] * mrow[k];
+	return s;
+}
+
 /* x_t . W[row] + Wb[row] */
 static double input_part(const rnn_cell *c, size_t row, const double *x)
 {
-	const double *w = c->w + row * c->input;
-	double s = c->wb ? c->wb[row] : 0;
-	for (size_t k = 0; k < c->input; k++)
-		s += x[k] * w[k];
-	return s;
+	return affine_row(c->w, c->wb, c->input, row, x);
 }
 
 /* h . R[row] + Rb[row] */
 static double recur_part(const rnn_cell *c, size_t row, const double *h)
 {
-	const double *r = c->r + row * c->hidden;
-	double s = c->rb ? c->rb[row] : 0;
-	for (size_t k = 0; k < c->hidden; k++)
-		s += h[k] * r[k];
-	return s;
+	return affine_row(c->r, c->rb, c->hidden, row, h);
 }
 
 /* Activation `which` (0: f, 1: g, 2: h); clip bounds its input. */

@@ -160,6 +160,24 @@ int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count)
 	return 0;
 }
 
+int mc_attr_ints_fixed(const mc_node *n, const char *name, int count, int64_t dflt, int64_t min,
+                       int64_t *out)
+{
+	const int64_t *v;
+	size_t len;
+	if (mc_attr_ints(n, name, &v, &len))
+		return -1;
+	if (v && len != (size_t)count)
+		return mc_node_error(n, "attribute '%s' has %zu values, expected %d", name, len, count);
+	for (int k = 0; k < count; k++) {
+		out[k] = v ? v[k] : dflt;
+		if (out[k] < min || out[k] > ((int64_t)1 << 40))
+			return mc_node_error(n, "attribute '%s' value %lld is out of range", name,
+			                     (long long)out[k]);
+	}
+	return 0;
+}
+
 void *mc_params_new(mc_node *n, size_t size)
 {
 	free(n->params);

@@ -1407,24 +1407,6 @@ typedef struct {
 	int64_t dil[MC_MAX_RANK], stride[MC_MAX_RANK], pad[2 * MC_MAX_RANK];
 } col2im_geom;
 
-static int ints_attr(const mc_node *n, const char *name, int count, int64_t dflt, int64_t min,
-                     int64_t *out)
-{
-	const int64_t *v;
-	size_t len;
-	if (mc_attr_ints(n, name, &v, &len))
-		return -1;
-	if (v && len != (size_t)count)
-		return mc_node_error(n, "attribute '%s' has %zu values, expected %d", name, len, count);
-	for (int k = 0; k < count; k++) {
-		out[k] = v ? v[k] : dflt;
-		if (out[k] < min || out[k] > ((int64_t)1 << 40))
-			return mc_node_error(n, "attribute '%s' value %lld is out of range", name,
-			                     (long long)out[k]);
-	}
-	return 0;
-}
-
 static int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
                        const int64_t *block, int r, col2im_geom *g)
 {
@@ -1434,8 +1416,9 @@ static int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image
 	if (x->rank != 3 || r < 1 || r > MC_MAX_RANK - 2)
 		return mc_node_error(n, "input %s must be [N, C * prod(block), L] with 1..%d image dims",
 		                     mc_shape_str(x, a, sizeof a), MC_MAX_RANK - 2);
-	if (ints_attr(n, "dilations", r, 1, 1, g->dil) || ints_attr(n, "strides", r, 1, 1, g->stride) ||
-	    ints_attr(n, "pads", 2 * r, 0, 0, g->pad))
+	if (mc_attr_ints_fixed(n, "dilations", r, 1, 1, g->dil) ||
+	    mc_attr_ints_fixed(n, "strides", r, 1, 1, g->stride) ||
+	    mc_attr_ints_fixed(n, "pads", 2 * r, 0, 0, g->pad))
 		return -1;
 	int64_t kprod = 1, lprod = 1;
 	for (int d = 0; d < r; d++) {

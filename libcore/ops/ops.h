@@ -31,6 +31,11 @@ int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count);
 #define MC_NEED_INPUTS(c, ...) mc_need_inputs((c), (const int[]){__VA_ARGS__}, \
 	(int)(sizeof (const int[]){__VA_ARGS__} / sizeof(int)))
 
+/* Attribute `name` holding exactly `count` ints (each dflt when absent),
+ * each in [min, 2^40]; -1 after reporting. */
+int mc_attr_ints_fixed(const mc_node *n, const char *name, int count, int64_t dflt, int64_t min,
+                       int64_t *out);
+
 /* Fresh zeroed node params of `size` bytes (the old ones freed). */
 void *mc_params_new(mc_node *n, size_t size);
 /* A zeroed working array of count elements (at least one) of `size` bytes.

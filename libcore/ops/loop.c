@@ -257,8 +257,11 @@ static int loop_type_body(mc_infer_ctx *c, mc_graph *body)
 	if (!cond_in->konst)
 		return mc_node_error(n, "out of memory");
 	mc_set_i(cond_in->konst, 0, 1);
-	int rc = mc_infer_graph(body);
-	return rc;
+	if (mc_infer_graph(body))
+		return mc_node_error(n, "cannot type its body (above): static shapes need every shape "
+		                     "inside the body known at compile time and the same in every "
+		                     "iteration (not depending on the iteration number or carried values)");
+	return 0;
 }
 
 static void loop_untype_cond(mc_graph *body)
@@ -699,7 +702,11 @@ static int scan_type_body(mc_infer_ctx *c, scan_params *p, mc_graph *body, bool 
 		if (type_body_input(n, body, p->n_state + j, x->dtype, &s, "scan slice"))
 			return -1;
 	}
-	return mc_infer_graph(body);
+	if (mc_infer_graph(body))
+		return mc_node_error(n, "cannot type its body (above): static shapes need every shape "
+		                     "inside the body known at compile time and the same in every "
+		                     "iteration (not depending on the slice or state values)");
+	return 0;
 }
 
 static int scan_infer(mc_infer_ctx *c)

@@ -110,9 +110,11 @@ static bool path_has_dotdot(const char *p)
 	return false;
 }
 
-static int read_external(const Onnx__TensorProto *tp, const char *name, const char *model_dir,
-                         mc_tensor *t)
+static mc_tensor *read_external(const Onnx__TensorProto *tp, const char *name,
+                                const char *model_dir, mc_dtype dt, const mc_shape *shape,
+                                size_t nbytes)
 {
+	mc_tensor *t = NULL;
 	const char *location = NULL;
 	int64_t offset = 0, length = -1;
 	for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -127,81 +129,104 @@ static int read_external(const Onnx__TensorProto *tp, const char *name, const ch
 			if (errno || *end || end == v || x < 0) {
 				mc_error("tensor '%s': external data %s '%s' is not a non-negative integer",
 				         name, k, v);
-				return -1;
+				return NULL;
 			}
 			*(k[0] == 'o' ? &offset : &length) = x;
 		}
 	}
 	if (!location || !*location) {
 		mc_error("tensor '%s': external data has no location", name);
-		return -1;
+		return NULL;
 	}
 	if (!model_dir) {
 		mc_error("tensor '%s': external data is not allowed here", name);
-		return -1;
+		return NULL;
 	}
 	if (location[0] == '/' || path_has_dotdot(location) || strchr(location, '\\')) {
 		mc_error("tensor '%s': external data location '%s' leaves the model's directory",
 		         name, location);
-		return -1;
+		return NULL;
 	}
 	char path[PATH_MAX], real[PATH_MAX], realdir[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", model_dir, location) >= sizeof path) {
 		mc_error("tensor '%s': external data path is too long", name);
-		return -1;
+		return NULL;
 	}
 	if (!realpath(path, real)) {
 		mc_error("tensor '%s': cannot open external data '%s': %s", name, path,
 		         strerror(errno));
-		return -1;
+		return NULL;
 	}
 	if (!realpath(model_dir, realdir)) {
 		mc_error("cannot resolve model directory '%s': %s", model_dir, strerror(errno));
-		return -1;
+		return NULL;
 	}
 	size_t dl = strlen(realdir);
+	if (strcmp(real, realdir) == 0) {
+		mc_error("tensor '%s': external data location '%s' is not a file", name, location);
+		return NULL;
+	}
 	if (strncmp(real, realdir, dl) != 0 || (real[dl] != '/' && dl != 1)) {
 		mc_error("tensor '%s': external data location '%s' leaves the model's directory "
 		         "(through a symbolic link)", name, location);
-		return -1;
+		return NULL;
 	}
-	if (length >= 0 && (uint64_t)length != t->nbytes) {
+	if (length >= 0 && (uint64_t)length != nbytes) {
 		mc_error("tensor '%s': external data length %lld does not match its shape "
-		         "(%zu bytes)", name, (long long)length, t->nbytes);
-		return -1;
+		         "(%zu bytes)", name, (long long)length, nbytes);
+		return NULL;
 	}
-	int fd = open(real, O_RDONLY);
+	int fd = open(real, O_RDONLY | O_NONBLOCK); /* a FIFO must not block */
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		mc_error("tensor '%s': cannot read external data '%s': %s", name, path,
 		         fd < 0 ? strerror(errno) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return NULL;
 	}
 	uint64_t end_off;
-	if (__builtin_add_overflow((uint64_t)offset, (uint64_t)t->nbytes, &end_off) ||
+	if (__builtin_add_overflow((uint64_t)offset, (uint64_t)nbytes, &end_off) ||
 	    end_off > (uint64_t)st.st_size) {
 		mc_error("tensor '%s': external data offset %lld + %zu bytes is past the end of "
-		         "'%s' (%lld bytes)", name, (long long)offset, t->nbytes, location,
+		         "'%s' (%lld bytes)", name, (long long)offset, nbytes, location,
 		         (long long)st.st_size);
 		close(fd);
-		return -1;
+		return NULL;
+	}
+	t = mc_tensor_new(dt, shape);
+	if (!t) {
+		mc_error("tensor '%s': cannot allocate %zu bytes", name, nbytes);
+		close(fd);
+		return NULL;
 	}
 	size_t done = 0;
-	while (done < t->nbytes) {
-		ssize_t r = pread(fd, (char *)t->data + done, t->nbytes - done,
+	while (done < nbytes) {
+		ssize_t r = pread(fd, (char *)t->data + done, nbytes - done,
 		                  (off_t)(offset + (int64_t)done));
 		if (r <= 0) {
 			mc_error("tensor '%s': reading external data '%s' failed: %s", name, location,
 			         r < 0 ? strerror(errno) : "unexpected end of file");
 			close(fd);
-			return -1;
+			mc_tensor_free(t);
+			return NULL;
 		}
 		done += (size_t)r;
 	}
 	close(fd);
-	return 0;
+	return t;
+}
+
+/* The typed field that holds a tensor's values, and its count. */
+static size_t typed_count(const Onnx__TensorProto *tp, mc_dtype dt, const char **field)
+{
+	switch (dt) {
+	case MC_FLOAT: *field = "float_data"; return tp->n_float_data;
+	case MC_INT64: *field = "int64_data"; return tp->n_int64_data;
+	case MC_DOUBLE: *field = "double_data"; return tp->n_double_data;
+	case MC_UINT32: case MC_UINT64: *field = "uint64_data"; return tp->n_uint64_data;
+	default: *field = "int32_data"; return tp->n_int32_data;
+	}
 }
 
 static int count_mismatch(const char *name, const char *field, size_t have, size_t want)
@@ -242,17 +267,33 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 		mc_error("tensor '%s': segmented tensors are not supported", name);
 		return NULL;
 	}
-	mc_tensor *t = mc_tensor_new(dt, &s);
-	if (!t) {
-		mc_error("tensor '%s': cannot allocate %zu bytes", name, nbytes);
-		return NULL;
-	}
 	bool external = (tp->has_data_location &&
 	                 tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
 	                tp->n_external_data;
+	/* Sizes first: a few bytes of model must not make us allocate the
+	 * declared size before its data is known to be there. */
+	if (!external && tp->has_raw_data && tp->raw_data.len != nbytes) {
+		mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
+		         tp->raw_data.len, nbytes);
+		return NULL;
+	}
+	if (!external && !tp->has_raw_data && numel) {
+		const char *field;
+		size_t have = typed_count(tp, dt, &field);
+		if (have != numel) {
+			count_mismatch(name, field, have, numel);
+			return NULL;
+		}
+	}
+	mc_tensor *t = external ? NULL : mc_tensor_new(dt, &s);
+	if (!external && !t) {
+		mc_error("tensor '%s': cannot allocate %zu bytes", name, nbytes);
+		return NULL;
+	}
 	int rc = 0;
 	if (external) {
-		rc = read_external(tp, name, model_dir, t);
+		t = read_external(tp, name, model_dir, dt, &s, nbytes);
+		rc = t ? 0 : -1;
 	} else if (tp->has_raw_data) {
 		if (tp->raw_data.len != nbytes) {
 			mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
@@ -356,11 +397,6 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 		const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
 		bool has = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 		int64_t declared = has ? dim->dim_value : -1;
-		if (has && declared < 0) {
-			mc_error("input '%s': dimension %d is negative (%lld)", v->name, d,
-			         (long long)declared);
-			return -1;
-		}
 		if (!has && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
 			v->dim_param[d] = mc_xstrdup(dim->dim_param);
 			for (int k = 0; k < s->opts->n_dim_pins; k++)
@@ -368,6 +404,12 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 					declared = s->opts->dim_pins[k].value;
 					has = true;
 				}
+		}
+		/* after the --dim pins: they are API input too */
+		if (has && declared < 0) {
+			mc_error("input '%s': dimension %d is negative (%lld)", v->name, d,
+			         (long long)declared);
+			return -1;
 		}
 		if (pin) {
 			if (has && pin->shape.dims[d] != declared) {
@@ -720,6 +762,13 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 		n->op_type = mc_xstrdup(np->op_type);
 		n->domain = mc_xstrdup(is_default_domain(np->domain) ? "" : np->domain);
 		n->opset = opset;
+		if (np->n_input > MC_MAX_NODE_IO || np->n_output > MC_MAX_NODE_IO) {
+			mc_error("node '%s' (%s): %zu inputs and %zu outputs; at most %d each are "
+			         "supported", np->name ? np->name : "", np->op_type ? np->op_type : "",
+			         np->n_input, np->n_output, MC_MAX_NODE_IO);
+			rc = -1;
+			break;
+		}
 		n->n_inputs = (int)np->n_input;
 		n->n_outputs = (int)np->n_output;
 		n->inputs = mc_xcalloc(np->n_input, sizeof(int));
@@ -884,6 +933,70 @@ static int model_opset(const Onnx__ModelProto *m, int *out)
 	return 0;
 }
 
+/* protobuf-c unpacks nested messages recursively, with no depth limit: a
+ * small file nesting messages a few thousand deep overflows the stack.
+ * Walk the wire format first with the generated descriptors and refuse
+ * deep nesting. Malformed data is left to the real parser to report. */
+#define MC_MAX_PB_DEPTH (4 * MC_MAX_GRAPH_DEPTH + 16)
+
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool pb_too_deep(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+                        const uint8_t *end, int depth)
+{
+	if (depth > MC_MAX_PB_DEPTH)
+		return true;
+	while (p < end) {
+		uint64_t key, len;
+		if (!pb_varint(&p, end, &key))
+			return false;
+		switch (key & 7) {
+		case 0:
+			if (!pb_varint(&p, end, &len))
+				return false;
+			break;
+		case 1:
+			if (end - p < 8)
+				return false;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return false;
+			p += 4;
+			break;
+		case 2: {
+			if (!pb_varint(&p, end, &len) || len > (uint64_t)(end - p))
+				return false;
+			const ProtobufCFieldDescriptor *f =
+				(key >> 3) <= 0x1fffffff
+					? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+					: NULL;
+			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			    pb_too_deep(f->descriptor, p, p + len, depth + 1))
+				return true;
+			p += len;
+			break;
+		}
+		default:
+			return false;
+		}
+	}
+	return false;
+}
+
 mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir,
                            const mc_import_opts *opts)
 {
@@ -892,6 +1005,11 @@ mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir
 		opts = &none;
 	if (len == 0) {
 		mc_error("the model file is empty");
+		return NULL;
+	}
+	if (pb_too_deep(&onnx__model_proto__descriptor, buf, buf + len, 0)) {
+		mc_error("not a valid ONNX model: messages are nested more than %d deep",
+		         MC_MAX_PB_DEPTH);
 		return NULL;
 	}
 	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
@@ -950,7 +1068,7 @@ static char *dir_of(const char *path)
 /* Maps a whole file read-only; files up to SIZE_MAX are fine on 64-bit. */
 static const uint8_t *map_file(const char *path, size_t *len, const char *what)
 {
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block */
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		mc_error("cannot open %s '%s': %s", what, path, strerror(errno));

@@ -24,19 +24,13 @@ int mc_report_unsupported(const mc_graph *g)
 	return count;
 }
 
-static int check_input(const mc_graph *g, const mc_value *v)
+static int check_input(const mc_value *v)
 {
 	if (v->typed)
 		return 0;
 	for (int d = 0; d < v->shape.rank; d++) {
 		if (v->shape.dims[d] >= 0)
 			continue;
-		char hint[512] = "";
-		size_t off = 0;
-		for (int k = 0; k < v->shape.rank && off < sizeof hint; k++)
-			off += (size_t)snprintf(hint + off, sizeof hint - off, k ? "x%s" : "%s",
-			                        v->shape.dims[k] >= 0 ? "" : "N");
-		(void)g;
 		if (v->dim_param[d])
 			mc_error("input '%s': dimension %d ('%s') is not fixed; pin it with "
 			         "--input-shape '%s=...' (all %d dimensions)", v->name, d,
@@ -130,6 +124,7 @@ static int fold(mc_graph *g, mc_node *n)
 			continue;
 		}
 		mc_value *v = &g->values[n->outputs[k]];
+		mc_tensor_free(v->konst); /* inference may run again */
 		v->konst = out[k];
 	}
 	return rc;
@@ -149,7 +144,7 @@ int mc_infer_graph(mc_graph *g)
 		}
 	}
 	for (int i = 0; i < g->n_inputs; i++)
-		if (check_input(g, &g->values[g->inputs[i]]))
+		if (check_input(&g->values[g->inputs[i]]))
 			return -1;
 	for (int i = 0; i < g->n_nodes; i++) {
 		mc_node *n = &g->nodes[i];

@@ -40,10 +40,13 @@ int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outpu
 		const mc_tensor *t = inputs[i];
 		char a[256], b[256];
 		if (!t || t->dtype != val->dtype || !mc_shape_eq(&t->shape, &val->shape)) {
-			mc_error("input '%s': expected %s %s, got %s %s", val->name,
-			         mc_dtype_name(val->dtype), mc_shape_str(&val->shape, a, sizeof a),
-			         t ? mc_dtype_name(t->dtype) : "nothing",
-			         t ? mc_shape_str(&t->shape, b, sizeof b) : "");
+			if (t)
+				mc_error("input '%s': expected %s %s, got %s %s", val->name,
+				         mc_dtype_name(val->dtype), mc_shape_str(&val->shape, a, sizeof a),
+				         mc_dtype_name(t->dtype), mc_shape_str(&t->shape, b, sizeof b));
+			else
+				mc_error("input '%s': no value given (expected %s %s)", val->name,
+				         mc_dtype_name(val->dtype), mc_shape_str(&val->shape, a, sizeof a));
 			rc = -1;
 			break;
 		}

@@ -82,8 +82,11 @@ void mc_graph_free(mc_graph *g)
 
 const char *mc_node_where(const mc_node *n, char *buf, size_t len)
 {
-	snprintf(buf, len, "node '%s' (%s%s%s, opset %d)", n->name,
-	         n->domain[0] ? n->domain : "", n->domain[0] ? ":" : "", n->op_type, n->opset);
+	/* Only the default domain's opset is known; other domains are refused. */
+	if (n->domain[0])
+		snprintf(buf, len, "node '%s' (%s:%s)", n->name, n->domain, n->op_type);
+	else
+		snprintf(buf, len, "node '%s' (%s, opset %d)", n->name, n->op_type, n->opset);
 	return buf;
 }
 

@@ -15,6 +15,8 @@
 #define MC_MAX_OPSET 28
 /* Subgraph nesting deeper than this is refused (recursion bombs). */
 #define MC_MAX_GRAPH_DEPTH 32
+/* Inputs or outputs of one node; evaluation keeps them on the stack. */
+#define MC_MAX_NODE_IO 4096
 
 /* ---- dtypes: numbered as ONNX TensorProto.DataType ---- */
 typedef enum {

@@ -13,6 +13,8 @@ extern const mc_op *const mc_ops_reduce[];      /* Reduce*, Softmax, ArgMax, nor
 extern const mc_op *const mc_ops_rnn[];         /* LSTM, GRU, RNN */
 extern const mc_op *const mc_ops_control[];     /* If */
 extern const mc_op *const mc_ops_loop[];        /* Loop, Scan */
+extern const mc_op *const mc_ops_signal[];      /* DFT, STFT, windows, MelWeightMatrix, CumProd */
+extern const mc_op *const mc_ops_loss[];        /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
 extern const mc_op *const mc_ops_quant[];       /* QuantizeLinear, DequantizeLinear, integer matmul/conv */
 extern const mc_op *const mc_ops_extra[];       /* Einsum, attention-era ops, GridSample, ... */
 

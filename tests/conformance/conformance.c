@@ -171,11 +171,18 @@ static bool is_unsupported_message(const char *m)
 	return strstr(m, "unsupported") || strstr(m, "not supported");
 }
 
-/* Imports the test's model and its input data. With bind_ints, integer
- * and scalar inputs become compile-time constants, as a user would --bind them: static
+/* Inputs that may set a shape: integer tensors and small tensors of any
+ * type (Resize's scales, Compress's condition, Range's scalars). */
+static bool bindable(mc_dtype t, const mc_shape *s)
+{
+	return mc_dtype_is_int(t) || mc_numel(s) <= 16;
+}
+
+/* Imports the test's model and its input data. With bind_small, bindable
+ * inputs become compile-time constants, as a user would --bind them: static
  * shapes need shape-setting inputs (Reshape's shape, Tile's repeats) known
  * when compiling. On success *in holds the remaining runtime inputs. */
-static mc_graph *prepare(const char *dir, bool bind_ints, mc_tensor ***in, char *msg, size_t n,
+static mc_graph *prepare(const char *dir, bool bind_small, mc_tensor ***in, char *msg, size_t n,
                          int *status)
 {
 	char path[4096];
@@ -205,8 +212,8 @@ static mc_graph *prepare(const char *dir, bool bind_ints, mc_tensor ***in, char 
 		}
 	}
 	/* Bind from the back so that earlier input positions stay put. */
-	for (int i = n_in - 1; bind_ints && i >= 0; i--) {
-		if (!mc_dtype_is_int(data[i]->dtype) && data[i]->shape.rank != 0)
+	for (int i = n_in - 1; bind_small && i >= 0; i--) {
+		if (!bindable(data[i]->dtype, &data[i]->shape))
 			continue;
 		if (mc_graph_bind_input(g, i, data[i])) {
 			snprintf(msg, n, "%s", first_error);
@@ -232,8 +239,7 @@ fail:
 static bool has_bindable_input(const mc_graph *g)
 {
 	for (int i = 0; i < g->n_inputs; i++)
-		if (mc_dtype_is_int(g->values[g->inputs[i]].dtype) ||
-		    g->values[g->inputs[i]].shape.rank == 0)
+		if (bindable(g->values[g->inputs[i]].dtype, &g->values[g->inputs[i]].shape))
 			return true;
 	return false;
 }
@@ -302,6 +308,8 @@ done:
 	return status;
 }
 
+#define STATUS_EXIT_BASE 40
+
 /* Forks so that a crash or a hang is contained and counted. */
 static int run_isolated(const char *dir, char *msg, size_t n)
 {
@@ -319,7 +327,8 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		int st = run_one(dir, m, sizeof m);
 		if (write(pipefd[1], m, strlen(m)) < 0)
 			_exit(100);
-		_exit(st);
+		/* Offset so that a sanitizer's exit status 1 reads as a crash. */
+		_exit(STATUS_EXIT_BASE + st);
 	}
 	close(pipefd[1]);
 	ssize_t r, total = 0;
@@ -333,10 +342,10 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
 		return CRASH;
 	}
-	int code = WEXITSTATUS(ws);
-	if (code < NSTATUS && code != CRASH)
+	int code = WEXITSTATUS(ws) - STATUS_EXIT_BASE;
+	if (code >= 0 && code < NSTATUS && code != CRASH)
 		return code;
-	snprintf(msg, n, "child exited with status %d", code);
+	snprintf(msg, n, "child exited with status %d", WEXITSTATUS(ws));
 	return CRASH;
 }
 

@@ -1,0 +1,5 @@
+#include "ops.h"
+
+const mc_op *const mc_ops_loss[] = {
+	NULL,
+};

@@ -201,10 +201,21 @@ static int fold_budget(const mc_node *n, bool folding, int64_t iter)
 /* ---- Loop ---- */
 /* inputs: M (trip count, optional), cond (optional), N carried values;
  * body: (iteration, cond, N carried) -> (cond, N carried, K scan slices);
- * outputs: N final carried values, K scan outputs stacked on a new axis 0. */
+ * outputs: N final carried values, K scan outputs stacked on a new axis 0.
+ *
+ * The body is typed once, with the iteration number unknown, except when
+ * it reads the iteration number and the trip count is a small constant:
+ * then it is typed once per iteration with the iteration number constant
+ * (shapes inside may depend on it, as with Slice(x, i, i + 1)), and eval
+ * types it again before each iteration. Generated code must unroll such a
+ * loop. */
+
+/* Per-iteration typing is tried up to this trip count. */
+#define UNROLL_MAX_ITERS 1024
 
 typedef struct {
-	bool folding;  /* every input constant: evaluation happens at compile time */
+	bool folding;        /* every input constant: evaluation happens at compile time */
+	bool per_iteration;  /* the body is typed for each iteration number */
 } loop_params;
 
 static int loop_parse(mc_node *n)
@@ -233,54 +244,73 @@ static int loop_parse(mc_node *n)
 	return 0;
 }
 
-/* Types the body's inputs and the body. Inside the body the condition
- * input is always true: an iteration runs only while the condition holds
- * (and with no condition input the body gets true). Typing the body with
- * it as the constant true lets a body that just passes it on (or computes
- * true from it) be known never to stop early. */
-static int loop_type_body(mc_infer_ctx *c, mc_graph *body)
+/* Types the body's inputs from the node's inputs. */
+static int loop_type_inputs(mc_infer_ctx *c, mc_graph *body)
 {
 	const mc_node *n = c->node;
 	mc_shape iter_shape, cond_shape;
 	if (one_element_shape(n, body, 0, &iter_shape) || one_element_shape(n, body, 1, &cond_shape))
 		return -1;
-	forget_folds(body);
 	if (type_body_input(n, body, 0, MC_INT64, &iter_shape, "iteration number") ||
 	    type_body_input(n, body, 1, MC_BOOL, &cond_shape, "condition"))
 		return -1;
 	for (int k = 2; k < c->n_in; k++)
 		if (type_body_input(n, body, k, c->in[k]->dtype, &c->in[k]->shape, "loop-carried value"))
 			return -1;
-	mc_value *cond_in = &body->values[body->inputs[1]];
-	mc_tensor_free(cond_in->konst);
-	cond_in->konst = mc_tensor_new(MC_BOOL, &cond_shape);
-	if (!cond_in->konst)
-		return mc_node_error(n, "out of memory");
-	mc_set_i(cond_in->konst, 0, 1);
-	if (mc_infer_graph(body))
-		return mc_node_error(n, "cannot type its body (above): static shapes need every shape "
-		                     "inside the body known at compile time and the same in every "
-		                     "iteration (not depending on the iteration number or carried values)");
 	return 0;
 }
 
-static void loop_untype_cond(mc_graph *body)
+static void loop_untype_inputs(mc_graph *body)
 {
-	mc_value *cond_in = &body->values[body->inputs[1]];
-	mc_tensor_free(cond_in->konst);
-	cond_in->konst = NULL;
+	for (int k = 0; k < 2; k++) {
+		mc_value *v = &body->values[body->inputs[k]];
+		mc_tensor_free(v->konst);
+		v->konst = NULL;
+	}
+}
+
+/* Types the body for iteration `iter` (-1: any iteration). Inside the body
+ * the condition input is always true: an iteration runs only while the
+ * condition holds, and with no condition input the body gets true. Typing
+ * with it as the constant true lets a body that passes it on (or computes
+ * true from it) be known never to stop early. The constants stay on the
+ * inputs, for the caller to read what they made constant, until
+ * loop_untype_inputs. */
+static int loop_type_iteration(const mc_node *n, mc_graph *body, int64_t iter)
+{
+	mc_value *iv = &body->values[body->inputs[0]], *cv = &body->values[body->inputs[1]];
+	forget_folds(body);
+	loop_untype_inputs(body);
+	cv->konst = mc_tensor_new(MC_BOOL, &cv->shape);
+	if (iter >= 0)
+		iv->konst = mc_tensor_new(MC_INT64, &iv->shape);
+	if (!cv->konst || (iter >= 0 && !iv->konst))
+		return mc_node_error(n, "out of memory");
+	mc_set_i(cv->konst, 0, 1);
+	if (iter >= 0)
+		mc_set_i(iv->konst, 0, iter);
+	if (mc_infer_graph(body)) {
+		if (iter >= 0)
+			return mc_node_error(n, "cannot type its body for iteration %lld (above)",
+			                     (long long)iter);
+		return mc_node_error(n, "cannot type its body (above): static shapes need every shape "
+		                     "inside the body known at compile time and the same in every "
+		                     "iteration; shapes may depend on the iteration number only "
+		                     "with a constant trip count of at most %d", UNROLL_MAX_ITERS);
+	}
+	return 0;
 }
 
 /* One run of a loop: shared by eval and by inference (which counts the
  * iterations of an all-constant loop that may stop early). */
 typedef struct {
 	const mc_node *node;
-	const mc_graph *body;
+	mc_graph *body;
 	mc_tensor *const *env;
 	const mc_tensor *trip, *cond;  /* NULL when omitted */
 	const mc_tensor *const *init;  /* n_carried initial values */
 	int n_carried, n_scan;
-	bool folding;
+	bool folding, per_iteration;
 	mc_tensor **carried_out;       /* n_carried (entries may be NULL); NULL: count only */
 	mc_tensor **scan_out;          /* n_scan (entries may be NULL); NULL: count only */
 	int64_t iters;                 /* out: iterations run */
@@ -306,6 +336,21 @@ static int loop_store_scan(loop_run *r, mc_tensor **res, int64_t i)
 	return 0;
 }
 
+/* Runs iteration i: args are (iteration, cond, carried...), res gets the
+ * body's outputs. */
+static int loop_step(loop_run *r, int64_t i, mc_tensor **args, mc_tensor **res)
+{
+	if (r->per_iteration) {
+		int rc = loop_type_iteration(r->node, r->body, i);
+		loop_untype_inputs(r->body);
+		if (rc)
+			return -1;
+	}
+	mc_set_i(args[0], 0, i);
+	mc_set_i(args[1], 0, 1);
+	return mc_interp_run(r->body, args, res, r->env);
+}
+
 static int loop_execute(loop_run *r)
 {
 	const mc_node *n = r->node;
@@ -328,11 +373,7 @@ static int loop_execute(loop_run *r)
 			rc = mc_node_error(n, "out of memory");
 	int64_t i = 0;
 	for (; !rc && go && i < trip; i++) {
-		if ((rc = fold_budget(n, r->folding, i)))
-			break;
-		mc_set_i(args[0], 0, i);
-		mc_set_i(args[1], 0, 1);
-		if ((rc = mc_interp_run(body, args, res, r->env)))
+		if ((rc = fold_budget(n, r->folding, i)) || (rc = loop_step(r, i, args, res)))
 			break;
 		if (r->cond)
 			go = mc_get_i(res[0], 0) != 0;
@@ -413,10 +454,11 @@ static const char *loop_static_iters(const mc_infer_ctx *c, const mc_value *cond
 
 /* The iteration count of a loop with scan outputs whose count is not
  * static (why): only an all-constant loop, run now, can give it. */
-static int loop_count_iters(mc_infer_ctx *c, const mc_graph *body, int n_scan, const char *why,
+static int loop_count_iters(mc_infer_ctx *c, mc_graph *body, int n_scan, const char *why,
                             int64_t *iters)
 {
 	const mc_node *n = c->node;
+	const loop_params *p = n->params;
 	if (!all_inputs_const(c))
 		return mc_node_error(n, "its %d scan output%s need%s an iteration count known at "
 		                     "compile time, but %s; static shapes need a constant trip count "
@@ -430,7 +472,8 @@ static int loop_count_iters(mc_infer_ctx *c, const mc_graph *body, int n_scan, c
 	loop_run r = {.node = n, .body = body, .env = env,
 	              .trip = c->in[0] ? c->in[0]->konst : NULL,
 	              .cond = c->in[1] ? c->in[1]->konst : NULL, .init = init,
-	              .n_carried = n_carried, .n_scan = n_scan, .folding = true};
+	              .n_carried = n_carried, .n_scan = n_scan, .folding = true,
+	              .per_iteration = p->per_iteration};
 	int rc = loop_execute(&r);
 	free(env);
 	*iters = r.iters;
@@ -447,28 +490,135 @@ static int loop_check_one(const mc_node *n, const mc_value *v, mc_dtype t, const
 	return 0;
 }
 
-/* Checks the body's outputs and finds the iteration count where scan
- * outputs need it. Runs while the body's condition input is typed true. */
-static int loop_check_body(mc_infer_ctx *c, const mc_graph *body, int64_t *iters,
-                           const char **why)
+/* The body's condition output and carried values, once the body is typed. */
+static int loop_check_outputs(mc_infer_ctx *c, const mc_graph *body)
+{
+	if (loop_check_one(c->node, &body->values[body->outputs[0]], MC_BOOL,
+	                   "body condition output"))
+		return -1;
+	for (int k = 0; k < c->n_in - 2; k++)
+		if (check_carried(c->node, body, 1 + k, c->in[2 + k]))
+			return -1;
+	return 0;
+}
+
+/* Whether any node of g (or of its subgraphs) reads value v, or g returns it. */
+static bool reads_value(const mc_graph *g, int v)
+{
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] == v)
+			return true;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *nd = &g->nodes[i];
+		for (int k = 0; k < nd->n_inputs; k++)
+			if (nd->inputs[k] == v)
+				return true;
+		for (int k = 0; k < nd->n_implicit; k++)
+			if (nd->implicit[k] == v)
+				return true;
+	}
+	return false;
+}
+
+static bool has_loop(const mc_graph *g)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *nd = &g->nodes[i];
+		if (!nd->domain[0] && (!strcmp(nd->op_type, "Loop") || !strcmp(nd->op_type, "Scan")))
+			return true;
+		for (int a = 0; a < nd->n_attrs; a++)
+			if (nd->attrs[a].g && has_loop(nd->attrs[a].g))
+				return true;
+	}
+	return false;
+}
+
+/* Per-iteration typing: the body reads the iteration number, the trip
+ * count is a small constant, and no loop inside multiplies the typing work. */
+static bool loop_wants_per_iteration(const mc_infer_ctx *c, const mc_graph *body)
+{
+	const mc_value *trip = c->in[0];
+	if (!trip || !trip->konst)
+		return false;
+	int64_t m = mc_get_i(trip->konst, 0);
+	return m >= 1 && m <= UNROLL_MAX_ITERS && reads_value(body, body->inputs[0]) &&
+	       !has_loop(body);
+}
+
+/* One typing for every iteration. *iters: the iteration count, for scan
+ * outputs. */
+static int loop_infer_static(mc_infer_ctx *c, mc_graph *body, int64_t *iters)
 {
 	const mc_node *n = c->node;
-	int n_carried = c->n_in - 2, n_scan = c->n_out - n_carried;
-	const mc_value *cond_out = &body->values[body->outputs[0]];
-	const mc_value *trip = c->in[0], *cond = c->in[1];
-	if (loop_check_one(n, cond_out, MC_BOOL, "body condition output"))
-		return -1;
-	for (int k = 0; k < n_carried; k++)
-		if (check_carried(n, body, 1 + k, c->in[2 + k]))
-			return -1;
+	const mc_value *cond_out = &body->values[body->outputs[0]], *cond = c->in[1];
+	int n_scan = c->n_out - (c->n_in - 2);
+	const char *why = NULL;
+	int rc = loop_type_iteration(n, body, -1);
+	if (!rc)
+		rc = loop_check_outputs(c, body);
 	bool skipped = cond && cond->konst && !mc_get_i(cond->konst, 0);
-	if (!trip && !skipped && loop_never_stops_early(c, cond_out))
-		return mc_node_error(n, "has no trip count and %s: once started it never ends",
-		                     cond ? "its body's condition output is always true"
-		                          : "no condition");
+	if (!rc && !c->in[0] && !skipped && loop_never_stops_early(c, cond_out))
+		rc = mc_node_error(n, "has no trip count and %s: once started it never ends",
+		                   cond ? "its body's condition output is always true"
+		                        : "no condition");
 	*iters = 0;
-	*why = n_scan > 0 ? loop_static_iters(c, cond_out, iters) : NULL;
-	return 0;
+	if (!rc && n_scan > 0)
+		why = loop_static_iters(c, cond_out, iters);
+	loop_untype_inputs(body);
+	if (!rc && why)
+		rc = loop_count_iters(c, body, n_scan, why, iters);
+	return rc;
+}
+
+/* A typing per iteration (constant trip count m >= 1): every iteration's
+ * carried values and scan slices must have the same types; the body's
+ * condition output, constant in some iteration, may fix the count. */
+static int loop_infer_per_iteration(mc_infer_ctx *c, mc_graph *body, int64_t *iters)
+{
+	const mc_node *n = c->node;
+	const mc_value *cond = c->in[1], *cond_out = &body->values[body->outputs[0]];
+	int n_carried = c->n_in - 2, n_scan = c->n_out - n_carried;
+	int64_t m = mc_get_i(c->in[0]->konst, 0);
+	bool skipped = cond && cond->konst && !mc_get_i(cond->konst, 0);
+	const char *why = cond && !cond->konst ? "the condition input is not a compile-time "
+	                                         "constant" : NULL;
+	mc_dtype first_t[n_scan + 1];
+	mc_shape first_s[n_scan + 1];
+	int rc = 0;
+	*iters = skipped ? 0 : m;
+	for (int64_t i = 0; i < m && !rc; i++) {
+		bool stop = skipped; /* typed once for the types, never run */
+		rc = loop_type_iteration(n, body, i);
+		if (!rc)
+			rc = loop_check_outputs(c, body);
+		for (int k = 0; k < n_scan && !rc; k++) {
+			const mc_value *s = &body->values[body->outputs[1 + n_carried + k]];
+			char a[256], b[256];
+			if (i == 0) {
+				first_t[k] = s->dtype;
+				first_s[k] = s->shape;
+			} else if (s->dtype != first_t[k] || !mc_shape_eq(&s->shape, &first_s[k])) {
+				rc = mc_node_error(n, "scan output %d is %s %s in iteration 0 but %s %s in "
+				                   "iteration %lld; stacking needs one type", k,
+				                   mc_dtype_name(first_t[k]),
+				                   mc_shape_str(&first_s[k], a, sizeof a),
+				                   mc_dtype_name(s->dtype), mc_shape_str(&s->shape, b, sizeof b),
+				                   (long long)i);
+			}
+		}
+		if (!rc && cond && !why && !skipped) {
+			if (!cond_out->konst)
+				why = "the body's condition output may end it early";
+			else if (!mc_get_i(cond_out->konst, 0))
+				stop = true, *iters = i + 1;
+		}
+		loop_untype_inputs(body);
+		if (stop)
+			break;
+	}
+	if (!rc && n_scan > 0 && why)
+		rc = loop_count_iters(c, body, n_scan, why, iters);
+	return rc;
 }
 
 static int loop_infer(mc_infer_ctx *c)
@@ -481,15 +631,12 @@ static int loop_infer(mc_infer_ctx *c)
 		return -1;
 	if (c->in[1] && loop_check_one(n, c->in[1], MC_BOOL, "condition"))
 		return -1;
-	int64_t iters = 0;
-	const char *why = NULL;
-	int rc = loop_type_body(c, body);
-	if (!rc)
-		rc = loop_check_body(c, body, &iters, &why);
-	loop_untype_cond(body);
-	if (!rc && why)
-		rc = loop_count_iters(c, body, n_scan, why, &iters);
-	if (rc)
+	if (loop_type_inputs(c, body))
+		return -1;
+	p->per_iteration = loop_wants_per_iteration(c, body);
+	int64_t iters;
+	if (p->per_iteration ? loop_infer_per_iteration(c, body, &iters)
+	                     : loop_infer_static(c, body, &iters))
 		return -1;
 	for (int k = 0; k < n_carried; k++)
 		mc_set_out(c, k, c->in[2 + k]->dtype, &c->in[2 + k]->shape);
@@ -512,13 +659,14 @@ static int loop_eval(mc_eval_ctx *c)
 	loop_run r = {.node = n, .body = body_of(n), .env = c->env, .trip = c->in[0],
 	              .cond = c->in[1], .init = c->in + 2, .n_carried = n_carried,
 	              .n_scan = c->n_out - n_carried, .folding = p->folding,
-	              .carried_out = c->out, .scan_out = c->out + n_carried};
+	              .per_iteration = p->per_iteration, .carried_out = c->out,
+	              .scan_out = c->out + n_carried};
 	return loop_execute(&r);
 }
 
 static const mc_op op_loop = {
 	.name = "Loop", .min_opset = 1, .max_opset = MC_MAX_OPSET,
-	.min_inputs = 0, .max_inputs = 1024, .min_outputs = 0, .max_outputs = 1024,
+	.min_inputs = 0, .max_inputs = MC_MAX_NODE_IO, .min_outputs = 0, .max_outputs = MC_MAX_NODE_IO,
 	.parse = loop_parse, .infer = loop_infer, .eval = loop_eval, .flags = MC_OP_SUBGRAPH,
 };
 
@@ -919,13 +1067,13 @@ static int scan_eval(mc_eval_ctx *c)
 
 static const mc_op op_scan8 = {
 	.name = "Scan", .min_opset = 8, .max_opset = 8,
-	.min_inputs = 0, .max_inputs = 1024, .min_outputs = 1, .max_outputs = 1024,
+	.min_inputs = 0, .max_inputs = MC_MAX_NODE_IO, .min_outputs = 1, .max_outputs = MC_MAX_NODE_IO,
 	.parse = scan_parse, .infer = scan_infer, .eval = scan_eval, .flags = MC_OP_SUBGRAPH,
 };
 
 static const mc_op op_scan = {
 	.name = "Scan", .min_opset = 9, .max_opset = MC_MAX_OPSET,
-	.min_inputs = 1, .max_inputs = 1024, .min_outputs = 1, .max_outputs = 1024,
+	.min_inputs = 1, .max_inputs = MC_MAX_NODE_IO, .min_outputs = 1, .max_outputs = MC_MAX_NODE_IO,
 	.parse = scan_parse, .infer = scan_infer, .eval = scan_eval, .flags = MC_OP_SUBGRAPH,
 };
 

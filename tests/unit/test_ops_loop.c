@@ -696,3 +696,97 @@ Test(loop, scan_body_declarations_must_agree)
 	cr_assert_null(load(g, 11));
 	cr_assert(strstr(first_error, "declared with shape 3 but receives 2"), "%s", first_error);
 }
+
+/* ---- Loop bodies whose shapes depend on the iteration number ---- */
+
+enum { SLICE_ONE, SLICE_PREFIX };
+
+/* body(i, c, y[1]) -> (i < stop_after, y + x[i:i+1], y + x[i:i+1]) with
+ * x = [1, 2, 3, 4, 5]; SLICE_PREFIX stacks x[0:i+1] instead, whose shape
+ * changes from one iteration to the next. */
+static Onnx__GraphProto *slicing_body(int slice, int64_t stop_after)
+{
+	Onnx__GraphProto *b = graph("body");
+	g_in(b, VI0("i", I64));
+	g_in(b, VI0("c", BOOL_));
+	g_in(b, VI("y", F32, 1));
+	g_init(b, "x", F32, 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+	g_init(b, "axes", I64, 1, (int64_t[]){1}, (double[]){0});
+	g_init(b, "zero", I64, 1, (int64_t[]){1}, (double[]){0});
+	g_scalar_i64(b, "one", 1);
+	g_scalar_i64(b, "stop_after", stop_after);
+	g_node(b, node("Unsqueeze", "i,axes", "start"));
+	g_node(b, node("Add", "i,one", "i1"));
+	g_node(b, node("Unsqueeze", "i1,axes", "end"));
+	g_node(b, node("Slice", "x,start,end", "xi"));
+	g_node(b, node("Add", "y,xi", "y_out"));
+	g_node(b, node("Less", "i,stop_after", "go"));
+	if (slice == SLICE_PREFIX)
+		g_node(b, node("Slice", "x,zero,end", "stacked"));
+	else
+		g_node(b, node("Identity", "y_out", "stacked"));
+	g_out(b, VI0("go", BOOL_));
+	g_out(b, VI("y_out", F32, 1));
+	g_out(b, VI("stacked", F32, -1));
+	return b;
+}
+
+static mc_graph *slicing_loop(const char *inputs, int slice, int64_t stop_after, int64_t m)
+{
+	Onnx__GraphProto *g = graph("g");
+	Onnx__NodeProto *n = node("Loop", inputs, "y,s");
+	attr_graph(n, "body", slicing_body(slice, stop_after));
+	g_node(g, n);
+	g_scalar_i64(g, "M", m);
+	g_init(g, "cond", BOOL_, 0, NULL, (double[]){1});
+	g_in(g, VI("y0", F32, 1));
+	g_out_untyped(g, "y");
+	g_out_untyped(g, "s");
+	return load(g, 13);
+}
+
+/* As ONNX's test_loop11: Slice(x, i, i + 1) needs i at compile time. */
+Test(loop, body_typed_per_iteration)
+{
+	mc_graph *ir = slicing_loop("M,,y0", SLICE_ONE, 0, 5);
+	cr_assert_not_null(ir, "%s", first_error);
+	mc_tensor *in[1] = {T1(MC_FLOAT, 1, 10)};
+	mc_tensor *out[2];
+	run(ir, in, out);
+	EXPECT1(out[0], 1, 25);
+	EXPECT2(out[1], 5, 1, 11, 13, 16, 20, 25);
+	free_tensors(out, 2);
+	free_tensors(in, 1);
+	mc_graph_free(ir);
+}
+
+/* With the iteration number constant, the body's condition output is
+ * constant in every iteration: the loop stops after iteration 2, known at
+ * compile time though y is not. */
+Test(loop, per_iteration_condition_fixes_the_count)
+{
+	mc_graph *ir = slicing_loop("M,cond,y0", SLICE_ONE, 2, 5);
+	cr_assert_not_null(ir, "%s", first_error);
+	mc_tensor *in[1] = {T1(MC_FLOAT, 1, 0)};
+	mc_tensor *out[2];
+	run(ir, in, out);
+	EXPECT1(out[0], 1, 6);
+	EXPECT2(out[1], 3, 1, 1, 3, 6);
+	free_tensors(out, 2);
+	free_tensors(in, 1);
+	mc_graph_free(ir);
+}
+
+Test(loop, per_iteration_scan_slices_must_keep_their_shape)
+{
+	cr_assert_null(slicing_loop("M,,y0", SLICE_PREFIX, 0, 3));
+	cr_assert(strstr(first_error, "in iteration 0 but float32 2 in iteration 1"), "%s",
+	          first_error);
+}
+
+/* Past the per-iteration limit the body is typed once, and fails. */
+Test(loop, long_loop_with_iteration_dependent_shapes_is_refused)
+{
+	cr_assert_null(slicing_loop("M,,y0", SLICE_ONE, 0, 100000));
+	cr_assert(strstr(first_error, "Slice"), "%s", first_error);
+}

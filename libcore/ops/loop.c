@@ -5,7 +5,9 @@
  * outputs) need an iteration count known at compile time. The body is a
  * subgraph with inputs of its own; inference types them from the node's
  * inputs before typing the body, and the reference implementation runs
- * the body with the interpreter, once per iteration. */
+ * the body with the interpreter, once per iteration. A Loop body whose
+ * shapes depend on the iteration number is typed once per iteration (see
+ * Loop below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -902,9 +904,8 @@ static int scan_infer(mc_infer_ctx *c)
 	return 0;
 }
 
-/* Runs the body over one sequence. states: n_state tensors, replaced by
- * the body's results. get_slice/put_slice move slice t of each scan input
- * / output; they differ between opset 8 (batch) and 9+ (axes). */
+/* One sequence to run the body over: a whole opset-9 Scan, or one batch
+ * entry of an opset-8 Scan. */
 typedef struct scan_seq {
 	const mc_node *node;
 	const mc_graph *body;
@@ -942,6 +943,8 @@ static int scan_move(const scan_seq *s, mc_tensor *whole, mc_tensor *slice, int 
 	return 0;
 }
 
+/* Runs the body over one sequence; states (n_state tensors) are replaced
+ * by the body's results, iteration by iteration. */
 static int scan_run_seq(const scan_seq *s, mc_tensor **states)
 {
 	const scan_params *p = s->p;

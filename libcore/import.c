@@ -236,6 +236,51 @@ static int count_mismatch(const char *name, const char *field, size_t have, size
 	return -1;
 }
 
+/* Sub-byte types (4-bit, 2-bit) are packed in files, two or four elements
+ * per byte, lowest bits first; in memory each element takes a byte. */
+static bool is_packed(mc_dtype dt)
+{
+	return mc_dtype_packed_bits(dt) < 8;
+}
+
+static size_t packed_size(mc_dtype dt, size_t numel)
+{
+	size_t per_byte = 8 / (size_t)mc_dtype_packed_bits(dt);
+	return numel / per_byte + (numel % per_byte != 0);
+}
+
+/* Unpacks t->numel elements: int4/int2 sign-extended, the others (uint4,
+ * uint2, float4e2m1 codes) zero-extended. Padding bits are ignored. */
+static void unpack_elements(mc_tensor *t, const uint8_t *packed)
+{
+	int bits = mc_dtype_packed_bits(t->dtype), per_byte = 8 / bits;
+	unsigned mask = (1u << bits) - 1, sign = 1u << (bits - 1);
+	bool sign_extend = t->dtype == MC_INT4 || t->dtype == MC_INT2;
+	uint8_t *out = t->data;
+	for (size_t i = 0; i < t->numel; i++) {
+		unsigned code = (packed[i / per_byte] >> (i % per_byte * bits)) & mask;
+		out[i] = sign_extend ? (uint8_t)((int)(code ^ sign) - (int)sign) : (uint8_t)code;
+	}
+}
+
+/* External data of a packed type: read the packed bytes, then unpack. */
+static mc_tensor *read_external_packed(const Onnx__TensorProto *tp, const char *name,
+                                       const char *model_dir, mc_dtype dt,
+                                       const mc_shape *shape, size_t file_bytes)
+{
+	mc_shape bytes = {.rank = 1, .dims = {(int64_t)file_bytes}};
+	mc_tensor *buf = read_external(tp, name, model_dir, MC_UINT8, &bytes, file_bytes);
+	if (!buf)
+		return NULL;
+	mc_tensor *t = mc_tensor_new(dt, shape);
+	if (t)
+		unpack_elements(t, buf->data);
+	else
+		mc_error("tensor '%s': cannot allocate its %zu elements", name, buf->numel);
+	mc_tensor_free(buf);
+	return t;
+}
+
 /* Converts a TensorProto; `name` is used in messages. */
 static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
                               const char *model_dir)
@@ -270,17 +315,26 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 	bool external = (tp->has_data_location &&
 	                 tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
 	                tp->n_external_data;
+	/* Packed types hold fewer bytes in the file (and int32_data entries,
+	 * one packed byte each) than in memory. */
+	bool packed = is_packed(dt);
+	size_t file_bytes = packed ? packed_size(dt, numel) : nbytes;
 	/* Sizes first: a few bytes of model must not make us allocate the
 	 * declared size before its data is known to be there. */
-	if (!external && tp->has_raw_data && tp->raw_data.len != nbytes) {
+	if (!external && tp->has_raw_data && tp->raw_data.len != file_bytes) {
 		mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
-		         tp->raw_data.len, nbytes);
+		         tp->raw_data.len, file_bytes);
 		return NULL;
 	}
 	if (!external && !tp->has_raw_data && numel) {
 		const char *field;
 		size_t have = typed_count(tp, dt, &field);
-		if (have != numel) {
+		if (packed && have != file_bytes) {
+			mc_error("tensor '%s': %s holds %zu packed bytes but its shape needs %zu", name,
+			         field, have, file_bytes);
+			return NULL;
+		}
+		if (!packed && have != numel) {
 			count_mismatch(name, field, have, numel);
 			return NULL;
 		}
@@ -292,16 +346,14 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 	}
 	int rc = 0;
 	if (external) {
-		t = read_external(tp, name, model_dir, dt, &s, nbytes);
+		t = packed ? read_external_packed(tp, name, model_dir, dt, &s, file_bytes)
+		           : read_external(tp, name, model_dir, dt, &s, nbytes);
 		rc = t ? 0 : -1;
 	} else if (tp->has_raw_data) {
-		if (tp->raw_data.len != nbytes) {
-			mc_error("tensor '%s': raw_data has %zu bytes but its shape needs %zu", name,
-			         tp->raw_data.len, nbytes);
-			rc = -1;
-		} else if (nbytes) {
+		if (packed)
+			unpack_elements(t, tp->raw_data.data);
+		else if (nbytes)
 			memcpy(t->data, tp->raw_data.data, nbytes);
-		}
 	} else if (numel == 0) {
 		/* no data field at all: fine for empty tensors */
 	} else {
@@ -339,6 +391,26 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 				for (size_t i = 0; i < numel; i++)
 					((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
 			break;
+		case MC_FLOAT8E4M3FN: case MC_FLOAT8E4M3FNUZ: case MC_FLOAT8E5M2:
+		case MC_FLOAT8E5M2FNUZ: case MC_FLOAT8E8M0:
+			/* int32_data holds the 8-bit patterns (count checked above) */
+			for (size_t i = 0; i < numel; i++)
+				((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
+			break;
+		case MC_UINT4: case MC_INT4: case MC_FLOAT4E2M1: case MC_UINT2: case MC_INT2: {
+			/* each int32_data entry holds one packed byte (count checked above) */
+			uint8_t *bytes = malloc(file_bytes);
+			if (!bytes) {
+				mc_error("tensor '%s': cannot allocate %zu bytes", name, file_bytes);
+				rc = -1;
+				break;
+			}
+			for (size_t i = 0; i < file_bytes; i++)
+				bytes[i] = (uint8_t)tp->int32_data[i];
+			unpack_elements(t, bytes);
+			free(bytes);
+			break;
+		}
 		default:
 			if (tp->n_int32_data != numel)
 				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);

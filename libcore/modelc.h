@@ -18,7 +18,13 @@
 /* Inputs or outputs of one node; evaluation keeps them on the stack. */
 #define MC_MAX_NODE_IO 4096
 
-/* ---- dtypes: numbered as ONNX TensorProto.DataType ---- */
+/* ---- dtypes: numbered as ONNX TensorProto.DataType ----
+ * In memory (mc_tensor) every dtype below 8 bits and every 8-bit float takes
+ * one byte per element, so all shape and indexing code sees ordinary 1-byte
+ * elements: int4/int2 sign-extended in an int8, uint4/uint2 zero-extended
+ * in a uint8, the float8 types, float8e8m0 and float4e2m1 as their bit code
+ * (float4e2m1 in the low nibble). Packing two or four elements per byte
+ * exists only in ONNX files, and is undone at import. */
 typedef enum {
 	MC_UNDEFINED = 0,
 	MC_FLOAT = 1,
@@ -35,18 +41,48 @@ typedef enum {
 	MC_UINT32 = 12,
 	MC_UINT64 = 13,
 	MC_BFLOAT16 = 16,
+	MC_FLOAT8E4M3FN = 17,   /* no inf; NaN 0x7f/0xff; max 448 */
+	MC_FLOAT8E4M3FNUZ = 18, /* no inf, no -0; NaN 0x80; max 240 */
+	MC_FLOAT8E5M2 = 19,     /* IEEE-like: inf and NaN; max 57344 */
+	MC_FLOAT8E5M2FNUZ = 20, /* no inf, no -0; NaN 0x80; max 57344 */
+	MC_UINT4 = 21,
+	MC_INT4 = 22,
+	MC_FLOAT4E2M1 = 23,     /* no inf, no NaN; max 6 */
+	MC_FLOAT8E8M0 = 24,     /* 2^(code-127), no sign, no zero; NaN 0xff */
+	MC_UINT2 = 25,
+	MC_INT2 = 26,
 } mc_dtype;
 
 const char *mc_dtype_name(mc_dtype t);   /* "float32", ...; "?" if unknown */
-size_t mc_dtype_size(mc_dtype t);        /* 0 if unsupported */
+size_t mc_dtype_size(mc_dtype t);        /* in memory; 0 if unsupported */
+/* Bits per element in ONNX's packed form: 4 or 2 for the sub-byte types,
+ * else 8 * mc_dtype_size; 0 if unsupported. */
+int mc_dtype_packed_bits(mc_dtype t);
 bool mc_dtype_supported(mc_dtype t);
-bool mc_dtype_is_float(mc_dtype t);      /* float16/32/64, bfloat16 */
-bool mc_dtype_is_int(mc_dtype t);        /* signed/unsigned integers, not bool */
-bool mc_dtype_is_signed(mc_dtype t);
+/* float16/32/64, bfloat16, the float8 types, float8e8m0, float4e2m1 */
+bool mc_dtype_is_float(mc_dtype t);
+bool mc_dtype_is_int(mc_dtype t);        /* signed/unsigned integers (int4...), not bool */
+bool mc_dtype_is_signed(mc_dtype t);     /* signed ints and floats, not float8e8m0 */
+/* The float types stored as a bit code: float8 types, float8e8m0, float4e2m1. */
+bool mc_dtype_is_small_float(mc_dtype t);
 float mc_half_to_float(uint16_t h);
 uint16_t mc_float_to_half(float f);      /* round to nearest even */
 float mc_bf16_to_float(uint16_t h);
 uint16_t mc_float_to_bf16(float f);
+/* Bit code of a small float type (mc_dtype_is_small_float) to its value. */
+double mc_small_float_to_double(mc_dtype t, uint8_t code);
+/* Value to bit code, rounding to nearest even, as ONNX's Cast. Out of range
+ * (inf included): saturate clamps to the largest finite value; otherwise
+ * inf where the type has it, else NaN. float4e2m1 always saturates (and
+ * gives -0 for NaN, as ONNX's reference does); the FNUZ types have no -0.
+ * float8e8m0 rounds up (mc_double_to_e8m0). */
+uint8_t mc_double_to_small_float(mc_dtype t, double v, bool saturate);
+/* float8e8m0 (Cast's round_mode): up rounds any fraction up, down drops it,
+ * nearest takes the nearer power of two (ties, 1.5 * 2^e, up); the sign is
+ * ignored. As the spec's table: NaN gives NaN; inf, zero and values out of
+ * range give the largest or smallest code when saturating, else NaN. */
+typedef enum { MC_ROUND_UP, MC_ROUND_DOWN, MC_ROUND_NEAREST } mc_round_mode;
+uint8_t mc_double_to_e8m0(double v, bool saturate, mc_round_mode mode);
 
 /* ---- checked size arithmetic: false on overflow ---- */
 bool mc_mul_size(size_t a, size_t b, size_t *out);

@@ -58,7 +58,13 @@ double mc_get_f(const mc_tensor *t, size_t i)
 	case MC_UINT32: return ((const uint32_t *)p)[i];
 	case MC_UINT64: return (double)((const uint64_t *)p)[i];
 	case MC_BOOL: return ((const uint8_t *)p)[i] != 0;
-	default: return 0;
+	/* sub-byte integers are stored extended to a byte */
+	case MC_INT4: case MC_INT2: return ((const int8_t *)p)[i];
+	case MC_UINT4: case MC_UINT2: return ((const uint8_t *)p)[i];
+	default:
+		if (mc_dtype_is_small_float(t->dtype))
+			return mc_small_float_to_double(t->dtype, ((const uint8_t *)p)[i]);
+		return 0;
 	}
 }
 
@@ -97,8 +103,23 @@ void mc_set_f(mc_tensor *t, size_t i, double v)
 		                     v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 		break;
 	case MC_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-	default: break;
+	/* sub-byte integers saturate like the wider ones */
+	case MC_INT4: ((int8_t *)p)[i] = (int8_t)f2i(v, -8, 7); break;
+	case MC_UINT4: ((uint8_t *)p)[i] = (uint8_t)f2i(v, 0, 15); break;
+	case MC_INT2: ((int8_t *)p)[i] = (int8_t)f2i(v, -2, 1); break;
+	case MC_UINT2: ((uint8_t *)p)[i] = (uint8_t)f2i(v, 0, 3); break;
+	default:
+		if (mc_dtype_is_small_float(t->dtype))
+			((uint8_t *)p)[i] = mc_double_to_small_float(t->dtype, v, true);
+		break;
 	}
+}
+
+/* Keeps the low `bits` bits of v, sign-extended (two's complement wrap). */
+static int8_t wrap_signed(int64_t v, int bits)
+{
+	uint8_t low = (uint8_t)((uint64_t)v & ((1u << bits) - 1)), sign = (uint8_t)(1u << (bits - 1));
+	return (int8_t)((int)(low ^ sign) - (int)sign);
 }
 
 int64_t mc_get_i(const mc_tensor *t, size_t i)
@@ -114,6 +135,8 @@ int64_t mc_get_i(const mc_tensor *t, size_t i)
 	case MC_UINT32: return ((const uint32_t *)p)[i];
 	case MC_UINT64: return (int64_t)((const uint64_t *)p)[i];
 	case MC_BOOL: return ((const uint8_t *)p)[i] != 0;
+	case MC_INT4: case MC_INT2: return ((const int8_t *)p)[i];
+	case MC_UINT4: case MC_UINT2: return ((const uint8_t *)p)[i];
 	default: return f2i(mc_get_f(t, i), -9223372036854775808.0, 9223372036854774784.0);
 	}
 }
@@ -131,6 +154,11 @@ void mc_set_i(mc_tensor *t, size_t i, int64_t v)
 	case MC_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
 	case MC_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
 	case MC_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+	/* integers wrap to the type's width, like the wider ones above */
+	case MC_INT4: ((int8_t *)p)[i] = wrap_signed(v, 4); break;
+	case MC_UINT4: ((uint8_t *)p)[i] = (uint8_t)((uint64_t)v & 0xf); break;
+	case MC_INT2: ((int8_t *)p)[i] = wrap_signed(v, 2); break;
+	case MC_UINT2: ((uint8_t *)p)[i] = (uint8_t)((uint64_t)v & 0x3); break;
 	default: mc_set_f(t, i, (double)v); break;
 	}
 }

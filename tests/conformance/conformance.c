@@ -34,7 +34,26 @@ static const char *scope_ops[] = {
 	"LessOrEqual", "Size", "If", "LSTM", "GRU", "Constant",
 };
 
-static const double rel_tol = 1e-3, abs_tol = 1e-7;
+static const double rel_tol = 1e-3;
+static double abs_tol = 1e-7;
+
+/* Upstream's own overrides (onnx/backend/test: test_dft* gets atol 1e-6 to
+ * 1e-3 by runtime): the stored DFT outputs carry float32 FFT noise where
+ * the exact value is 0. */
+static const struct {
+	const char *prefix;
+	double atol;
+} tolerance_overrides[] = {
+	{"test_dft", 1e-5},
+};
+
+static double abs_tol_for(const char *test)
+{
+	for (size_t i = 0; i < sizeof tolerance_overrides / sizeof *tolerance_overrides; i++)
+		if (strncmp(test, tolerance_overrides[i].prefix, strlen(tolerance_overrides[i].prefix)) == 0)
+			return tolerance_overrides[i].atol;
+	return 1e-7;
+}
 
 /* ---- op lists straight from the protobuf ---- */
 typedef struct {
@@ -324,6 +343,8 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		close(pipefd[0]);
 		alarm(120);
 		char m[1024] = "";
+		const char *base = strrchr(dir, '/');
+		abs_tol = abs_tol_for(base ? base + 1 : dir);
 		int st = run_one(dir, m, sizeof m);
 		if (write(pipefd[1], m, strlen(m)) < 0)
 			_exit(100);

@@ -431,6 +431,9 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v)
 {
 	const Onnx__TypeProto *tp = vi->type;
+	/* A Loop/Scan body may leave its inputs untyped: the node types them. */
+	if (!tp && s->parent)
+		return 0;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
 		mc_error("input '%s': non-tensor inputs (sequence, optional, map) are not supported", v->name);
 		return -1;

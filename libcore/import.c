@@ -357,48 +357,34 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 	} else if (numel == 0) {
 		/* no data field at all: fine for empty tensors */
 	} else {
+		/* typed-field counts were checked above */
 		switch (dt) {
 		case MC_FLOAT:
-			if (tp->n_float_data != numel)
-				rc = count_mismatch(name, "float_data", tp->n_float_data, numel);
-			else
-				memcpy(t->data, tp->float_data, nbytes);
+			memcpy(t->data, tp->float_data, nbytes);
 			break;
 		case MC_INT64:
-			if (tp->n_int64_data != numel)
-				rc = count_mismatch(name, "int64_data", tp->n_int64_data, numel);
-			else
-				memcpy(t->data, tp->int64_data, nbytes);
+			memcpy(t->data, tp->int64_data, nbytes);
 			break;
 		case MC_DOUBLE:
-			if (tp->n_double_data != numel)
-				rc = count_mismatch(name, "double_data", tp->n_double_data, numel);
-			else
-				memcpy(t->data, tp->double_data, nbytes);
+			memcpy(t->data, tp->double_data, nbytes);
 			break;
 		case MC_UINT32: case MC_UINT64:
-			if (tp->n_uint64_data != numel)
-				rc = count_mismatch(name, "uint64_data", tp->n_uint64_data, numel);
-			else
-				for (size_t i = 0; i < numel; i++)
-					mc_set_i(t, i, (int64_t)tp->uint64_data[i]);
+			for (size_t i = 0; i < numel; i++)
+				mc_set_i(t, i, (int64_t)tp->uint64_data[i]);
 			break;
 		case MC_FLOAT16: case MC_BFLOAT16:
 			/* int32_data holds the 16-bit patterns */
-			if (tp->n_int32_data != numel)
-				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);
-			else
-				for (size_t i = 0; i < numel; i++)
-					((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
+			for (size_t i = 0; i < numel; i++)
+				((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
 			break;
 		case MC_FLOAT8E4M3FN: case MC_FLOAT8E4M3FNUZ: case MC_FLOAT8E5M2:
 		case MC_FLOAT8E5M2FNUZ: case MC_FLOAT8E8M0:
-			/* int32_data holds the 8-bit patterns (count checked above) */
+			/* int32_data holds the 8-bit patterns */
 			for (size_t i = 0; i < numel; i++)
 				((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
 			break;
 		case MC_UINT4: case MC_INT4: case MC_FLOAT4E2M1: case MC_UINT2: case MC_INT2: {
-			/* each int32_data entry holds one packed byte (count checked above) */
+			/* each int32_data entry holds one packed byte */
 			uint8_t *bytes = malloc(file_bytes);
 			if (!bytes) {
 				mc_error("tensor '%s': cannot allocate %zu bytes", name, file_bytes);
@@ -412,11 +398,8 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 			break;
 		}
 		default:
-			if (tp->n_int32_data != numel)
-				rc = count_mismatch(name, "int32_data", tp->n_int32_data, numel);
-			else
-				for (size_t i = 0; i < numel; i++)
-					mc_set_i(t, i, tp->int32_data[i]);
+			for (size_t i = 0; i < numel; i++)
+				mc_set_i(t, i, tp->int32_data[i]);
 			break;
 		}
 	}
@@ -431,6 +414,9 @@ static mc_tensor *load_tensor(const Onnx__TensorProto *tp, const char *name,
 static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v)
 {
 	const Onnx__TypeProto *tp = vi->type;
+	/* A Loop/Scan body may leave its inputs untyped: the node types them. */
+	if (!tp && s->parent)
+		return 0;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
 		mc_error("input '%s': non-tensor inputs (sequence, optional, map) are not supported", v->name);
 		return -1;

@@ -270,8 +270,8 @@ static int cmd_inspect(cli *c)
 		printf("  %-24s %d\n", h[i].op, h[i].count);
 	printf("parameters: %zu (%zu bytes)\n", params, bytes);
 	if (inferred)
-		printf("MACs (Conv, ConvTranspose, Gemm, MatMul): %.0f (%.3f G)\n", mac_estimate(g),
-		       mac_estimate(g) / 1e9);
+		printf("MACs (Conv, ConvTranspose, Gemm, MatMul): %.0f (%.2f M)\n", mac_estimate(g),
+		       mac_estimate(g) / 1e6);
 	else if (!pinned)
 		printf("MACs: unknown until every input dimension is pinned with --input-shape\n");
 	int rc = 0;

@@ -1,11 +1,11 @@
 /* Quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * QLinearMatMul, QLinearConv (MatMulInteger and ConvInteger live in nn.c).
  *
- * Quantized types are the 8- and 16-bit integers modelc has; float8, 4-bit
- * and 2-bit element types have no modelc dtype and are refused with a "not
- * supported" error. Integer products accumulate in int64, requantisation is
- * done in double with the rounding steps of the ONNX reference
- * (round half to even, then saturate). */
+ * QuantizeLinear / DequantizeLinear handle the integer types from int2 to
+ * int16 and the float8 and float4e2m1 types (float8e8m0 is a scale type,
+ * never a quantized one). Integer products accumulate in int64,
+ * requantisation is done in double with the rounding steps of the ONNX
+ * reference (round half to even, then saturate). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,24 +13,6 @@
 #include "ops.h"
 
 /* ---- element types ---- */
-
-/* ONNX element types without a modelc dtype; NULL for any other number. */
-static const char *exotic_type_name(int64_t t)
-{
-	switch (t) {
-	case 17: return "float8e4m3fn";
-	case 18: return "float8e4m3fnuz";
-	case 19: return "float8e5m2";
-	case 20: return "float8e5m2fnuz";
-	case 21: return "uint4";
-	case 22: return "int4";
-	case 23: return "float4e2m1";
-	case 24: return "float8e8m0";
-	case 25: return "uint2";
-	case 26: return "int2";
-	default: return NULL;
-	}
-}
 
 /* The saturation range of a quantized integer type; false if t is not one. */
 static bool quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
@@ -41,8 +23,48 @@ static bool quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
 	case MC_INT8: *lo = -128, *hi = 127; return true;
 	case MC_UINT16: *lo = 0, *hi = 65535; return true;
 	case MC_INT16: *lo = -32768, *hi = 32767; return true;
+	case MC_UINT4: *lo = 0, *hi = 15; return true;
+	case MC_INT4: *lo = -8, *hi = 7; return true;
+	case MC_UINT2: *lo = 0, *hi = 3; return true;
+	case MC_INT2: *lo = -2, *hi = 1; return true;
 	default: return false;
 	}
+}
+
+/* The float types QuantizeLinear can produce, stored as their bit code:
+ * float8e8m0 has no sign and no zero, it is a scale type only. */
+static bool is_quant_float(mc_dtype t)
+{
+	return mc_dtype_is_small_float(t) && t != MC_FLOAT8E8M0;
+}
+
+static bool is_quant_type(mc_dtype t)
+{
+	int64_t lo, hi;
+	return quant_range(t, &lo, &hi) || is_quant_float(t);
+}
+
+/* The first opset whose QuantizeLinear / DequantizeLinear knows type t. */
+static int quant_type_opset(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT8E4M3FN: case MC_FLOAT8E4M3FNUZ: case MC_FLOAT8E5M2: case MC_FLOAT8E5M2FNUZ:
+		return 19;
+	case MC_INT16: case MC_UINT16: case MC_INT4: case MC_UINT4:
+		return 21;
+	case MC_FLOAT4E2M1:
+		return 23;
+	case MC_INT2: case MC_UINT2:
+		return 25;
+	default:
+		return 10;
+	}
+}
+
+/* float32/16/64 and bfloat16: the types of scales and dequantized values. */
+static bool is_wide_float(mc_dtype t)
+{
+	return mc_dtype_is_float(t) && !mc_dtype_is_small_float(t);
 }
 
 static bool is_8bit(mc_dtype t)
@@ -127,6 +149,7 @@ typedef struct {
 	int64_t axis;
 	int64_t block_size;   /* 0: per-tensor or per-axis */
 	int64_t output_dtype; /* 0 when absent */
+	bool saturate;        /* QuantizeLinear 19+ to float8: clamp, not inf/NaN */
 	int64_t precision;    /* QuantizeLinear 23+: dtype of the division; 0 if absent */
 } qdq_params;
 
@@ -141,33 +164,42 @@ typedef struct {
 
 static int check_type_attr(mc_node *n, const char *name, int64_t t, bool want_float)
 {
-	const char *exotic = exotic_type_name(t);
-	if (exotic)
-		return mc_node_error(n, "%s %s is not supported (modelc has no %s dtype)", name,
-		                     exotic, exotic);
 	mc_dtype d = (mc_dtype)t;
-	int64_t lo, hi;
 	bool ok = t > 0 && t < 64 && mc_dtype_supported(d) &&
-	          (want_float ? mc_dtype_is_float(d) : quant_range(d, &lo, &hi));
+	          (want_float ? is_wide_float(d) : is_quant_type(d));
 	if (!ok)
 		return mc_node_error(n, "%s %lld is not a %s type", name, (long long)t,
-		                     want_float ? "floating-point" : "quantized integer");
+		                     want_float ? "float32, float16, bfloat16 or double"
+		                                : "quantized");
+	return 0;
+}
+
+/* Whether the node's opset knows t as a quantized type (checked in infer,
+ * where the type is known even when it comes from the zero point). */
+static int check_quant_opset(const mc_node *n, mc_dtype t)
+{
+	if (n->opset < quant_type_opset(t))
+		return mc_node_error(n, "%s quantization needs opset %d or newer", mc_dtype_name(t),
+		                     quant_type_opset(t));
 	return 0;
 }
 
 static int qdq_parse(mc_node *n, bool quantize)
 {
-	qdq_params p = {.quantize = quantize, .axis = 1};
-	int64_t saturate;
+	qdq_params p = {.quantize = quantize, .axis = 1, .saturate = true};
+	int64_t saturate = 1;
 	if (n->opset >= 13 && mc_attr_int(n, "axis", 1, &p.axis))
 		return -1;
 	if (n->opset >= 21 && mc_attr_int(n, "block_size", 0, &p.block_size))
 		return -1;
 	if (p.block_size < 0)
 		return mc_node_error(n, "block_size %lld is negative", (long long)p.block_size);
-	/* saturate only applies to float8 outputs, which are not supported */
+	/* saturate only matters for float8 outputs; float4e2m1 always saturates */
 	if (quantize && n->opset >= 19 && mc_attr_int(n, "saturate", 1, &saturate))
 		return -1;
+	if (saturate != 0 && saturate != 1)
+		return mc_node_error(n, "saturate %lld is not 0 or 1", (long long)saturate);
+	p.saturate = saturate == 1;
 	if (n->opset >= (quantize ? 21 : 23)) {
 		if (mc_attr_int(n, "output_dtype", 0, &p.output_dtype))
 			return -1;
@@ -195,6 +227,14 @@ static int dequantize_parse(mc_node *n)
 	return qdq_parse(n, false);
 }
 
+/* A scalar or a 1-D tensor of one value. The spec asks for the scale and
+ * the zero point to have one shape, yet its own tests pair a scalar scale
+ * with a [1] zero point: both mean one value for the whole tensor. */
+static bool is_single(const mc_shape *s)
+{
+	return s->rank == 0 || (s->rank == 1 && s->dims[0] == 1);
+}
+
 /* Decides per-tensor / per-axis / blocked from the scale's shape and checks
  * the zero point against it. */
 static int qlayout_infer(const mc_node *n, const qdq_params *p, const mc_shape *x,
@@ -203,7 +243,7 @@ static int qlayout_infer(const mc_node *n, const qdq_params *p, const mc_shape *
 	char a[256], b[256];
 	const mc_shape *s = &scale->shape;
 	memset(l, 0, sizeof *l);
-	if (zp && !mc_shape_eq(&zp->shape, s))
+	if (zp && !mc_shape_eq(&zp->shape, s) && !(is_single(s) && is_single(&zp->shape)))
 		return mc_node_error(n, "zero point shape %s differs from scale shape %s",
 		                     mc_shape_str(&zp->shape, a, sizeof a),
 		                     mc_shape_str(s, b, sizeof b));
@@ -263,7 +303,7 @@ static size_t qparam_index(const qlayout *l, const mc_shape *x, const mc_shape *
 
 static bool is_scale_type(mc_dtype t)
 {
-	return mc_dtype_is_float(t) || t == MC_INT32;
+	return is_wide_float(t) || t == MC_INT32;
 }
 
 static int quantize_infer(mc_infer_ctx *c)
@@ -274,12 +314,12 @@ static int quantize_infer(mc_infer_ctx *c)
 	const qdq_params *p = n->params;
 	const mc_value *x = c->in[0], *scale = c->in[1], *zp = c->n_in > 2 ? c->in[2] : NULL;
 	qlayout l;
-	if (!mc_dtype_is_float(x->dtype) && x->dtype != MC_INT32)
-		return mc_node_error(n, "input x has type %s; expected a float type or int32",
-		                     mc_dtype_name(x->dtype));
+	if (!is_wide_float(x->dtype) && x->dtype != MC_INT32)
+		return mc_node_error(n, "input x has type %s; expected float32, float16, bfloat16, "
+		                     "double or int32", mc_dtype_name(x->dtype));
 	if (!is_scale_type(scale->dtype))
-		return mc_node_error(n, "scale has type %s; expected a float type",
-		                     mc_dtype_name(scale->dtype));
+		return mc_node_error(n, "scale has type %s; expected float32, float16, bfloat16, "
+		                     "double or int32", mc_dtype_name(scale->dtype));
 	mc_dtype out = p->output_dtype ? (mc_dtype)p->output_dtype : MC_UINT8;
 	if (zp) {
 		if (p->output_dtype && zp->dtype != out)
@@ -287,14 +327,35 @@ static int quantize_infer(mc_infer_ctx *c)
 			                     mc_dtype_name(out), mc_dtype_name(zp->dtype));
 		out = zp->dtype;
 	}
-	int64_t lo, hi;
-	if (!quant_range(out, &lo, &hi))
-		return mc_node_error(n, "quantizing to %s is not supported (int8, uint8, int16, "
-		                     "uint16 are)", mc_dtype_name(out));
-	if (qlayout_infer(n, p, &x->shape, scale, zp, &l))
+	if (!is_quant_type(out))
+		return mc_node_error(n, "quantizing to %s is not supported (integers of 2 to 16 bits, "
+		                     "the float8 types and float4e2m1 are)", mc_dtype_name(out));
+	if (check_quant_opset(n, out) || qlayout_infer(n, p, &x->shape, scale, zp, &l))
 		return -1;
 	mc_set_out(c, 0, out, &x->shape);
 	return 0;
+}
+
+/* y[i] = saturate(round_half_even(q) + zp) for an integer type. */
+static void quantize_to_int(mc_tensor *y, size_t i, double q, int64_t zp)
+{
+	int64_t lo, hi;
+	quant_range(y->dtype, &lo, &hi);
+	/* NaN quantizes to the zero point (ONNX leaves it undefined). */
+	if (isnan(q))
+		q = 0;
+	mc_set_i(y, i, saturate_round(nearbyint(q) + (double)zp, lo, hi, zp));
+}
+
+/* y[i] = the float8 / float4e2m1 code nearest q + zp: no integer rounding.
+ * The reference adds the zero point in float32 (double when the division
+ * was), then converts once. Written as a code because mc_set_f always
+ * saturates, and `saturate` 0 asks for inf / NaN out of range. */
+static void quantize_to_code(mc_tensor *y, size_t i, mc_dtype prec, double q, double zp,
+                             bool saturate)
+{
+	double v = prec == MC_DOUBLE ? q + zp : (double)(float)(q + zp);
+	((uint8_t *)y->data)[i] = mc_double_to_small_float(y->dtype, v, saturate);
 }
 
 static int quantize_eval(mc_eval_ctx *c)
@@ -309,16 +370,13 @@ static int quantize_eval(mc_eval_ctx *c)
 	if (qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
 		return -1;
 	mc_dtype prec = p->precision ? (mc_dtype)p->precision : promote(x->dtype, scale->dtype);
-	int64_t lo, hi;
-	quant_range(y->dtype, &lo, &hi);
 	for (size_t i = 0; i < x->numel; i++) {
 		size_t k = qparam_index(&l, &x->shape, &scale->shape, i);
-		int64_t z = zp ? mc_get_i(zp, k) : 0;
 		double q = div_at(prec, mc_get_f(x, i), mc_get_f(scale, k));
-		/* NaN quantizes to the zero point (ONNX leaves it undefined). */
-		if (isnan(q))
-			q = 0;
-		mc_set_i(y, i, saturate_round(nearbyint(q) + (double)z, lo, hi, z));
+		if (is_quant_float(y->dtype))
+			quantize_to_code(y, i, prec, q, zp ? mc_get_f(zp, k) : 0, p->saturate);
+		else
+			quantize_to_int(y, i, q, zp ? mc_get_i(zp, k) : 0);
 	}
 	return 0;
 }
@@ -331,16 +389,18 @@ static int dequantize_infer(mc_infer_ctx *c)
 	const qdq_params *p = n->params;
 	const mc_value *x = c->in[0], *scale = c->in[1], *zp = c->n_in > 2 ? c->in[2] : NULL;
 	qlayout l;
-	int64_t lo, hi;
-	if (!quant_range(x->dtype, &lo, &hi) && x->dtype != MC_INT32)
-		return mc_node_error(n, "dequantizing %s is not supported (int8, uint8, int16, "
-		                     "uint16, int32 are)", mc_dtype_name(x->dtype));
+	if (!is_quant_type(x->dtype) && x->dtype != MC_INT32)
+		return mc_node_error(n, "dequantizing %s is not supported (int32, integers of 2 to 16 "
+		                     "bits, the float8 types and float4e2m1 are)",
+		                     mc_dtype_name(x->dtype));
+	if (check_quant_opset(n, x->dtype))
+		return -1;
 	if (zp && zp->dtype != x->dtype)
 		return mc_node_error(n, "zero point type %s differs from input type %s",
 		                     mc_dtype_name(zp->dtype), mc_dtype_name(x->dtype));
-	if (!mc_dtype_is_float(scale->dtype))
-		return mc_node_error(n, "scale has type %s; expected a float type",
-		                     mc_dtype_name(scale->dtype));
+	if (!is_wide_float(scale->dtype))
+		return mc_node_error(n, "scale has type %s; expected float32, float16, bfloat16 or "
+		                     "double", mc_dtype_name(scale->dtype));
 	if (qlayout_infer(n, p, &x->shape, scale, zp, &l))
 		return -1;
 	mc_dtype out = p->output_dtype ? (mc_dtype)p->output_dtype : scale->dtype;
@@ -358,11 +418,14 @@ static int dequantize_eval(mc_eval_ctx *c)
 	mc_value sv = {.shape = scale->shape}, zv = {.shape = zp ? zp->shape : scale->shape};
 	if (qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
 		return -1;
+	bool codes = mc_dtype_is_small_float(x->dtype);
 	for (size_t i = 0; i < x->numel; i++) {
 		size_t k = qparam_index(&l, &x->shape, &scale->shape, i);
-		int64_t z = zp ? mc_get_i(zp, k) : 0;
-		/* (x - zp) is exact in double for every supported x type */
-		mc_set_f(c->out[0], i, (double)(mc_get_i(x, i) - z) * mc_get_f(scale, k));
+		/* (x - zp) is exact in double for every supported x type; float8
+		 * and float4e2m1 codes are read as their values, not as integers */
+		double centered = codes ? mc_get_f(x, i) - (zp ? mc_get_f(zp, k) : 0)
+		                        : (double)(mc_get_i(x, i) - (zp ? mc_get_i(zp, k) : 0));
+		mc_set_f(c->out[0], i, centered * mc_get_f(scale, k));
 	}
 	return 0;
 }

@@ -245,15 +245,194 @@ Test(quant, dequantize_float16_scale_gives_float16)
 	free_all(out, 1);
 }
 
-Test(quant, float8_output_is_not_supported)
+/* ---- the small types: int4/uint4/int2/uint2, float8, float4e2m1 ---- */
+
+/* A tensor of small-float bit codes, set byte by byte (no conversion). */
+static mc_tensor *codes(mc_dtype t, int rank, const int64_t *dims, const uint8_t *bits)
+{
+	mc_tensor *x = tensor(t, rank, dims, NULL);
+	memcpy(x->data, bits, x->numel);
+	return x;
+}
+
+#define C0(t, v) codes(t, 0, NULL, (uint8_t[]){v})
+#define C1(t, a, ...) codes(t, 1, (int64_t[]){a}, (uint8_t[]){__VA_ARGS__})
+
+static void expect_codes(const mc_tensor *t, const uint8_t *want, size_t n)
+{
+	cr_assert_eq(t->numel, n, "got %zu elements, want %zu", t->numel, n);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t got = ((const uint8_t *)t->data)[i];
+		cr_assert_eq(got, want[i], "element %zu: got code 0x%02x, want 0x%02x", i, got,
+		             want[i]);
+	}
+}
+
+#define EXPECT_CODES(t, ...) expect_codes((t), (uint8_t[]){__VA_ARGS__}, \
+	sizeof (uint8_t[]){__VA_ARGS__})
+
+/* x / 0.5 = 0.5, 1.5, 2.5, -5, -40, 40: half to even gives 0, 2, 2, then
+ * + 1 and saturation to [-8, 7]. */
+Test(quant, quantize_int4_rounds_half_even_and_saturates)
 {
 	test_node t;
 	node_init(&t, "QuantizeLinear", 21);
-	attr_int(&t, "output_dtype", 17); /* FLOAT8E4M3FN */
+	mc_tensor *in[3] = {T1(MC_FLOAT, 6, 0.25, 0.75, 1.25, -2.5, -20, 20), S0(MC_FLOAT, 0.5),
+	                    S0(MC_INT4, 1)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_INT4);
+	EXPECT_INTS(out[0], 1, 3, 3, -4, -8, 7);
+	free_all(in, 3);
+	free_all(out, 1);
+}
+
+/* uint2 saturates to [0, 3], int2 to [-2, 1]; -0.5 and 0.5 round to 0. */
+Test(quant, quantize_2bit_ranges)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 25);
+	attr_int(&t, "output_dtype", MC_UINT2);
+	mc_tensor *in[2] = {T1(MC_FLOAT, 4, -1, 0.6, 1.5, 10), S0(MC_FLOAT, 1)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 2, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_UINT2);
+	EXPECT_INTS(out[0], 0, 1, 2, 3);
+	free_all(out, 1);
+	node_init(&t, "QuantizeLinear", 25);
+	attr_int(&t, "output_dtype", MC_INT2);
+	mc_tensor *x = in[0];
+	in[0] = T1(MC_FLOAT, 4, -3, -0.5, 0.5, 1.5);
+	mc_tensor_free(x);
+	cr_assert_eq(run_op(&t, in, 2, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_INT2);
+	EXPECT_INTS(out[0], -2, 0, 0, 1);
+	free_all(in, 2);
+	free_all(out, 1);
+}
+
+/* (x - (-1)) * 0.5 */
+Test(quant, dequantize_int4)
+{
+	test_node t;
+	node_init(&t, "DequantizeLinear", 21);
+	mc_tensor *in[3] = {T1(MC_INT4, 3, -8, 7, 0), S0(MC_FLOAT, 0.5), S0(MC_INT4, -1)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_FLOAT);
+	double want[3] = {-3.5, 4, 0.5};
+	for (int i = 0; i < 3; i++)
+		cr_assert_float_eq(mc_get_f(out[0], (size_t)i), want[i], 1e-9, "element %d", i);
+	free_all(in, 3);
+	free_all(out, 1);
+}
+
+/* x / 2 = 0.5, 1.5, 50, 500, -1.5 in float8e4m3fn (bias 7, 3 mantissa bits):
+ * 0.5 = 0x30, 1.5 = 0x3c, 50 = 1.5625 * 2^5 lies halfway between 48 (0x64)
+ * and 52 (0x65) and goes to the even 48, 500 > 448 saturates to 0x7e,
+ * -1.5 = 0xbc. Without saturation 500 becomes NaN (0x7f). */
+Test(quant, quantize_float8e4m3fn)
+{
+	for (int saturate = 0; saturate <= 1; saturate++) {
+		test_node t;
+		node_init(&t, "QuantizeLinear", 19);
+		attr_int(&t, "saturate", saturate);
+		mc_tensor *in[3] = {T1(MC_FLOAT, 5, 1, 3, 100, 1000, -3), S0(MC_FLOAT, 2),
+		                    C1(MC_FLOAT8E4M3FN, 1, 0x00)};
+		mc_tensor *out[1];
+		cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+		cr_assert_eq(out[0]->dtype, MC_FLOAT8E4M3FN);
+		if (saturate)
+			EXPECT_CODES(out[0], 0x30, 0x3c, 0x64, 0x7e, 0xbc);
+		else
+			EXPECT_CODES(out[0], 0x30, 0x3c, 0x64, 0x7f, 0xbc);
+		free_all(in, 3);
+		free_all(out, 1);
+	}
+}
+
+/* A float8 zero point is added as a float: x / 2 + 1 = 1.5 (0x3c),
+ * 2.5 = 1.25 * 2 (0x42), 51 -> 52 (0x65), -0.5 (0xb0). */
+Test(quant, quantize_float8e4m3fn_zero_point)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 19);
+	mc_tensor *in[3] = {T1(MC_FLOAT, 4, 1, 3, 100, -3), S0(MC_FLOAT, 2),
+	                    C0(MC_FLOAT8E4M3FN, 0x38)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+	EXPECT_CODES(out[0], 0x3c, 0x42, 0x65, 0xb0);
+	free_all(in, 3);
+	free_all(out, 1);
+}
+
+/* Codes 0.5, 48, 448, -1.5 and NaN, minus the zero point 1.0 (0x38), times 2. */
+Test(quant, dequantize_float8e4m3fn)
+{
+	test_node t;
+	node_init(&t, "DequantizeLinear", 19);
+	mc_tensor *in[3] = {C1(MC_FLOAT8E4M3FN, 5, 0x30, 0x64, 0x7e, 0xbc, 0x7f), S0(MC_FLOAT, 2),
+	                    C0(MC_FLOAT8E4M3FN, 0x38)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 3, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_FLOAT);
+	double want[4] = {-1, 94, 894, -5};
+	for (int i = 0; i < 4; i++)
+		cr_assert_float_eq(mc_get_f(out[0], (size_t)i), want[i], 1e-9, "element %d", i);
+	cr_assert(isnan(mc_get_f(out[0], 4)));
+	free_all(in, 3);
+	free_all(out, 1);
+}
+
+/* float4e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6: 0.7 -> 0.5 (0x1), ties 2.5
+ * -> 2 (0x4), 5 -> 4 (0x6), -1.25 -> -1 (0xa) go to the even mantissa,
+ * 100 saturates to 6 (0x7). */
+Test(quant, quantize_float4e2m1)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 23);
+	attr_int(&t, "output_dtype", MC_FLOAT4E2M1);
+	mc_tensor *in[2] = {T1(MC_FLOAT, 5, 0.7, 2.5, 5, 100, -1.25), S0(MC_FLOAT, 1)};
+	mc_tensor *out[1];
+	cr_assert_eq(run_op(&t, in, 2, 1, out), 0, "%s", last_error);
+	cr_assert_eq(out[0]->dtype, MC_FLOAT4E2M1);
+	EXPECT_CODES(out[0], 0x1, 0x4, 0x6, 0x7, 0xa);
+	free_all(in, 2);
+	free_all(out, 1);
+}
+
+Test(quant, int4_needs_opset_21)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 19);
+	mc_tensor *in[3] = {T1(MC_FLOAT, 1, 1), S0(MC_FLOAT, 1), S0(MC_INT4, 0)};
+	mc_tensor *out[1];
+	cr_assert_neq(run_op(&t, in, 3, 1, out), 0);
+	expect_error("needs opset 21");
+	free_all(in, 3);
+}
+
+Test(quant, float8e8m0_output_is_refused)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 25);
+	attr_int(&t, "output_dtype", MC_FLOAT8E8M0);
 	mc_tensor *in[2] = {T1(MC_FLOAT, 1, 1), S0(MC_FLOAT, 1)};
 	mc_tensor *out[1];
 	cr_assert_neq(run_op(&t, in, 2, 1, out), 0);
-	expect_error("not supported");
+	expect_error("not a quantized type");
+	free_all(in, 2);
+}
+
+Test(quant, bad_saturate_is_refused)
+{
+	test_node t;
+	node_init(&t, "QuantizeLinear", 19);
+	attr_int(&t, "saturate", 2);
+	mc_tensor *in[2] = {T1(MC_FLOAT, 1, 1), S0(MC_FLOAT, 1)};
+	mc_tensor *out[1];
+	cr_assert_neq(run_op(&t, in, 2, 1, out), 0);
+	expect_error("saturate");
 	free_all(in, 2);
 }
 

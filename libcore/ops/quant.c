@@ -115,33 +115,6 @@ static int64_t saturate_round(double v, int64_t lo, int64_t hi, int64_t nan_to)
 	return (int64_t)r;
 }
 
-/* Index of element i of a tensor shaped `target` in a tensor read through
- * broadcast strides `st` (see mc_broadcast_strides). */
-static size_t bcast_index(size_t i, const mc_shape *target, const int64_t st[MC_MAX_RANK])
-{
-	size_t idx = 0;
-	for (int d = target->rank - 1; d >= 0; d--) {
-		size_t dim = (size_t)target->dims[d];
-		if (dim == 0) /* an empty dim has only coordinate 0 to offer */
-			continue;
-		idx += (i % dim) * (size_t)st[d];
-		i /= dim;
-	}
-	return idx;
-}
-
-/* Inputs the op cannot do without, even when the model leaves them empty. */
-static int need_inputs(const mc_infer_ctx *c, const int *idx, int count)
-{
-	for (int k = 0; k < count; k++)
-		if (idx[k] >= c->n_in || !c->in[idx[k]])
-			return mc_node_error(c->node, "input %d is required", idx[k]);
-	return 0;
-}
-
-#define NEED(c, ...) need_inputs((c), (const int[]){__VA_ARGS__}, \
-	(int)(sizeof (const int[]){__VA_ARGS__} / sizeof(int)))
-
 /* ---- QuantizeLinear / DequantizeLinear ---- */
 
 typedef struct {
@@ -308,7 +281,7 @@ static bool is_scale_type(mc_dtype t)
 
 static int quantize_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0, 1))
+	if (MC_NEED_INPUTS(c, 0, 1))
 		return -1;
 	const mc_node *n = c->node;
 	const qdq_params *p = n->params;
@@ -383,7 +356,7 @@ static int quantize_eval(mc_eval_ctx *c)
 
 static int dequantize_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0, 1))
+	if (MC_NEED_INPUTS(c, 0, 1))
 		return -1;
 	const mc_node *n = c->node;
 	const qdq_params *p = n->params;
@@ -434,7 +407,7 @@ static int dequantize_eval(mc_eval_ctx *c)
 
 static int dynq_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, 0))
+	if (MC_NEED_INPUTS(c, 0))
 		return -1;
 	const mc_value *x = c->in[0];
 	if (!mc_dtype_is_float(x->dtype))
@@ -526,8 +499,8 @@ static void mm_batch_offsets(const mm_geom *g, size_t bi, size_t *ao, size_t *bo
 	int64_t sa[MC_MAX_RANK], sb[MC_MAX_RANK];
 	mc_broadcast_strides(&ab, &g->batch, sa);
 	mc_broadcast_strides(&bb, &g->batch, sb);
-	*ao = bcast_index(bi, &g->batch, sa);
-	*bo = bcast_index(bi, &g->batch, sb);
+	*ao = mc_bcast_index(bi, &g->batch, sa);
+	*bo = mc_bcast_index(bi, &g->batch, sb);
 }
 
 /* A quantization parameter of an operand shaped `target`: numpy
@@ -559,7 +532,7 @@ static int64_t *centered(const mc_tensor *x, const mc_tensor *zp, bool per_row)
 	if (zp)
 		param_strides(&zp->shape, &x->shape, per_row, st);
 	for (size_t i = 0; i < x->numel; i++)
-		v[i] = mc_get_i(x, i) - (zp ? mc_get_i(zp, bcast_index(i, &x->shape, st)) : 0);
+		v[i] = mc_get_i(x, i) - (zp ? mc_get_i(zp, mc_bcast_index(i, &x->shape, st)) : 0);
 	return v;
 }
 
@@ -626,7 +599,7 @@ static int check_scale(const mc_node *n, const char *what, const mc_value *s,
 
 static int qlinearmatmul_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, QM_A, QM_A_SCALE, QM_B, QM_B_SCALE, QM_Y_SCALE))
+	if (MC_NEED_INPUTS(c, QM_A, QM_A_SCALE, QM_B, QM_B_SCALE, QM_Y_SCALE))
 		return -1;
 	const mc_node *n = c->node;
 	const mc_value *const *in = c->in;
@@ -656,7 +629,7 @@ static double param_at(const mc_tensor *p, const mc_shape *target, bool per_row,
 {
 	int64_t st[MC_MAX_RANK];
 	param_strides(&p->shape, target, per_row, st);
-	return mc_get_f(p, bcast_index(i, target, st));
+	return mc_get_f(p, mc_bcast_index(i, target, st));
 }
 
 static int qlinearmatmul_eval(mc_eval_ctx *c)
@@ -702,25 +675,6 @@ typedef struct {
 	int64_t stride[MC_MAX_RANK], dil[MC_MAX_RANK], pad[MC_MAX_RANK]; /* pad: leading */
 } conv_geom;
 
-static int read_spatial_attr(const mc_node *n, const char *name, int count, int64_t dflt,
-                             int64_t min, int64_t *out)
-{
-	const int64_t *v;
-	size_t len;
-	if (mc_attr_ints(n, name, &v, &len))
-		return -1;
-	if (v && len != (size_t)count)
-		return mc_node_error(n, "attribute '%s' has %zu values, expected %d", name, len,
-		                     count);
-	for (int d = 0; d < count; d++) {
-		out[d] = v ? v[d] : dflt;
-		if (out[d] < min || out[d] > ((int64_t)1 << 40))
-			return mc_node_error(n, "attribute '%s' value %lld is out of range", name,
-			                     (long long)out[d]);
-	}
-	return 0;
-}
-
 /* Conv geometry from attributes and the shapes of x [N, C, D...] and
  * w [M, C/group, K...], as the ONNX Conv spec defines it. */
 static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
@@ -742,12 +696,12 @@ static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w,
 		                     (long long)g->group, mc_shape_str(x, sx, sizeof sx),
 		                     mc_shape_str(w, sw, sizeof sw));
 	int64_t pads[2 * MC_MAX_RANK], kshape[MC_MAX_RANK];
-	if (read_spatial_attr(n, "strides", g->nsp, 1, 1, g->stride) ||
-	    read_spatial_attr(n, "dilations", g->nsp, 1, 1, g->dil) ||
-	    read_spatial_attr(n, "pads", 2 * g->nsp, 0, 0, pads))
+	if (mc_attr_ints_fixed(n, "strides", g->nsp, 1, 1, g->stride) ||
+	    mc_attr_ints_fixed(n, "dilations", g->nsp, 1, 1, g->dil) ||
+	    mc_attr_ints_fixed(n, "pads", 2 * g->nsp, 0, 0, pads))
 		return -1;
 	if (mc_attr_find(n, "kernel_shape")) {
-		if (read_spatial_attr(n, "kernel_shape", g->nsp, 1, 1, kshape))
+		if (mc_attr_ints_fixed(n, "kernel_shape", g->nsp, 1, 1, kshape))
 			return -1;
 		for (int d = 0; d < g->nsp; d++)
 			if (kshape[d] != w->dims[d + 2])
@@ -889,7 +843,7 @@ enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP
 
 static int qlinearconv_infer(mc_infer_ctx *c)
 {
-	if (NEED(c, QC_X, QC_X_SCALE, QC_W, QC_W_SCALE, QC_Y_SCALE))
+	if (MC_NEED_INPUTS(c, QC_X, QC_X_SCALE, QC_W, QC_W_SCALE, QC_Y_SCALE))
 		return -1;
 	const mc_node *n = c->node;
 	const mc_value *const *in = c->in;

@@ -1,0 +1,419 @@
+/* modelc ahead-of-time core: the loop-level kernel IR, lowering of graph
+ * nodes into it, fusion groups, the static memory plan and the compile
+ * pipeline. Targets (targets/c, cuda, llvm) read what this header describes
+ * and only print it; they never look at ONNX semantics. */
+#ifndef MODELC_AOT_H
+#define MODELC_AOT_H
+
+#include <stdio.h>
+
+#include "../libcore/modelc.h"
+
+/* ---- kernel IR: types ----
+ * Values computed in kernels. Storage dtypes without a C type are widened on
+ * load and narrowed on store: float16, bfloat16 and the small floats compute
+ * in f32; int4/int2 in i8/u8; bool in MC_KT_BOOL (0 or 1). MC_KT_INDEX is
+ * the type of loop variables and element indices: it never wraps (the
+ * emitter picks a width that holds every index of the model), whereas
+ * signed value arithmetic wraps like ONNX's (the emitter prints it so that
+ * C sees no signed overflow). */
+typedef enum {
+	MC_KT_VOID,
+	MC_KT_BOOL,
+	MC_KT_I8, MC_KT_U8, MC_KT_I16, MC_KT_U16,
+	MC_KT_I32, MC_KT_U32, MC_KT_I64, MC_KT_U64,
+	MC_KT_F32, MC_KT_F64,
+	MC_KT_INDEX,
+} mc_ktype;
+
+mc_ktype mc_ktype_of(mc_dtype storage);
+bool mc_ktype_is_float(mc_ktype t);
+bool mc_ktype_is_signed(mc_ktype t);   /* signed ints, floats, index */
+const char *mc_ktype_name(mc_ktype t); /* "f32", ... for dumps */
+
+/* ---- kernel IR: expressions (immutable trees; sharing a subtree prints it
+ * twice, so bind reused values with mc_kb_let) ---- */
+typedef enum {
+	MC_KE_CONST,
+	MC_KE_VAR,     /* loop index or local variable */
+	MC_KE_LOAD,    /* buffer[index] */
+	MC_KE_UN,
+	MC_KE_BIN,
+	MC_KE_SELECT,  /* a ? b : c */
+	MC_KE_CAST,    /* to type; float->int truncates, x->bool is x != 0 */
+	MC_KE_FMA,     /* a * b + c */
+} mc_kexpr_kind;
+
+typedef enum {
+	MC_KU_NEG, MC_KU_NOT /* logical */, MC_KU_BITNOT,
+	MC_KU_ABS, MC_KU_SQRT, MC_KU_EXP, MC_KU_LOG,
+	MC_KU_SIN, MC_KU_COS, MC_KU_TAN, MC_KU_ASIN, MC_KU_ACOS, MC_KU_ATAN,
+	MC_KU_SINH, MC_KU_COSH, MC_KU_TANH, MC_KU_ASINH, MC_KU_ACOSH, MC_KU_ATANH,
+	MC_KU_FLOOR, MC_KU_CEIL, MC_KU_TRUNC,
+	MC_KU_RINT,    /* round half to even */
+	MC_KU_ROUND,   /* round half away from zero */
+	MC_KU_ERF,
+	MC_KU_ISNAN, MC_KU_ISINF, /* result bool */
+	MC_KU__COUNT
+} mc_kunop;
+
+typedef enum {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL,
+	MC_KB_DIV,     /* ints: truncating; x/0 gives 0, INT_MIN/-1 wraps */
+	MC_KB_REM,     /* ints: C's %; x%0 gives 0 */
+	MC_KB_FMOD,    /* floats: C's fmod */
+	MC_KB_POW, MC_KB_ATAN2,
+	MC_KB_MIN, MC_KB_MAX, /* a < b ? a : b (NaN handling is the lowering's) */
+	MC_KB_AND, MC_KB_OR, MC_KB_XOR, /* bitwise (on bool: logical) */
+	MC_KB_SHL, MC_KB_SHR,           /* shift >= width gives 0 */
+	MC_KB_LT, MC_KB_LE, MC_KB_GT, MC_KB_GE, MC_KB_EQ, MC_KB_NE, /* result bool */
+	MC_KB__COUNT
+} mc_kbinop;
+
+typedef struct mc_kexpr {
+	mc_kexpr_kind kind;
+	mc_ktype type;
+	int op;                  /* mc_kunop / mc_kbinop */
+	int64_t i;               /* CONST of an integer/bool/index type */
+	double f;                /* CONST of a float type */
+	int var;                 /* VAR: variable id in the kernel */
+	int buf;                 /* LOAD: buffer id in the kernel */
+	struct mc_kexpr *a, *b, *c; /* operands; LOAD's index is a */
+} mc_kexpr;
+
+/* ---- kernel IR: statements ---- */
+typedef enum {
+	MC_KS_FOR,     /* for (var = begin; var < end; var++) body */
+	MC_KS_DECL,    /* declares var = init (a value or a mutable local) */
+	MC_KS_ASSIGN,  /* var = value */
+	MC_KS_STORE,   /* buffer[index] = value (converted to the storage dtype) */
+	MC_KS_IF,      /* if (cond) body else orelse */
+	MC_KS_BREAK,   /* leaves the innermost FOR */
+	MC_KS_FAIL,    /* the kernel returns status `code` (bad data at run time) */
+} mc_kstmt_kind;
+
+/* Hints for the emitters; C may ignore them. */
+enum {
+	MC_KF_UNROLL = 1u << 0,
+	MC_KF_VECTOR = 1u << 1,
+	MC_KF_PARALLEL = 1u << 2, /* iterations independent (CUDA grid, threads) */
+	MC_KF_REDUCE = 1u << 3,   /* reduction loop */
+};
+
+typedef struct mc_kstmt {
+	mc_kstmt_kind kind;
+	struct mc_kstmt *next;   /* next statement of the same block */
+	int var;                 /* FOR, DECL, ASSIGN */
+	int buf;                 /* STORE */
+	int code;                /* FAIL */
+	unsigned flags;          /* FOR: MC_KF_* */
+	mc_kexpr *a, *b, *c;     /* FOR: begin, end; DECL/ASSIGN: value (a);
+	                          * STORE: index (a), value (b); IF: cond (a) */
+	struct mc_kstmt *body;   /* FOR, IF-then */
+	struct mc_kstmt *orelse; /* IF-else */
+} mc_kstmt;
+
+/* Where a kernel buffer lives once the memory plan is done. */
+typedef enum {
+	MC_LOC_NONE,
+	MC_LOC_ARENA,    /* arena + offset */
+	MC_LOC_WEIGHT,   /* frozen constant number `index` */
+	MC_LOC_INPUT,    /* inputs[index] */
+	MC_LOC_OUTPUT,   /* outputs[index] */
+} mc_loc_kind;
+
+typedef struct {
+	mc_loc_kind kind;
+	int index;
+	size_t offset;
+} mc_loc;
+
+typedef struct {
+	int value;        /* graph value id, or -1 for kernel scratch */
+	mc_dtype dtype;   /* storage dtype */
+	size_t count;     /* elements */
+	bool written;     /* the kernel stores into it */
+	mc_loc loc;       /* filled in by the plan before emission */
+} mc_kbuf;
+
+typedef struct {
+	mc_ktype type;
+	bool mutable_;    /* assigned after its declaration */
+	bool is_loop;     /* FOR variable */
+} mc_kvar;
+
+typedef struct mc_kernel {
+	char *name;       /* "k12_conv1": unique, a C identifier suffix */
+	char *comment;    /* the nodes it computes, for readers of the code */
+	int n_bufs, cap_bufs;
+	mc_kbuf *bufs;
+	int n_vars, cap_vars;
+	mc_kvar *vars;
+	mc_kstmt *body;
+} mc_kernel;
+
+/* ---- kernel builder: appends statements at a cursor, like LLVM's
+ * IRBuilder. All IR memory comes from the builder's pool and lives until
+ * mc_kpool_free. ---- */
+typedef struct mc_kpool mc_kpool;
+mc_kpool *mc_kpool_new(void);
+void mc_kpool_free(mc_kpool *p);
+void *mc_kpool_alloc(mc_kpool *p, size_t n); /* zeroed */
+char *mc_kpool_strdup(mc_kpool *p, const char *s);
+
+#define MC_KB_MAX_DEPTH 64
+typedef struct mc_kb {
+	mc_kpool *pool;
+	mc_kernel *k;
+	/* Open blocks: the tail pointer of each, innermost last. */
+	mc_kstmt **tail[MC_KB_MAX_DEPTH];
+	mc_kstmt *open[MC_KB_MAX_DEPTH]; /* FOR/IF owning block d, NULL at 0 */
+	int depth;
+} mc_kb;
+
+void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
+/* Buffers: a graph value read (written=false) or written; scratch is a
+ * kernel-private arena area the plan allocates for this kernel only. */
+int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written);
+int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count);
+
+/* Expressions. Integer helpers fold constants (0 + x, 1 * x, 2 * 3) so that
+ * the printed index arithmetic stays readable. */
+mc_kexpr *mc_k_index(mc_kb *kb, int64_t v);           /* MC_KT_INDEX constant */
+mc_kexpr *mc_k_int(mc_kb *kb, mc_ktype t, int64_t v);
+mc_kexpr *mc_k_float(mc_kb *kb, mc_ktype t, double v);
+mc_kexpr *mc_k_const_as(mc_kb *kb, mc_ktype t, double v); /* int or float by t */
+mc_kexpr *mc_k_var(mc_kb *kb, int var);
+mc_kexpr *mc_k_load(mc_kb *kb, int buf, mc_kexpr *index);
+mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a);
+mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b); /* same types */
+mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
+mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
+mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
+#define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
+#define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))
+#define mc_k_mul(kb, a, b) mc_k_bin((kb), MC_KB_MUL, (a), (b))
+#define mc_k_div(kb, a, b) mc_k_bin((kb), MC_KB_DIV, (a), (b))
+/* Index arithmetic shorthands: a + c, a * c with a constant c. */
+mc_kexpr *mc_k_addi(mc_kb *kb, mc_kexpr *a, int64_t c);
+mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c);
+bool mc_k_is_const(const mc_kexpr *e, int64_t *v);
+
+/* Statements. mc_kb_for opens a loop and returns its variable (as an
+ * expression); mc_kb_if opens the then-block; mc_kb_else switches to the
+ * else-block; mc_kb_end closes the innermost open FOR or IF. */
+mc_kexpr *mc_kb_for(mc_kb *kb, mc_kexpr *begin, mc_kexpr *end, unsigned flags);
+mc_kexpr *mc_kb_fori(mc_kb *kb, int64_t end, unsigned flags); /* 0..end */
+void mc_kb_if(mc_kb *kb, mc_kexpr *cond);
+void mc_kb_else(mc_kb *kb);
+void mc_kb_end(mc_kb *kb);
+void mc_kb_end_n(mc_kb *kb, int n);
+mc_kexpr *mc_kb_let(mc_kb *kb, mc_kexpr *init);           /* immutable local */
+mc_kexpr *mc_kb_local(mc_kb *kb, mc_kexpr *init);         /* mutable local */
+void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value);
+void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value);
+void mc_kb_break(mc_kb *kb);
+void mc_kb_fail(mc_kb *kb, int status);
+
+/* Readable text of a kernel (--dump-after, tests). */
+void mc_kernel_dump(const mc_kernel *k, FILE *f);
+
+/* ---- run-time status codes of the generated run function ---- */
+enum {
+	MC_STATUS_OK = 0,
+	MC_STATUS_NULL_ARGUMENT = 1,  /* arena, inputs or outputs NULL */
+	MC_STATUS_MISALIGNED = 2,     /* arena not aligned to ARENA_ALIGN */
+	MC_STATUS_BAD_INDEX = 3,      /* an index input out of range (Gather, ...) */
+	MC_STATUS_BAD_INPUT = 4,      /* other invalid input data */
+};
+
+/* ---- fusion groups and the schedule ---- */
+/* One step of the program: a group of nodes computed by one kernel. The
+ * anchor is lowered by its own lowering; each epilogue node is pointwise
+ * and consumes the previous member's output (input `chain_in`), inlined
+ * into the anchor's stores. Only the last member's output is stored. */
+#define MC_MAX_EPILOGUE 16
+typedef struct {
+	int anchor;                       /* node index */
+	int n_epi;
+	int epi[MC_MAX_EPILOGUE];         /* node indices, in order */
+	int epi_chain_in[MC_MAX_EPILOGUE];/* which input of epi[i] is the chain */
+	bool alias;                       /* anchor's output shares its input's storage; no kernel */
+} mc_group;
+
+/* ---- lowering: one entry per op, in aot/lower_*.c ---- */
+typedef struct mc_lower_ctx mc_lower_ctx;
+struct mc_lower_ctx {
+	mc_kb *kb;
+	const mc_graph *g;
+	const mc_node *node;             /* the node being lowered */
+	const mc_group *group;           /* its group (epilogue applies to output 0) */
+	int n_in, n_out;
+	const mc_value **in;             /* NULL if omitted */
+	const mc_value **out;            /* NULL if omitted */
+	int *in_buf;                     /* kernel buffer of each input, -1 if omitted */
+	int *out_buf;                    /* kernel buffer each output stores into, -1 if omitted */
+};
+
+/* A lowering builds the node's kernel body with c->kb; it reads inputs with
+ * mc_lower_load* and writes every output element exactly once through
+ * mc_lower_store (which applies fused epilogues). -1 after reporting (for a
+ * case it does not handle: name it, like "Resize mode 'cubic' has no C
+ * lowering"). */
+typedef int (*mc_lower_fn)(mc_lower_ctx *c);
+/* Pointwise ops give the scalar result from scalar arguments (loaded in
+ * their compute types, NULL for omitted inputs); the generic elementwise
+ * kernel handles loops and broadcasting, and fusion chains them. */
+typedef mc_kexpr *(*mc_pointwise_fn)(mc_lower_ctx *c, mc_kexpr *const *args);
+
+typedef struct {
+	const char *op;             /* ONNX op_type, default domain */
+	mc_lower_fn lower;          /* NULL for pointwise-only entries */
+	mc_pointwise_fn pointwise;  /* set for pointwise ops */
+	unsigned flags;
+} mc_lowering;
+
+enum {
+	/* Output 0 may carry a fused epilogue: each element is stored once,
+	 * with its final value, through mc_lower_store. */
+	MC_LOWER_EPILOGUE = 1u << 0,
+	/* Output 0 is input 0's bytes reinterpreted (Reshape, Squeeze, ...):
+	 * shares its storage; `lower` (a copy) runs only where sharing cannot. */
+	MC_LOWER_ALIAS = 1u << 1,
+};
+
+/* Family tables (NULL-terminated), like the registry's. */
+extern const mc_lowering *const mc_lower_elementwise[];
+extern const mc_lowering *const mc_lower_nn[];
+extern const mc_lowering *const mc_lower_tensor[];
+extern const mc_lowering *const mc_lower_index[];
+extern const mc_lowering *const mc_lower_reduce[];
+extern const mc_lowering *const mc_lower_misc[];
+const mc_lowering *mc_lowering_find(const char *op_type);
+
+/* Toolbox for lowerings (aot/lower.c). */
+/* Opens one loop per dim of s (outermost first) and puts the variables in
+ * coords; close them with mc_kb_end_n(kb, s->rank). */
+void mc_lower_loops(mc_kb *kb, const mc_shape *s, mc_kexpr **coords, unsigned flags);
+/* Row-major linear index of coords in shape s. */
+mc_kexpr *mc_lower_linear(mc_kb *kb, const mc_shape *s, mc_kexpr *const *coords);
+/* Index into `in` broadcast to `out` (numpy rules, right-aligned) at the
+ * coords of an element of `out`. */
+mc_kexpr *mc_lower_bcast(mc_kb *kb, const mc_shape *in, const mc_shape *out,
+                         mc_kexpr *const *coords);
+/* Loads input i at a linear index (compute type of its dtype). */
+mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
+/* Stores the value of output `k`'s element at coords (rank of the output;
+ * may be NULL when lin is given and no epilogue needs coords) and linear
+ * index lin (may be NULL: computed from coords). Applies the group's
+ * epilogue to output 0 and converts to the storage dtype. */
+void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
+                    mc_kexpr *value);
+/* Constant input data at compile time (attributes that became inputs). */
+const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
+/* "node 'x' (Op, opset N): <msg>" like mc_node_error. */
+int mc_lower_error(const mc_lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- memory plan (aot/plan.c): offsets in one arena ---- */
+typedef struct {
+	size_t bytes;     /* 0: not in the arena */
+	int first, last;  /* steps (inclusive) during which the buffer is live */
+	/* A buffer that dies at step `first` and whose storage this one may
+	 * take over (in-place elementwise); -1 if none. */
+	int inplace_of;
+} mc_mem_req;
+
+typedef struct {
+	size_t arena_bytes;
+	size_t lower_bound;   /* max over steps of the bytes live at that step */
+	size_t *offsets;      /* per request (malloc'd) */
+} mc_mem_plan;
+
+/* Greedy by size, best fit, honouring in-place candidates where the
+ * storage is still free; every offset a multiple of align. */
+int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out);
+void mc_mem_plan_free(mc_mem_plan *p);
+
+/* ---- the compiled program ---- */
+typedef enum { MC_STEP_KERNEL, MC_STEP_IF } mc_step_kind;
+typedef struct mc_step {
+	mc_step_kind kind;
+	int kernel;                 /* KERNEL: index in prog->kernels */
+	mc_loc cond;                /* IF: a bool scalar's location */
+	struct mc_step *then_steps, *else_steps; /* IF: arrays */
+	int n_then, n_else;
+} mc_step;
+
+typedef struct {
+	char *name;                 /* the graph's name for it */
+	mc_dtype dtype;
+	mc_shape shape;
+} mc_io_desc;
+
+typedef struct {
+	const mc_tensor *t;         /* frozen data (owned by the graph) */
+	size_t align;
+} mc_weight;
+
+typedef struct {
+	char *prefix;               /* --name */
+	mc_kpool *pool;
+	int n_kernels, cap_kernels;
+	mc_kernel **kernels;
+	int n_steps, cap_steps;
+	mc_step *steps;
+	int n_weights, cap_weights;
+	mc_weight *weights;
+	int n_inputs, n_outputs;
+	mc_io_desc *inputs, *outputs; /* value names, dtypes, shapes */
+	size_t arena_bytes, arena_align, lower_bound;
+	size_t weight_bytes;
+	int64_t max_index;          /* largest element count of any buffer */
+} mc_program;
+
+void mc_program_free(mc_program *p);
+
+/* ---- the compile pipeline (aot/compile.c) ---- */
+typedef struct {
+	const char *name;           /* prefix of every generated identifier/file */
+	const char *target;         /* "c" */
+	mc_import_opts import;
+	const char **bind_names;    /* --bind NAME=FILE|VALUE */
+	const char **bind_values;
+	int n_binds;
+	size_t fold_limit;          /* bytes a folded constant may have */
+	const char *dump_after;     /* pass name or "all"; NULL: no dumps */
+	const char *dump_dir;       /* where dumps go (default OUT/debug) */
+	bool stats;                 /* per-pass metrics on stderr */
+	bool harness;               /* also write NAME_main.c, a test driver */
+	bool no_fuse;               /* each node its own kernel (debugging) */
+	const char *argv_line;      /* for NAME.json (reproducing the build) */
+} mc_compile_opts;
+
+void mc_compile_opts_init(mc_compile_opts *o);
+/* model -> output directory. 0 on success; -1 after reporting. */
+int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o);
+
+/* Builds the program from an inferred graph (fusion, plan, lowering); the
+ * pieces used by mc_compile, exposed for tests. */
+int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
+int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p);
+
+/* ---- output files ---- */
+/* Writes path only if its content differs (atomic: temporary + rename), so
+ * an unchanged model rebuilds nothing. */
+int mc_write_if_changed(const char *path, const void *data, size_t len);
+/* A growable text buffer for emitters. */
+typedef struct {
+	char *data;
+	size_t len, cap;
+} mc_strbuf;
+void mc_sb_printf(mc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mc_sb_puts(mc_strbuf *b, const char *s);
+void mc_sb_free(mc_strbuf *b);
+
+/* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
+ * files into dir (targets/c/emit_c.c). */
+int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
+
+#endif

@@ -1,0 +1,49 @@
+/* Freezing: passes over an inferred graph that use what is known at compile
+ * time. Each pass is a function over the IR that keeps the graph typed and
+ * topologically ordered; node indices may change, value indices never do
+ * (dead values simply stay unused). */
+#ifndef MODELC_FREEZING_H
+#define MODELC_FREEZING_H
+
+#include <stdio.h>
+
+#include "../libcore/modelc.h"
+
+typedef struct {
+	/* A folded constant may have at most this many bytes, unless it is no
+	 * larger than the constants it is computed from (transposing a weight
+	 * always folds); nodes left unfolded because of it are reported. */
+	size_t fold_limit;
+	const char *dump_after;   /* a pass name or "all"; NULL: none */
+	const char *dump_dir;     /* directory for dumps (created if missing) */
+	FILE *stats;              /* per-pass time and node counts; NULL: none */
+} mc_freeze_opts;
+
+#define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)
+
+typedef struct {
+	const char *name;         /* "fold", "bn", "identity", "dce", "cse", ... */
+	int (*run)(mc_graph *g, const mc_freeze_opts *o);
+} mc_pass;
+
+/* The passes in the order mc_freeze runs them (NULL-terminated). */
+extern const mc_pass mc_freeze_passes[];
+
+/* Runs every pass (to a fixed point where one pass enables another),
+ * dumping and timing as the options ask. -1 after reporting. */
+int mc_freeze(mc_graph *g, const mc_freeze_opts *o);
+
+/* Individual passes. */
+int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o);       /* constant folding, If with known cond */
+int mc_pass_fold_bn(mc_graph *g, const mc_freeze_opts *o);    /* BN, per-channel Mul/Add into Conv/Gemm */
+int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o);   /* Identity, Dropout, no-op Reshape/Cast/Transpose */
+int mc_pass_dce(mc_graph *g, const mc_freeze_opts *o);
+int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o);
+
+/* Readable text of the graph: one line per node with input/output names,
+ * dtypes and shapes; constants summarised. */
+void mc_graph_dump(const mc_graph *g, FILE *f);
+/* Count of nodes, subgraphs included. */
+int mc_graph_node_count(const mc_graph *g);
+
+#endif

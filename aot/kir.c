@@ -245,12 +245,12 @@ static bool is_compare(mc_kbinop op)
  * the result (x + 0, x * 1 on integers). */
 mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b)
 {
-	int64_t x, y;
+	int64_t x = 0, y = 0;
 	/* A constant takes the other side's type; otherwise b follows a. */
 	if (a->type != b->type) {
 		if (a->kind == MC_KE_CONST && b->kind != MC_KE_CONST)
-			a = a->type == MC_KT_INDEX || !mc_ktype_is_float(a->type)
-			        ? mc_k_const_as(kb, b->type, (double)a->i) : mc_k_const_as(kb, b->type, a->f);
+			a = mc_ktype_is_float(a->type) || mc_ktype_is_float(b->type)
+			        ? mc_k_const_as(kb, b->type, a->f) : mc_k_int(kb, b->type, a->i);
 		else
 			b = mc_k_cast(kb, a->type, b);
 	}

@@ -309,6 +309,12 @@ mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
  * epilogue to output 0 and converts to the storage dtype. */
 void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
                     mc_kexpr *value);
+/* The elementwise kernel of a pointwise op (l->pointwise) as anchor. */
+int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
+/* Output 0 = input 0, element by element: the `lower` of alias ops. */
+int mc_lower_copy(mc_lower_ctx *c);
+/* Lowers group gr into the kernel kb builds (registers its buffers). */
+int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lowering *l);
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* "node 'x' (Op, opset N): <msg>" like mc_node_error. */
@@ -411,6 +417,13 @@ typedef struct {
 void mc_sb_printf(mc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mc_sb_puts(mc_strbuf *b, const char *s);
 void mc_sb_free(mc_strbuf *b);
+
+/* mkdir -p; -1 after reporting. */
+int mc_mkdir_p(const char *dir);
+void mc_sha256_hex(const void *data, size_t len, char hex[65]);
+/* Text embedded at build time (scripts/embed-text). */
+extern const char mc_model_ninja_in[];   /* aot/model.ninja.in */
+extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
  * files into dir (targets/c/emit_c.c). */

@@ -1,0 +1,1 @@
+/* placeholder: replaced by the C emitter's runtime header */

@@ -12,7 +12,7 @@
  * below the threshold; 2 on a usage or file error.
  *
  * Build (digits.h and the generated sources come from modelc):
- *   cc -std=c99 -O2 -Wall -Wextra -Werror -I GENERATED_DIR main.c GENERATED_DIR/\*.c -lm
+ *   cc -std=c99 -O2 -Wall -Wextra -Werror -I OUT main.c OUT/<generated .c files> -lm
  */
 #define _POSIX_C_SOURCE 199309L
 

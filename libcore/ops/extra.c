@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "extra.h"
 
 /* ---- shared helpers ---- */
 
@@ -74,29 +74,6 @@ static void merge_sort(size_t *v, size_t n, cmp_fn cmp, const void *ctx)
 }
 
 /* ---- Einsum ---- */
-
-/* Labels: ids below MC_MAX_RANK are ellipsis dims (right-aligned, so the
- * output's ellipsis dims are the last ids of that range), then 'A'..'Z',
- * then 'a'..'z': increasing id order is the implicit output's order. */
-#define EINSUM_MAX_INPUTS 32
-#define EINSUM_LABELS (MC_MAX_RANK + 52)
-#define ELLIPSIS '.'
-
-typedef struct {
-	int n_terms;
-	char terms[EINSUM_MAX_INPUTS][MC_MAX_RANK + 2]; /* letters; '.' stands for "..." */
-	bool explicit_out;
-	char out[MC_MAX_RANK + 2];
-} einsum_params;
-
-typedef struct {
-	int ell_rank;                   /* dims the ellipsis covers in the output */
-	int64_t size[EINSUM_LABELS];    /* -1: label not used */
-	int in_label[EINSUM_MAX_INPUTS][MC_MAX_RANK];
-	int out_rank;
-	int out_label[MC_MAX_RANK];
-	mc_shape out_shape;
-} einsum_plan;
 
 static int letter_id(char ch)
 {
@@ -192,7 +169,7 @@ static int einsum_size(const mc_node *n, einsum_plan *pl, int label, int64_t dim
 	return 0;
 }
 
-static int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
+int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
 {
 	const einsum_params *p = n->params;
 	int count[EINSUM_LABELS] = {0};
@@ -1400,15 +1377,8 @@ static int ccp_eval(mc_eval_ctx *c)
 
 /* ---- Col2Im (opset 18) ---- */
 
-typedef struct {
-	int r;
-	int64_t n, ch, blocks;
-	int64_t image[MC_MAX_RANK], block[MC_MAX_RANK], cols[MC_MAX_RANK];
-	int64_t dil[MC_MAX_RANK], stride[MC_MAX_RANK], pad[2 * MC_MAX_RANK];
-} col2im_geom;
-
-static int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
-                       const int64_t *block, int r, col2im_geom *g)
+int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
+                const int64_t *block, int r, col2im_geom *g)
 {
 	char a[256];
 	memset(g, 0, sizeof *g);

@@ -10,40 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "nn.h"
 
-#define MAX_SP (MC_MAX_RANK - 2) /* spatial dims: all but N and C */
 /* Window attributes and spatial sizes stay below this, so that every
  * product of two of them fits in int64 without checks. */
 #define WIN_LIMIT ((int64_t)1 << 31)
-
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
-typedef struct {
-	int64_t v[2 * MAX_SP];
-	size_t n;
-	bool given;
-} int_list;
-
-/* Attributes of every op in this file, read once by parse. */
-typedef struct {
-	int auto_pad;
-	int_list kernel, strides, dilations, pads, output_padding, output_shape;
-	bool ceil_mode, count_include_pad;
-	int64_t storage_order, group;
-	double p; /* LpPool, GlobalLpPool */
-	double alpha, beta;
-	bool trans_a, trans_b, broadcast;
-} nn_params;
-
-/* One sliding window over the spatial dims. pb/pe are the pads at the
- * beginning and end of each dim; ConvTranspose may make them negative. */
-typedef struct {
-	int nsp;
-	int64_t in[MAX_SP], out[MAX_SP];
-	int64_t k[MAX_SP], s[MAX_SP], d[MAX_SP];
-	int64_t pb[MAX_SP], pe[MAX_SP];
-} win_geom;
 
 /* ---- attributes ---- */
 
@@ -154,8 +125,8 @@ static int check_list(const mc_node *n, const char *name, const int_list *l, int
 
 /* Fills kernel, strides, dilations, explicit pads and input sizes from the
  * attributes; `kernel` gives the kernel from W (NULL for the pools). */
-static int win_setup(const mc_node *n, const nn_params *p, const mc_shape *x,
-                     const int64_t *kernel, win_geom *g)
+int win_setup(const mc_node *n, const nn_params *p, const mc_shape *x,
+              const int64_t *kernel, win_geom *g)
 {
 	char buf[256];
 	if (x->rank < 3)
@@ -208,7 +179,7 @@ static void split_pad(int64_t total, bool upper, int64_t *begin, int64_t *end)
 
 /* Output size and pads of Conv and the pools. In ceil mode a last window
  * that would start in the end padding is dropped (ONNX, PyTorch). */
-static int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
+int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
 {
 	for (int i = 0; i < g->nsp; i++) {
 		int64_t ek = eff_kernel(g, i);
@@ -243,7 +214,7 @@ static int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
  * the explicit pads. With output_shape or SAME, the pads follow from the
  * total padding; they may be negative when the output is larger than the
  * full transposed convolution (extra zeros). */
-static int win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
+int win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
 {
 	int nsp = g->nsp;
 	const int_list *os = &p->output_shape;
@@ -990,15 +961,8 @@ static void *transposed8(const void *src, int64_t rows, int64_t cols)
 	return d;
 }
 
-/* Shapes of a numpy-style matrix product: a 1-D A is a row (its M dim
- * dropped from the output), a 1-D B a column; batch dims broadcast. */
-typedef struct {
-	mc_shape a_batch, b_batch, batch;
-	int64_t m, k, n;
-} mm_dims;
-
-static int matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
-                       mc_shape *out)
+int matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
+                mc_shape *out)
 {
 	char as[256], bs[256];
 	if (a->rank < 1 || b->rank < 1)
@@ -1198,8 +1162,8 @@ static int gemm_parse(mc_node *n)
 
 /* M, K, N of A' * B' and the checks of Gemm's shapes: A and B are
  * matrices, C broadcasts to M x N in one direction. */
-static int gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a,
-                     const mc_shape *b, const mc_shape *cs, int64_t mkn[3])
+int gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a, const mc_shape *b,
+              const mc_shape *cs, int64_t mkn[3])
 {
 	char as[256], bs[256];
 	if (a->rank != 2 || b->rank != 2)

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "quant.h"
 
 /* ---- element types ---- */
 
 /* The saturation range of a quantized integer type; false if t is not one. */
-static bool quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
+bool quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
 {
 	*lo = *hi = 0;
 	switch (t) {
@@ -93,7 +93,7 @@ static double div_at(mc_dtype p, double a, double b)
 }
 
 /* numpy's result type of arithmetic between two float (or int32) types. */
-static mc_dtype promote(mc_dtype a, mc_dtype b)
+mc_dtype promote(mc_dtype a, mc_dtype b)
 {
 	if (a == b)
 		return a;
@@ -453,16 +453,7 @@ static int dynq_eval(mc_eval_ctx *c)
 
 /* ---- integer matrix products ---- */
 
-/* numpy matmul geometry: 1-D operands are promoted (and the added dim
- * dropped from the result), batch dims broadcast. */
-typedef struct {
-	mc_shape a, b;        /* operands as [..., M, K] and [..., K, N] */
-	mc_shape batch;       /* broadcast batch dims */
-	int64_t m, k, n;
-	mc_shape out;
-} mm_geom;
-
-static int mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
+int mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
 {
 	char sa[256], sb[256];
 	if (a->rank == 0 || b->rank == 0)
@@ -582,8 +573,6 @@ static int check_8bit(const mc_node *n, const char *what, const mc_value *v)
 	return 0;
 }
 
-enum { QM_A, QM_A_SCALE, QM_A_ZP, QM_B, QM_B_SCALE, QM_B_ZP, QM_Y_SCALE, QM_Y_ZP };
-
 static int check_scale(const mc_node *n, const char *what, const mc_value *s,
                        const mc_shape *target, bool per_row)
 {
@@ -668,16 +657,9 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 
 /* ---- integer convolutions ---- */
 
-typedef struct {
-	int nsp;                        /* spatial dims */
-	int64_t batch, in_ch, out_ch, group;
-	int64_t in[MC_MAX_RANK], kern[MC_MAX_RANK], out[MC_MAX_RANK];
-	int64_t stride[MC_MAX_RANK], dil[MC_MAX_RANK], pad[MC_MAX_RANK]; /* pad: leading */
-} conv_geom;
-
 /* Conv geometry from attributes and the shapes of x [N, C, D...] and
  * w [M, C/group, K...], as the ONNX Conv spec defines it. */
-static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
+int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
 {
 	char sx[256], sw[256];
 	memset(g, 0, sizeof *g);
@@ -838,8 +820,6 @@ static int check_conv_zp(const mc_node *n, const char *what, const mc_value *v,
 		                     channels > 1 ? " or one value per output channel" : "");
 	return 0;
 }
-
-enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP, QC_B };
 
 static int qlinearconv_infer(mc_infer_ctx *c)
 {

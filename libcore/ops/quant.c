@@ -505,8 +505,8 @@ static bool param_fits(const mc_shape *p, const mc_shape *target, bool per_row)
 	return mc_broadcast(p, target, &o) && mc_shape_eq(&o, target);
 }
 
-static void param_strides(const mc_shape *p, const mc_shape *target, bool per_row,
-                          int64_t st[MC_MAX_RANK])
+void param_strides(const mc_shape *p, const mc_shape *target, bool per_row,
+                   int64_t st[MC_MAX_RANK])
 {
 	mc_shape view = *p;
 	if (per_row && target->rank >= 2 && p->rank == 1 && p->dims[0] > 1 &&

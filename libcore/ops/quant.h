@@ -22,6 +22,13 @@ typedef struct {
 
 int mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g);
 
+/* Strides of a quantization parameter shaped p read at the elements of a
+ * tensor shaped `target`: numpy broadcasting, except that a 1-D parameter
+ * with one value per row (second-to-last dim) applies per row when per_row
+ * is set. */
+void param_strides(const mc_shape *p, const mc_shape *target, bool per_row,
+                   int64_t st[MC_MAX_RANK]);
+
 /* Inputs of QLinearMatMul and QLinearConv. */
 enum { QM_A, QM_A_SCALE, QM_A_ZP, QM_B, QM_B_SCALE, QM_B_ZP, QM_Y_SCALE, QM_Y_ZP };
 enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP, QC_B };

@@ -316,8 +316,8 @@ static int lower_conv_any(mc_lower_ctx *c, bool transposed)
 	const nn_params *p = c->node->params;
 	const mc_shape *xs = &c->in[0]->shape, *ws = &c->in[1]->shape;
 	win_geom g;
-	if (win_setup(c->node, p, xs, ws->dims + 2, &g) ||
-	    (transposed ? win_transposed(c->node, p, &g) : win_forward(c->node, p, &g)))
+	if (mc_win_setup(c->node, p, xs, ws->dims + 2, &g) ||
+	    (transposed ? mc_win_transposed(c->node, p, &g) : mc_win_forward(c->node, p, &g)))
 		return -1;
 	conv_desc cd;
 	conv_desc_win(&g, xs, c->out[0]->shape.dims[1], p->group, transposed, &cd);
@@ -349,7 +349,7 @@ static int lower_conv_integer(mc_lower_ctx *c)
 	const nn_params *p = c->node->params;
 	const mc_shape *xs = &c->in[0]->shape, *ws = &c->in[1]->shape;
 	win_geom g;
-	if (win_setup(c->node, p, xs, ws->dims + 2, &g) || win_forward(c->node, p, &g))
+	if (mc_win_setup(c->node, p, xs, ws->dims + 2, &g) || mc_win_forward(c->node, p, &g))
 		return -1;
 	conv_desc cd;
 	conv_desc_win(&g, xs, c->out[0]->shape.dims[1], p->group, false, &cd);
@@ -400,12 +400,18 @@ static mc_kexpr *requantize(mc_lower_ctx *c, requant *rq, mc_kexpr *acc, mc_kexp
 	mc_kexpr *v = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, mc_k_cast(kb, MC_KT_F64, acc),
 	                                                  mc_k_cast(kb, MC_KT_F64, factor)), zf));
 	int64_t lo, hi;
-	quant_range(rq->out, &lo, &hi);
+	mc_quant_range(rq->out, &lo, &hi);
 	mc_kexpr *r = mc_k_un(kb, MC_KU_RINT, v);
 	r = mc_k_bin(kb, MC_KB_MAX, r, mc_k_float(kb, MC_KT_F64, (double)lo));
 	r = mc_k_bin(kb, MC_KB_MIN, r, mc_k_float(kb, MC_KT_F64, (double)hi));
 	r = mc_k_select(kb, mc_k_un(kb, MC_KU_ISNAN, v), zf, r);
 	return mc_k_cast(kb, mc_ktype_of(rq->out), r);
+}
+
+/* The precision of the factor: the three scales' types promoted. */
+static mc_dtype scale_precision(const mc_lower_ctx *c, int a, int b, int y)
+{
+	return mc_quant_promote(mc_quant_promote(c->in[a]->dtype, c->in[b]->dtype), c->in[y]->dtype);
 }
 
 /* Whether sums of k products of two centred 8-bit values (each within
@@ -427,7 +433,7 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 		return 0;
 	mc_kb *kb = c->kb;
 	conv_geom g;
-	if (conv_geom_get(c->node, &c->in[QC_X]->shape, &c->in[QC_W]->shape, &g))
+	if (mc_conv_geom_get(c->node, &c->in[QC_X]->shape, &c->in[QC_W]->shape, &g))
 		return -1;
 	conv_desc cd = { .nsp = g.nsp, .batch = g.batch, .cin = g.in_ch, .cout = g.out_ch,
 	                 .group = g.group };
@@ -449,8 +455,7 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 	}
 	mc_ktype acc_t = fits_i32(ksize, bias_max) ? MC_KT_I32 : MC_KT_I64;
 	conv_io io = { QC_X, QC_W, present(c, QC_B) ? QC_B : -1, QC_X_ZP, QC_W_ZP, acc_t };
-	requant rq = { promote(promote(c->in[QC_X_SCALE]->dtype, c->in[QC_W_SCALE]->dtype),
-	                       c->in[QC_Y_SCALE]->dtype), c->out[0]->dtype, -1 };
+	requant rq = { scale_precision(c, QC_X_SCALE, QC_W_SCALE, QC_Y_SCALE), c->out[0]->dtype, -1 };
 	mc_ktype st = mc_ktype_of(c->in[QC_X_SCALE]->dtype);
 	mc_kexpr *xs = first_value(c, QC_X_SCALE, st);
 	mc_kexpr *ys = first_value(c, QC_Y_SCALE, mc_ktype_of(c->in[QC_Y_SCALE]->dtype));
@@ -519,7 +524,7 @@ static int lower_pool(mc_lower_ctx *c, pool_kind kind)
 		return 0;
 	const mc_shape *os = c->out[0] ? &c->out[0]->shape : &c->out[1]->shape;
 	win_geom g;
-	if (win_setup(c->node, p, xs, NULL, &g) || win_forward(c->node, p, &g))
+	if (mc_win_setup(c->node, p, xs, NULL, &g) || mc_win_forward(c->node, p, &g))
 		return -1;
 	int nsp = g.nsp;
 	int64_t in_plane = 1;
@@ -750,7 +755,7 @@ static int lower_matmul(mc_lower_ctx *c)
 	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape;
 	mm_dims md;
 	mc_shape out;
-	if (matmul_dims(c->node, as, bs, &md, &out))
+	if (mc_matmul_dims(c->node, as, bs, &md, &out))
 		return -1;
 	mm_desc d;
 	mm_desc_of(as, bs, &md.batch, md.m, md.k, md.n, &d);
@@ -781,7 +786,7 @@ static int lower_matmul_integer(mc_lower_ctx *c)
 	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape;
 	mm_dims md;
 	mc_shape out;
-	if (matmul_dims(c->node, as, bs, &md, &out))
+	if (mc_matmul_dims(c->node, as, bs, &md, &out))
 		return -1;
 	mm_desc d;
 	mm_desc_of(as, bs, &md.batch, md.m, md.k, md.n, &d);
@@ -802,7 +807,7 @@ static mc_kexpr *qparam(mc_lower_ctx *c, int i, const mc_shape *target, bool per
                         mc_kexpr *const *coords, mc_ktype t)
 {
 	int64_t st[MC_MAX_RANK];
-	param_strides(&c->in[i]->shape, target, per_row, st);
+	mc_qparam_strides(&c->in[i]->shape, target, per_row, st);
 	return mc_kb_let(c->kb, load_as(c, i, strided(c->kb, st, target->rank, coords), t));
 }
 
@@ -825,18 +830,17 @@ static int lower_qlinear_matmul(mc_lower_ctx *c)
 	mc_kb *kb = c->kb;
 	const mc_shape *as = &c->in[QM_A]->shape, *bs = &c->in[QM_B]->shape;
 	mm_geom g;
-	if (mm_geom_get(c->node, as, bs, &g))
+	if (mc_mm_geom_get(c->node, as, bs, &g))
 		return -1;
 	mm_desc d;
 	mm_desc_of(as, bs, &g.batch, g.m, g.k, g.n, &d);
 	mm_io io = { .a = QM_A, .b = QM_B, .a_zp = QM_A_ZP, .b_zp = QM_B_ZP,
 	             .acc = fits_i32(g.k, 0) ? MC_KT_I32 : MC_KT_I64 };
 	if (present(c, QM_A_ZP))
-		param_strides(&c->in[QM_A_ZP]->shape, as, true, io.a_zp_st);
+		mc_qparam_strides(&c->in[QM_A_ZP]->shape, as, true, io.a_zp_st);
 	if (present(c, QM_B_ZP))
-		param_strides(&c->in[QM_B_ZP]->shape, bs, false, io.b_zp_st);
-	requant rq = { promote(promote(c->in[QM_A_SCALE]->dtype, c->in[QM_B_SCALE]->dtype),
-	                       c->in[QM_Y_SCALE]->dtype), c->out[0]->dtype, -1 };
+		mc_qparam_strides(&c->in[QM_B_ZP]->shape, bs, false, io.b_zp_st);
+	requant rq = { scale_precision(c, QM_A_SCALE, QM_B_SCALE, QM_Y_SCALE), c->out[0]->dtype, -1 };
 	mc_kexpr *coords[MC_MAX_RANK];
 	mm_point pt;
 	int depth;
@@ -868,7 +872,7 @@ static int lower_gemm(mc_lower_ctx *c)
 	const nn_params *p = c->node->params;
 	const mc_value *cv = present(c, 2) ? c->in[2] : NULL;
 	int64_t mkn[3];
-	if (gemm_dims(c->node, p, &c->in[0]->shape, &c->in[1]->shape, cv ? &cv->shape : NULL, mkn))
+	if (mc_gemm_dims(c->node, p, &c->in[0]->shape, &c->in[1]->shape, cv ? &cv->shape : NULL, mkn))
 		return -1;
 	int64_t m = mkn[0], k = mkn[1], n = mkn[2];
 	const mc_shape *os = &c->out[0]->shape;
@@ -917,7 +921,7 @@ static int lower_einsum(mc_lower_ctx *c)
 	for (int k = 0; k < c->n_in; k++)
 		shapes[k] = &c->in[k]->shape;
 	einsum_plan pl;
-	if (einsum_plan_make(c->node, shapes, &pl))
+	if (mc_einsum_plan_make(c->node, shapes, &pl))
 		return -1;
 	mc_ktype t = mc_ktype_of(c->out[0]->dtype);
 	mc_kexpr *var[EINSUM_LABELS] = { NULL }, *coords[MC_MAX_RANK];
@@ -967,7 +971,7 @@ static int lower_col2im(mc_lower_ctx *c)
 		block[d] = mc_get_i(bt, (size_t)d);
 	}
 	col2im_geom g;
-	if (col2im_plan(c->node, xs, image, block, r, &g))
+	if (mc_col2im_plan(c->node, xs, image, block, r, &g))
 		return -1;
 	mc_ktype t = mc_ktype_of(c->out[0]->dtype);
 	mc_kexpr *coords[MC_MAX_RANK];

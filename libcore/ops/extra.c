@@ -169,7 +169,7 @@ static int einsum_size(const mc_node *n, einsum_plan *pl, int label, int64_t dim
 	return 0;
 }
 
-int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
+int mc_einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
 {
 	const einsum_params *p = n->params;
 	int count[EINSUM_LABELS] = {0};
@@ -258,7 +258,7 @@ static int einsum_infer(mc_infer_ctx *c)
 	if (!mc_dtype_is_float(t) && !mc_dtype_is_int(t))
 		return mc_node_error(c->node, "type %s is not supported", mc_dtype_name(t));
 	einsum_plan pl;
-	if (einsum_plan_make(c->node, shapes, &pl))
+	if (mc_einsum_plan_make(c->node, shapes, &pl))
 		return -1;
 	mc_set_out(c, 0, t, &pl.out_shape);
 	return 0;
@@ -273,7 +273,7 @@ static int einsum_eval(mc_eval_ctx *c)
 	for (int k = 0; k < n_in; k++)
 		shapes[k] = &c->in[k]->shape;
 	einsum_plan pl;
-	if (einsum_plan_make(c->node, shapes, &pl))
+	if (mc_einsum_plan_make(c->node, shapes, &pl))
 		return -1;
 	mc_tensor *y = c->out[0];
 	if (!y)
@@ -1377,8 +1377,8 @@ static int ccp_eval(mc_eval_ctx *c)
 
 /* ---- Col2Im (opset 18) ---- */
 
-int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
-                const int64_t *block, int r, col2im_geom *g)
+int mc_col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
+                   const int64_t *block, int r, col2im_geom *g)
 {
 	char a[256];
 	memset(g, 0, sizeof *g);
@@ -1427,7 +1427,7 @@ static int col2im_infer(mc_infer_ctx *c)
 	if (ni != nbk)
 		return mc_node_error(c->node, "image_shape and block_shape differ in length");
 	col2im_geom g;
-	if (col2im_plan(c->node, &c->in[0]->shape, image, block, (int)ni, &g))
+	if (mc_col2im_plan(c->node, &c->in[0]->shape, image, block, (int)ni, &g))
 		return -1;
 	mc_shape out = {g.r + 2, {g.n, g.ch}};
 	for (int d = 0; d < g.r; d++)
@@ -1450,7 +1450,7 @@ static int col2im_eval(mc_eval_ctx *c)
 		block[d] = mc_get_i(c->in[2], (size_t)d);
 	}
 	col2im_geom g;
-	if (col2im_plan(c->node, &x->shape, image, block, r, &g))
+	if (mc_col2im_plan(c->node, &x->shape, image, block, r, &g))
 		return -1;
 	size_t img = 1, cols = (size_t)x->shape.dims[2];
 	for (int d = 0; d < r; d++)

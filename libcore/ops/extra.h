@@ -30,7 +30,7 @@ typedef struct {
 } einsum_plan;
 
 /* The labels of every operand dim and of the output, and each label's size. */
-int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl);
+int mc_einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl);
 
 typedef struct {
 	int r;
@@ -40,7 +40,7 @@ typedef struct {
 } col2im_geom;
 
 /* Col2Im's geometry for input x [N, C * prod(block), L] and r image dims. */
-int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
-                const int64_t *block, int r, col2im_geom *g);
+int mc_col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
+                   const int64_t *block, int r, col2im_geom *g);
 
 #endif

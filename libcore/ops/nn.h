@@ -38,12 +38,12 @@ typedef struct {
 
 /* Kernel, strides, dilations, explicit pads and input sizes from the
  * attributes; `kernel` gives the kernel from W (NULL for the pools). */
-int win_setup(const mc_node *n, const nn_params *p, const mc_shape *x, const int64_t *kernel,
-              win_geom *g);
+int mc_win_setup(const mc_node *n, const nn_params *p, const mc_shape *x, const int64_t *kernel,
+                 win_geom *g);
 /* Output size and pads of Conv and the pools. */
-int win_forward(const mc_node *n, const nn_params *p, win_geom *g);
+int mc_win_forward(const mc_node *n, const nn_params *p, win_geom *g);
 /* Output size and pads of ConvTranspose. */
-int win_transposed(const mc_node *n, const nn_params *p, win_geom *g);
+int mc_win_transposed(const mc_node *n, const nn_params *p, win_geom *g);
 
 /* Shapes of a numpy-style matrix product: a 1-D A is a row (its M dim
  * dropped from the output), a 1-D B a column; batch dims broadcast. */
@@ -52,11 +52,11 @@ typedef struct {
 	int64_t m, k, n;
 } mm_dims;
 
-int matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
-                mc_shape *out);
+int mc_matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
+                   mc_shape *out);
 
 /* M, K, N of Gemm's A' * B' (and the checks of A, B and C's shapes). */
-int gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a, const mc_shape *b,
-              const mc_shape *cs, int64_t mkn[3]);
+int mc_gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a, const mc_shape *b,
+                 const mc_shape *cs, int64_t mkn[3]);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "extra.h"
 
 /* ---- shared helpers ---- */

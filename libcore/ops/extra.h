@@ -3,7 +3,7 @@
 #ifndef MODELC_OPS_EXTRA_H
 #define MODELC_OPS_EXTRA_H
 
-#include "ops.h"
+#include "../modelc.h"
 
 /* Einsum labels: ids below MC_MAX_RANK are ellipsis dims (right-aligned, so
  * the output's ellipsis dims are the last ids of that range), then

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "nn.h"
 
 /* Window attributes and spatial sizes stay below this, so that every

@@ -4,7 +4,7 @@
 #ifndef MODELC_OPS_NN_H
 #define MODELC_OPS_NN_H
 
-#include "ops.h"
+#include "../modelc.h"
 
 #define MAX_SP (MC_MAX_RANK - 2) /* spatial dims: all but N and C */
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extra_norm.h"
 #include "ops.h"
 
 /* ---- shared helpers ---- */
@@ -368,11 +369,6 @@ static int einsum_eval(mc_eval_ctx *c)
 }
 
 /* ---- RMSNormalization ---- */
-
-typedef struct {
-	int64_t axis;
-	double epsilon;
-} rms_params;
 
 static int rms_parse(mc_node *n)
 {

@@ -400,6 +400,30 @@ void mc_compile_opts_init(mc_compile_opts *o);
 /* model -> output directory. 0 on success; -1 after reporting. */
 int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o);
 
+/* Applies o's --bind options to an imported graph (before inference). */
+int mc_apply_binds(mc_graph *g, const mc_compile_opts *o);
+/* The pipeline from an inferred graph (after import, --bind and
+ * inference): freezing, program, emission. model_abs (may be NULL) names the
+ * model file for NAME.json and NAME.ninja. */
+int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
+                     const mc_compile_opts *o);
+/* NAME_main.c: a test driver for the compiled model (stdio and malloc, so
+ * never part of the library): NAME_main OUTDIR IN0.bin IN1.bin ... reads raw
+ * inputs, runs, writes OUTDIR/output_K.bin; exit status = run status. */
+int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *dir);
+
+/* modelc verify (aot/verify.c). */
+typedef struct {
+	uint64_t seed;              /* random inputs: floats uniform in [-scale, scale] */
+	double scale;
+	double rtol, atol;          /* pass: max|err| <= atol + rtol * max|ref| */
+	const char *cc, *cflags;    /* the host compiler that builds the code */
+	bool keep;                  /* leave the temporary directory */
+} mc_verify_opts;
+void mc_verify_opts_init(mc_verify_opts *v);
+/* 0: every output within tolerance; 1: beyond it; -1: error (reported). */
+int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v);
+
 /* Builds the program from an inferred graph (fusion, plan, lowering); the
  * pieces used by mc_compile, exposed for tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);

@@ -100,7 +100,7 @@ static mc_tensor *bind_value(const mc_value *v, const char *text)
 	return t;
 }
 
-static int apply_binds(mc_graph *g, const mc_compile_opts *o)
+int mc_apply_binds(mc_graph *g, const mc_compile_opts *o)
 {
 	for (int b = 0; b < o->n_binds; b++) {
 		int found = -1;
@@ -273,40 +273,33 @@ static int dump_kernels(const mc_program *p, const mc_compile_opts *o)
 	return fclose(f) ? -1 : 0;
 }
 
-int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o_in)
+static int check_opts(const mc_compile_opts *o)
+{
+	if (!is_identifier(o->name)) {
+		mc_error("--name '%s' is not a C identifier", o->name ? o->name : "");
+		return -1;
+	}
+	if (strcmp(o->target, "c")) {
+		mc_error("unknown target '%s' (this build knows: c)", o->target);
+		return -1;
+	}
+	return 0;
+}
+
+int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
+                     const mc_compile_opts *o_in)
 {
 	mc_compile_opts o = *o_in;
-	if (!is_identifier(o.name)) {
-		mc_error("--name '%s' is not a C identifier", o.name ? o.name : "");
+	if (check_opts(&o))
 		return -1;
-	}
-	if (strcmp(o.target, "c")) {
-		mc_error("unknown target '%s' (this build knows: c)", o.target);
-		return -1;
-	}
 	char dump_dir[4096];
 	if (o.dump_after && !o.dump_dir) {
 		snprintf(dump_dir, sizeof dump_dir, "%s/debug", out_dir);
 		o.dump_dir = dump_dir;
 	}
-	char model_abs[4096];
-	if (!realpath(model_path, model_abs)) {
-		mc_error("cannot open model '%s': %s", model_path, strerror(errno));
-		return -1;
-	}
 	double t0 = now_ms();
-	mc_graph *g = mc_import_file(model_path, &o.import);
-	if (!g)
-		return -1;
 	int rc = -1;
 	mc_program p = { 0 };
-	double t_import = now_ms();
-	if (apply_binds(g, &o) || mc_infer_graph(g))
-		goto out;
-	double t_infer = now_ms();
-	if (o.stats)
-		fprintf(stderr, "modelc: stats: import %.1f ms, inference %.1f ms, %d nodes\n",
-		        t_import - t0, t_infer - t_import, g->n_nodes);
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL };
 	if (mc_freeze(g, &fo))
@@ -317,25 +310,51 @@ int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opt
 	double t_build = now_ms();
 	if (dump_kernels(&p, &o))
 		goto out;
-	char sha[65];
-	if (mc_mkdir_p(out_dir) || file_sha256(model_abs, sha))
+	char sha[65] = "";
+	if (mc_mkdir_p(out_dir) || (model_abs && file_sha256(model_abs, sha)))
 		goto out;
-	if (mc_emit_c(&p, &o, out_dir) || write_json(&p, &o, model_abs, sha, out_dir) ||
-	    write_ninja(&o, model_abs, out_dir))
+	if (mc_emit_c(&p, &o, out_dir) || write_json(&p, &o, model_abs ? model_abs : "", sha, out_dir) ||
+	    (model_abs && write_ninja(&o, model_abs, out_dir)) ||
+	    (o.harness && mc_emit_harness(&p, &o, out_dir)))
 		goto out;
 	if (o.stats) {
-		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t_infer, g->n_nodes);
+		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t0, g->n_nodes);
 		fprintf(stderr, "modelc: stats: fusion+lowering+plan %.1f ms, %d kernels\n", t_build - t_freeze,
 		        p.n_kernels);
 		fprintf(stderr, "modelc: stats: arena %zu bytes, lower bound %zu bytes (%.3fx), weights %zu bytes in %d arrays\n",
 		        p.arena_bytes, p.lower_bound,
 		        p.lower_bound ? (double)p.arena_bytes / (double)p.lower_bound : 1.0, p.weight_bytes,
 		        p.n_weights);
-		fprintf(stderr, "modelc: stats: emission %.1f ms; total %.1f ms\n", now_ms() - t_build, now_ms() - t0);
+		fprintf(stderr, "modelc: stats: emission %.1f ms\n", now_ms() - t_build);
 	}
 	rc = 0;
 out:
 	mc_program_free(&p);
+	return rc;
+}
+
+int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o)
+{
+	if (check_opts(o))
+		return -1;
+	char model_abs[4096];
+	if (!realpath(model_path, model_abs)) {
+		mc_error("cannot open model '%s': %s", model_path, strerror(errno));
+		return -1;
+	}
+	double t0 = now_ms();
+	mc_graph *g = mc_import_file(model_path, &o->import);
+	if (!g)
+		return -1;
+	int rc = -1;
+	double t_import = now_ms();
+	if (mc_apply_binds(g, o) || mc_infer_graph(g))
+		goto out;
+	if (o->stats)
+		fprintf(stderr, "modelc: stats: import %.1f ms, inference %.1f ms, %d nodes\n",
+		        t_import - t0, now_ms() - t_import, g->n_nodes);
+	rc = mc_compile_graph(g, model_abs, out_dir, o);
+out:
 	mc_graph_free(g);
 	return rc;
 }

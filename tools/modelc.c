@@ -13,7 +13,16 @@ static void usage(FILE *f)
 	fputs("usage: modelc inspect MODEL [SHAPE OPTIONS]\n"
 	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR [SHAPE OPTIONS]\n"
 	      "       modelc compile MODEL -o DIR [--name NAME] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
+	      "       modelc verify MODEL [--seed N] [--scale X] [--rtol R] [--atol A] [--cc CC]\n"
+	      "                     [--cflags FLAGS] [--keep] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
 	      "       modelc --version\n"
+	      "\n"
+	      "verify compiles into a temporary directory, builds with the host compiler\n"
+	      "(default cc, -std=c99 -O2 -Wall -Wextra -Werror), runs on seeded random inputs\n"
+	      "(floats uniform in [-scale, scale], default 1; integers in 0..3) and compares\n"
+	      "every output with the reference interpreter: it prints max|ref|, max|err| and\n"
+	      "the relative RMSE, and exits 1 if max|err| > atol + rtol * max|ref|\n"
+	      "(defaults: rtol 1e-4, atol 1e-6).\n"
 	      "\n"
 	      "compile writes C sources into DIR: NAME.h, NAME.c, NAME_weights.c, modelc_rt.h,\n"
 	      "NAME.json, NAME.ninja and build.ninja (`ninja -C DIR` builds libNAME.a).\n"
@@ -51,6 +60,7 @@ typedef struct {
 	const char *bind_names[64];
 	const char *bind_values[64];
 	char argv_line[8192];   /* options that shape the output, for NAME.ninja */
+	mc_verify_opts verify;
 } cli;
 
 static void note_option(cli *c, const char *opt, const char *val)
@@ -111,6 +121,20 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--seed") == 0 && has_val) {
+		c->verify.seed = strtoull(argv[++*i], NULL, 10);
+	} else if (strcmp(a, "--scale") == 0 && has_val) {
+		c->verify.scale = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--rtol") == 0 && has_val) {
+		c->verify.rtol = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--atol") == 0 && has_val) {
+		c->verify.atol = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--cc") == 0 && has_val) {
+		c->verify.cc = argv[++*i];
+	} else if (strcmp(a, "--cflags") == 0 && has_val) {
+		c->verify.cflags = argv[++*i];
+	} else if (strcmp(a, "--keep") == 0) {
+		c->verify.keep = true;
 	} else if (strcmp(a, "--harness") == 0) {
 		o->harness = true;
 		note_option(c, a, NULL);
@@ -385,6 +409,22 @@ static int cmd_compile(cli *c)
 	return mc_compile(c->model, c->output_dir, o) ? 1 : 0;
 }
 
+static int cmd_verify(cli *c)
+{
+	if (!c->model) {
+		mc_error("verify needs MODEL");
+		return 2;
+	}
+	mc_compile_opts *o = &c->compile;
+	o->import = (mc_import_opts){.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
+	                             .n_dim_pins = c->n_dim_pins};
+	o->bind_names = c->bind_names;
+	o->bind_values = c->bind_values;
+	o->argv_line = c->argv_line;
+	int r = mc_verify(c->model, o, &c->verify);
+	return r < 0 ? 2 : r;
+}
+
 /* ---- run ---- */
 static int cmd_run(cli *c)
 {
@@ -471,11 +511,14 @@ int main(int argc, char **argv)
 	}
 	cli c = {0};
 	mc_compile_opts_init(&c.compile);
+	mc_verify_opts_init(&c.verify);
 	int rc;
 	if (strcmp(cmd, "inspect") == 0)
 		rc = parse_args(argc, argv, &c, false) ? 2 : cmd_inspect(&c);
 	else if (strcmp(cmd, "compile") == 0)
 		rc = parse_args(argc, argv, &c, 2) ? 2 : cmd_compile(&c);
+	else if (strcmp(cmd, "verify") == 0)
+		rc = parse_args(argc, argv, &c, 2) ? 2 : cmd_verify(&c);
 	else if (strcmp(cmd, "run") == 0)
 		rc = parse_args(argc, argv, &c, true) ? 2 : cmd_run(&c);
 	else {

@@ -198,9 +198,9 @@ static int lower_gathernd(mc_lower_ctx *c)
  * NaN update win max/min; integers wrap; bools are 0/1 (add = or). */
 static mc_kexpr *scatter_combine(mc_kb *kb, int red, mc_kexpr *a, mc_kexpr *b)
 {
-	mc_ktype t = a->type;
 	if (red == RED_NONE)
 		return b;
+	mc_ktype t = a->type;
 	if (t == MC_KT_BOOL)
 		return bin(kb, red == RED_ADD || red == RED_MAX ? MC_KB_MAX : MC_KB_MIN, a, b);
 	if (mc_ktype_is_float(t) && (red == RED_MAX || red == RED_MIN)) {

@@ -44,10 +44,12 @@ static mc_kexpr *and_cond(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	return !a ? b : !b ? a : bin(kb, MC_KB_AND, a, b);
 }
 
-/* lo <= x <= hi on indices. */
+/* x clamped into [lo, hi] on indices (min and max print their operands
+ * twice: they are bound first). */
 static mc_kexpr *clamp_index(mc_kb *kb, mc_kexpr *x, int64_t lo, int64_t hi)
 {
-	return bin(kb, MC_KB_MIN, bin(kb, MC_KB_MAX, x, mc_k_index(kb, lo)), mc_k_index(kb, hi));
+	mc_kexpr *above = mc_kb_let(kb, bin(kb, MC_KB_MAX, mc_kb_let(kb, x), mc_k_index(kb, lo)));
+	return bin(kb, MC_KB_MIN, above, mc_k_index(kb, hi));
 }
 
 /* An index read at run time (any integer compute type) into an axis of

@@ -187,9 +187,26 @@ static void put_float(mc_strbuf *sb, double v, bool f32, bool paren)
 		mc_sb_puts(sb, body);
 }
 
+/* v reduced to the values of t, as the C conversion would (the IR may
+ * carry a constant wider than its type). */
+static int64_t wrap_const(mc_ktype t, int64_t v)
+{
+	switch (t) {
+	case MC_KT_BOOL: return v != 0;
+	case MC_KT_I8: return (int8_t)v;
+	case MC_KT_U8: return (uint8_t)v;
+	case MC_KT_I16: return (int16_t)v;
+	case MC_KT_U16: return (uint16_t)v;
+	case MC_KT_I32: return (int32_t)v;
+	case MC_KT_U32: return (uint32_t)v;
+	default: return v;
+	}
+}
+
 static void put_int_const(emitter *e, mc_ktype t, int64_t v)
 {
 	mc_strbuf *sb = e->sb;
+	v = wrap_const(t, v);
 	switch (t) {
 	case MC_KT_U32:
 		mc_sb_printf(sb, "%" PRIu32 "u", (uint32_t)v);
@@ -377,11 +394,98 @@ static void put_bool_bin(emitter *e, const mc_kexpr *x, bool top)
 	}
 }
 
+/* The range of an integer type, for comparisons against constants. */
+static bool int_range(mc_ktype t, int64_t *lo, uint64_t *hi)
+{
+	switch (t) {
+	case MC_KT_I8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+	case MC_KT_U8: *lo = 0; *hi = UINT8_MAX; return true;
+	case MC_KT_I16: *lo = INT16_MIN; *hi = INT16_MAX; return true;
+	case MC_KT_U16: *lo = 0; *hi = UINT16_MAX; return true;
+	case MC_KT_I32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+	case MC_KT_U32: *lo = 0; *hi = UINT32_MAX; return true;
+	case MC_KT_I64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
+	case MC_KT_U64: *lo = 0; *hi = UINT64_MAX; return true;
+	default: return false;
+	}
+}
+
+/* a < b and a > b on (int64 or uint64) values: unsigned types' constants
+ * are their bits in int64. */
+static bool lt_mixed(int64_t a, bool a_unsigned, int64_t b, bool b_unsigned)
+{
+	if (a_unsigned && b_unsigned)
+		return (uint64_t)a < (uint64_t)b;
+	if (a_unsigned) /* a >= 0 */
+		return b >= 0 && (uint64_t)a < (uint64_t)b;
+	if (b_unsigned)
+		return a < 0 || (uint64_t)a < (uint64_t)b;
+	return a < b;
+}
+
+/* 1 or 0 when `x op c` (c constant) has that value for every x of the
+ * type, -1 otherwise. gcc's -Wtype-limits (in -Wextra) rejects such
+ * comparisons (u < 0, i8 >= -128), which lowerings write naturally. */
+static int tautology(int op, mc_ktype t, int64_t c)
+{
+	int64_t lo;
+	uint64_t hi;
+	if (!int_range(t, &lo, &hi))
+		return -1;
+	bool u = !mc_ktype_is_signed(t);
+	c = wrap_const(t, c);
+	bool c_below = lt_mixed(c, u, lo, false);              /* c < lo */
+	bool c_above = lt_mixed((int64_t)hi, true, c, u);      /* hi < c */
+	bool c_is_lo = !c_below && !lt_mixed(lo, false, c, u); /* c == lo */
+	bool c_is_hi = !c_above && !lt_mixed(c, u, (int64_t)hi, true);
+	switch (op) {
+	case MC_KB_LT: return (c_above) ? 1 : (c_below || c_is_lo) ? 0 : -1;
+	case MC_KB_LE: return (c_above || c_is_hi) ? 1 : c_below ? 0 : -1;
+	case MC_KB_GT: return (c_below) ? 1 : (c_above || c_is_hi) ? 0 : -1;
+	case MC_KB_GE: return (c_below || c_is_lo) ? 1 : c_above ? 0 : -1;
+	case MC_KB_EQ: return (c_below || c_above) ? 0 : -1;
+	case MC_KB_NE: return (c_below || c_above) ? 1 : -1;
+	default: return -1;
+	}
+}
+
+static int swap_compare(int op)
+{
+	switch (op) {
+	case MC_KB_LT: return MC_KB_GT;
+	case MC_KB_LE: return MC_KB_GE;
+	case MC_KB_GT: return MC_KB_LT;
+	case MC_KB_GE: return MC_KB_LE;
+	default: return op;
+	}
+}
+
+static void put_compare(emitter *e, const mc_kexpr *x, bool top)
+{
+	int64_t c;
+	const mc_kexpr *var = NULL;
+	int known = -1;
+	if (mc_k_is_const(x->b, &c) && !mc_k_is_const(x->a, NULL)) {
+		var = x->a;
+		known = tautology(x->op, x->a->type, c);
+	} else if (mc_k_is_const(x->a, &c) && !mc_k_is_const(x->b, NULL)) {
+		var = x->b;
+		known = tautology(swap_compare(x->op), x->b->type, c);
+	}
+	if (known >= 0) { /* keep the operand's reads, drop the comparison */
+		mc_sb_puts(e->sb, "((void)");
+		put_expr(e, var, false);
+		mc_sb_printf(e->sb, ", %d)", known);
+		return;
+	}
+	put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+}
+
 static void put_bin(emitter *e, const mc_kexpr *x, bool top)
 {
 	mc_ktype t = x->a->type;
 	if (is_compare(x->op)) {
-		put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+		put_compare(e, x, top);
 		return;
 	}
 	if (mc_ktype_is_float(t))

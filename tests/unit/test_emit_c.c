@@ -2,6 +2,7 @@
  * kernel builder are emitted, compiled with the system's C compiler
  * (-std=c99 -Wall -Wextra -Werror) together with a test main, and run. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,5 +446,159 @@ Test(emit_c, rejects_bad_name)
 	fixture_init(&f, "9bad-name");
 	build_add(&f);
 	cr_assert_eq(mc_emit_c(&f.p, NULL, f.dir), -1);
+	fixture_free(&f);
+}
+
+/* ---- every operation on every type, compiled warning-free and run under
+ * UBSan on extreme values (INT_MIN-like, -1/NaN, 0, huge) ---- */
+static const mc_kbinop int_binops[] = {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL, MC_KB_DIV, MC_KB_REM, MC_KB_MIN, MC_KB_MAX,
+	MC_KB_AND, MC_KB_OR, MC_KB_XOR, MC_KB_SHL, MC_KB_SHR,
+};
+static const mc_kbinop compares[] = {
+	MC_KB_LT, MC_KB_LE, MC_KB_GT, MC_KB_GE, MC_KB_EQ, MC_KB_NE,
+};
+static const mc_kbinop float_binops[] = {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL, MC_KB_DIV, MC_KB_FMOD, MC_KB_POW, MC_KB_ATAN2,
+	MC_KB_MIN, MC_KB_MAX,
+};
+static const mc_ktype all_ints[] = {
+	MC_KT_I8, MC_KT_U8, MC_KT_I16, MC_KT_U16, MC_KT_I32, MC_KT_U32, MC_KT_I64, MC_KT_U64,
+};
+
+/* acc ^= each op of a, b and of a against the type's limits */
+static mc_kexpr *int_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_ktype t = a->type;
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof int_binops / sizeof *int_binops; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, int_binops[j], a, b)));
+	int64_t limits[] = {0, -1, INT8_MIN, 255, INT32_MIN, UINT32_MAX, INT64_MIN, 7};
+	for (size_t j = 0; j < sizeof compares / sizeof *compares; j++) {
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_bin(kb, compares[j], a, b))));
+		for (size_t l = 0; l < sizeof limits / sizeof *limits; l++) {
+			mc_kexpr *c = mc_k_int(kb, t, limits[l]);
+			mc_kexpr *cmp = l % 2 ? mc_k_bin(kb, compares[j], a, c) : mc_k_bin(kb, compares[j], c, a);
+			mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, cmp)));
+		}
+	}
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_div(kb, a, mc_k_int(kb, t, -1))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, MC_KB_REM, mc_k_int(kb, t, INT64_MIN), b)));
+	static const mc_kunop uns[] = {MC_KU_NEG, MC_KU_BITNOT, MC_KU_ABS, MC_KU_FLOOR, MC_KU_ROUND};
+	for (size_t j = 0; j < sizeof uns / sizeof *uns; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, uns[j], a)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_un(kb, MC_KU_NOT, mc_k_cast(kb, MC_KT_BOOL, a)))));
+	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_cast(kb, all_ints[j], a))));
+	mc_kexpr *f = mc_k_cast(kb, MC_KT_F32, a), *d = mc_k_cast(kb, MC_KT_F64, b);
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, f, mc_k_float(kb, MC_KT_F32, 3.5)))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, d, mc_k_float(kb, MC_KT_F64, -1e300)))));
+	mc_kb_assign(kb, acc, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, b), acc, mc_k_fma(kb, a, b, acc)));
+	return acc;
+}
+
+static mc_kexpr *float_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_ktype t = a->type;
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof float_binops / sizeof *float_binops; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_bin(kb, float_binops[j], a, b)));
+	for (size_t j = 0; j < sizeof compares / sizeof *compares; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_bin(kb, compares[j], a, b))));
+	for (int op = MC_KU_NEG; op < MC_KU__COUNT; op++) {
+		if (op == MC_KU_NOT || op == MC_KU_BITNOT)
+			continue;
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_un(kb, (mc_kunop)op, a))));
+	}
+	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, all_ints[j], b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, MC_KT_BOOL, b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, MC_KT_INDEX, b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, t == MC_KT_F32 ? MC_KT_F64 : MC_KT_F32, b))));
+	mc_kexpr *consts[] = {
+		mc_k_float(kb, t, NAN), mc_k_float(kb, t, -INFINITY), mc_k_float(kb, t, -0.0),
+		mc_k_float(kb, t, 1e-45), mc_k_float(kb, t, 3.4028234663852886e38), mc_k_float(kb, t, 0.1),
+	};
+	for (size_t j = 0; j < sizeof consts / sizeof *consts; j++)
+		mc_kb_assign(kb, acc, mc_k_fma(kb, acc, consts[j], mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, consts[j]), a, b)));
+	return acc;
+}
+
+static mc_kexpr *bool_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	static const mc_kbinop ops[] = {MC_KB_AND, MC_KB_OR, MC_KB_XOR, MC_KB_MIN, MC_KB_MAX,
+	                                MC_KB_EQ, MC_KB_NE, MC_KB_LT, MC_KB_GE};
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof ops / sizeof *ops; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, ops[j], a, b)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, MC_KU_NOT, a)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, MC_KU_BITNOT, b)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, MC_KT_BOOL, mc_k_cast(kb, MC_KT_F32, a))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, MC_KT_BOOL, mc_k_cast(kb, MC_KT_U64, b))));
+	return acc;
+}
+
+Test(emit_c, every_op_every_type_ubsan)
+{
+	static const mc_dtype dtypes[] = {
+		MC_FLOAT, MC_DOUBLE, MC_FLOAT16, MC_BFLOAT16, MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ,
+		MC_FLOAT8E5M2, MC_FLOAT8E5M2FNUZ, MC_FLOAT4E2M1, MC_FLOAT8E8M0,
+		MC_INT8, MC_UINT8, MC_INT16, MC_UINT16, MC_INT32, MC_UINT32, MC_INT64, MC_UINT64,
+		MC_INT4, MC_UINT4, MC_INT2, MC_UINT2, MC_BOOL,
+	};
+	enum { N = sizeof dtypes / sizeof *dtypes };
+	static const int64_t dims[1] = {4};
+	static mc_io_desc ins[N], outs[N];
+	fixture f;
+	fixture_init(&f, "sink");
+	f.p.inputs = ins;
+	f.p.outputs = outs;
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_sink");
+	for (int d = 0; d < N; d++) {
+		int in = mc_kb_buf(&kb, 2 * d, dtypes[d], 4, false);
+		int out = mc_kb_buf(&kb, 2 * d + 1, dtypes[d], 4, true);
+		place(k, in, MC_LOC_INPUT, d, 0);
+		place(k, out, MC_LOC_OUTPUT, d, 0);
+		set_io(&ins[d], "in", dtypes[d], 1, dims);
+		set_io(&outs[d], "out", dtypes[d], 1, dims);
+		mc_kexpr *i = mc_kb_fori(&kb, 4, MC_KF_PARALLEL | MC_KF_VECTOR);
+		mc_kexpr *a = mc_kb_let(&kb, mc_k_load(&kb, in, i));
+		/* b = in[(i + 1) % 4], and index min/max/div exercised on the way */
+		mc_kexpr *j = mc_k_bin(&kb, MC_KB_REM, mc_k_addi(&kb, i, 1), mc_k_index(&kb, 4));
+		j = mc_k_bin(&kb, MC_KB_MIN, mc_k_bin(&kb, MC_KB_MAX, j, mc_k_index(&kb, 0)), mc_k_index(&kb, 3));
+		mc_kexpr *b = mc_kb_let(&kb, mc_k_load(&kb, in, j));
+		mc_kexpr *r;
+		if (a->type == MC_KT_BOOL)
+			r = bool_ops(&kb, a, b);
+		else if (mc_ktype_is_float(a->type))
+			r = float_ops(&kb, a, b);
+		else
+			r = int_ops(&kb, a, b);
+		mc_kb_store(&kb, out, i, r);
+		mc_kb_end(&kb);
+	}
+	f.p.n_inputs = f.p.n_outputs = N;
+	cr_assert_eq(mc_emit_c(&f.p, NULL, f.dir), 0);
+	write_text(f.dir, "main.c",
+		"#include <string.h>\n#include \"sink.h\"\n"
+		"static const unsigned char fill[4] = {0x80, 0xff, 0x00, 0x7f};\n"
+		"static unsigned char data[2 * SINK_NUM_INPUTS][32] __attribute__((aligned(8)));\n"
+		"int main(void) {\n"
+		"	const void *in[SINK_NUM_INPUTS];\n	void *out[SINK_NUM_OUTPUTS];\n"
+		"	for (int i = 0; i < SINK_NUM_INPUTS; i++) {\n"
+		"		int size = (int)(sizeof data[0] / 4);\n"
+		"		int es = sink_inputs[i].dtype == MODELC_DOUBLE || sink_inputs[i].dtype == MODELC_INT64 ||\n"
+		"		         sink_inputs[i].dtype == MODELC_UINT64 ? 8 : 4;\n"
+		"		(void)size;\n"
+		"		for (int e = 0; e < 4; e++) memset(data[i] + e * es, fill[e], (size_t)es);\n"
+		"		in[i] = data[i];\n		out[i] = data[SINK_NUM_INPUTS + i];\n"
+		"	}\n"
+		"	return sink_run(0, in, out) != MODELC_OK;\n}\n");
+	const char *san = "-O1 -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all";
+	cr_assert_eq(build_and_run(f.dir, "sink", "cc", san), 0, "gcc failed in %s", f.dir);
+	cr_assert_eq(build_and_run(f.dir, "sink", "cc", "-O2"), 0, "gcc -O2 failed in %s", f.dir);
+	if (have("clang"))
+		cr_assert_eq(build_and_run(f.dir, "sink", "clang", san), 0, "clang failed in %s", f.dir);
 	fixture_free(&f);
 }

@@ -602,3 +602,156 @@ Test(emit_c, every_op_every_type_ubsan)
 		cr_assert_eq(build_and_run(f.dir, "sink", "clang", san), 0, "clang failed in %s", f.dir);
 	fixture_free(&f);
 }
+
+/* ---- storage conversions of the generated code against libcore's ---- */
+static void put_array(char **p, const char *type, const char *name, size_t n, const double *v, bool as_float)
+{
+	*p += sprintf(*p, "static const %s %s[%zu] = {", type, name, n);
+	for (size_t i = 0; i < n; i++)
+		*p += !as_float ? sprintf(*p, "%lld,", (long long)v[i])
+		      : isnan(v[i]) ? sprintf(*p, "NAN,")
+		      : isinf(v[i]) ? sprintf(*p, "%sINFINITY,", v[i] < 0 ? "-" : "")
+		                    : sprintf(*p, "%a,", v[i]);
+	*p += sprintf(*p, "};\n");
+}
+
+/* Every small-float type: codes 0..255 loaded to f32 (out 0: as float bits
+ * compared with mc_small_float_to_double), and a spread of f32 values
+ * stored (out 1, compared with mc_double_to_small_float, saturating). */
+Test(emit_c, small_float_storage_matches_libcore)
+{
+	static const mc_dtype types[] = {
+		MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ, MC_FLOAT8E5M2, MC_FLOAT8E5M2FNUZ,
+		MC_FLOAT4E2M1, MC_FLOAT8E8M0, MC_FLOAT16, MC_BFLOAT16,
+	};
+	enum { NV = 64 };
+	double vals[NV];
+	for (int i = 0; i < NV; i++) /* ties, subnormals, overflow, inf, NaN */
+		vals[i] = i % 8 == 7 ? -ldexp(1.0 + i / 64.0, i / 2 - 20) : ldexp(1.0 + (i % 5) / 8.0, i - 30) * (i % 3 ? 1 : -1);
+	vals[0] = NAN;
+	vals[1] = INFINITY;
+	vals[2] = -0.0;
+	vals[3] = 0.0;
+	vals[4] = 1e30;
+	vals[5] = 0.3125; /* ties in e2m1/e4m3 */
+	vals[6] = 5.0;
+	for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+		mc_dtype dt = types[t];
+		bool half = dt == MC_FLOAT16 || dt == MC_BFLOAT16;
+		int ncodes = dt == MC_FLOAT4E2M1 ? 16 : half ? 0 : 256;
+		fixture f;
+		fixture_init(&f, "sf");
+		mc_kb kb;
+		mc_kernel *k = add_kernel(&f, &kb, "k0_conv");
+		int codes = mc_kb_buf(&kb, 0, dt, 256, false);
+		int decoded = mc_kb_buf(&kb, 1, MC_FLOAT, 256, true);
+		int x = mc_kb_buf(&kb, 2, MC_FLOAT, NV, false);
+		int enc = mc_kb_buf(&kb, 3, dt, NV, true);
+		mc_kexpr *i = mc_kb_fori(&kb, ncodes, 0);
+		mc_kb_store(&kb, decoded, i, mc_k_load(&kb, codes, i));
+		mc_kb_end(&kb);
+		i = mc_kb_fori(&kb, NV, 0);
+		mc_kb_store(&kb, enc, i, mc_k_load(&kb, x, i));
+		mc_kb_end(&kb);
+		place(k, codes, MC_LOC_INPUT, 0, 0);
+		place(k, x, MC_LOC_INPUT, 1, 0);
+		place(k, decoded, MC_LOC_OUTPUT, 0, 0);
+		place(k, enc, MC_LOC_OUTPUT, 1, 0);
+		f.p.n_inputs = f.p.n_outputs = 2;
+		int64_t n256[1] = {256}, nv[1] = {NV};
+		set_io(&f.inputs[0], "codes", dt, 1, n256);
+		set_io(&f.inputs[1], "x", MC_FLOAT, 1, nv);
+		set_io(&f.outputs[0], "decoded", MC_FLOAT, 1, n256);
+		set_io(&f.outputs[1], "enc", dt, 1, nv);
+
+		static double want_dec[256], want_enc[NV], xs[NV];
+		for (int c = 0; c < 256; c++)
+			want_dec[c] = c < ncodes ? (float)mc_small_float_to_double(dt, (uint8_t)c) : 0;
+		mc_shape s = {.rank = 1, .dims = {1}};
+		mc_tensor *one = mc_tensor_new(dt, &s);
+		for (int v = 0; v < NV; v++) {
+			xs[v] = (float)vals[v];
+			mc_set_f(one, 0, xs[v]);
+			want_enc[v] = half ? ((uint16_t *)one->data)[0] : ((uint8_t *)one->data)[0];
+		}
+		mc_tensor_free(one);
+		char *src = malloc(65536), *p = src;
+		p += sprintf(p, "#include <math.h>\n#include \"sf.h\"\n");
+		put_array(&p, "float", "want_dec", 256, want_dec, true);
+		put_array(&p, "unsigned", "want_enc", NV, want_enc, false);
+		put_array(&p, "float", "xs", NV, xs, true);
+		p += sprintf(p,
+			"static %s codes[256], enc[%d];\nstatic float dec[256];\n"
+			"int main(void) {\n"
+			"	for (int c = 0; c < 256; c++) codes[c] = (%s)c;\n"
+			"	const void *in[2] = {codes, xs};\n	void *out[2] = {dec, enc};\n"
+			"	if (sf_run(0, in, out) != MODELC_OK) return 1;\n"
+			"	for (int c = 0; c < %d; c++)\n"
+			"		if (!(dec[c] == want_dec[c] || (isnan(dec[c]) && isnan(want_dec[c])))) return 2;\n"
+			"	for (int v = 0; v < %d; v++) if (enc[v] != want_enc[v]) return 3;\n"
+			"	return 0;\n}\n",
+			half ? "uint16_t" : "uint8_t", NV, half ? "uint16_t" : "uint8_t", ncodes, NV);
+		emit_build_run(&f, src);
+		free(src);
+		fixture_free(&f);
+	}
+}
+
+/* Loops that break, a failure status from inside a nested loop, a mutable
+ * local never read, sub-byte integer stores wrapping like libcore's. */
+Test(emit_c, break_fail_and_int4)
+{
+	static const int64_t dims[1] = {6};
+	fixture f;
+	fixture_init(&f, "ctl");
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_find");
+	int x = mc_kb_buf(&kb, 0, MC_INT64, 6, false);
+	int first = mc_kb_buf(&kb, 1, MC_INT64, 1, true);
+	int i4 = mc_kb_buf(&kb, 2, MC_INT4, 6, true);
+	int u2 = mc_kb_buf(&kb, 3, MC_UINT2, 6, true);
+	/* first index with x[i] > 10, or -1; x[i] < -100 anywhere fails */
+	mc_kexpr *found = mc_kb_local(&kb, mc_k_int(&kb, MC_KT_I64, -1));
+	mc_kexpr *unused = mc_kb_local(&kb, mc_k_int(&kb, MC_KT_I32, 0));
+	mc_kexpr *i = mc_kb_fori(&kb, 6, 0);
+	mc_kexpr *v = mc_kb_let(&kb, mc_k_load(&kb, x, i));
+	mc_kb_assign(&kb, unused, mc_k_cast(&kb, MC_KT_I32, v));
+	mc_kb_if(&kb, mc_k_bin(&kb, MC_KB_GT, v, mc_k_int(&kb, MC_KT_I64, 10)));
+	mc_kb_assign(&kb, found, mc_k_cast(&kb, MC_KT_I64, i));
+	mc_kb_break(&kb);
+	mc_kb_end(&kb);
+	mc_kb_end(&kb);
+	mc_kb_store(&kb, first, mc_k_index(&kb, 0), found);
+	i = mc_kb_fori(&kb, 2, 0);
+	mc_kexpr *j = mc_kb_fori(&kb, 3, 0);
+	mc_kexpr *lin = mc_k_add(&kb, mc_k_muli(&kb, i, 3), j);
+	v = mc_kb_let(&kb, mc_k_load(&kb, x, lin));
+	mc_kb_if(&kb, mc_k_bin(&kb, MC_KB_LT, v, mc_k_int(&kb, MC_KT_I64, -100)));
+	mc_kb_fail(&kb, MC_STATUS_BAD_INDEX);
+	mc_kb_else(&kb);
+	mc_kb_store(&kb, i4, lin, mc_k_cast(&kb, MC_KT_I8, v));
+	mc_kb_store(&kb, u2, lin, mc_k_cast(&kb, MC_KT_U8, v));
+	mc_kb_end_n(&kb, 3);
+	place(k, x, MC_LOC_INPUT, 0, 0);
+	for (int o = 0; o < 3; o++)
+		place(k, first + o, MC_LOC_OUTPUT, o, 0);
+	f.p.n_inputs = 1;
+	f.p.n_outputs = 3;
+	int64_t one[1] = {1};
+	set_io(&f.inputs[0], "x", MC_INT64, 1, dims);
+	set_io(&f.outputs[0], "first", MC_INT64, 1, one);
+	set_io(&f.outputs[1], "i4", MC_INT4, 1, dims);
+	set_io(&f.outputs[2], "u2", MC_UINT2, 1, dims);
+	emit_build_run(&f,
+		"#include \"ctl.h\"\n"
+		"int main(void) {\n"
+		"	int64_t x[6] = {3, 8, 9, 11, 12, -5}, first;\n	int8_t i4[6];\n	uint8_t u2[6];\n"
+		"	const void *in[1] = {x};\n	void *out[3] = {&first, i4, u2};\n"
+		"	if (ctl_run(0, in, out) != MODELC_OK || first != 3) return 1;\n"
+		"	if (i4[0] != 3 || i4[1] != -8 || i4[2] != -7 || i4[4] != -4 || i4[5] != -5) return 2;\n"
+		"	if (u2[0] != 3 || u2[1] != 0 || u2[3] != 3 || u2[5] != 3) return 3;\n"
+		"	x[3] = 5; x[4] = -1000;\n"
+		"	if (ctl_run(0, in, out) != MODELC_ERR_BAD_INDEX || first != -1) return 4;\n"
+		"	return 0;\n}\n");
+	fixture_free(&f);
+}

@@ -615,16 +615,17 @@ static void put_array(char **p, const char *type, const char *name, size_t n, co
 	*p += sprintf(*p, "};\n");
 }
 
-/* Every small-float type: codes 0..255 loaded to f32 (out 0: as float bits
- * compared with mc_small_float_to_double), and a spread of f32 values
- * stored (out 1, compared with mc_double_to_small_float, saturating). */
+/* Every small-float type and the 16-bit floats, in one program: codes
+ * 0..255 loaded to f32 (compared with mc_small_float_to_double), and a
+ * spread of f32 values stored (compared with mc_set_f, which saturates). */
 Test(emit_c, small_float_storage_matches_libcore)
 {
 	static const mc_dtype types[] = {
 		MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ, MC_FLOAT8E5M2, MC_FLOAT8E5M2FNUZ,
 		MC_FLOAT4E2M1, MC_FLOAT8E8M0, MC_FLOAT16, MC_BFLOAT16,
 	};
-	enum { NV = 64 };
+	enum { NT = sizeof types / sizeof *types, NV = 64 };
+	static mc_io_desc ins[2 * NT], outs[2 * NT];
 	double vals[NV];
 	for (int i = 0; i < NV; i++) /* ties, subnormals, overflow, inf, NaN */
 		vals[i] = i % 8 == 7 ? -ldexp(1.0 + i / 64.0, i / 2 - 20) : ldexp(1.0 + (i % 5) / 8.0, i - 30) * (i % 3 ? 1 : -1);
@@ -635,66 +636,78 @@ Test(emit_c, small_float_storage_matches_libcore)
 	vals[4] = 1e30;
 	vals[5] = 0.3125; /* ties in e2m1/e4m3 */
 	vals[6] = 5.0;
-	for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+	fixture f;
+	fixture_init(&f, "sf");
+	f.p.inputs = ins;
+	f.p.outputs = outs;
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_conv");
+	/* main.c: file-scope data (p), setup (q) and checks (r) per type */
+	char *src = malloc(1 << 20), *p = src, *setup = malloc(1 << 16), *q = setup, *checks = malloc(1 << 16), *r = checks;
+	p += sprintf(p, "#include <math.h>\n#include \"sf.h\"\n");
+	static double want_dec[256], want_enc[NV], xs[NV];
+	for (int v = 0; v < NV; v++)
+		xs[v] = (float)vals[v];
+	put_array(&p, "float", "xs", NV, xs, true);
+	for (int t = 0; t < NT; t++) {
 		mc_dtype dt = types[t];
 		bool half = dt == MC_FLOAT16 || dt == MC_BFLOAT16;
-		int ncodes = dt == MC_FLOAT4E2M1 ? 16 : half ? 0 : 256;
-		fixture f;
-		fixture_init(&f, "sf");
-		mc_kb kb;
-		mc_kernel *k = add_kernel(&f, &kb, "k0_conv");
-		int codes = mc_kb_buf(&kb, 0, dt, 256, false);
-		int decoded = mc_kb_buf(&kb, 1, MC_FLOAT, 256, true);
-		int x = mc_kb_buf(&kb, 2, MC_FLOAT, NV, false);
-		int enc = mc_kb_buf(&kb, 3, dt, NV, true);
+		int ncodes = dt == MC_FLOAT4E2M1 ? 16 : 256;
+		int codes = mc_kb_buf(&kb, 4 * t, dt, 256, false);
+		int decoded = mc_kb_buf(&kb, 4 * t + 1, MC_FLOAT, 256, true);
+		int x = mc_kb_buf(&kb, 4 * t + 2, MC_FLOAT, NV, false);
+		int enc = mc_kb_buf(&kb, 4 * t + 3, dt, NV, true);
 		mc_kexpr *i = mc_kb_fori(&kb, ncodes, 0);
 		mc_kb_store(&kb, decoded, i, mc_k_load(&kb, codes, i));
 		mc_kb_end(&kb);
 		i = mc_kb_fori(&kb, NV, 0);
 		mc_kb_store(&kb, enc, i, mc_k_load(&kb, x, i));
 		mc_kb_end(&kb);
-		place(k, codes, MC_LOC_INPUT, 0, 0);
-		place(k, x, MC_LOC_INPUT, 1, 0);
-		place(k, decoded, MC_LOC_OUTPUT, 0, 0);
-		place(k, enc, MC_LOC_OUTPUT, 1, 0);
-		f.p.n_inputs = f.p.n_outputs = 2;
+		place(k, codes, MC_LOC_INPUT, 2 * t, 0);
+		place(k, x, MC_LOC_INPUT, 2 * t + 1, 0);
+		place(k, decoded, MC_LOC_OUTPUT, 2 * t, 0);
+		place(k, enc, MC_LOC_OUTPUT, 2 * t + 1, 0);
 		int64_t n256[1] = {256}, nv[1] = {NV};
-		set_io(&f.inputs[0], "codes", dt, 1, n256);
-		set_io(&f.inputs[1], "x", MC_FLOAT, 1, nv);
-		set_io(&f.outputs[0], "decoded", MC_FLOAT, 1, n256);
-		set_io(&f.outputs[1], "enc", dt, 1, nv);
+		set_io(&ins[2 * t], "codes", dt, 1, n256);
+		set_io(&ins[2 * t + 1], "x", MC_FLOAT, 1, nv);
+		set_io(&outs[2 * t], "decoded", MC_FLOAT, 1, n256);
+		set_io(&outs[2 * t + 1], "enc", dt, 1, nv);
 
-		static double want_dec[256], want_enc[NV], xs[NV];
-		for (int c = 0; c < 256; c++)
-			want_dec[c] = c < ncodes ? (float)mc_small_float_to_double(dt, (uint8_t)c) : 0;
 		mc_shape s = {.rank = 1, .dims = {1}};
 		mc_tensor *one = mc_tensor_new(dt, &s);
+		for (int c = 0; c < 256; c++) {
+			((uint8_t *)one->data)[0] = (uint8_t)c; /* the low byte of a half */
+			want_dec[c] = c < ncodes ? (float)mc_get_f(one, 0) : 0;
+		}
 		for (int v = 0; v < NV; v++) {
-			xs[v] = (float)vals[v];
 			mc_set_f(one, 0, xs[v]);
 			want_enc[v] = half ? ((uint16_t *)one->data)[0] : ((uint8_t *)one->data)[0];
 		}
 		mc_tensor_free(one);
-		char *src = malloc(65536), *p = src;
-		p += sprintf(p, "#include <math.h>\n#include \"sf.h\"\n");
-		put_array(&p, "float", "want_dec", 256, want_dec, true);
-		put_array(&p, "unsigned", "want_enc", NV, want_enc, false);
-		put_array(&p, "float", "xs", NV, xs, true);
-		p += sprintf(p,
-			"static %s codes[256], enc[%d];\nstatic float dec[256];\n"
-			"int main(void) {\n"
-			"	for (int c = 0; c < 256; c++) codes[c] = (%s)c;\n"
-			"	const void *in[2] = {codes, xs};\n	void *out[2] = {dec, enc};\n"
-			"	if (sf_run(0, in, out) != MODELC_OK) return 1;\n"
-			"	for (int c = 0; c < %d; c++)\n"
-			"		if (!(dec[c] == want_dec[c] || (isnan(dec[c]) && isnan(want_dec[c])))) return 2;\n"
-			"	for (int v = 0; v < %d; v++) if (enc[v] != want_enc[v]) return 3;\n"
-			"	return 0;\n}\n",
-			half ? "uint16_t" : "uint8_t", NV, half ? "uint16_t" : "uint8_t", ncodes, NV);
-		emit_build_run(&f, src);
-		free(src);
-		fixture_free(&f);
+		char name[32];
+		snprintf(name, sizeof name, "want_dec%d", t);
+		put_array(&p, "float", name, 256, want_dec, true);
+		snprintf(name, sizeof name, "want_enc%d", t);
+		put_array(&p, "unsigned", name, NV, want_enc, false);
+		const char *st = half ? "uint16_t" : "uint8_t";
+		p += sprintf(p, "static %s codes%d[256], enc%d[%d];\nstatic float dec%d[256];\n", st, t, t, NV, t);
+		q += sprintf(q, "\tfor (int c = 0; c < 256; c++) codes%d[c] = (%s)c;\n"
+		                "\tin[%d] = codes%d; in[%d] = xs; out[%d] = dec%d; out[%d] = enc%d;\n",
+		             t, st, 2 * t, t, 2 * t + 1, 2 * t, t, 2 * t + 1, t);
+		r += sprintf(r, "\tfor (int c = 0; c < %d; c++)\n"
+		                "\t\tif (!(dec%d[c] == want_dec%d[c] || (isnan(dec%d[c]) && isnan(want_dec%d[c])))) return 10 + %d;\n"
+		                "\tfor (int v = 0; v < %d; v++) if (enc%d[v] != want_enc%d[v]) return 20 + %d;\n",
+		             ncodes, t, t, t, t, t, NV, t, t, t);
 	}
+	p += sprintf(p, "int main(void) {\n\tconst void *in[%d];\n\tvoid *out[%d];\n%s"
+	                "\tif (sf_run(0, in, out) != MODELC_OK) return 1;\n%s\treturn 0;\n}\n",
+	             2 * NT, 2 * NT, setup, checks);
+	free(setup);
+	free(checks);
+	f.p.n_inputs = f.p.n_outputs = 2 * NT;
+	emit_build_run(&f, src);
+	free(src);
+	fixture_free(&f);
 }
 
 /* Loops that break, a failure status from inside a nested loop, a mutable

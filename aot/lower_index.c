@@ -1,0 +1,6 @@
+/* Lowerings of the index family (see aot/aot.h: mc_lowering). */
+#include "aot.h"
+
+const mc_lowering *const mc_lower_index[] = {
+	NULL,
+};

@@ -1118,7 +1118,7 @@ static void put_header(emitter *e)
 	put_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
 	put_io_comment(e, "Outputs", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, " */\n");
-	mc_sb_printf(sb, "#ifndef %s_H\n#define %s_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
+	mc_sb_printf(sb, "#ifndef %s_MODELC_H\n#define %s_MODELC_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
 	mc_sb_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	mc_sb_puts(sb, "/* Scratch memory the caller passes to the run function. */\n");
 	mc_sb_printf(sb, "#define %s_ARENA_BYTES %zuu\n", e->upper, p->arena_bytes);
@@ -1152,7 +1152,7 @@ static void put_header(emitter *e)
 		e->upper, e->upper, e->upper, e->upper, e->upper, e->upper);
 	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
 	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
-	mc_sb_printf(sb, "#endif /* %s_H */\n", e->upper);
+	mc_sb_printf(sb, "#endif /* %s_MODELC_H */\n", e->upper);
 }
 
 /* ---- NAME.c ---- */

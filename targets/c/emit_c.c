@@ -1102,8 +1102,16 @@ static void put_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int
 	for (int i = 0; i < n; i++) {
 		const char *dc = dtype_const(d[i].dtype);
 		size_t numel = io_numel(&d[i]);
-		mc_sb_printf(e->sb, "#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
+		mc_sb_printf(e->sb, "#define %s_%s_%d_NAME ", e->upper, kind, i);
+		put_c_string(e->sb, d[i].name ? d[i].name : "");
+		mc_sb_printf(e->sb, "\n#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
 		mc_sb_printf(e->sb, "#define %s_%s_%d_RANK %d\n", e->upper, kind, i, d[i].shape.rank);
+		if (d[i].shape.rank > 0) { /* an initializer: int64_t dims[] = NAME_INPUT_0_SHAPE; */
+			mc_sb_printf(e->sb, "#define %s_%s_%d_SHAPE {", e->upper, kind, i);
+			for (int j = 0; j < d[i].shape.rank; j++)
+				mc_sb_printf(e->sb, j ? ", %" PRId64 : "%" PRId64, d[i].shape.dims[j]);
+			mc_sb_puts(e->sb, "}\n");
+		}
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
 		             numel * mc_dtype_size(d[i].dtype));
@@ -1125,7 +1133,8 @@ static void put_header(emitter *e)
 	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, arena_align(p));
 	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
 	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
-	mc_sb_puts(sb, "/* Per input and output: element type (MODELC_*), rank, elements, bytes. */\n");
+	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
+	               " * (an initializer list; absent for scalars), elements, bytes. */\n");
 	put_io_macros(e, "INPUT", p->inputs, p->n_inputs);
 	put_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");

@@ -158,6 +158,8 @@ Test(emit_c, add_two_inputs)
 		"	if (ADDM_NUM_INPUTS != 2 || ADDM_INPUT_1_NUMEL != 6 || ADDM_OUTPUT_0_BYTES != 24) return 5;\n"
 		"	if (addm_inputs[1].rank != 2 || addm_inputs[1].dims[1] != 3 || addm_inputs[1].name[1] != '?') return 6;\n"
 		"	if (addm_outputs[0].dtype != MODELC_FLOAT) return 7;\n"
+		"	{ static const int64_t shape[] = ADDM_INPUT_1_SHAPE; if (shape[0] != 2 || shape[1] != 3) return 8; }\n"
+		"	if (ADDM_INPUT_1_NAME[1] != '?' || ADDM_INPUT_1_NAME[2] != '\"' || ADDM_OUTPUT_0_NAME[0] != 'y') return 9;\n"
 		"	return 0;\n}\n");
 	fixture_free(&f);
 }

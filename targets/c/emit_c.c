@@ -877,6 +877,31 @@ static const mc_weight *weight_of(const emitter *e, int index)
 	return &e->p->weights[index];
 }
 
+/* Whether two buffers of a kernel may share storage: the same input,
+ * output or weight, or intersecting arena ranges (in-place kernels).
+ * Inputs, outputs, weights and the arena never overlap each other (the
+ * run function's contract). */
+static bool may_overlap(const mc_kbuf *a, const mc_kbuf *b)
+{
+	if (a->loc.kind != b->loc.kind)
+		return false;
+	if (a->loc.kind != MC_LOC_ARENA)
+		return a->loc.index == b->loc.index;
+	size_t ea = a->loc.offset + a->count * mc_dtype_size(a->dtype);
+	size_t eb = b->loc.offset + b->count * mc_dtype_size(b->dtype);
+	return a->loc.offset < eb && b->loc.offset < ea;
+}
+
+/* restrict lets the compiler keep values in registers across stores and
+ * vectorise without run-time alias checks; only where it is true. */
+static bool is_restrict(const emitter *e, int i)
+{
+	for (int j = 0; j < e->k->n_bufs; j++)
+		if (j != i && e->buf_uses[j] && may_overlap(&e->k->bufs[i], &e->k->bufs[j]))
+			return false;
+	return true;
+}
+
 /* One pointer per buffer the kernel touches, typed by its storage. */
 static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, bool *uses_out)
 {
@@ -887,7 +912,7 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 		fail(e, "buffer of a dtype without C storage");
 		return;
 	}
-	mc_sb_printf(e->sb, "\t%s%s *const b%d = ", q, st, i);
+	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = ", q, st, is_restrict(e, i) ? "restrict " : "", i);
 	switch (b->loc.kind) {
 	case MC_LOC_ARENA:
 		mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
@@ -1151,8 +1176,8 @@ static void put_header(emitter *e)
 		" *   inputs:  %s_NUM_INPUTS pointers; inputs[i] points to input i's elements,\n"
 		" *            dense and row-major, aligned for their C type (float: 4 bytes).\n"
 		" *   outputs: %s_NUM_OUTPUTS pointers to caller buffers of %s_OUTPUT_<i>_BYTES\n"
-		" *            bytes each, which the run fills. Inputs, outputs and the arena must\n"
-		" *            not overlap.\n"
+		" *            bytes each, which the run fills. The arena, the inputs and the\n"
+		" *            outputs must not overlap (outputs not each other either).\n"
 		" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL pointer),\n"
 		" * MODELC_ERR_MISALIGNED (arena), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
 		" * (invalid input data; outputs are then unspecified). Never aborts.\n"

@@ -770,3 +770,48 @@ Test(emit_c, break_fail_and_int4)
 		"	return 0;\n}\n");
 	fixture_free(&f);
 }
+
+/* An in-place kernel (input and output at one arena offset) gets no
+ * restrict on either pointer; disjoint buffers do. */
+Test(emit_c, inplace_without_restrict)
+{
+	static const int64_t dims[1] = {8};
+	fixture f;
+	fixture_init(&f, "inpl");
+	mc_kb kb;
+	int values[4] = {0, 1, 2, 3};
+	for (int s = 0; s < 3; s++) {
+		mc_kernel *k = add_kernel(&f, &kb, s == 0 ? "k0_load" : s == 1 ? "k1_twice" : "k2_store");
+		int a = mc_kb_buf(&kb, values[s], MC_FLOAT, 8, false);
+		int b = mc_kb_buf(&kb, values[s + 1], MC_FLOAT, 8, true);
+		mc_kexpr *i = mc_kb_fori(&kb, 8, 0);
+		mc_kexpr *v = mc_k_load(&kb, a, i);
+		mc_kb_store(&kb, b, i, s == 1 ? mc_k_add(&kb, v, v) : v);
+		mc_kb_end(&kb);
+		place(k, a, s == 0 ? MC_LOC_INPUT : MC_LOC_ARENA, 0, 0);
+		place(k, b, s == 2 ? MC_LOC_OUTPUT : MC_LOC_ARENA, 0, 0);
+	}
+	f.p.arena_bytes = 32;
+	f.p.n_inputs = f.p.n_outputs = 1;
+	set_io(&f.inputs[0], "x", MC_FLOAT, 1, dims);
+	set_io(&f.outputs[0], "y", MC_FLOAT, 1, dims);
+	emit_build_run(&f,
+		"#include \"inpl.h\"\n"
+		"static float arena[8] __attribute__((aligned(INPL_ARENA_ALIGN)));\n"
+		"int main(void) {\n"
+		"	float x[8] = {1, 2, 3, 4, 5, 6, 7, -8}, y[8];\n"
+		"	const void *in[1] = {x};\n	void *out[1] = {y};\n"
+		"	if (inpl_run(arena, in, out) != MODELC_OK) return 1;\n"
+		"	for (int i = 0; i < 8; i++) if (y[i] != 2 * x[i]) return 2;\n"
+		"	return 0;\n}\n");
+	size_t n;
+	char *c = read_all(f.dir, "inpl.c", &n);
+	const char *k1 = strstr(c, "inpl_k1_twice(unsigned char");
+	cr_assert_not_null(k1);
+	const char *k2 = strstr(k1, "inpl_k2_store(");
+	cr_assert(strstr(c, "float *restrict const b1 = (float *)(arena + 0);"), "k0's output is restrict");
+	const char *r = strstr(k1, "restrict");
+	cr_assert(!r || r > k2, "the in-place kernel must not use restrict");
+	free(c);
+	fixture_free(&f);
+}

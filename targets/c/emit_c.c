@@ -564,8 +564,10 @@ static void put_un(emitter *e, const mc_kexpr *x)
 			put_prefix(e, ctype(e, t), "~", x->a);
 		return;
 	case MC_KU_ISNAN: case MC_KU_ISINF:
-		if (!is_float) {
-			mc_sb_puts(e->sb, "0");
+		if (!is_float) { /* integers are never NaN or inf */
+			mc_sb_puts(e->sb, "((void)");
+			put_expr(e, x->a, false);
+			mc_sb_puts(e->sb, ", 0)");
 			return;
 		}
 		mc_sb_puts(e->sb, x->op == MC_KU_ISNAN ? "(isnan(" : "(isinf(");
@@ -1331,7 +1333,9 @@ static int put_weights(emitter *e)
 		}
 		if (t->numel == 0)
 			continue;
-		size_t align = p->weights[i].align ? p->weights[i].align : 16;
+		size_t align = p->weights[i].align;
+		if (align == 0 || (align & (align - 1)) != 0) /* aligned() needs a power of two */
+			align = 16;
 		mc_sb_printf(sb, "\n/* %s", mc_dtype_name(t->dtype));
 		char shape[256];
 		mc_sb_printf(sb, " %s */\n", mc_shape_str(&t->shape, shape, sizeof shape));

@@ -490,6 +490,7 @@ static mc_kexpr *int_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	for (size_t j = 0; j < sizeof uns / sizeof *uns; j++)
 		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, uns[j], a)));
 	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_un(kb, MC_KU_NOT, mc_k_cast(kb, MC_KT_BOOL, a)))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_un(kb, MC_KU_ISNAN, b))));
 	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)
 		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_cast(kb, all_ints[j], a))));
 	mc_kexpr *f = mc_k_cast(kb, MC_KT_F32, a), *d = mc_k_cast(kb, MC_KT_F64, b);

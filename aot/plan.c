@@ -20,8 +20,10 @@
  * The search stops as soon as an arena meets the lower bound (most CNNs
  * get there with the first orderings), and a work budget bounds it on
  * graphs where buffers overlap thousands of others. Everything is
- * deterministic (fixed seed, work counted in operations, not time), and
- * the result is never worse than TFLM's greedy.
+ * deterministic (fixed seed, work counted in operations, not time). The
+ * result is never worse than the first run (TFLM's greedy, in-place
+ * chains merged), nor, unless the work budget runs out first, than TFLM's
+ * greedy without in-place sharing.
  *
  * Sizes and offsets are computed in units of `align` ("blocks"), which
  * makes every offset aligned by construction. Finding the buffers that
@@ -517,6 +519,8 @@ static int cmp_span(const void *pa, const void *pb)
  * bounded range exists). */
 static size_t pick_offset(placer *pl, bool best_fit)
 {
+	if (!pl->n_forbid)
+		return 0;
 	qsort(pl->forbid, pl->n_forbid, sizeof *pl->forbid, cmp_span);
 	size_t cur = 0, best = 0, best_slack = SIZE_MAX;
 	bool found = false;
@@ -687,8 +691,8 @@ static void keep_if_better(search *se, const placer *pl, const items *it, const 
 	se->merged = merged;
 	se->best_fit = best_fit;
 	se->arena_blocks = arena;
-	memcpy(se->order, order, (it->n_items ? (size_t)it->n_items : 1) * sizeof *order);
-	memcpy(se->off, pl->off, (se->pb->n ? (size_t)se->pb->n : 1) * sizeof *se->off);
+	memcpy(se->order, order, (size_t)it->n_items * sizeof *order);
+	memcpy(se->off, pl->off, (size_t)se->pb->n * sizeof *se->off);
 }
 
 static bool at_floor(const search *se)

@@ -309,6 +309,12 @@ mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
  * epilogue to output 0 and converts to the storage dtype. */
 void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
                     mc_kexpr *value);
+/* The elementwise kernel of a pointwise op (l->pointwise) as anchor. */
+int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
+/* Output 0 = input 0, element by element: the `lower` of alias ops. */
+int mc_lower_copy(mc_lower_ctx *c);
+/* Lowers group gr into the kernel kb builds (registers its buffers). */
+int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lowering *l);
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* "node 'x' (Op, opset N): <msg>" like mc_node_error. */
@@ -394,6 +400,30 @@ void mc_compile_opts_init(mc_compile_opts *o);
 /* model -> output directory. 0 on success; -1 after reporting. */
 int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o);
 
+/* Applies o's --bind options to an imported graph (before inference). */
+int mc_apply_binds(mc_graph *g, const mc_compile_opts *o);
+/* The pipeline from an inferred graph (after import, --bind and
+ * inference): freezing, program, emission. model_abs (may be NULL) names the
+ * model file for NAME.json and NAME.ninja. */
+int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
+                     const mc_compile_opts *o);
+/* NAME_main.c: a test driver for the compiled model (stdio and malloc, so
+ * never part of the library): NAME_main OUTDIR IN0.bin IN1.bin ... reads raw
+ * inputs, runs, writes OUTDIR/output_K.bin; exit status = run status. */
+int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *dir);
+
+/* modelc verify (aot/verify.c). */
+typedef struct {
+	uint64_t seed;              /* random inputs: floats uniform in [-scale, scale] */
+	double scale;
+	double rtol, atol;          /* pass: max|err| <= atol + rtol * max|ref| */
+	const char *cc, *cflags;    /* the host compiler that builds the code */
+	bool keep;                  /* leave the temporary directory */
+} mc_verify_opts;
+void mc_verify_opts_init(mc_verify_opts *v);
+/* 0: every output within tolerance; 1: beyond it; -1: error (reported). */
+int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v);
+
 /* Builds the program from an inferred graph (fusion, plan, lowering); the
  * pieces used by mc_compile, exposed for tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
@@ -411,6 +441,13 @@ typedef struct {
 void mc_sb_printf(mc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mc_sb_puts(mc_strbuf *b, const char *s);
 void mc_sb_free(mc_strbuf *b);
+
+/* mkdir -p; -1 after reporting. */
+int mc_mkdir_p(const char *dir);
+void mc_sha256_hex(const void *data, size_t len, char hex[65]);
+/* Text embedded at build time (scripts/embed-text). */
+extern const char mc_model_ninja_in[];   /* aot/model.ninja.in */
+extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
  * files into dir (targets/c/emit_c.c). */

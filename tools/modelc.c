@@ -6,12 +6,35 @@
 #include <sys/stat.h>
 
 #include "../libcore/modelc.h"
+#include "../aot/aot.h"
 
 static void usage(FILE *f)
 {
 	fputs("usage: modelc inspect MODEL [SHAPE OPTIONS]\n"
 	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR [SHAPE OPTIONS]\n"
+	      "       modelc compile MODEL -o DIR [--name NAME] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
+	      "       modelc verify MODEL [--seed N] [--scale X] [--rtol R] [--atol A] [--cc CC]\n"
+	      "                     [--cflags FLAGS] [--keep] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
 	      "       modelc --version\n"
+	      "\n"
+	      "verify compiles into a temporary directory, builds with the host compiler\n"
+	      "(default cc, -std=c99 -O2 -Wall -Wextra -Werror), runs on seeded random inputs\n"
+	      "(floats uniform in [-scale, scale], default 1; integers in 0..3) and compares\n"
+	      "every output with the reference interpreter: it prints max|ref|, max|err| and\n"
+	      "the relative RMSE, and exits 1 if max|err| > atol + rtol * max|ref|\n"
+	      "(defaults: rtol 1e-4, atol 1e-6).\n"
+	      "\n"
+	      "compile writes C sources into DIR: NAME.h, NAME.c, NAME_weights.c, modelc_rt.h,\n"
+	      "NAME.json, NAME.ninja and build.ninja (`ninja -C DIR` builds libNAME.a).\n"
+	      "compile options:\n"
+	      "  --name NAME               prefix of every generated identifier and file (default: model)\n"
+	      "  --bind NAME=VALUE         freeze input NAME to a constant: a tensor file, or\n"
+	      "                            comma-separated numbers (--bind sample_rate=16000)\n"
+	      "  --fold-limit BYTES        largest constant folding may create (default 4194304)\n"
+	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
+	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
+	      "  --no-fuse                 one kernel per node (debugging)\n"
+	      "  --harness                 also write NAME_main.c, a test driver (not part of the library)\n"
 	      "\n"
 	      "shape options fix dimensions the model leaves symbolic:\n"
 	      "  --input-shape NAME=DIMS   the whole shape of input NAME\n"
@@ -33,7 +56,19 @@ typedef struct {
 	const char *input_files[64];
 	int n_inputs;
 	const char *output_dir;
+	mc_compile_opts compile;
+	const char *bind_names[64];
+	const char *bind_values[64];
+	char argv_line[8192];   /* options that shape the output, for NAME.ninja */
+	mc_verify_opts verify;
 } cli;
+
+static void note_option(cli *c, const char *opt, const char *val)
+{
+	size_t n = strlen(c->argv_line);
+	snprintf(c->argv_line + n, sizeof c->argv_line - n, "%s%s%s%s", n ? " " : "", opt,
+	         val ? " " : "", val ? val : "");
+}
 
 static int split_eq(const char *arg, const char *opt, char **name, const char **rest)
 {
@@ -49,11 +84,78 @@ static int split_eq(const char *arg, const char *opt, char **name, const char **
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, cli *c, bool want_io)
+static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	bool has_val = *i + 1 < argc;
+	mc_compile_opts *o = &c->compile;
+	if ((strcmp(a, "-o") == 0 || strcmp(a, "--output-dir") == 0) && has_val) {
+		c->output_dir = argv[++*i];
+	} else if (strcmp(a, "--name") == 0 && has_val) {
+		o->name = argv[++*i];
+	} else if (strcmp(a, "--bind") == 0 && has_val) {
+		char *name;
+		const char *value;
+		if (o->n_binds == 64) {
+			mc_error("too many --bind options");
+			return -1;
+		}
+		if (split_eq(argv[++*i], "--bind", &name, &value))
+			return -1;
+		c->bind_names[o->n_binds] = name;
+		c->bind_values[o->n_binds++] = value;
+		note_option(c, "--bind", argv[*i]);
+	} else if (strcmp(a, "--fold-limit") == 0 && has_val) {
+		char *end;
+		long long x = strtoll(argv[++*i], &end, 10);
+		if (end == argv[*i] || *end || x < 0) {
+			mc_error("--fold-limit: '%s' is not a byte count", argv[*i]);
+			return -1;
+		}
+		o->fold_limit = (size_t)x;
+		note_option(c, "--fold-limit", argv[*i]);
+	} else if (strcmp(a, "--dump-after") == 0 && has_val) {
+		o->dump_after = argv[++*i];
+	} else if (strcmp(a, "--stats") == 0) {
+		o->stats = true;
+	} else if (strcmp(a, "--no-fuse") == 0) {
+		o->no_fuse = true;
+		note_option(c, a, NULL);
+	} else if (strcmp(a, "--seed") == 0 && has_val) {
+		c->verify.seed = strtoull(argv[++*i], NULL, 10);
+	} else if (strcmp(a, "--scale") == 0 && has_val) {
+		c->verify.scale = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--rtol") == 0 && has_val) {
+		c->verify.rtol = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--atol") == 0 && has_val) {
+		c->verify.atol = strtod(argv[++*i], NULL);
+	} else if (strcmp(a, "--cc") == 0 && has_val) {
+		c->verify.cc = argv[++*i];
+	} else if (strcmp(a, "--cflags") == 0 && has_val) {
+		c->verify.cflags = argv[++*i];
+	} else if (strcmp(a, "--keep") == 0) {
+		c->verify.keep = true;
+	} else if (strcmp(a, "--harness") == 0) {
+		o->harness = true;
+		note_option(c, a, NULL);
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, cli *c, int want_io)
 {
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		bool has_val = i + 1 < argc;
+		if (want_io == 2) {
+			int r = parse_compile_arg(c, argc, argv, &i);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				continue;
+		}
 		if (strcmp(a, "--input-shape") == 0 && has_val) {
 			char *name;
 			const char *dims;
@@ -69,6 +171,7 @@ static int parse_args(int argc, char **argv, cli *c, bool want_io)
 				return -1;
 			}
 			c->pins[c->n_pins++].name = name;
+			note_option(c, "--input-shape", argv[i]);
 		} else if (strcmp(a, "--dim") == 0 && has_val) {
 			char *name, *end;
 			const char *value;
@@ -85,6 +188,7 @@ static int parse_args(int argc, char **argv, cli *c, bool want_io)
 				return -1;
 			}
 			c->dim_pins[c->n_dim_pins++] = (mc_dim_pin){name, x};
+			note_option(c, "--dim", argv[i]);
 		} else if (want_io && strcmp(a, "--input") == 0 && has_val) {
 			char *name;
 			const char *file;
@@ -123,6 +227,8 @@ static void free_cli(cli *c)
 		free((char *)c->input_names[i]);
 	for (int i = 0; i < c->n_dim_pins; i++)
 		free((char *)c->dim_pins[i].param);
+	for (int i = 0; i < c->compile.n_binds; i++)
+		free((char *)c->bind_names[i]);
 }
 
 /* ---- inspect ---- */
@@ -287,6 +393,38 @@ static int cmd_inspect(cli *c)
 	return rc;
 }
 
+/* ---- compile ---- */
+static int cmd_compile(cli *c)
+{
+	if (!c->model || !c->output_dir) {
+		mc_error("compile needs MODEL and -o DIR");
+		return 2;
+	}
+	mc_compile_opts *o = &c->compile;
+	o->import = (mc_import_opts){.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
+	                             .n_dim_pins = c->n_dim_pins};
+	o->bind_names = c->bind_names;
+	o->bind_values = c->bind_values;
+	o->argv_line = c->argv_line;
+	return mc_compile(c->model, c->output_dir, o) ? 1 : 0;
+}
+
+static int cmd_verify(cli *c)
+{
+	if (!c->model) {
+		mc_error("verify needs MODEL");
+		return 2;
+	}
+	mc_compile_opts *o = &c->compile;
+	o->import = (mc_import_opts){.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
+	                             .n_dim_pins = c->n_dim_pins};
+	o->bind_names = c->bind_names;
+	o->bind_values = c->bind_values;
+	o->argv_line = c->argv_line;
+	int r = mc_verify(c->model, o, &c->verify);
+	return r < 0 ? 2 : r;
+}
+
 /* ---- run ---- */
 static int cmd_run(cli *c)
 {
@@ -372,9 +510,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	cli c = {0};
+	mc_compile_opts_init(&c.compile);
+	mc_verify_opts_init(&c.verify);
 	int rc;
 	if (strcmp(cmd, "inspect") == 0)
 		rc = parse_args(argc, argv, &c, false) ? 2 : cmd_inspect(&c);
+	else if (strcmp(cmd, "compile") == 0)
+		rc = parse_args(argc, argv, &c, 2) ? 2 : cmd_compile(&c);
+	else if (strcmp(cmd, "verify") == 0)
+		rc = parse_args(argc, argv, &c, 2) ? 2 : cmd_verify(&c);
 	else if (strcmp(cmd, "run") == 0)
 		rc = parse_args(argc, argv, &c, true) ? 2 : cmd_run(&c);
 	else {

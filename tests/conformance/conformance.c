@@ -1,7 +1,9 @@
 /* Conformance runner: ONNX backend test directories through the reference
- * interpreter. Each test runs in a child process, so a crash is counted as
- * CRASH and the run goes on. With --expect, every test not listed there as
- * failing must pass: the run fails on any regression or crash. */
+ * interpreter, or (--compiled) through the whole compiler: compile to C,
+ * build with the host compiler, run, compare. Each test runs in a child
+ * process, so a crash is counted as CRASH and the run goes on; -j runs
+ * several at once. With --expect, every test not listed there as failing
+ * must pass: the run fails on any regression or crash. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "modelc.h"
+#include "../../aot/aot.h"
 #include "onnx/onnx.pb-c.h"
 
 enum { PASS, FAIL, UNSUPPORTED, CRASH, NSTATUS };
@@ -36,6 +39,9 @@ static const char *scope_ops[] = {
 
 static const double rel_tol = 1e-3;
 static double abs_tol = 1e-7;
+/* --compiled: the generated code is what is compared. */
+static bool compiled;
+static bool keep_dirs;
 
 /* Upstream's own overrides (onnx/backend/test: test_dft* gets atol 1e-6 to
  * 1e-3 by runtime): the stored DFT outputs carry float32 FFT noise where
@@ -263,6 +269,104 @@ static bool has_bindable_input(const mc_graph *g)
 	return false;
 }
 
+static int write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	bool ok = fwrite(data, 1, n, f) == n;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static int remove_tree(const char *dir)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* Compiles g into a temporary directory, builds the harness with $MODELC_CC
+ * (cc) and $MODELC_CFLAGS, runs it on `in`, reads the outputs. */
+static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg, size_t n)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/modelc-conf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		snprintf(msg, n, "mkdtemp: %s", strerror(errno));
+		return FAIL;
+	}
+	int status = FAIL;
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "m";
+	o.harness = true;
+	/* Input values before freezing: their dtypes and shapes for the files. */
+	int n_in = g->n_inputs;
+	if (mc_compile_graph(g, NULL, dir, &o)) {
+		snprintf(msg, n, "%s", first_error);
+		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)
+		         ? UNSUPPORTED : FAIL;
+		goto done;
+	}
+	const char *cc = getenv("MODELC_CC"), *cflags = getenv("MODELC_CFLAGS");
+	char cmd[16384];
+	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s m.c m_weights.c m_main.c -o m_main -lm > cc.log 2>&1",
+	         dir, cc && *cc ? cc : "cc", cflags && *cflags ? cflags : "-std=c99 -O1 -Wall -Wextra -Werror");
+	if (system(cmd) != 0) {
+		char log[600] = "", path[4200];
+		snprintf(path, sizeof path, "%s/cc.log", dir);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			size_t r = fread(log, 1, sizeof log - 1, f);
+			log[r] = 0;
+			fclose(f);
+			for (char *c = log; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+		}
+		snprintf(msg, n, "generated code does not compile: %s", log);
+		goto done;
+	}
+	size_t len = strlen(cmd);
+	len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./m_main .", dir);
+	for (int i = 0; i < n_in; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/input_%d.bin", dir, i);
+		if (write_file(path, in[i]->data, in[i]->nbytes)) {
+			snprintf(msg, n, "cannot write %s", path);
+			goto done;
+		}
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
+	}
+	snprintf(cmd + len, sizeof cmd - len, " > run.log 2>&1");
+	int ws = system(cmd);
+	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+		int code = ws != -1 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		snprintf(msg, n, "compiled model failed (exit status %d)", code);
+		/* A shell reports a signal as 128 + signo. */
+		status = code > 128 || code < 0 ? CRASH : FAIL;
+		goto done;
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		const mc_value *v = &g->values[g->outputs[i]];
+		char path[4200];
+		snprintf(path, sizeof path, "%s/output_%d.bin", dir, i);
+		out[i] = mc_tensor_read_file(path, v->dtype, &v->shape);
+		if (!out[i]) {
+			snprintf(msg, n, "output %d: %s", i, first_error);
+			goto done;
+		}
+	}
+	status = PASS;
+done:
+	if (!keep_dirs)
+		remove_tree(dir);
+	else
+		fprintf(stderr, "kept %s\n", dir);
+	return status;
+}
+
 /* Returns a status; writes a one-line message into msg. */
 static int run_one(const char *dir, char *msg, size_t n)
 {
@@ -296,7 +400,15 @@ static int run_one(const char *dir, char *msg, size_t n)
 		msg[0] = 0;
 	}
 	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *out);
-	if (mc_interp_run(g, in, out, NULL)) {
+	if (compiled) {
+		status = compiled_run(g, in, out, msg, n);
+		if (status != PASS) {
+			for (int i = 0; i < g->n_outputs; i++)
+				mc_tensor_free(out[i]);
+			free(out);
+			goto done;
+		}
+	} else if (mc_interp_run(g, in, out, NULL)) {
 		snprintf(msg, n, "%s", first_error);
 		status = is_unsupported_message(first_error) ? UNSUPPORTED : FAIL;
 		free(out);
@@ -329,19 +441,26 @@ done:
 
 #define STATUS_EXIT_BASE 40
 
-/* Forks so that a crash or a hang is contained and counted. */
-static int run_isolated(const char *dir, char *msg, size_t n)
+/* Forks so that a crash or a hang is contained and counted; the child's
+ * message comes back through a pipe (short: it never fills the pipe). */
+typedef struct {
+	pid_t pid;
+	int fd;
+	int index;
+} child;
+
+static child start_child(const char *dir, int index)
 {
 	int pipefd[2];
-	if (pipe(pipefd) != 0) {
-		snprintf(msg, n, "pipe: %s", strerror(errno));
-		return CRASH;
-	}
+	child ch = { -1, -1, index };
+	if (pipe(pipefd) != 0)
+		return ch;
 	fflush(stdout);
+	fflush(stderr);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
-		alarm(120);
+		alarm(compiled ? 300 : 120);
 		char m[1024] = "";
 		const char *base = strrchr(dir, '/');
 		abs_tol = abs_tol_for(base ? base + 1 : dir);
@@ -352,13 +471,18 @@ static int run_isolated(const char *dir, char *msg, size_t n)
 		_exit(STATUS_EXIT_BASE + st);
 	}
 	close(pipefd[1]);
+	ch.pid = pid;
+	ch.fd = pipefd[0];
+	return ch;
+}
+
+static int finish_child(child *ch, int ws, char *msg, size_t n)
+{
 	ssize_t r, total = 0;
-	while (total < (ssize_t)n - 1 && (r = read(pipefd[0], msg + total, n - 1 - (size_t)total)) > 0)
+	while (total < (ssize_t)n - 1 && (r = read(ch->fd, msg + total, n - 1 - (size_t)total)) > 0)
 		total += r;
 	msg[total > 0 ? total : 0] = 0;
-	close(pipefd[0]);
-	int ws;
-	waitpid(pid, &ws, 0);
+	close(ch->fd);
 	if (WIFSIGNALED(ws)) {
 		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
 		return CRASH;
@@ -453,9 +577,12 @@ static int cmp_str(const void *a, const void *b)
 
 static void usage(void)
 {
-	fputs("usage: conformance [-v] [--filter SUBSTR]... [--expect FILE] [--write-expect FILE]\n"
-	      "                   [--ops] DIR...\n"
-	      "DIR holds test directories (each with model.onnx and test_data_set_0/).\n",
+	fputs("usage: conformance [-v] [-j N] [--compiled [--keep]] [--filter SUBSTR]...\n"
+	      "                   [--expect FILE] [--write-expect FILE] [--ops] DIR...\n"
+	      "DIR holds test directories (each with model.onnx and test_data_set_0/).\n"
+	      "--compiled compiles each test to C, builds it with $MODELC_CC (cc) and\n"
+	      "$MODELC_CFLAGS (-std=c99 -O1 -Wall -Wextra -Werror), runs and compares;\n"
+	      "--keep leaves the generated directories in $TMPDIR.\n",
 	      stderr);
 }
 
@@ -464,9 +591,19 @@ int main(int argc, char **argv)
 	const char *filters[64], *dirs[16], *expect_path = NULL, *write_expect = NULL;
 	int n_filters = 0, n_dirs = 0;
 	bool verbose = false, op_table = false;
+	long jobs = 1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-v") == 0)
 			verbose = true;
+		else if (strcmp(argv[i], "--compiled") == 0)
+			compiled = true;
+		else if (strcmp(argv[i], "--keep") == 0)
+			keep_dirs = true;
+		else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
+			jobs = strtol(argv[++i], NULL, 10);
+			if (jobs < 1)
+				jobs = 1;
+		}
 		else if (strcmp(argv[i], "--ops") == 0)
 			op_table = true;
 		else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && n_filters < 64)
@@ -498,65 +635,109 @@ int main(int argc, char **argv)
 		            "# build/conformance --write-expect; every test not listed must pass.\n");
 	}
 	int total[NSTATUS] = {0}, scope[NSTATUS] = {0}, regressions = 0, improvements = 0;
+	/* The tests, in a stable order. */
+	char **tests = NULL, **names = NULL;
+	int n_tests = 0;
 	for (int d = 0; d < n_dirs; d++) {
 		DIR *dp = opendir(dirs[d]);
 		if (!dp) {
 			fprintf(stderr, "conformance: cannot open %s: %s\n", dirs[d], strerror(errno));
 			return 2;
 		}
-		char **names = NULL;
-		int nn = 0;
+		char **here = NULL;
+		int nh = 0;
 		struct dirent *e;
 		while ((e = readdir(dp))) {
 			if (e->d_name[0] == '.')
 				continue;
-			names = realloc(names, (size_t)(nn + 1) * sizeof *names);
-			names[nn++] = mc_xstrdup(e->d_name);
+			here = realloc(here, (size_t)(nh + 1) * sizeof *here);
+			here[nh++] = mc_xstrdup(e->d_name);
 		}
 		closedir(dp);
-		qsort(names, (size_t)nn, sizeof *names, cmp_str);
-		for (int t = 0; t < nn; t++) {
-			char tdir[4096], model[4200], msg[1024];
-			snprintf(tdir, sizeof tdir, "%s/%s", dirs[d], names[t]);
+		qsort(here, (size_t)nh, sizeof *here, cmp_str);
+		for (int t = 0; t < nh; t++) {
+			char tdir[4096], model[4200];
+			snprintf(tdir, sizeof tdir, "%s/%s", dirs[d], here[t]);
 			snprintf(model, sizeof model, "%s/model.onnx", tdir);
 			bool match = n_filters == 0;
 			for (int f = 0; f < n_filters; f++)
-				match |= strstr(names[t], filters[f]) != NULL;
+				match |= strstr(here[t], filters[f]) != NULL;
 			struct stat st;
-			if (!match || stat(model, &st) != 0) {
-				free(names[t]);
+			if (match && stat(model, &st) == 0) {
+				tests = realloc(tests, (size_t)(n_tests + 1) * sizeof *tests);
+				names = realloc(names, (size_t)(n_tests + 1) * sizeof *names);
+				tests[n_tests] = mc_xstrdup(tdir);
+				names[n_tests++] = mc_xstrdup(here[t]);
+			}
+			free(here[t]);
+		}
+		free(here);
+	}
+	int *result = mc_xcalloc((size_t)n_tests + 1, sizeof *result);
+	char (*msgs)[1024] = mc_xcalloc((size_t)n_tests + 1, sizeof *msgs);
+	child *running = mc_xcalloc((size_t)jobs + 1, sizeof *running);
+	int next = 0, n_running = 0;
+	while (next < n_tests || n_running > 0) {
+		while (next < n_tests && n_running < jobs) {
+			running[n_running] = start_child(tests[next], next);
+			if (running[n_running].pid < 0) {
+				result[next] = CRASH;
+				snprintf(msgs[next], sizeof msgs[next], "cannot fork: %s", strerror(errno));
+				next++;
 				continue;
 			}
-			strset ops = {0};
-			model_ops(model, &ops);
-			int s = run_isolated(tdir, msg, sizeof msg);
-			total[s]++;
-			bool scoped = in_scope(&ops);
-			if (scoped)
-				scope[s]++;
-			for (int k = 0; k < ops.n; k++)
-				count_op(ops.names[k], s);
-			int want = expected_status(names[t]);
-			const char *mark = "";
-			if (expect_path && s != want) {
-				if (s == PASS) {
-					improvements++;
-					mark = " [now passes: update the expect file]";
-				} else {
-					regressions++;
-					mark = " [REGRESSION]";
-				}
-			}
-			if (verbose || s != PASS || *mark)
-				printf("%-11s %s%s%s%s\n", status_name[s], names[t], msg[0] ? ": " : "", msg,
-				       mark);
-			if (wf && s != PASS)
-				fprintf(wf, "%s\t%s\t%s\n", names[t], status_name[s], msg);
-			strset_free(&ops);
-			free(names[t]);
+			n_running++;
+			next++;
 		}
-		free(names);
+		int ws;
+		pid_t pid = wait(&ws);
+		if (pid < 0)
+			break;
+		for (int k = 0; k < n_running; k++)
+			if (running[k].pid == pid) {
+				int i = running[k].index;
+				result[i] = finish_child(&running[k], ws, msgs[i], sizeof msgs[i]);
+				running[k] = running[--n_running];
+				break;
+			}
 	}
+	free(running);
+	for (int t = 0; t < n_tests; t++) {
+		char model[4200];
+		snprintf(model, sizeof model, "%s/model.onnx", tests[t]);
+		strset ops = {0};
+		model_ops(model, &ops);
+		int s = result[t];
+		const char *msg = msgs[t];
+		total[s]++;
+		bool scoped = in_scope(&ops);
+		if (scoped)
+			scope[s]++;
+		for (int k = 0; k < ops.n; k++)
+			count_op(ops.names[k], s);
+		int want = expected_status(names[t]);
+		const char *mark = "";
+		if (expect_path && s != want) {
+			if (s == PASS) {
+				improvements++;
+				mark = " [now passes: update the expect file]";
+			} else {
+				regressions++;
+				mark = " [REGRESSION]";
+			}
+		}
+		if (verbose || s != PASS || *mark)
+			printf("%-11s %s%s%s%s\n", status_name[s], names[t], msg[0] ? ": " : "", msg, mark);
+		if (wf && s != PASS)
+			fprintf(wf, "%s\t%s\t%s\n", names[t], status_name[s], msg);
+		strset_free(&ops);
+		free(names[t]);
+		free(tests[t]);
+	}
+	free(names);
+	free(tests);
+	free(result);
+	free(msgs);
 	if (op_table) {
 		qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
 		printf("\n%-36s %6s %6s %6s %6s\n", "op", "pass", "fail", "unsup", "crash");
@@ -566,8 +747,8 @@ int main(int argc, char **argv)
 	}
 	int all = total[PASS] + total[FAIL] + total[UNSUPPORTED] + total[CRASH];
 	int in_all = scope[PASS] + scope[FAIL] + scope[UNSUPPORTED] + scope[CRASH];
-	printf("\nconformance (reference interpreter): %d tests: %d pass, %d fail, %d unsupported, "
-	       "%d crash\n", all, total[PASS], total[FAIL], total[UNSUPPORTED], total[CRASH]);
+	printf("\nconformance (%s): %d tests: %d pass, %d fail, %d unsupported, "
+	       "%d crash\n", compiled ? "compiled C" : "reference interpreter", all, total[PASS], total[FAIL], total[UNSUPPORTED], total[CRASH]);
 	printf("in scope (all ops in the foundation list): %d tests: %d pass (%.1f%%), %d fail, "
 	       "%d unsupported, %d crash\n", in_all, scope[PASS],
 	       in_all ? 100.0 * scope[PASS] / in_all : 0.0, scope[FAIL], scope[UNSUPPORTED],

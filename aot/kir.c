@@ -1,0 +1,574 @@
+/* The kernel IR: pool, builder and dump. Builders fold constant index
+ * arithmetic so the emitted code reads like hand-written loops. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aot.h"
+
+/* ---- pool ---- */
+typedef struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+} chunk;
+
+struct mc_kpool {
+	chunk *head;
+};
+
+mc_kpool *mc_kpool_new(void)
+{
+	return mc_xcalloc(1, sizeof(mc_kpool));
+}
+
+void mc_kpool_free(mc_kpool *p)
+{
+	if (!p)
+		return;
+	for (chunk *c = p->head, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(p);
+}
+
+void *mc_kpool_alloc(mc_kpool *p, size_t n)
+{
+	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+	if (!p->head || p->head->cap - p->head->used < n) {
+		size_t cap = n > 65536 ? n : 65536;
+		chunk *c = mc_xmalloc(sizeof(chunk) + cap);
+		c->next = p->head;
+		c->used = 0;
+		c->cap = cap;
+		p->head = c;
+	}
+	void *r = (char *)p->head->data + p->head->used;
+	p->head->used += n;
+	memset(r, 0, n);
+	return r;
+}
+
+char *mc_kpool_strdup(mc_kpool *p, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *r = mc_kpool_alloc(p, n);
+	memcpy(r, s, n);
+	return r;
+}
+
+/* ---- types ---- */
+mc_ktype mc_ktype_of(mc_dtype t)
+{
+	switch (t) {
+	case MC_BOOL: return MC_KT_BOOL;
+	case MC_INT8: case MC_INT4: case MC_INT2: return MC_KT_I8;
+	case MC_UINT8: case MC_UINT4: case MC_UINT2: return MC_KT_U8;
+	case MC_INT16: return MC_KT_I16;
+	case MC_UINT16: return MC_KT_U16;
+	case MC_INT32: return MC_KT_I32;
+	case MC_UINT32: return MC_KT_U32;
+	case MC_INT64: return MC_KT_I64;
+	case MC_UINT64: return MC_KT_U64;
+	case MC_DOUBLE: return MC_KT_F64;
+	default:
+		return mc_dtype_is_float(t) ? MC_KT_F32 : MC_KT_VOID;
+	}
+}
+
+bool mc_ktype_is_float(mc_ktype t)
+{
+	return t == MC_KT_F32 || t == MC_KT_F64;
+}
+
+bool mc_ktype_is_signed(mc_ktype t)
+{
+	switch (t) {
+	case MC_KT_I8: case MC_KT_I16: case MC_KT_I32: case MC_KT_I64:
+	case MC_KT_F32: case MC_KT_F64: case MC_KT_INDEX:
+		return true;
+	default:
+		return false;
+	}
+}
+
+const char *mc_ktype_name(mc_ktype t)
+{
+	static const char *const names[] = {
+		[MC_KT_VOID] = "void", [MC_KT_BOOL] = "bool", [MC_KT_I8] = "i8", [MC_KT_U8] = "u8",
+		[MC_KT_I16] = "i16", [MC_KT_U16] = "u16", [MC_KT_I32] = "i32", [MC_KT_U32] = "u32",
+		[MC_KT_I64] = "i64", [MC_KT_U64] = "u64", [MC_KT_F32] = "f32", [MC_KT_F64] = "f64",
+		[MC_KT_INDEX] = "idx",
+	};
+	return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+/* ---- builder ---- */
+void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k)
+{
+	memset(kb, 0, sizeof *kb);
+	kb->pool = pool;
+	kb->k = k;
+	kb->tail[0] = &k->body;
+	while (*kb->tail[0])
+		kb->tail[0] = &(*kb->tail[0])->next;
+}
+
+static void *grow(void *arr, int *cap, int need, size_t elt)
+{
+	if (need <= *cap)
+		return arr;
+	int n = *cap ? *cap * 2 : 8;
+	while (n < need)
+		n *= 2;
+	void *r = realloc(arr, (size_t)n * elt);
+	if (!r) {
+		mc_error("out of memory");
+		abort();
+	}
+	memset((char *)r + (size_t)*cap * elt, 0, (size_t)(n - *cap) * elt);
+	*cap = n;
+	return r;
+}
+
+int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written)
+{
+	mc_kernel *k = kb->k;
+	for (int i = 0; i < k->n_bufs; i++)
+		if (value >= 0 && k->bufs[i].value == value) {
+			k->bufs[i].written |= written;
+			return i;
+		}
+	k->bufs = grow(k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof *k->bufs);
+	mc_kbuf *b = &k->bufs[k->n_bufs];
+	b->value = value;
+	b->dtype = dtype;
+	b->count = count;
+	b->written = written;
+	return k->n_bufs++;
+}
+
+int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count)
+{
+	return mc_kb_buf(kb, -1, dtype, count, true);
+}
+
+static int new_var(mc_kb *kb, mc_ktype t, bool mutable_, bool is_loop)
+{
+	mc_kernel *k = kb->k;
+	k->vars = grow(k->vars, &k->cap_vars, k->n_vars + 1, sizeof *k->vars);
+	k->vars[k->n_vars] = (mc_kvar){ .type = t, .mutable_ = mutable_, .is_loop = is_loop };
+	return k->n_vars++;
+}
+
+static mc_kexpr *expr(mc_kb *kb, mc_kexpr_kind kind, mc_ktype t)
+{
+	mc_kexpr *e = mc_kpool_alloc(kb->pool, sizeof *e);
+	e->kind = kind;
+	e->type = t;
+	return e;
+}
+
+mc_kexpr *mc_k_int(mc_kb *kb, mc_ktype t, int64_t v)
+{
+	mc_kexpr *e = expr(kb, MC_KE_CONST, t);
+	e->i = v;
+	e->f = (double)v;
+	return e;
+}
+
+mc_kexpr *mc_k_index(mc_kb *kb, int64_t v)
+{
+	return mc_k_int(kb, MC_KT_INDEX, v);
+}
+
+mc_kexpr *mc_k_float(mc_kb *kb, mc_ktype t, double v)
+{
+	mc_kexpr *e = expr(kb, MC_KE_CONST, t);
+	e->f = t == MC_KT_F32 ? (double)(float)v : v;
+	return e;
+}
+
+mc_kexpr *mc_k_const_as(mc_kb *kb, mc_ktype t, double v)
+{
+	if (mc_ktype_is_float(t))
+		return mc_k_float(kb, t, v);
+	if (t == MC_KT_BOOL)
+		return mc_k_int(kb, t, v != 0);
+	return mc_k_int(kb, t, (int64_t)v);
+}
+
+mc_kexpr *mc_k_var(mc_kb *kb, int var)
+{
+	mc_kexpr *e = expr(kb, MC_KE_VAR, kb->k->vars[var].type);
+	e->var = var;
+	return e;
+}
+
+mc_kexpr *mc_k_load(mc_kb *kb, int buf, mc_kexpr *index)
+{
+	mc_kexpr *e = expr(kb, MC_KE_LOAD, mc_ktype_of(kb->k->bufs[buf].dtype));
+	e->buf = buf;
+	e->a = mc_k_cast(kb, MC_KT_INDEX, index);
+	return e;
+}
+
+static bool is_bool_result(int op)
+{
+	return op == MC_KU_ISNAN || op == MC_KU_ISINF || op == MC_KU_NOT;
+}
+
+mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a)
+{
+	mc_kexpr *e = expr(kb, MC_KE_UN, is_bool_result((int)op) ? MC_KT_BOOL : a->type);
+	e->op = (int)op;
+	e->a = a;
+	return e;
+}
+
+bool mc_k_is_const(const mc_kexpr *e, int64_t *v)
+{
+	if (e->kind != MC_KE_CONST || mc_ktype_is_float(e->type))
+		return false;
+	if (v)
+		*v = e->i;
+	return true;
+}
+
+static bool is_compare(mc_kbinop op)
+{
+	return op >= MC_KB_LT && op <= MC_KB_NE;
+}
+
+/* Index arithmetic is folded; value arithmetic only where it cannot change
+ * the result (x + 0, x * 1 on integers). */
+mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b)
+{
+	int64_t x = 0, y = 0;
+	/* A constant takes the other side's type; otherwise b follows a. */
+	if (a->type != b->type) {
+		if (a->kind == MC_KE_CONST && b->kind != MC_KE_CONST)
+			a = mc_ktype_is_float(a->type) || mc_ktype_is_float(b->type)
+			        ? mc_k_const_as(kb, b->type, a->f) : mc_k_int(kb, b->type, a->i);
+		else
+			b = mc_k_cast(kb, a->type, b);
+	}
+	bool ca = mc_k_is_const(a, &x), cb = mc_k_is_const(b, &y);
+	if (a->type == MC_KT_INDEX && b->type == MC_KT_INDEX) {
+		if (ca && cb) {
+			switch (op) {
+			case MC_KB_ADD: return mc_k_index(kb, x + y);
+			case MC_KB_SUB: return mc_k_index(kb, x - y);
+			case MC_KB_MUL: return mc_k_index(kb, x * y);
+			case MC_KB_DIV: if (y > 0) return mc_k_index(kb, x / y); break;
+			case MC_KB_REM: if (y > 0) return mc_k_index(kb, x % y); break;
+			case MC_KB_MIN: return mc_k_index(kb, x < y ? x : y);
+			case MC_KB_MAX: return mc_k_index(kb, x > y ? x : y);
+			default: break;
+			}
+		}
+		if (op == MC_KB_MUL && ((ca && x == 0) || (cb && y == 0)))
+			return mc_k_index(kb, 0);
+		if (op == MC_KB_DIV && cb && y == 1)
+			return a;
+		if (op == MC_KB_REM && cb && y == 1)
+			return mc_k_index(kb, 0);
+	}
+	if (!mc_ktype_is_float(a->type) && a->type == b->type) {
+		if ((op == MC_KB_ADD || op == MC_KB_SUB) && cb && y == 0)
+			return a;
+		if (op == MC_KB_ADD && ca && x == 0)
+			return b;
+		if (op == MC_KB_MUL && cb && y == 1)
+			return a;
+		if (op == MC_KB_MUL && ca && x == 1)
+			return b;
+	}
+	mc_kexpr *e = expr(kb, MC_KE_BIN, is_compare(op) ? MC_KT_BOOL : a->type);
+	e->op = (int)op;
+	e->a = a;
+	e->b = b;
+	return e;
+}
+
+mc_kexpr *mc_k_addi(mc_kb *kb, mc_kexpr *a, int64_t c)
+{
+	return mc_k_bin(kb, MC_KB_ADD, a, mc_k_int(kb, a->type, c));
+}
+
+mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c)
+{
+	return mc_k_bin(kb, MC_KB_MUL, a, mc_k_int(kb, a->type, c));
+}
+
+mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_kexpr *e = expr(kb, MC_KE_SELECT, a->type);
+	e->a = mc_k_cast(kb, MC_KT_BOOL, cond);
+	e->b = a;
+	e->c = b;
+	return e;
+}
+
+mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a)
+{
+	if (a->type == t)
+		return a;
+	if (a->kind == MC_KE_CONST && !mc_ktype_is_float(a->type) && !mc_ktype_is_float(t) &&
+	    t != MC_KT_BOOL && (t == MC_KT_INDEX || t == MC_KT_I64))
+		return mc_k_int(kb, t, a->i);
+	mc_kexpr *e = expr(kb, MC_KE_CAST, t);
+	e->a = a;
+	return e;
+}
+
+mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
+{
+	mc_kexpr *e = expr(kb, MC_KE_FMA, c->type);
+	e->a = a;
+	e->b = b;
+	e->c = c;
+	return e;
+}
+
+/* ---- statements ---- */
+static mc_kstmt *append(mc_kb *kb, mc_kstmt_kind kind)
+{
+	mc_kstmt *s = mc_kpool_alloc(kb->pool, sizeof *s);
+	s->kind = kind;
+	*kb->tail[kb->depth] = s;
+	kb->tail[kb->depth] = &s->next;
+	return s;
+}
+
+static void push(mc_kb *kb, mc_kstmt *owner, mc_kstmt **block)
+{
+	if (kb->depth + 1 >= MC_KB_MAX_DEPTH) {
+		mc_error("kernel nesting deeper than %d", MC_KB_MAX_DEPTH);
+		abort();
+	}
+	kb->depth++;
+	kb->open[kb->depth] = owner;
+	kb->tail[kb->depth] = block;
+}
+
+mc_kexpr *mc_kb_for(mc_kb *kb, mc_kexpr *begin, mc_kexpr *end, unsigned flags)
+{
+	mc_kstmt *s = append(kb, MC_KS_FOR);
+	s->var = new_var(kb, MC_KT_INDEX, false, true);
+	s->a = mc_k_cast(kb, MC_KT_INDEX, begin);
+	s->b = mc_k_cast(kb, MC_KT_INDEX, end);
+	s->flags = flags;
+	push(kb, s, &s->body);
+	return mc_k_var(kb, s->var);
+}
+
+mc_kexpr *mc_kb_fori(mc_kb *kb, int64_t end, unsigned flags)
+{
+	return mc_kb_for(kb, mc_k_index(kb, 0), mc_k_index(kb, end), flags);
+}
+
+void mc_kb_if(mc_kb *kb, mc_kexpr *cond)
+{
+	mc_kstmt *s = append(kb, MC_KS_IF);
+	s->a = mc_k_cast(kb, MC_KT_BOOL, cond);
+	push(kb, s, &s->body);
+}
+
+void mc_kb_else(mc_kb *kb)
+{
+	mc_kstmt *s = kb->open[kb->depth];
+	if (!s || s->kind != MC_KS_IF) {
+		mc_error("kernel builder: else outside if");
+		abort();
+	}
+	kb->tail[kb->depth] = &s->orelse;
+}
+
+void mc_kb_end(mc_kb *kb)
+{
+	if (kb->depth == 0) {
+		mc_error("kernel builder: end without an open block");
+		abort();
+	}
+	kb->depth--;
+}
+
+void mc_kb_end_n(mc_kb *kb, int n)
+{
+	while (n-- > 0)
+		mc_kb_end(kb);
+}
+
+static mc_kexpr *decl(mc_kb *kb, mc_kexpr *init, bool mutable_)
+{
+	mc_kstmt *s = append(kb, MC_KS_DECL);
+	s->var = new_var(kb, init->type, mutable_, false);
+	s->a = init;
+	return mc_k_var(kb, s->var);
+}
+
+mc_kexpr *mc_kb_let(mc_kb *kb, mc_kexpr *init)
+{
+	if (init->kind == MC_KE_CONST || init->kind == MC_KE_VAR)
+		return init;
+	return decl(kb, init, false);
+}
+
+mc_kexpr *mc_kb_local(mc_kb *kb, mc_kexpr *init)
+{
+	return decl(kb, init, true);
+}
+
+void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value)
+{
+	mc_kstmt *s = append(kb, MC_KS_ASSIGN);
+	s->var = var->var;
+	s->a = mc_k_cast(kb, var->type, value);
+}
+
+void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value)
+{
+	mc_kstmt *s = append(kb, MC_KS_STORE);
+	s->buf = buf;
+	s->a = mc_k_cast(kb, MC_KT_INDEX, index);
+	s->b = mc_k_cast(kb, mc_ktype_of(kb->k->bufs[buf].dtype), value);
+}
+
+void mc_kb_break(mc_kb *kb)
+{
+	append(kb, MC_KS_BREAK);
+}
+
+void mc_kb_fail(mc_kb *kb, int status)
+{
+	mc_kstmt *s = append(kb, MC_KS_FAIL);
+	s->code = status;
+}
+
+/* ---- dump ---- */
+static const char *const un_names[MC_KU__COUNT] = {
+	"neg", "not", "bitnot", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "asin",
+	"acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil",
+	"trunc", "rint", "round", "erf", "isnan", "isinf",
+};
+static const char *const bin_names[MC_KB__COUNT] = {
+	"+", "-", "*", "/", "%", "fmod", "pow", "atan2", "min", "max", "&", "|", "^", "<<", ">>",
+	"<", "<=", ">", ">=", "==", "!=",
+};
+
+static void dump_expr(const mc_kexpr *e, FILE *f)
+{
+	switch (e->kind) {
+	case MC_KE_CONST:
+		if (mc_ktype_is_float(e->type))
+			fprintf(f, "%.9g", e->f);
+		else
+			fprintf(f, "%lld", (long long)e->i);
+		break;
+	case MC_KE_VAR: fprintf(f, "v%d", e->var); break;
+	case MC_KE_LOAD:
+		fprintf(f, "b%d[", e->buf);
+		dump_expr(e->a, f);
+		fputc(']', f);
+		break;
+	case MC_KE_UN:
+		fprintf(f, "%s(", un_names[e->op]);
+		dump_expr(e->a, f);
+		fputc(')', f);
+		break;
+	case MC_KE_BIN:
+		fputc('(', f);
+		dump_expr(e->a, f);
+		fprintf(f, " %s ", bin_names[e->op]);
+		dump_expr(e->b, f);
+		fputc(')', f);
+		break;
+	case MC_KE_SELECT:
+		fputc('(', f);
+		dump_expr(e->a, f);
+		fputs(" ? ", f);
+		dump_expr(e->b, f);
+		fputs(" : ", f);
+		dump_expr(e->c, f);
+		fputc(')', f);
+		break;
+	case MC_KE_CAST:
+		fprintf(f, "%s(", mc_ktype_name(e->type));
+		dump_expr(e->a, f);
+		fputc(')', f);
+		break;
+	case MC_KE_FMA:
+		fputs("fma(", f);
+		dump_expr(e->a, f);
+		fputs(", ", f);
+		dump_expr(e->b, f);
+		fputs(", ", f);
+		dump_expr(e->c, f);
+		fputc(')', f);
+		break;
+	}
+}
+
+static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
+{
+	for (; s; s = s->next) {
+		fprintf(f, "%*s", ind * 2, "");
+		switch (s->kind) {
+		case MC_KS_FOR:
+			fprintf(f, "for v%d in [", s->var);
+			dump_expr(s->a, f);
+			fputs(", ", f);
+			dump_expr(s->b, f);
+			fprintf(f, ")%s%s {\n", s->flags & MC_KF_PARALLEL ? " parallel" : "",
+			        s->flags & MC_KF_REDUCE ? " reduce" : "");
+			dump_block(k, s->body, ind + 1, f);
+			fprintf(f, "%*s}\n", ind * 2, "");
+			break;
+		case MC_KS_DECL:
+			fprintf(f, "%s v%d: %s = ", k->vars[s->var].mutable_ ? "var" : "let", s->var,
+			        mc_ktype_name(k->vars[s->var].type));
+			dump_expr(s->a, f);
+			fputc('\n', f);
+			break;
+		case MC_KS_ASSIGN:
+			fprintf(f, "v%d = ", s->var);
+			dump_expr(s->a, f);
+			fputc('\n', f);
+			break;
+		case MC_KS_STORE:
+			fprintf(f, "b%d[", s->buf);
+			dump_expr(s->a, f);
+			fputs("] = ", f);
+			dump_expr(s->b, f);
+			fputc('\n', f);
+			break;
+		case MC_KS_IF:
+			fputs("if ", f);
+			dump_expr(s->a, f);
+			fputs(" {\n", f);
+			dump_block(k, s->body, ind + 1, f);
+			if (s->orelse) {
+				fprintf(f, "%*s} else {\n", ind * 2, "");
+				dump_block(k, s->orelse, ind + 1, f);
+			}
+			fprintf(f, "%*s}\n", ind * 2, "");
+			break;
+		case MC_KS_BREAK: fputs("break\n", f); break;
+		case MC_KS_FAIL: fprintf(f, "fail %d\n", s->code); break;
+		}
+	}
+}
+
+void mc_kernel_dump(const mc_kernel *k, FILE *f)
+{
+	fprintf(f, "kernel %s", k->name);
+	if (k->comment)
+		fprintf(f, "  # %s", k->comment);
+	fputc('\n', f);
+	for (int i = 0; i < k->n_bufs; i++)
+		fprintf(f, "  b%d: %s[%zu] value %d%s\n", i, mc_dtype_name(k->bufs[i].dtype),
+		        k->bufs[i].count, k->bufs[i].value, k->bufs[i].written ? " (written)" : "");
+	dump_block(k, k->body, 1, f);
+}

@@ -1,0 +1,231 @@
+/* Lowering toolbox: loop nests, broadcast indexing, loads, and the store
+ * that inlines a group's fused epilogue. The generic elementwise kernel of
+ * pointwise ops lives here too, so that every pointwise op only says how
+ * one element is computed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aot.h"
+
+static const mc_lowering *const *const families[] = {
+	mc_lower_elementwise, mc_lower_nn, mc_lower_tensor, mc_lower_index,
+	mc_lower_reduce, mc_lower_misc,
+};
+
+const mc_lowering *mc_lowering_find(const char *op_type)
+{
+	for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+		for (const mc_lowering *const *l = families[f]; *l; l++)
+			if (strcmp((*l)->op, op_type) == 0)
+				return *l;
+	return NULL;
+}
+
+int mc_lower_error(const mc_lower_ctx *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return mc_node_error(c->node, "%s", msg);
+}
+
+void mc_lower_loops(mc_kb *kb, const mc_shape *s, mc_kexpr **coords, unsigned flags)
+{
+	for (int d = 0; d < s->rank; d++)
+		coords[d] = mc_kb_fori(kb, s->dims[d], flags);
+}
+
+mc_kexpr *mc_lower_linear(mc_kb *kb, const mc_shape *s, mc_kexpr *const *coords)
+{
+	mc_kexpr *lin = mc_k_index(kb, 0);
+	for (int d = 0; d < s->rank; d++)
+		lin = mc_k_add(kb, mc_k_muli(kb, lin, s->dims[d]), coords[d]);
+	return lin;
+}
+
+mc_kexpr *mc_lower_bcast(mc_kb *kb, const mc_shape *in, const mc_shape *out,
+                         mc_kexpr *const *coords)
+{
+	mc_kexpr *lin = mc_k_index(kb, 0);
+	int off = out->rank - in->rank;
+	for (int d = 0; d < in->rank; d++) {
+		mc_kexpr *x = in->dims[d] == 1 ? mc_k_index(kb, 0) : coords[d + off];
+		lin = mc_k_add(kb, mc_k_muli(kb, lin, in->dims[d]), x);
+	}
+	return lin;
+}
+
+mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index)
+{
+	return mc_k_load(c->kb, c->in_buf[i], index);
+}
+
+const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i)
+{
+	return i < c->n_in && c->in[i] ? c->in[i]->konst : NULL;
+}
+
+/* Coordinates of linear index lin in shape s, as let-bound variables. */
+static void coords_of(mc_kb *kb, const mc_shape *s, mc_kexpr *lin, mc_kexpr **coords)
+{
+	mc_kexpr *rest = mc_kb_let(kb, lin);
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (d == 0) {
+			coords[d] = rest;
+			break;
+		}
+		coords[d] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, rest, mc_k_index(kb, s->dims[d])));
+		rest = mc_kb_let(kb, mc_k_div(kb, rest, mc_k_index(kb, s->dims[d])));
+	}
+}
+
+/* Index of value v (shaped `vs`) at an element of `out` given by lin and,
+ * where broadcasting needs them, coords (made from lin on first need). */
+static mc_kexpr *operand_index(mc_kb *kb, const mc_shape *vs, const mc_shape *out,
+                               mc_kexpr **coords, bool *have_coords, mc_kexpr *lin)
+{
+	size_t n = mc_numel(vs);
+	if (n == mc_numel(out))
+		return lin;
+	if (n == 1)
+		return mc_k_index(kb, 0);
+	if (!*have_coords) {
+		coords_of(kb, out, lin, coords);
+		*have_coords = true;
+	}
+	return mc_lower_bcast(kb, vs, out, coords);
+}
+
+/* A context for one node of the group, its buffers registered. */
+static void node_ctx(mc_lower_ctx *base, const mc_node *n, mc_lower_ctx *c)
+{
+	mc_kb *kb = base->kb;
+	const mc_graph *g = base->g;
+	*c = (mc_lower_ctx){ .kb = kb, .g = g, .node = n, .group = base->group,
+	                     .n_in = n->n_inputs, .n_out = n->n_outputs };
+	c->in = mc_kpool_alloc(kb->pool, sizeof *c->in * (size_t)(n->n_inputs + 1));
+	c->in_buf = mc_kpool_alloc(kb->pool, sizeof *c->in_buf * (size_t)(n->n_inputs + 1));
+	c->out = mc_kpool_alloc(kb->pool, sizeof *c->out * (size_t)(n->n_outputs + 1));
+	c->out_buf = mc_kpool_alloc(kb->pool, sizeof *c->out_buf * (size_t)(n->n_outputs + 1));
+	for (int i = 0; i < n->n_inputs; i++) {
+		int v = n->inputs[i];
+		c->in[i] = v >= 0 ? &g->values[v] : NULL;
+		c->in_buf[i] = v >= 0 ? mc_kb_buf(kb, v, g->values[v].dtype, mc_numel(&g->values[v].shape), false) : -1;
+	}
+	for (int i = 0; i < n->n_outputs; i++) {
+		int v = n->outputs[i];
+		c->out[i] = v >= 0 ? &g->values[v] : NULL;
+		c->out_buf[i] = -1;
+	}
+}
+
+void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr *lin,
+                    mc_kexpr *value)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[k]->shape;
+	mc_kexpr *coords[MC_MAX_RANK];
+	bool have_coords = coords_in != NULL;
+	if (coords_in)
+		memcpy(coords, coords_in, sizeof(mc_kexpr *) * (size_t)os->rank);
+	if (!lin)
+		lin = mc_lower_linear(kb, os, coords);
+	lin = mc_kb_let(kb, lin);
+	const mc_group *gr = c->group;
+	if (k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor]) {
+		value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(c->out[0]->dtype), value));
+		for (int e = 0; e < gr->n_epi; e++) {
+			const mc_node *en = &c->g->nodes[gr->epi[e]];
+			mc_lower_ctx ec;
+			node_ctx(c, en, &ec);
+			const mc_lowering *l = mc_lowering_find(en->op_type);
+			mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
+			for (int i = 0; i < en->n_inputs; i++) {
+				if (!ec.in[i])
+					continue;
+				if (i == gr->epi_chain_in[e]) {
+					args[i] = value;
+					continue;
+				}
+				mc_kexpr *idx = operand_index(kb, &ec.in[i]->shape, os, coords, &have_coords, lin);
+				args[i] = mc_k_load(kb, ec.in_buf[i], idx);
+			}
+			value = l->pointwise(&ec, args);
+			value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(ec.out[0]->dtype), value));
+		}
+	}
+	mc_kb_store(kb, c->out_buf[k], lin, value);
+}
+
+/* The elementwise kernel of a pointwise anchor: one flat loop when every
+ * operand is full-size or a scalar, else one loop per output dim. */
+int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[0]->shape;
+	size_t n = mc_numel(os);
+	bool flat = true;
+	for (int i = 0; i < c->n_in; i++)
+		if (c->in[i] && mc_numel(&c->in[i]->shape) != n && mc_numel(&c->in[i]->shape) != 1)
+			flat = false;
+	const mc_group *gr = c->group;
+	for (int e = 0; gr && e < gr->n_epi; e++) {
+		const mc_node *en = &c->g->nodes[gr->epi[e]];
+		for (int i = 0; i < en->n_inputs; i++) {
+			int v = en->inputs[i];
+			size_t m = v >= 0 ? mc_numel(&c->g->values[v].shape) : 1;
+			if (m != n && m != 1)
+				flat = false;
+		}
+	}
+	mc_kexpr *coords[MC_MAX_RANK], *lin;
+	mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(c->n_in + 1));
+	if (flat) {
+		lin = mc_kb_fori(kb, (int64_t)n, MC_KF_PARALLEL | MC_KF_VECTOR);
+		for (int i = 0; i < c->n_in; i++)
+			if (c->in[i])
+				args[i] = mc_lower_load(c, i, mc_numel(&c->in[i]->shape) == n ? lin : mc_k_index(kb, 0));
+		mc_lower_store(c, 0, NULL, lin, l->pointwise(c, args));
+		mc_kb_end(kb);
+		return 0;
+	}
+	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	for (int i = 0; i < c->n_in; i++)
+		if (c->in[i])
+			args[i] = mc_lower_load(c, i, mc_lower_bcast(kb, &c->in[i]->shape, os, coords));
+	mc_lower_store(c, 0, coords, NULL, l->pointwise(c, args));
+	mc_kb_end_n(kb, os->rank);
+	return 0;
+}
+
+/* Output 0 is a copy of input 0's elements (aliases that could not share
+ * storage: a graph output, say). */
+int mc_lower_copy(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	mc_kexpr *i = mc_kb_fori(kb, (int64_t)mc_numel(&c->out[0]->shape), MC_KF_PARALLEL | MC_KF_VECTOR);
+	mc_lower_store(c, 0, NULL, i, mc_lower_load(c, 0, i));
+	mc_kb_end(kb);
+	return 0;
+}
+
+/* Lowers one group into kernel k: the anchor's own lowering, or the
+ * elementwise kernel for a pointwise anchor. */
+int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lowering *l)
+{
+	const mc_node *n = &g->nodes[gr->anchor];
+	mc_lower_ctx base = { .kb = kb, .g = g, .group = gr }, c;
+	node_ctx(&base, n, &c);
+	for (int k = 0; k < n->n_outputs; k++) {
+		int v = n->outputs[k];
+		if (v < 0)
+			continue;
+		if (k == 0 && gr->n_epi > 0)
+			v = g->nodes[gr->epi[gr->n_epi - 1]].outputs[0];
+		c.out_buf[k] = mc_kb_buf(kb, v, g->values[v].dtype, mc_numel(&g->values[v].shape), true);
+	}
+	return l->lower ? l->lower(&c) : mc_lower_pointwise_kernel(&c, l);
+}

@@ -1,0 +1,357 @@
+/* From an inferred, frozen graph to a program: fusion groups lowered into
+ * kernels, every buffer given a place (arena offset, weight, input or
+ * output slot) by the memory plan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "aot.h"
+
+#define ARENA_ALIGN 64
+
+static void *grow(void *arr, int *cap, int need, size_t elt)
+{
+	if (need <= *cap)
+		return arr;
+	int n = *cap ? *cap * 2 : 16;
+	while (n < need)
+		n *= 2;
+	arr = realloc(arr, (size_t)n * elt);
+	if (!arr) {
+		mc_error("out of memory");
+		abort();
+	}
+	*cap = n;
+	return arr;
+}
+
+static mc_kernel *new_kernel(mc_program *p, const char *name, const char *comment)
+{
+	mc_kernel *k = mc_kpool_alloc(p->pool, sizeof *k);
+	k->name = mc_kpool_strdup(p->pool, name);
+	k->comment = mc_kpool_strdup(p->pool, comment);
+	p->kernels = grow(p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+	p->kernels[p->n_kernels++] = k;
+	p->steps = grow(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
+	p->steps[p->n_steps++] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = p->n_kernels - 1 };
+	return k;
+}
+
+void mc_program_free(mc_program *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->n_kernels; i++) {
+		free(p->kernels[i]->bufs);
+		free(p->kernels[i]->vars);
+	}
+	free(p->kernels);
+	free(p->steps);
+	free(p->weights);
+	for (int i = 0; i < p->n_inputs; i++)
+		free(p->inputs[i].name);
+	for (int i = 0; i < p->n_outputs; i++)
+		free(p->outputs[i].name);
+	free(p->inputs);
+	free(p->outputs);
+	free(p->prefix);
+	mc_kpool_free(p->pool);
+	memset(p, 0, sizeof *p);
+}
+
+/* Every node of every group needs a lowering; all missing ones are
+ * reported at once. */
+static int check_lowerings(const mc_graph *g)
+{
+	int missing = 0;
+	for (int n = 0; n < g->n_nodes; n++) {
+		const mc_node *nd = &g->nodes[n];
+		if (!mc_lowering_find(nd->op_type)) {
+			mc_node_error(nd, "has no lowering to kernels yet (op %s is not supported by the compiler)",
+			              nd->op_type);
+			missing++;
+		}
+	}
+	if (missing)
+		mc_error("%d node%s cannot be compiled", missing, missing == 1 ? "" : "s");
+	return missing ? -1 : 0;
+}
+
+static void ident_part(char *dst, size_t n, const char *src)
+{
+	size_t j = 0;
+	for (size_t i = 0; src[i] && j + 1 < n && j < 24; i++) {
+		char ch = src[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+		dst[j++] = ok ? ch : '_';
+	}
+	dst[j] = 0;
+}
+
+static void group_names(const mc_graph *g, const mc_group *gr, int idx, mc_program *p,
+                        char *name, size_t name_len, char **comment)
+{
+	const mc_node *a = &g->nodes[gr->anchor];
+	char part[32];
+	ident_part(part, sizeof part, a->name[0] ? a->name : a->op_type);
+	snprintf(name, name_len, "k%d_%s", idx, part);
+	mc_strbuf sb = { 0 };
+	mc_sb_printf(&sb, "%s '%s'", a->op_type, a->name);
+	for (int e = 0; e < gr->n_epi; e++)
+		mc_sb_printf(&sb, " + %s '%s'", g->nodes[gr->epi[e]].op_type, g->nodes[gr->epi[e]].name);
+	/* a comment must not close itself */
+	for (char *s = sb.data; s && (s = strstr(s, "*/")); )
+		s[1] = '_';
+	*comment = mc_kpool_strdup(p->pool, sb.data ? sb.data : "");
+	mc_sb_free(&sb);
+}
+
+typedef struct {
+	int *root;          /* storage root of each value (aliases share one) */
+	int *out_slot;      /* output index a value is written to directly, -1 */
+	int *req;           /* memory request of each arena root, -1 */
+	int *weight;        /* weight index of each constant value, -1 */
+} value_maps;
+
+static int find_input(const mc_graph *g, int v)
+{
+	for (int i = 0; i < g->n_inputs; i++)
+		if (g->inputs[i] == v)
+			return i;
+	return -1;
+}
+
+static bool in_arena(const mc_graph *g, const value_maps *m, int root)
+{
+	const mc_value *v = &g->values[root];
+	return v->kind == MC_VAL_NODE && m->out_slot[root] < 0;
+}
+
+/* A kernel copying value v (or its storage root) into output slot j. */
+static void copy_to_output(const mc_graph *g, mc_program *p, int v, int j)
+{
+	char name[48];
+	snprintf(name, sizeof name, "k%d_output%d", p->n_kernels, j);
+	mc_kernel *k = new_kernel(p, name, "copy into a graph output");
+	mc_kb kb;
+	mc_kb_begin(&kb, p->pool, k);
+	const mc_value *val = &g->values[v];
+	size_t n = mc_numel(&val->shape);
+	int src = mc_kb_buf(&kb, v, val->dtype, n, false);
+	int dst = mc_kb_buf(&kb, -1, val->dtype, n, true);
+	k->bufs[dst].loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = j };
+	mc_kexpr *i = mc_kb_fori(&kb, (int64_t)n, MC_KF_PARALLEL | MC_KF_VECTOR);
+	mc_kb_store(&kb, dst, i, mc_k_load(&kb, src, i));
+	mc_kb_end(&kb);
+}
+
+static int weight_of(const mc_graph *g, mc_program *p, value_maps *m, int v)
+{
+	if (m->weight[v] < 0) {
+		p->weights = grow(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
+		p->weights[p->n_weights] = (mc_weight){ .t = g->values[v].konst, .align = ARENA_ALIGN };
+		p->weight_bytes += g->values[v].konst->nbytes;
+		m->weight[v] = p->n_weights++;
+	}
+	return m->weight[v];
+}
+
+/* In-place candidate of a group's stored value: an operand read only at
+ * the element being written (same shape), dying at this step. */
+static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_maps *m,
+                             const int *last, int step, int out)
+{
+	const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
+	const mc_value *ov = &g->values[out];
+	size_t obytes = mc_numel(&ov->shape) * mc_dtype_size(ov->dtype);
+	for (int e = -1; e < gr->n_epi; e++) {
+		const mc_node *nd = &g->nodes[e < 0 ? gr->anchor : gr->epi[e]];
+		if (e < 0 && l->lower)
+			continue; /* a non-pointwise anchor reads its inputs anywhere */
+		for (int i = 0; i < nd->n_inputs; i++) {
+			int v = nd->inputs[i];
+			if (v < 0 || (e >= 0 && i == gr->epi_chain_in[e]))
+				continue;
+			int r = m->root[v];
+			const mc_value *rv = &g->values[r];
+			if (!in_arena(g, m, r) || m->req[r] < 0 || last[r] != step ||
+			    !mc_shape_eq(&g->values[v].shape, &ov->shape) ||
+			    mc_numel(&rv->shape) * mc_dtype_size(rv->dtype) != obytes)
+				continue;
+			return m->req[r];
+		}
+	}
+	return -1;
+}
+
+int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
+{
+	memset(p, 0, sizeof *p);
+	p->pool = mc_kpool_new();
+	p->prefix = mc_xstrdup(o->name);
+	p->arena_align = ARENA_ALIGN;
+	if (check_lowerings(g))
+		return -1;
+	mc_group *groups;
+	int n_groups;
+	if (mc_fuse(g, o->no_fuse, &groups, &n_groups))
+		return -1;
+	size_t nv = (size_t)g->n_values + 1;
+	value_maps m = { mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)),
+	                 mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)) };
+	int *first = mc_xcalloc(nv, sizeof(int)), *last = mc_xcalloc(nv, sizeof(int));
+	int *group_kernel = mc_xcalloc((size_t)n_groups + 1, sizeof(int));
+	int rc = -1;
+	for (int v = 0; v < g->n_values; v++) {
+		m.root[v] = v;
+		m.out_slot[v] = m.req[v] = m.weight[v] = first[v] = -1;
+		last[v] = -1;
+	}
+	for (int i = 0; i < n_groups; i++)
+		if (groups[i].alias) {
+			const mc_node *nd = &g->nodes[groups[i].anchor];
+			m.root[nd->outputs[0]] = m.root[nd->inputs[0]];
+		}
+	/* Graph outputs produced by a kernel are written in place. */
+	bool *copy_out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(bool));
+	for (int j = 0; j < g->n_outputs; j++) {
+		int v = g->outputs[j];
+		if (g->values[v].kind == MC_VAL_NODE && m.root[v] == v && m.out_slot[v] < 0)
+			m.out_slot[v] = j;
+		else
+			copy_out[j] = true;
+	}
+	/* Lower every group. */
+	for (int i = 0; i < n_groups; i++) {
+		const mc_group *gr = &groups[i];
+		group_kernel[i] = -1;
+		if (gr->alias)
+			continue;
+		char name[64], *comment;
+		group_names(g, gr, p->n_kernels, p, name, sizeof name, &comment);
+		mc_kernel *k = new_kernel(p, name, comment);
+		mc_kb kb;
+		mc_kb_begin(&kb, p->pool, k);
+		const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
+		if (mc_lower_group(g, gr, &kb, l))
+			goto out;
+		if (kb.depth != 0) {
+			mc_node_error(&g->nodes[gr->anchor], "lowering left %d blocks open", kb.depth);
+			goto out;
+		}
+		group_kernel[i] = p->n_kernels - 1;
+	}
+	for (int j = 0; j < g->n_outputs; j++)
+		if (copy_out[j])
+			copy_to_output(g, p, g->outputs[j], j);
+	/* Liveness of storage roots over the kernel order. */
+	for (int s = 0; s < p->n_kernels; s++) {
+		const mc_kernel *k = p->kernels[s];
+		for (int b = 0; b < k->n_bufs; b++) {
+			int v = k->bufs[b].value;
+			if (v < 0)
+				continue;
+			int r = m.root[v];
+			if (first[r] < 0 || s < first[r])
+				first[r] = s;
+			if (s > last[r])
+				last[r] = s;
+		}
+	}
+	/* Memory requests: arena roots, then scratch. */
+	int n_reqs = 0, cap_reqs = 0;
+	mc_mem_req *reqs = NULL;
+	int *req_step = NULL, cap_rs = 0;
+	for (int v = 0; v < g->n_values; v++) {
+		if (m.root[v] != v || first[v] < 0 || !in_arena(g, &m, v))
+			continue;
+		const mc_value *val = &g->values[v];
+		reqs = grow(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
+		reqs[n_reqs] = (mc_mem_req){ .bytes = mc_numel(&val->shape) * mc_dtype_size(val->dtype),
+		                             .first = first[v], .last = last[v], .inplace_of = -1 };
+		m.req[v] = n_reqs++;
+	}
+	for (int i = 0; i < n_groups; i++) {
+		const mc_group *gr = &groups[i];
+		if (gr->alias || group_kernel[i] < 0)
+			continue;
+		int out = g->nodes[gr->n_epi ? gr->epi[gr->n_epi - 1] : gr->anchor].outputs[0];
+		if (out < 0 || m.root[out] != out || m.req[out] < 0)
+			continue;
+		reqs[m.req[out]].inplace_of = inplace_candidate(g, gr, &m, last, group_kernel[i], out);
+	}
+	for (int s = 0; s < p->n_kernels; s++) {
+		mc_kernel *k = p->kernels[s];
+		for (int b = 0; b < k->n_bufs; b++)
+			if (k->bufs[b].value < 0 && k->bufs[b].loc.kind == MC_LOC_NONE) {
+				reqs = grow(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
+				reqs[n_reqs] = (mc_mem_req){ .bytes = k->bufs[b].count * mc_dtype_size(k->bufs[b].dtype),
+				                             .first = s, .last = s, .inplace_of = -1 };
+				req_step = grow(req_step, &cap_rs, n_reqs + 1, sizeof *req_step);
+				k->bufs[b].loc.index = n_reqs++; /* request index until placed */
+			}
+	}
+	free(req_step);
+	mc_mem_plan plan;
+	if (mc_plan_memory(reqs, n_reqs, ARENA_ALIGN, &plan)) {
+		free(reqs);
+		goto out;
+	}
+	p->arena_bytes = plan.arena_bytes;
+	p->lower_bound = plan.lower_bound;
+	/* Places. */
+	for (int s = 0; s < p->n_kernels; s++) {
+		mc_kernel *k = p->kernels[s];
+		for (int b = 0; b < k->n_bufs; b++) {
+			mc_kbuf *kb = &k->bufs[b];
+			if ((int64_t)kb->count > p->max_index)
+				p->max_index = (int64_t)kb->count;
+			if (kb->value < 0) {
+				if (kb->loc.kind == MC_LOC_NONE)
+					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };
+				continue;
+			}
+			int r = m.root[kb->value];
+			const mc_value *rv = &g->values[r];
+			if (rv->kind == MC_VAL_CONST)
+				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = weight_of(g, p, &m, r) };
+			else if (rv->kind == MC_VAL_INPUT)
+				kb->loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
+			else if (m.out_slot[r] >= 0)
+				kb->loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m.out_slot[r] };
+			else if (m.req[r] >= 0)
+				kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[m.req[r]] };
+			else {
+				mc_error("internal: value '%s' has no place", rv->name);
+				mc_mem_plan_free(&plan);
+				free(reqs);
+				goto out;
+			}
+		}
+	}
+	mc_mem_plan_free(&plan);
+	free(reqs);
+	p->n_inputs = g->n_inputs;
+	p->n_outputs = g->n_outputs;
+	p->inputs = mc_xcalloc((size_t)g->n_inputs + 1, sizeof *p->inputs);
+	p->outputs = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *p->outputs);
+	for (int i = 0; i < g->n_inputs; i++) {
+		const mc_value *v = &g->values[g->inputs[i]];
+		p->inputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		const mc_value *v = &g->values[g->outputs[i]];
+		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
+	}
+	rc = 0;
+out:
+	free(copy_out);
+	free(group_kernel);
+	free(first);
+	free(last);
+	free(m.root);
+	free(m.out_slot);
+	free(m.req);
+	free(m.weight);
+	free(groups);
+	return rc;
+}

@@ -1,0 +1,182 @@
+/* modelc verify: compile, build with the host compiler, run on seeded
+ * random inputs, compare with the reference interpreter. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "aot.h"
+
+void mc_verify_opts_init(mc_verify_opts *v)
+{
+	memset(v, 0, sizeof *v);
+	v->seed = 1;
+	v->scale = 1.0;
+	v->rtol = 1e-4;
+	v->atol = 1e-6;
+	v->cc = "cc";
+	v->cflags = "-std=c99 -O2 -Wall -Wextra -Werror";
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+	/* xorshift64*: deterministic across hosts */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static void fill_random(mc_tensor *t, uint64_t *s, double scale)
+{
+	for (size_t i = 0; i < t->numel; i++) {
+		uint64_t r = next_rand(s);
+		if (mc_dtype_is_float(t->dtype))
+			mc_set_f(t, i, scale * ((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0));
+		else if (t->dtype == MC_BOOL)
+			mc_set_i(t, i, (int64_t)(r >> 63));
+		else
+			mc_set_i(t, i, (int64_t)((r >> 33) % 4)); /* small: indices stay in range */
+	}
+}
+
+static int write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		mc_error("cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	bool ok = fwrite(data, 1, n, f) == n;
+	if (fclose(f) || !ok) {
+		mc_error("cannot write '%s'", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_cmd(const char *cmd, const char *what)
+{
+	int ws = system(cmd);
+	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+		mc_error("%s failed (status %d): %s", what, ws == -1 ? -1 : WEXITSTATUS(ws), cmd);
+		return -1;
+	}
+	return 0;
+}
+
+int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v)
+{
+	mc_graph *g = mc_import_file(model, &o->import);
+	if (!g)
+		return -1;
+	int rc = -1, n_in = 0;
+	mc_tensor **in = NULL, **want = NULL, **got = NULL;
+	char dir[4096] = "";
+	/* Bound inputs are constants for the reference too. */
+	if (mc_apply_binds(g, o))
+		goto out;
+	if (mc_infer_graph(g))
+		goto out;
+	n_in = g->n_inputs;
+	in = mc_xcalloc((size_t)n_in + 1, sizeof *in);
+	want = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *want);
+	got = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *got);
+	uint64_t seed = v->seed * 0x9E3779B97F4A7C15ull + 1;
+	for (int i = 0; i < n_in; i++) {
+		const mc_value *val = &g->values[g->inputs[i]];
+		in[i] = mc_tensor_new(val->dtype, &val->shape);
+		if (!in[i]) {
+			mc_error("input '%s' is too large", val->name);
+			goto out;
+		}
+		fill_random(in[i], &seed, v->scale);
+	}
+	if (mc_interp_run(g, in, want, NULL))
+		goto out;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/modelc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		mc_error("mkdtemp: %s", strerror(errno));
+		dir[0] = 0;
+		goto out;
+	}
+	mc_compile_opts co = *o;
+	co.harness = true;
+	if (mc_compile(model, dir, &co))
+		goto out;
+	char cmd[16384];
+	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o run -lm", dir, v->cc,
+	         v->cflags, co.name, co.name, co.name);
+	if (run_cmd(cmd, "building the generated code"))
+		goto out;
+	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./run .", dir);
+	for (int i = 0; i < n_in; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/input_%d.bin", dir, i);
+		if (write_file(path, in[i]->data, in[i]->nbytes))
+			goto out;
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
+	}
+	if (run_cmd(cmd, "running the generated code"))
+		goto out;
+	bool ok = true;
+	printf("%-32s %-10s %14s %14s %14s  %s\n", "output", "dtype", "max|ref|", "max|err|", "rel RMSE",
+	       "verdict");
+	for (int k = 0; k < g->n_outputs; k++) {
+		const mc_value *val = &g->values[g->outputs[k]];
+		char path[4200];
+		snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
+		got[k] = mc_tensor_read_file(path, val->dtype, &val->shape);
+		if (!got[k])
+			goto out;
+		double max_ref = 0, max_err = 0, se = 0, sr = 0;
+		bool nan_mismatch = false;
+		for (size_t i = 0; i < want[k]->numel; i++) {
+			double a = mc_get_f(want[k], i), b = mc_get_f(got[k], i);
+			if (isnan(a) || isnan(b)) {
+				nan_mismatch |= isnan(a) != isnan(b);
+				continue;
+			}
+			if (isinf(a) || isinf(b)) {
+				nan_mismatch |= a != b;
+				continue;
+			}
+			double d = fabs(a - b);
+			max_ref = fmax(max_ref, fabs(a));
+			max_err = fmax(max_err, d);
+			se += d * d;
+			sr += a * a;
+		}
+		double rrmse = sr > 0 ? sqrt(se / sr) : sqrt(se);
+		bool pass = !nan_mismatch && max_err <= v->atol + v->rtol * max_ref;
+		ok &= pass;
+		printf("%-32s %-10s %14.6g %14.6g %14.6g  %s\n", val->name, mc_dtype_name(val->dtype), max_ref,
+		       max_err, rrmse, pass ? "ok" : nan_mismatch ? "FAIL (NaN/inf mismatch)" : "FAIL");
+	}
+	printf("tolerance: max|err| <= %g + %g * max|ref| (--atol, --rtol); seed %llu\n", v->atol, v->rtol,
+	       (unsigned long long)v->seed);
+	rc = ok ? 0 : 1;
+out:
+	if (dir[0] && !v->keep) {
+		char cmd[4200];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			mc_warn("could not remove %s", dir);
+	} else if (dir[0]) {
+		fprintf(stderr, "modelc: kept %s\n", dir);
+	}
+	for (int i = 0; i < n_in; i++)
+		mc_tensor_free(in[i]);
+	for (int k = 0; want && k < g->n_outputs; k++) {
+		mc_tensor_free(want[k]);
+		mc_tensor_free(got[k]);
+	}
+	free(in);
+	free(want);
+	free(got);
+	mc_graph_free(g);
+	return rc;
+}

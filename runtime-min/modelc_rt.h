@@ -1,0 +1,358 @@
+/* modelc runtime-min: the only header generated models need besides the C
+ * library's stdint.h, stddef.h, string.h and math.h. Status codes, tensor
+ * descriptors, and the small helpers generated kernels call: storage
+ * conversions of the 16-bit and small float types, and integer arithmetic
+ * without undefined behaviour. C99, no I/O, no heap, no global state.
+ *
+ * Every model's output directory carries an identical copy; the include
+ * guard lets several models' headers share one translation unit. */
+#ifndef MODELC_RT_H
+#define MODELC_RT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes returned by NAME_run ---- */
+enum {
+	MODELC_OK = 0,
+	MODELC_ERR_NULL_ARGUMENT = 1, /* arena, inputs, outputs or one of their pointers NULL */
+	MODELC_ERR_MISALIGNED = 2,    /* arena not aligned to NAME_ARENA_ALIGN */
+	MODELC_ERR_BAD_INDEX = 3,     /* an index input out of range (Gather, ...) */
+	MODELC_ERR_BAD_INPUT = 4      /* other invalid input data */
+};
+
+/* ---- element types, numbered as ONNX's TensorProto.DataType ----
+ * In memory: bool is one byte (0 or 1); float16 and bfloat16 are uint16_t
+ * bit patterns; the float8 types, float8e8m0 and float4e2m1 (low nibble)
+ * are one uint8_t code each; int4/int2 are int8_t (sign-extended) and
+ * uint4/uint2 uint8_t, one element per byte. */
+enum {
+	MODELC_FLOAT = 1,
+	MODELC_UINT8 = 2,
+	MODELC_INT8 = 3,
+	MODELC_UINT16 = 4,
+	MODELC_INT16 = 5,
+	MODELC_INT32 = 6,
+	MODELC_INT64 = 7,
+	MODELC_BOOL = 9,
+	MODELC_FLOAT16 = 10,
+	MODELC_DOUBLE = 11,
+	MODELC_UINT32 = 12,
+	MODELC_UINT64 = 13,
+	MODELC_BFLOAT16 = 16,
+	MODELC_FLOAT8E4M3FN = 17,
+	MODELC_FLOAT8E4M3FNUZ = 18,
+	MODELC_FLOAT8E5M2 = 19,
+	MODELC_FLOAT8E5M2FNUZ = 20,
+	MODELC_UINT4 = 21,
+	MODELC_INT4 = 22,
+	MODELC_FLOAT4E2M1 = 23,
+	MODELC_FLOAT8E8M0 = 24,
+	MODELC_UINT2 = 25,
+	MODELC_INT2 = 26
+};
+
+/* One input or output: dims has rank entries (NULL for a scalar);
+ * row-major, in the model's own layout. */
+typedef struct {
+	const char *name;
+	int dtype;
+	int rank;
+	const int64_t *dims;
+} modelc_tensor_desc;
+
+/* Alignment of weight arrays; placed between the declarator and the
+ * initializer: `const float w[4] MODELC_ALIGN(16) = {...};` */
+#if defined(__GNUC__) || defined(__clang__)
+#define MODELC_ALIGN(n) __attribute__((aligned(n)))
+#else
+#define MODELC_ALIGN(n)
+#endif
+
+/* ---- float bits ---- */
+static inline uint32_t modelc_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline float modelc_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* x >> shift rounded to nearest, ties to even (1 <= shift <= 31). */
+static inline uint32_t modelc_shr_rne(uint32_t x, unsigned shift)
+{
+	uint32_t q = x >> shift, rem = x & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return q;
+}
+
+/* ---- float16 (IEEE binary16) ---- */
+static inline float modelc_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+	if (exp == 0) { /* zero or subnormal: man * 2^-24 */
+		float f = (float)man * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	if (exp == 31) /* inf or NaN (payload kept) */
+		return modelc_bits_f32(sign | 0x7f800000u | (man << 13));
+	return modelc_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+/* Round to nearest even; overflow gives inf; NaN stays NaN. */
+static inline uint16_t modelc_f32_to_f16(float f)
+{
+	uint32_t x = modelc_f32_bits(f);
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+	uint32_t ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) /* inf or NaN */
+		return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+	if (ax >= 0x477ff000u) /* rounds to >= 65520: overflow */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax < 0x38800000u) { /* below the smallest normal half */
+		uint32_t e = ax >> 23;
+		if (e < 102) /* below 2^-25: rounds to zero */
+			return sign;
+		/* units of 2^-24: (1.m * 2^23) * 2^(e - 150 + 24) */
+		return (uint16_t)(sign | modelc_shr_rne((ax & 0x7fffffu) | 0x800000u, 126u - e));
+	}
+	ax += 0xfffu + ((ax >> 13) & 1u);
+	return (uint16_t)(sign | ((ax - (112u << 23)) >> 13));
+}
+
+/* ---- bfloat16 ---- */
+static inline float modelc_bf16_to_f32(uint16_t h)
+{
+	return modelc_bits_f32((uint32_t)h << 16);
+}
+
+static inline uint16_t modelc_f32_to_bf16(float f)
+{
+	uint32_t x = modelc_f32_bits(f);
+	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1u);
+	return (uint16_t)(x >> 16);
+}
+
+/* ---- small floats (float8 types, float4e2m1), as ONNX's Cast with
+ * saturate: round to nearest even, values beyond the largest finite one
+ * (inf included) clamp to it; NaN gives the format's NaN (float4e2m1 has
+ * none: -0); FNUZ formats have no -0. Parameters: mantissa bits, bias, the
+ * sign bit's position, the largest finite magnitude code, whether
+ * max + 1 is inf, whether NaN exists, FNUZ, the positive NaN code. ---- */
+static inline float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, unsigned sign_shift,
+                                        unsigned max, int has_inf, int fnuz)
+{
+	uint32_t sign_bit = 1u << sign_shift, mag = code & (sign_bit - 1u);
+	uint32_t sign = (code & sign_bit) ? 0x80000000u : 0u;
+	if (fnuz && code == 0x80u)
+		return NAN;
+	if (mag > max) {
+		if (has_inf && mag == max + 1u)
+			return modelc_bits_f32(sign | 0x7f800000u);
+		return NAN;
+	}
+	uint32_t e = mag >> mbits, m = mag & ((1u << mbits) - 1u);
+	if (e == 0) { /* subnormal: m * 2^(1 - bias - mbits), exact in f32 */
+		uint32_t scale = (uint32_t)(127 + 1 - bias - (int)mbits) << 23;
+		return modelc_bits_f32(sign | modelc_f32_bits((float)m * modelc_bits_f32(scale)));
+	}
+	return modelc_bits_f32(sign | ((uint32_t)((int)e - bias + 127) << 23) | (m << (23u - mbits)));
+}
+
+static inline uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, unsigned sign_shift,
+                                          unsigned max, int has_nan, int fnuz, unsigned nan)
+{
+	uint32_t x = modelc_f32_bits(f), ax = x & 0x7fffffffu;
+	uint32_t sign = (x >> 31) ? 1u << sign_shift : 0u;
+	if (ax > 0x7f800000u) { /* NaN */
+		if (!has_nan)
+			return (uint8_t)(1u << sign_shift);
+		return (uint8_t)(fnuz ? 0x80u : (sign | nan));
+	}
+	if (ax >= 0x7f800000u) /* inf saturates */
+		return (uint8_t)(sign | max);
+	int e = (int)(ax >> 23) - 127; /* binade of f (f32 subnormals round to 0 below) */
+	int lead = e < 1 - bias ? 1 - bias : e;
+	/* f = s * 2^(e - 23) with s the 24-bit significand; keep mbits bits
+	 * below the format's leading bit: shift right by lead - mbits - e + 23. */
+	int shift = lead - (int)mbits - e + 23;
+	uint32_t q;
+	if ((ax >> 23) == 0 || shift >= 25)
+		q = 0;
+	else
+		q = modelc_shr_rne((ax & 0x7fffffu) | 0x800000u, (unsigned)shift);
+	if (q == 0)
+		return (uint8_t)(fnuz ? 0u : sign);
+	/* subnormal codes are q; normal ones (exp - 1) << mbits plus q, which
+	 * carries into the exponent when rounding reached the next binade */
+	uint32_t mag = ((uint32_t)(lead + bias - 1) << mbits) + q;
+	if (mag > max)
+		mag = max;
+	return (uint8_t)(sign | mag);
+}
+
+static inline float modelc_f8e4m3fn_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 7, 7, 0x7e, 0, 0); }
+static inline float modelc_f8e4m3fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 8, 7, 0x7f, 0, 1); }
+static inline float modelc_f8e5m2_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 15, 7, 0x7b, 1, 0); }
+static inline float modelc_f8e5m2fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 16, 7, 0x7f, 0, 1); }
+static inline float modelc_f4e2m1_to_f32(uint8_t c) { return modelc_small_to_f32(c & 0xfu, 1, 1, 3, 0x7, 0, 0); }
+static inline uint8_t modelc_f32_to_f8e4m3fn(float f) { return modelc_f32_to_small(f, 3, 7, 7, 0x7e, 1, 0, 0x7f); }
+static inline uint8_t modelc_f32_to_f8e4m3fnuz(float f) { return modelc_f32_to_small(f, 3, 8, 7, 0x7f, 1, 1, 0x80); }
+static inline uint8_t modelc_f32_to_f8e5m2(float f) { return modelc_f32_to_small(f, 2, 15, 7, 0x7b, 1, 0, 0x7e); }
+static inline uint8_t modelc_f32_to_f8e5m2fnuz(float f) { return modelc_f32_to_small(f, 2, 16, 7, 0x7f, 1, 1, 0x80); }
+static inline uint8_t modelc_f32_to_f4e2m1(float f) { return modelc_f32_to_small(f, 1, 1, 3, 0x7, 0, 0, 0); }
+
+/* float8e8m0: 2^(code - 127), no sign, no zero; 0xff is NaN. */
+static inline float modelc_f8e8m0_to_f32(uint8_t c)
+{
+	if (c == 0xffu)
+		return NAN;
+	return modelc_bits_f32(c ? (uint32_t)c << 23 : 0x400000u);
+}
+
+/* Rounds up to a power of two and saturates (ONNX Cast's defaults): NaN
+ * gives NaN, inf the largest code, zero and tiny values the smallest. */
+static inline uint8_t modelc_f32_to_f8e8m0(float f)
+{
+	uint32_t ax = modelc_f32_bits(f) & 0x7fffffffu;
+	if (ax > 0x7f800000u)
+		return 0xffu;
+	if (ax == 0x7f800000u)
+		return 0xfeu;
+	if (ax == 0)
+		return 0;
+	int p;
+	if (ax >> 23) {
+		p = (int)(ax >> 23) - 127 + ((ax & 0x7fffffu) != 0);
+	} else { /* f32 subnormal: ax * 2^-149 */
+		int lead = 22;
+		while (!(ax >> lead))
+			lead--;
+		p = lead - 149 + ((ax & ((1u << lead) - 1u)) != 0);
+	}
+	if (p > 127)
+		return 0xfeu;
+	if (p < -127)
+		return 0;
+	return (uint8_t)(p + 127);
+}
+
+/* Sub-byte integers kept in a byte: wrap to the width (two's complement). */
+static inline int8_t modelc_wrap_i4(int8_t v) { return (int8_t)(((v & 0xf) ^ 0x8) - 0x8); }
+static inline int8_t modelc_wrap_i2(int8_t v) { return (int8_t)(((v & 0x3) ^ 0x2) - 0x2); }
+static inline uint8_t modelc_wrap_u4(uint8_t v) { return (uint8_t)(v & 0xfu); }
+static inline uint8_t modelc_wrap_u2(uint8_t v) { return (uint8_t)(v & 0x3u); }
+
+/* ---- integer arithmetic without undefined behaviour ----
+ * Signed add/sub/mul/neg wrap (computed in the unsigned type); division
+ * by zero gives 0 and INT_MIN / -1 wraps; shifts by the width or more (or
+ * by a negative amount) give 0; abs(INT_MIN) wraps. */
+#define MODELC_WRAP_OPS(S, T, U)                                                              \
+	static inline T modelc_add_##S(T a, T b) { return (T)((U)a + (U)b); }                    \
+	static inline T modelc_sub_##S(T a, T b) { return (T)((U)a - (U)b); }                    \
+	static inline T modelc_mul_##S(T a, T b) { return (T)((U)a * (U)b); }                    \
+	static inline T modelc_neg_##S(T a) { return (T)((U)0 - (U)a); }
+MODELC_WRAP_OPS(i32, int32_t, uint32_t)
+MODELC_WRAP_OPS(i64, int64_t, uint64_t)
+#undef MODELC_WRAP_OPS
+
+#define MODELC_SIGNED_OPS(S, T, U, MIN, BITS)                                                 \
+	static inline T modelc_div_##S(T a, T b)                                                 \
+	{                                                                                        \
+		if (b == 0)                                                                          \
+			return 0;                                                                        \
+		if (b == -1)                                                                         \
+			return (T)((U)0 - (U)a);                                                         \
+		return (T)(a / b);                                                                   \
+	}                                                                                        \
+	static inline T modelc_rem_##S(T a, T b)                                                 \
+	{                                                                                        \
+		if (b == 0 || b == -1)                                                               \
+			return 0;                                                                        \
+		return (T)(a % b);                                                                   \
+	}                                                                                        \
+	static inline T modelc_abs_##S(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }             \
+	static inline T modelc_shl_##S(T a, T b)                                                 \
+	{                                                                                        \
+		return (b < 0 || b >= BITS) ? (T)0 : (T)((U)a << b);                                 \
+	}                                                                                        \
+	static inline T modelc_shr_##S(T a, T b) { return (b < 0 || b >= BITS) ? (T)0 : (T)(a >> b); } \
+	static inline T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
+	static inline T modelc_max_##S(T a, T b) { return a > b ? a : b; }
+MODELC_SIGNED_OPS(i8, int8_t, uint8_t, INT8_MIN, 8)
+MODELC_SIGNED_OPS(i16, int16_t, uint16_t, INT16_MIN, 16)
+MODELC_SIGNED_OPS(i32, int32_t, uint32_t, INT32_MIN, 32)
+MODELC_SIGNED_OPS(i64, int64_t, uint64_t, INT64_MIN, 64)
+#undef MODELC_SIGNED_OPS
+
+#define MODELC_UNSIGNED_OPS(S, T, BITS)                                                       \
+	static inline T modelc_div_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }          \
+	static inline T modelc_rem_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }          \
+	static inline T modelc_shl_##S(T a, T b) { return b >= BITS ? (T)0 : (T)((T)a << b); }   \
+	static inline T modelc_shr_##S(T a, T b) { return b >= BITS ? (T)0 : (T)(a >> b); }      \
+	static inline T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
+	static inline T modelc_max_##S(T a, T b) { return a > b ? a : b; }
+MODELC_UNSIGNED_OPS(u8, uint8_t, 8)
+MODELC_UNSIGNED_OPS(u16, uint16_t, 16)
+MODELC_UNSIGNED_OPS(u32, uint32_t, 32)
+MODELC_UNSIGNED_OPS(u64, uint64_t, 64)
+#undef MODELC_UNSIGNED_OPS
+
+static inline float modelc_min_f32(float a, float b) { return a < b ? a : b; }
+static inline float modelc_max_f32(float a, float b) { return a > b ? a : b; }
+static inline double modelc_min_f64(double a, double b) { return a < b ? a : b; }
+static inline double modelc_max_f64(double a, double b) { return a > b ? a : b; }
+
+/* ---- float to integer: truncates; NaN gives 0 and out-of-range values
+ * saturate (C leaves both undefined) ---- */
+#define MODELC_F2I(S, T, F, FS, LO, HI, TMIN, TMAX)                                          \
+	static inline T modelc_##FS##_to_##S(F v)                                                \
+	{                                                                                        \
+		if (v != v)                                                                          \
+			return 0;                                                                        \
+		if (v <= (F)(LO))                                                                    \
+			return TMIN;                                                                     \
+		if (v >= (F)(HI))                                                                    \
+			return TMAX;                                                                     \
+		return (T)v;                                                                         \
+	}
+/* The bounds are exactly representable in both float and double; HI is
+ * the first value that no longer fits. */
+MODELC_F2I(i8, int8_t, float, f32, -128.0f, 128.0f, INT8_MIN, INT8_MAX)
+MODELC_F2I(u8, uint8_t, float, f32, 0.0f, 256.0f, 0, UINT8_MAX)
+MODELC_F2I(i16, int16_t, float, f32, -32768.0f, 32768.0f, INT16_MIN, INT16_MAX)
+MODELC_F2I(u16, uint16_t, float, f32, 0.0f, 65536.0f, 0, UINT16_MAX)
+MODELC_F2I(i32, int32_t, float, f32, -0x1p31f, 0x1p31f, INT32_MIN, INT32_MAX)
+MODELC_F2I(u32, uint32_t, float, f32, 0.0f, 0x1p32f, 0, UINT32_MAX)
+MODELC_F2I(i64, int64_t, float, f32, -0x1p63f, 0x1p63f, INT64_MIN, INT64_MAX)
+MODELC_F2I(u64, uint64_t, float, f32, 0.0f, 0x1p64f, 0, UINT64_MAX)
+MODELC_F2I(i8, int8_t, double, f64, -128.0, 128.0, INT8_MIN, INT8_MAX)
+MODELC_F2I(u8, uint8_t, double, f64, 0.0, 256.0, 0, UINT8_MAX)
+MODELC_F2I(i16, int16_t, double, f64, -32768.0, 32768.0, INT16_MIN, INT16_MAX)
+MODELC_F2I(u16, uint16_t, double, f64, 0.0, 65536.0, 0, UINT16_MAX)
+MODELC_F2I(i32, int32_t, double, f64, -0x1p31, 0x1p31, INT32_MIN, INT32_MAX)
+MODELC_F2I(u32, uint32_t, double, f64, 0.0, 0x1p32, 0, UINT32_MAX)
+MODELC_F2I(i64, int64_t, double, f64, -0x1p63, 0x1p63, INT64_MIN, INT64_MAX)
+MODELC_F2I(u64, uint64_t, double, f64, 0.0, 0x1p64, 0, UINT64_MAX)
+#undef MODELC_F2I
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MODELC_RT_H */

@@ -1,0 +1,1288 @@
+/* The C target: prints a compiled program (aot.h) as C99 sources that need
+ * only stdint.h, stddef.h, string.h and math.h:
+ *   NAME.h          constants, descriptor tables, the run function
+ *   NAME.c          one static function per kernel, and NAME_run
+ *   NAME_weights.c  the frozen constants as const arrays (flash)
+ *   modelc_rt.h     runtime-min: status codes, conversions, safe integer ops
+ * Output is a pure function of the program: no dates, no paths, no
+ * pointer values, so an unchanged model rewrites nothing. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../aot/aot.h"
+
+/* runtime-min/modelc_rt.h, embedded at build time (scripts/embed-text). */
+extern const char mc_runtime_min_h[];
+
+typedef struct {
+	const mc_program *p;
+	const char *name;     /* identifier prefix */
+	char *upper;          /* its upper-case form, for macros */
+	bool idx64;           /* MC_KT_INDEX is int64_t (else int32_t) */
+	char idx_type[160];   /* C name of the index type */
+	mc_strbuf *sb;
+	const mc_kernel *k;   /* kernel being printed */
+	int *var_reads;       /* per variable of k: times read */
+	int *buf_uses;        /* per buffer of k: loads and stores */
+	int err;
+} emitter;
+
+static void fail(emitter *e, const char *what)
+{
+	if (!e->err)
+		mc_error("C target: kernel '%s': %s", e->k ? e->k->name : "?", what);
+	e->err = -1;
+}
+
+/* ---- types ---- */
+static const char *ctype(const emitter *e, mc_ktype t)
+{
+	switch (t) {
+	case MC_KT_BOOL: return "int";
+	case MC_KT_I8: return "int8_t";
+	case MC_KT_U8: return "uint8_t";
+	case MC_KT_I16: return "int16_t";
+	case MC_KT_U16: return "uint16_t";
+	case MC_KT_I32: return "int32_t";
+	case MC_KT_U32: return "uint32_t";
+	case MC_KT_I64: return "int64_t";
+	case MC_KT_U64: return "uint64_t";
+	case MC_KT_F32: return "float";
+	case MC_KT_F64: return "double";
+	case MC_KT_INDEX: return e->idx_type;
+	default: return "void";
+	}
+}
+
+/* Suffix of the runtime's per-type helpers (modelc_div_i32, ...). */
+static const char *tsuffix(const emitter *e, mc_ktype t)
+{
+	switch (t) {
+	case MC_KT_I8: return "i8";
+	case MC_KT_U8: return "u8";
+	case MC_KT_I16: return "i16";
+	case MC_KT_U16: return "u16";
+	case MC_KT_I32: return "i32";
+	case MC_KT_U32: return "u32";
+	case MC_KT_I64: return "i64";
+	case MC_KT_U64: return "u64";
+	case MC_KT_F32: return "f32";
+	case MC_KT_F64: return "f64";
+	case MC_KT_INDEX: return e->idx64 ? "i64" : "i32";
+	default: return "?";
+	}
+}
+
+/* C type of a buffer element in memory. */
+static const char *storage_type(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT: return "float";
+	case MC_DOUBLE: return "double";
+	case MC_INT8: case MC_INT4: case MC_INT2: return "int8_t";
+	case MC_INT16: return "int16_t";
+	case MC_INT32: return "int32_t";
+	case MC_INT64: return "int64_t";
+	case MC_UINT16: case MC_FLOAT16: case MC_BFLOAT16: return "uint16_t";
+	case MC_UINT32: return "uint32_t";
+	case MC_UINT64: return "uint64_t";
+	case MC_BOOL: case MC_UINT8: case MC_UINT4: case MC_UINT2: return "uint8_t";
+	default: return mc_dtype_is_small_float(t) ? "uint8_t" : NULL;
+	}
+}
+
+/* Runtime helpers that widen a stored element to its compute type, and
+ * narrow it back; NULL where C's own conversion is right. */
+static const char *load_fn(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT16: return "modelc_f16_to_f32";
+	case MC_BFLOAT16: return "modelc_bf16_to_f32";
+	case MC_FLOAT8E4M3FN: return "modelc_f8e4m3fn_to_f32";
+	case MC_FLOAT8E4M3FNUZ: return "modelc_f8e4m3fnuz_to_f32";
+	case MC_FLOAT8E5M2: return "modelc_f8e5m2_to_f32";
+	case MC_FLOAT8E5M2FNUZ: return "modelc_f8e5m2fnuz_to_f32";
+	case MC_FLOAT4E2M1: return "modelc_f4e2m1_to_f32";
+	case MC_FLOAT8E8M0: return "modelc_f8e8m0_to_f32";
+	default: return NULL;
+	}
+}
+
+static const char *store_fn(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT16: return "modelc_f32_to_f16";
+	case MC_BFLOAT16: return "modelc_f32_to_bf16";
+	case MC_FLOAT8E4M3FN: return "modelc_f32_to_f8e4m3fn";
+	case MC_FLOAT8E4M3FNUZ: return "modelc_f32_to_f8e4m3fnuz";
+	case MC_FLOAT8E5M2: return "modelc_f32_to_f8e5m2";
+	case MC_FLOAT8E5M2FNUZ: return "modelc_f32_to_f8e5m2fnuz";
+	case MC_FLOAT4E2M1: return "modelc_f32_to_f4e2m1";
+	case MC_FLOAT8E8M0: return "modelc_f32_to_f8e8m0";
+	case MC_INT4: return "modelc_wrap_i4";
+	case MC_INT2: return "modelc_wrap_i2";
+	case MC_UINT4: return "modelc_wrap_u4";
+	case MC_UINT2: return "modelc_wrap_u2";
+	case MC_BOOL: return "(uint8_t)";
+	default: return NULL;
+	}
+}
+
+static const char *dtype_const(mc_dtype t)
+{
+	switch (t) {
+	case MC_FLOAT: return "MODELC_FLOAT";
+	case MC_UINT8: return "MODELC_UINT8";
+	case MC_INT8: return "MODELC_INT8";
+	case MC_UINT16: return "MODELC_UINT16";
+	case MC_INT16: return "MODELC_INT16";
+	case MC_INT32: return "MODELC_INT32";
+	case MC_INT64: return "MODELC_INT64";
+	case MC_BOOL: return "MODELC_BOOL";
+	case MC_FLOAT16: return "MODELC_FLOAT16";
+	case MC_DOUBLE: return "MODELC_DOUBLE";
+	case MC_UINT32: return "MODELC_UINT32";
+	case MC_UINT64: return "MODELC_UINT64";
+	case MC_BFLOAT16: return "MODELC_BFLOAT16";
+	case MC_FLOAT8E4M3FN: return "MODELC_FLOAT8E4M3FN";
+	case MC_FLOAT8E4M3FNUZ: return "MODELC_FLOAT8E4M3FNUZ";
+	case MC_FLOAT8E5M2: return "MODELC_FLOAT8E5M2";
+	case MC_FLOAT8E5M2FNUZ: return "MODELC_FLOAT8E5M2FNUZ";
+	case MC_UINT4: return "MODELC_UINT4";
+	case MC_INT4: return "MODELC_INT4";
+	case MC_FLOAT4E2M1: return "MODELC_FLOAT4E2M1";
+	case MC_FLOAT8E8M0: return "MODELC_FLOAT8E8M0";
+	case MC_UINT2: return "MODELC_UINT2";
+	case MC_INT2: return "MODELC_INT2";
+	default: return NULL;
+	}
+}
+
+/* ---- constants ---- */
+/* Exact and compact: small integral values as "2.0", others as hex
+ * floats, with the f suffix for f32; negative values in parentheses when
+ * `paren` (inside expressions). */
+static void put_float(mc_strbuf *sb, double v, bool f32, bool paren)
+{
+	const char *suf = f32 ? "f" : "";
+	bool neg = signbit(v);
+	double a = fabs(v);
+	char body[64];
+	if (isnan(v)) {
+		mc_sb_puts(sb, "NAN");
+		return;
+	}
+	if (isinf(v))
+		snprintf(body, sizeof body, "INFINITY");
+	else if (a == floor(a) && a < 1e7)
+		snprintf(body, sizeof body, "%.1f%s", a, suf);
+	else
+		snprintf(body, sizeof body, "%a%s", a, suf);
+	if (neg)
+		mc_sb_printf(sb, paren ? "(-%s)" : "-%s", body);
+	else
+		mc_sb_puts(sb, body);
+}
+
+static void put_int_const(emitter *e, mc_ktype t, int64_t v)
+{
+	mc_strbuf *sb = e->sb;
+	switch (t) {
+	case MC_KT_U32:
+		mc_sb_printf(sb, "%" PRIu32 "u", (uint32_t)v);
+		return;
+	case MC_KT_U64:
+		mc_sb_printf(sb, "UINT64_C(%" PRIu64 ")", (uint64_t)v);
+		return;
+	case MC_KT_I64:
+		if (v == INT64_MIN)
+			mc_sb_puts(sb, "INT64_MIN");
+		else
+			mc_sb_printf(sb, v < 0 ? "(INT64_C(%" PRId64 "))" : "INT64_C(%" PRId64 ")", v);
+		return;
+	case MC_KT_INDEX:
+		if (v > INT32_MAX || v < -INT32_MAX) {
+			if (v == INT64_MIN)
+				mc_sb_puts(sb, "INT64_MIN");
+			else
+				mc_sb_printf(sb, v < 0 ? "(INT64_C(%" PRId64 "))" : "INT64_C(%" PRId64 ")", v);
+			return;
+		}
+		break;
+	case MC_KT_I32:
+		if (v == INT32_MIN) {
+			mc_sb_puts(sb, "INT32_MIN");
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	mc_sb_printf(sb, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
+}
+
+/* ---- expressions ---- */
+static void put_expr(emitter *e, const mc_kexpr *x, bool top);
+
+/* name(a) / name(a, b) */
+static void put_call(emitter *e, const char *fn, const mc_kexpr *a, const mc_kexpr *b)
+{
+	mc_sb_printf(e->sb, "%s(", fn);
+	put_expr(e, a, true);
+	if (b) {
+		mc_sb_puts(e->sb, ", ");
+		put_expr(e, b, true);
+	}
+	mc_sb_puts(e->sb, ")");
+}
+
+static void put_helper(emitter *e, const char *op, mc_ktype t, const mc_kexpr *a,
+                       const mc_kexpr *b)
+{
+	char fn[64];
+	snprintf(fn, sizeof fn, "modelc_%s_%s", op, tsuffix(e, t));
+	put_call(e, fn, a, b);
+}
+
+/* (a op b), optionally wrapped in a cast to the result type: int8_t and
+ * friends compute in int and are narrowed back. */
+static void put_infix(emitter *e, const char *op, const mc_kexpr *a, const mc_kexpr *b,
+                      const char *cast, bool top)
+{
+	if (cast)
+		mc_sb_printf(e->sb, "((%s)(", cast);
+	else if (!top)
+		mc_sb_puts(e->sb, "(");
+	put_expr(e, a, false);
+	mc_sb_printf(e->sb, " %s ", op);
+	put_expr(e, b, false);
+	if (cast)
+		mc_sb_puts(e->sb, "))");
+	else if (!top)
+		mc_sb_puts(e->sb, ")");
+}
+
+static const char *const infix_ops[MC_KB__COUNT] = {
+	[MC_KB_ADD] = "+", [MC_KB_SUB] = "-", [MC_KB_MUL] = "*", [MC_KB_DIV] = "/",
+	[MC_KB_REM] = "%", [MC_KB_AND] = "&", [MC_KB_OR] = "|", [MC_KB_XOR] = "^",
+	[MC_KB_SHL] = "<<", [MC_KB_SHR] = ">>", [MC_KB_LT] = "<", [MC_KB_LE] = "<=",
+	[MC_KB_GT] = ">", [MC_KB_GE] = ">=", [MC_KB_EQ] = "==", [MC_KB_NE] = "!=",
+};
+
+static bool is_compare(int op)
+{
+	return op >= MC_KB_LT && op <= MC_KB_NE;
+}
+
+static void put_float_bin(emitter *e, const mc_kexpr *x, bool top)
+{
+	bool f32 = x->a->type == MC_KT_F32;
+	char fn[32];
+	switch (x->op) {
+	case MC_KB_ADD: case MC_KB_SUB: case MC_KB_MUL: case MC_KB_DIV:
+		put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+		return;
+	case MC_KB_REM: case MC_KB_FMOD: case MC_KB_POW: case MC_KB_ATAN2:
+		snprintf(fn, sizeof fn, "%s%s",
+		         x->op == MC_KB_POW ? "pow" : x->op == MC_KB_ATAN2 ? "atan2" : "fmod",
+		         f32 ? "f" : "");
+		put_call(e, fn, x->a, x->b);
+		return;
+	case MC_KB_MIN: case MC_KB_MAX:
+		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", x->a->type, x->a, x->b);
+		return;
+	default:
+		fail(e, "bitwise operation on floats");
+	}
+}
+
+static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
+{
+	mc_ktype t = x->a->type;
+	/* Types narrower than int are promoted: narrow the result back. */
+	bool narrow = t == MC_KT_I8 || t == MC_KT_U8 || t == MC_KT_I16 || t == MC_KT_U16;
+	const char *cast = narrow ? ctype(e, t) : NULL;
+	switch (x->op) {
+	case MC_KB_ADD: case MC_KB_SUB: case MC_KB_MUL:
+		if (t == MC_KT_I32 || t == MC_KT_I64) {
+			put_helper(e, x->op == MC_KB_ADD ? "add" : x->op == MC_KB_SUB ? "sub" : "mul",
+			           t, x->a, x->b);
+		} else if (t == MC_KT_U16 && x->op == MC_KB_MUL) {
+			/* 65535 * 65535 overflows int: multiply as unsigned */
+			mc_sb_puts(e->sb, "((uint16_t)((uint32_t)");
+			put_expr(e, x->a, false);
+			mc_sb_puts(e->sb, " * (uint32_t)");
+			put_expr(e, x->b, false);
+			mc_sb_puts(e->sb, "))");
+		} else {
+			put_infix(e, infix_ops[x->op], x->a, x->b, cast, top);
+		}
+		return;
+	case MC_KB_DIV: case MC_KB_REM: case MC_KB_FMOD:
+		put_helper(e, x->op == MC_KB_DIV ? "div" : "rem", t, x->a, x->b);
+		return;
+	case MC_KB_MIN: case MC_KB_MAX:
+		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", t, x->a, x->b);
+		return;
+	case MC_KB_AND: case MC_KB_OR: case MC_KB_XOR:
+		put_infix(e, infix_ops[x->op], x->a, x->b, cast ? cast : ctype(e, t), top);
+		return;
+	case MC_KB_SHL: case MC_KB_SHR:
+		put_helper(e, x->op == MC_KB_SHL ? "shl" : "shr", t, x->a, x->b);
+		return;
+	default:
+		fail(e, "pow/atan2 on integers has no C lowering");
+	}
+}
+
+/* Index arithmetic never wraps (the index type holds every index): plain C. */
+static void put_index_bin(emitter *e, const mc_kexpr *x, bool top)
+{
+	if (x->op == MC_KB_MIN || x->op == MC_KB_MAX) {
+		mc_sb_puts(e->sb, "(");
+		put_expr(e, x->a, false);
+		mc_sb_puts(e->sb, x->op == MC_KB_MIN ? " < " : " > ");
+		put_expr(e, x->b, false);
+		mc_sb_puts(e->sb, " ? ");
+		put_expr(e, x->a, false);
+		mc_sb_puts(e->sb, " : ");
+		put_expr(e, x->b, false);
+		mc_sb_puts(e->sb, ")");
+		return;
+	}
+	if (!infix_ops[x->op]) {
+		fail(e, "unsupported operation on indices");
+		return;
+	}
+	put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+}
+
+static void put_bool_bin(emitter *e, const mc_kexpr *x, bool top)
+{
+	switch (x->op) {
+	case MC_KB_AND: case MC_KB_MIN:
+		put_infix(e, "&", x->a, x->b, NULL, top);
+		return;
+	case MC_KB_OR: case MC_KB_MAX:
+		put_infix(e, "|", x->a, x->b, NULL, top);
+		return;
+	case MC_KB_XOR:
+		put_infix(e, "^", x->a, x->b, NULL, top);
+		return;
+	default:
+		fail(e, "arithmetic on bools");
+	}
+}
+
+static void put_bin(emitter *e, const mc_kexpr *x, bool top)
+{
+	mc_ktype t = x->a->type;
+	if (is_compare(x->op)) {
+		put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+		return;
+	}
+	if (mc_ktype_is_float(t))
+		put_float_bin(e, x, top);
+	else if (t == MC_KT_INDEX)
+		put_index_bin(e, x, top);
+	else if (t == MC_KT_BOOL)
+		put_bool_bin(e, x, top);
+	else
+		put_int_bin(e, x, top);
+}
+
+static const char *const math_fns[MC_KU__COUNT] = {
+	[MC_KU_SQRT] = "sqrt", [MC_KU_EXP] = "exp", [MC_KU_LOG] = "log", [MC_KU_SIN] = "sin",
+	[MC_KU_COS] = "cos", [MC_KU_TAN] = "tan", [MC_KU_ASIN] = "asin", [MC_KU_ACOS] = "acos",
+	[MC_KU_ATAN] = "atan", [MC_KU_SINH] = "sinh", [MC_KU_COSH] = "cosh", [MC_KU_TANH] = "tanh",
+	[MC_KU_ASINH] = "asinh", [MC_KU_ACOSH] = "acosh", [MC_KU_ATANH] = "atanh",
+	[MC_KU_FLOOR] = "floor", [MC_KU_CEIL] = "ceil", [MC_KU_TRUNC] = "trunc",
+	[MC_KU_RINT] = "rint", [MC_KU_ROUND] = "round", [MC_KU_ERF] = "erf", [MC_KU_ABS] = "fabs",
+};
+
+/* (cast)(pre a) */
+static void put_prefix(emitter *e, const char *cast, const char *pre, const mc_kexpr *a)
+{
+	if (cast)
+		mc_sb_printf(e->sb, "((%s)(%s", cast, pre);
+	else
+		mc_sb_printf(e->sb, "(%s", pre);
+	put_expr(e, a, false);
+	mc_sb_puts(e->sb, cast ? "))" : ")");
+}
+
+static void put_neg(emitter *e, const mc_kexpr *x)
+{
+	mc_ktype t = x->type;
+	switch (t) {
+	case MC_KT_F32: case MC_KT_F64: case MC_KT_INDEX:
+		put_prefix(e, NULL, "-", x->a);
+		return;
+	case MC_KT_I32: case MC_KT_I64:
+		put_helper(e, "neg", t, x->a, NULL);
+		return;
+	case MC_KT_I8: case MC_KT_I16:
+		put_prefix(e, ctype(e, t), "-", x->a);
+		return;
+	case MC_KT_U8: case MC_KT_U16: case MC_KT_U32:
+		put_prefix(e, ctype(e, t), "0u - ", x->a);
+		return;
+	case MC_KT_U64:
+		put_prefix(e, ctype(e, t), "UINT64_C(0) - ", x->a);
+		return;
+	default: /* bool: -x is x modulo 2 */
+		put_expr(e, x->a, false);
+		return;
+	}
+}
+
+static void put_un(emitter *e, const mc_kexpr *x)
+{
+	mc_ktype t = x->a->type;
+	bool is_float = mc_ktype_is_float(t);
+	char fn[32];
+	switch (x->op) {
+	case MC_KU_NEG:
+		put_neg(e, x);
+		return;
+	case MC_KU_NOT:
+		put_prefix(e, NULL, "!", x->a);
+		return;
+	case MC_KU_BITNOT:
+		if (is_float)
+			fail(e, "bitwise not on floats");
+		else if (t == MC_KT_BOOL)
+			put_prefix(e, NULL, "!", x->a);
+		else
+			put_prefix(e, ctype(e, t), "~", x->a);
+		return;
+	case MC_KU_ISNAN: case MC_KU_ISINF:
+		if (!is_float) {
+			mc_sb_puts(e->sb, "0");
+			return;
+		}
+		mc_sb_puts(e->sb, x->op == MC_KU_ISNAN ? "(isnan(" : "(isinf(");
+		put_expr(e, x->a, true);
+		mc_sb_puts(e->sb, ") != 0)");
+		return;
+	default:
+		break;
+	}
+	if (!is_float) {
+		switch (x->op) {
+		case MC_KU_FLOOR: case MC_KU_CEIL: case MC_KU_TRUNC: case MC_KU_RINT: case MC_KU_ROUND:
+			put_expr(e, x->a, false);
+			return;
+		case MC_KU_ABS:
+			if (t == MC_KT_INDEX) {
+				mc_sb_puts(e->sb, "(");
+				put_expr(e, x->a, false);
+				mc_sb_puts(e->sb, " < 0 ? -");
+				put_expr(e, x->a, false);
+				mc_sb_puts(e->sb, " : ");
+				put_expr(e, x->a, false);
+				mc_sb_puts(e->sb, ")");
+			} else if (mc_ktype_is_signed(t)) {
+				put_helper(e, "abs", t, x->a, NULL);
+			} else {
+				put_expr(e, x->a, false);
+			}
+			return;
+		default:
+			fail(e, "math function on integers");
+			return;
+		}
+	}
+	if ((unsigned)x->op >= MC_KU__COUNT || !math_fns[x->op]) {
+		fail(e, "unknown unary operation");
+		return;
+	}
+	snprintf(fn, sizeof fn, "%s%s", math_fns[x->op], t == MC_KT_F32 ? "f" : "");
+	put_call(e, fn, x->a, NULL);
+}
+
+static void put_cast(emitter *e, const mc_kexpr *x)
+{
+	mc_ktype to = x->type, from = x->a->type;
+	if (to == MC_KT_BOOL) {
+		mc_sb_puts(e->sb, "(");
+		put_expr(e, x->a, false);
+		mc_sb_puts(e->sb, " != 0)");
+		return;
+	}
+	if (mc_ktype_is_float(from) && !mc_ktype_is_float(to)) {
+		/* C leaves NaN and out-of-range conversions undefined: saturate */
+		char fn[48];
+		snprintf(fn, sizeof fn, "modelc_%s_to_%s", tsuffix(e, from), tsuffix(e, to));
+		if (to == MC_KT_INDEX)
+			mc_sb_printf(e->sb, "(%s)", e->idx_type);
+		put_call(e, fn, x->a, NULL);
+		return;
+	}
+	mc_sb_printf(e->sb, "((%s)", ctype(e, to));
+	put_expr(e, x->a, false);
+	mc_sb_puts(e->sb, ")");
+}
+
+static void put_load(emitter *e, const mc_kexpr *x)
+{
+	mc_dtype dt = e->k->bufs[x->buf].dtype;
+	const char *fn = load_fn(dt);
+	if (fn)
+		mc_sb_printf(e->sb, "%s(", fn);
+	else if (dt == MC_BOOL)
+		mc_sb_puts(e->sb, "(");
+	mc_sb_printf(e->sb, "b%d[", x->buf);
+	put_expr(e, x->a, true);
+	mc_sb_puts(e->sb, "]");
+	if (fn)
+		mc_sb_puts(e->sb, ")");
+	else if (dt == MC_BOOL)
+		mc_sb_puts(e->sb, " != 0)");
+}
+
+static void put_expr(emitter *e, const mc_kexpr *x, bool top)
+{
+	switch (x->kind) {
+	case MC_KE_CONST:
+		if (mc_ktype_is_float(x->type))
+			put_float(e->sb, x->f, x->type == MC_KT_F32, true);
+		else
+			put_int_const(e, x->type, x->i);
+		return;
+	case MC_KE_VAR:
+		mc_sb_printf(e->sb, "v%d", x->var);
+		return;
+	case MC_KE_LOAD:
+		put_load(e, x);
+		return;
+	case MC_KE_UN:
+		put_un(e, x);
+		return;
+	case MC_KE_BIN:
+		put_bin(e, x, top);
+		return;
+	case MC_KE_SELECT:
+		if (!top)
+			mc_sb_puts(e->sb, "(");
+		put_expr(e, x->a, false);
+		mc_sb_puts(e->sb, " ? ");
+		put_expr(e, x->b, false);
+		mc_sb_puts(e->sb, " : ");
+		put_expr(e, x->c, false);
+		if (!top)
+			mc_sb_puts(e->sb, ")");
+		return;
+	case MC_KE_CAST:
+		put_cast(e, x);
+		return;
+	case MC_KE_FMA: {
+		/* a * b + c, unfused: fma() is a slow library call without an FPU
+		 * instruction, and the reference rounds twice as well. */
+		mc_kexpr mul = {.kind = MC_KE_BIN, .type = x->c->type, .op = MC_KB_MUL,
+		                .a = x->a, .b = x->b};
+		mc_kexpr add = {.kind = MC_KE_BIN, .type = x->c->type, .op = MC_KB_ADD,
+		                .a = &mul, .b = x->c};
+		put_bin(e, &add, top);
+		return;
+	}
+	}
+	fail(e, "unknown expression kind");
+}
+
+/* ---- statements ---- */
+static void indent(emitter *e, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		mc_sb_puts(e->sb, "\t");
+}
+
+static const char *status_name(int code)
+{
+	switch (code) {
+	case MC_STATUS_OK: return "MODELC_OK";
+	case MC_STATUS_NULL_ARGUMENT: return "MODELC_ERR_NULL_ARGUMENT";
+	case MC_STATUS_MISALIGNED: return "MODELC_ERR_MISALIGNED";
+	case MC_STATUS_BAD_INDEX: return "MODELC_ERR_BAD_INDEX";
+	case MC_STATUS_BAD_INPUT: return "MODELC_ERR_BAD_INPUT";
+	default: return NULL;
+	}
+}
+
+static void put_block(emitter *e, const mc_kstmt *s, int depth);
+
+static void put_store(emitter *e, const mc_kstmt *s)
+{
+	const char *fn = store_fn(e->k->bufs[s->buf].dtype);
+	mc_sb_printf(e->sb, "b%d[", s->buf);
+	put_expr(e, s->a, true);
+	mc_sb_puts(e->sb, "] = ");
+	if (fn) {
+		mc_sb_printf(e->sb, "%s(", fn);
+		put_expr(e, s->b, true);
+		mc_sb_puts(e->sb, ")");
+	} else {
+		put_expr(e, s->b, true);
+	}
+	mc_sb_puts(e->sb, ";\n");
+}
+
+static void put_stmt(emitter *e, const mc_kstmt *s, int depth)
+{
+	const mc_kvar *v = (s->kind == MC_KS_FOR || s->kind == MC_KS_DECL) ? &e->k->vars[s->var] : NULL;
+	indent(e, depth);
+	switch (s->kind) {
+	case MC_KS_FOR:
+		mc_sb_printf(e->sb, "for (%s v%d = ", ctype(e, v->type), s->var);
+		put_expr(e, s->a, true);
+		mc_sb_printf(e->sb, "; v%d < ", s->var);
+		put_expr(e, s->b, false);
+		mc_sb_printf(e->sb, "; v%d++) {\n", s->var);
+		put_block(e, s->body, depth + 1);
+		indent(e, depth);
+		mc_sb_puts(e->sb, "}\n");
+		return;
+	case MC_KS_DECL:
+		mc_sb_printf(e->sb, "%s%s v%d = ", v->mutable_ ? "" : "const ", ctype(e, v->type), s->var);
+		put_expr(e, s->a, true);
+		mc_sb_puts(e->sb, ";\n");
+		if (e->var_reads[s->var] == 0) { /* keeps -Wunused-variable quiet */
+			indent(e, depth);
+			mc_sb_printf(e->sb, "(void)v%d;\n", s->var);
+		}
+		return;
+	case MC_KS_ASSIGN:
+		mc_sb_printf(e->sb, "v%d = ", s->var);
+		put_expr(e, s->a, true);
+		mc_sb_puts(e->sb, ";\n");
+		return;
+	case MC_KS_STORE:
+		put_store(e, s);
+		return;
+	case MC_KS_IF:
+		mc_sb_puts(e->sb, "if (");
+		put_expr(e, s->a, true);
+		mc_sb_puts(e->sb, ") {\n");
+		put_block(e, s->body, depth + 1);
+		if (s->orelse) {
+			indent(e, depth);
+			mc_sb_puts(e->sb, "} else {\n");
+			put_block(e, s->orelse, depth + 1);
+		}
+		indent(e, depth);
+		mc_sb_puts(e->sb, "}\n");
+		return;
+	case MC_KS_BREAK:
+		mc_sb_puts(e->sb, "break;\n");
+		return;
+	case MC_KS_FAIL: {
+		const char *name = status_name(s->code);
+		if (name)
+			mc_sb_printf(e->sb, "return %s;\n", name);
+		else
+			mc_sb_printf(e->sb, "return %d;\n", s->code);
+		return;
+	}
+	}
+	fail(e, "unknown statement kind");
+}
+
+static void put_block(emitter *e, const mc_kstmt *s, int depth)
+{
+	for (; s; s = s->next)
+		put_stmt(e, s, depth);
+}
+
+/* ---- use counts: unused buffers get no pointer, unused locals a (void) ---- */
+static void scan_expr(emitter *e, const mc_kexpr *x)
+{
+	if (!x)
+		return;
+	if (x->kind == MC_KE_VAR && x->var >= 0 && x->var < e->k->n_vars)
+		e->var_reads[x->var]++;
+	if (x->kind == MC_KE_LOAD && x->buf >= 0 && x->buf < e->k->n_bufs)
+		e->buf_uses[x->buf]++;
+	scan_expr(e, x->a);
+	scan_expr(e, x->b);
+	scan_expr(e, x->c);
+}
+
+static void scan_block(emitter *e, const mc_kstmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == MC_KS_STORE && s->buf >= 0 && s->buf < e->k->n_bufs)
+			e->buf_uses[s->buf]++;
+		scan_expr(e, s->a);
+		scan_expr(e, s->b);
+		scan_expr(e, s->c);
+		scan_block(e, s->body);
+		scan_block(e, s->orelse);
+	}
+}
+
+/* ---- kernels ---- */
+/* Text safe inside a block comment: no comment terminator, no trigraph,
+ * printable ASCII only. */
+static void put_comment_text(mc_strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '*' && s[1] == '/')
+			mc_sb_puts(sb, "* ");
+		else if (c == '?' && s[1] == '?')
+			mc_sb_puts(sb, "?_");
+		else if (c == '\n')
+			mc_sb_puts(sb, "\n * ");
+		else if (c < 32 || c > 126)
+			mc_sb_puts(sb, "?");
+		else
+			mc_sb_printf(sb, "%c", c);
+	}
+}
+
+/* A C string literal of s. */
+static void put_c_string(mc_strbuf *sb, const char *s)
+{
+	mc_sb_puts(sb, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\' || c == '?')
+			mc_sb_printf(sb, "\\%c", c);
+		else if (c < 32 || c > 126)
+			mc_sb_printf(sb, "\\%03o", c);
+		else
+			mc_sb_printf(sb, "%c", c);
+	}
+	mc_sb_puts(sb, "\"");
+}
+
+static void put_kernel_name(emitter *e, const mc_kernel *k)
+{
+	mc_sb_printf(e->sb, "%s_", e->name);
+	for (const char *s = k->name; *s; s++)
+		mc_sb_printf(e->sb, "%c", isalnum((unsigned char)*s) ? *s : '_');
+}
+
+static const mc_weight *weight_of(const emitter *e, int index)
+{
+	if (index < 0 || index >= e->p->n_weights)
+		return NULL;
+	return &e->p->weights[index];
+}
+
+/* One pointer per buffer the kernel touches, typed by its storage. */
+static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, bool *uses_out)
+{
+	const mc_kbuf *b = &e->k->bufs[i];
+	const char *st = storage_type(b->dtype);
+	const char *q = b->written ? "" : "const ";
+	if (!st) {
+		fail(e, "buffer of a dtype without C storage");
+		return;
+	}
+	mc_sb_printf(e->sb, "\t%s%s *const b%d = ", q, st, i);
+	switch (b->loc.kind) {
+	case MC_LOC_ARENA:
+		mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
+		*uses_arena = true;
+		break;
+	case MC_LOC_WEIGHT: {
+		const mc_weight *w = weight_of(e, b->loc.index);
+		if (!w || b->written) {
+			fail(e, !w ? "buffer names a missing weight" : "kernel writes a weight");
+			return;
+		}
+		if (w->t->numel == 0)
+			mc_sb_puts(e->sb, "NULL; /* empty weight */");
+		else
+			mc_sb_printf(e->sb, "%s_w%d;", e->name, b->loc.index);
+		break;
+	}
+	case MC_LOC_INPUT:
+		if (b->written) {
+			fail(e, "kernel writes a graph input");
+			return;
+		}
+		mc_sb_printf(e->sb, "(const %s *)in[%d];", st, b->loc.index);
+		*uses_in = true;
+		break;
+	case MC_LOC_OUTPUT:
+		mc_sb_printf(e->sb, "(%s%s *)out[%d];", q, st, b->loc.index);
+		*uses_out = true;
+		break;
+	default:
+		fail(e, "buffer without a location (memory plan missing)");
+		return;
+	}
+	mc_sb_printf(e->sb, " /* %s[%zu]", mc_dtype_name(b->dtype), b->count);
+	if (b->value >= 0)
+		mc_sb_printf(e->sb, ", value %d", b->value);
+	else
+		mc_sb_puts(e->sb, ", scratch");
+	mc_sb_puts(e->sb, " */\n");
+}
+
+static void put_kernel(emitter *e, const mc_kernel *k)
+{
+	e->k = k;
+	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
+	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
+	scan_block(e, k->body);
+
+	mc_sb_puts(e->sb, "/* ");
+	put_comment_text(e->sb, k->name);
+	if (k->comment) {
+		mc_sb_puts(e->sb, ": ");
+		put_comment_text(e->sb, k->comment);
+	}
+	mc_sb_puts(e->sb, " */\nstatic int ");
+	put_kernel_name(e, k);
+	mc_sb_puts(e->sb, "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
+	bool uses_arena = false, uses_in = false, uses_out = false;
+	for (int i = 0; i < k->n_bufs; i++)
+		if (e->buf_uses[i])
+			put_buffer_ptr(e, i, &uses_arena, &uses_in, &uses_out);
+	if (!uses_arena)
+		mc_sb_puts(e->sb, "\t(void)arena;\n");
+	if (!uses_in)
+		mc_sb_puts(e->sb, "\t(void)in;\n");
+	if (!uses_out)
+		mc_sb_puts(e->sb, "\t(void)out;\n");
+	put_block(e, k->body, 1);
+	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n\n");
+
+	free(e->var_reads);
+	free(e->buf_uses);
+	e->var_reads = e->buf_uses = NULL;
+	e->k = NULL;
+}
+
+/* ---- the run function ---- */
+static void put_cond(emitter *e, const mc_loc *l)
+{
+	switch (l->kind) {
+	case MC_LOC_ARENA:
+		mc_sb_printf(e->sb, "((const unsigned char *)arena)[%zu] != 0", l->offset);
+		return;
+	case MC_LOC_INPUT:
+		mc_sb_printf(e->sb, "((const uint8_t *)inputs[%d])[0] != 0", l->index);
+		return;
+	case MC_LOC_OUTPUT:
+		mc_sb_printf(e->sb, "((const uint8_t *)outputs[%d])[0] != 0", l->index);
+		return;
+	case MC_LOC_WEIGHT: {
+		const mc_weight *w = weight_of(e, l->index);
+		if (w && w->t->numel > 0 && w->t->dtype == MC_BOOL) {
+			mc_sb_printf(e->sb, "%s_w%d[0] != 0", e->name, l->index);
+			return;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	fail(e, "If step: condition without a valid location");
+}
+
+static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
+{
+	for (int i = 0; i < n; i++) {
+		const mc_step *s = &steps[i];
+		if (s->kind == MC_STEP_IF) {
+			indent(e, depth);
+			mc_sb_puts(e->sb, "if (");
+			put_cond(e, &s->cond);
+			mc_sb_puts(e->sb, ") {\n");
+			put_steps(e, s->then_steps, s->n_then, depth + 1);
+			if (s->n_else > 0) {
+				indent(e, depth);
+				mc_sb_puts(e->sb, "} else {\n");
+				put_steps(e, s->else_steps, s->n_else, depth + 1);
+			}
+			indent(e, depth);
+			mc_sb_puts(e->sb, "}\n");
+			continue;
+		}
+		if (s->kind != MC_STEP_KERNEL || s->kernel < 0 || s->kernel >= e->p->n_kernels) {
+			fail(e, "step names no kernel");
+			return;
+		}
+		indent(e, depth);
+		mc_sb_puts(e->sb, "status = ");
+		put_kernel_name(e, e->p->kernels[s->kernel]);
+		mc_sb_puts(e->sb, "((unsigned char *)arena, inputs, outputs);\n");
+		indent(e, depth);
+		mc_sb_puts(e->sb, "if (status != MODELC_OK)\n");
+		indent(e, depth + 1);
+		mc_sb_puts(e->sb, "return status;\n");
+	}
+}
+
+static bool steps_call_kernels(const mc_step *steps, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (steps[i].kind == MC_STEP_KERNEL)
+			return true;
+		if (steps_call_kernels(steps[i].then_steps, steps[i].n_then) ||
+		    steps_call_kernels(steps[i].else_steps, steps[i].n_else))
+			return true;
+	}
+	return false;
+}
+
+static size_t arena_align(const mc_program *p)
+{
+	return p->arena_align ? p->arena_align : 16;
+}
+
+static void put_run(emitter *e)
+{
+	const mc_program *p = e->p;
+	mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
+	if (steps_call_kernels(p->steps, p->n_steps))
+		mc_sb_puts(e->sb, "\tint status;\n\n");
+	if (p->arena_bytes > 0)
+		mc_sb_puts(e->sb, "\tif (arena == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
+	if (p->n_inputs > 0) {
+		mc_sb_puts(e->sb, "\tif (inputs == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
+		mc_sb_printf(e->sb, "\tfor (int i = 0; i < %s_NUM_INPUTS; i++)\n"
+		                    "\t\tif (inputs[i] == NULL)\n"
+		                    "\t\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->upper);
+	}
+	if (p->n_outputs > 0) {
+		mc_sb_puts(e->sb, "\tif (outputs == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
+		mc_sb_printf(e->sb, "\tfor (int i = 0; i < %s_NUM_OUTPUTS; i++)\n"
+		                    "\t\tif (outputs[i] == NULL)\n"
+		                    "\t\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->upper);
+	}
+	mc_sb_printf(e->sb, "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
+	                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
+	bool calls = steps_call_kernels(p->steps, p->n_steps);
+	if (!calls && p->n_inputs == 0)
+		mc_sb_puts(e->sb, "\t(void)inputs;\n");
+	if (!calls && p->n_outputs == 0)
+		mc_sb_puts(e->sb, "\t(void)outputs;\n");
+	mc_sb_puts(e->sb, "\n");
+	put_steps(e, p->steps, p->n_steps, 1);
+	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n");
+}
+
+/* ---- NAME.h ---- */
+static size_t io_numel(const mc_io_desc *d)
+{
+	size_t n = 1;
+	for (int i = 0; i < d->shape.rank; i++)
+		n *= (size_t)d->shape.dims[i];
+	return n;
+}
+
+static void put_io_comment(emitter *e, const char *title, const mc_io_desc *d, int n)
+{
+	char shape[256];
+	mc_sb_printf(e->sb, " * %s:\n", title);
+	for (int i = 0; i < n; i++) {
+		mc_sb_printf(e->sb, " *   %d: \"", i);
+		put_comment_text(e->sb, d[i].name ? d[i].name : "");
+		mc_sb_printf(e->sb, "\" %s %s\n", mc_dtype_name(d[i].dtype),
+		             mc_shape_str(&d[i].shape, shape, sizeof shape));
+	}
+	if (n == 0)
+		mc_sb_puts(e->sb, " *   (none)\n");
+}
+
+static void put_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *dc = dtype_const(d[i].dtype);
+		size_t numel = io_numel(&d[i]);
+		mc_sb_printf(e->sb, "#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
+		mc_sb_printf(e->sb, "#define %s_%s_%d_RANK %d\n", e->upper, kind, i, d[i].shape.rank);
+		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
+		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
+		             numel * mc_dtype_size(d[i].dtype));
+	}
+}
+
+static void put_header(emitter *e)
+{
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	mc_sb_printf(sb, "/* %s.h: generated by modelc " MC_VERSION "; do not edit.\n", e->name);
+	put_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
+	put_io_comment(e, "Outputs", p->outputs, p->n_outputs);
+	mc_sb_puts(sb, " */\n");
+	mc_sb_printf(sb, "#ifndef %s_H\n#define %s_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
+	mc_sb_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	mc_sb_puts(sb, "/* Scratch memory the caller passes to the run function. */\n");
+	mc_sb_printf(sb, "#define %s_ARENA_BYTES %zuu\n", e->upper, p->arena_bytes);
+	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, arena_align(p));
+	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
+	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
+	mc_sb_puts(sb, "/* Per input and output: element type (MODELC_*), rank, elements, bytes. */\n");
+	put_io_macros(e, "INPUT", p->inputs, p->n_inputs);
+	put_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
+	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");
+	if (p->n_inputs > 0)
+		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", e->name, e->upper);
+	if (p->n_outputs > 0)
+		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", e->name, e->upper);
+	mc_sb_printf(sb,
+		"\n/* Runs the model once.\n"
+		" *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
+		" *            caller (static, stack or heap); its content on entry does not\n"
+		" *            matter and is garbage on return. May be NULL if %s_ARENA_BYTES\n"
+		" *            is 0.\n"
+		" *   inputs:  %s_NUM_INPUTS pointers; inputs[i] points to input i's elements,\n"
+		" *            dense and row-major, aligned for their C type (float: 4 bytes).\n"
+		" *   outputs: %s_NUM_OUTPUTS pointers to caller buffers of %s_OUTPUT_<i>_BYTES\n"
+		" *            bytes each, which the run fills. Inputs, outputs and the arena must\n"
+		" *            not overlap.\n"
+		" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL pointer),\n"
+		" * MODELC_ERR_MISALIGNED (arena), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
+		" * (invalid input data; outputs are then unspecified). Never aborts.\n"
+		" * Reentrant: no global mutable state, no heap, no I/O; concurrent runs need\n"
+		" * their own arenas and outputs. */\n",
+		e->upper, e->upper, e->upper, e->upper, e->upper, e->upper);
+	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
+	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
+	mc_sb_printf(sb, "#endif /* %s_H */\n", e->upper);
+}
+
+/* ---- NAME.c ---- */
+static void put_desc_table(emitter *e, const char *kind, const char *table, const mc_io_desc *d, int n)
+{
+	if (n == 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (d[i].shape.rank == 0)
+			continue;
+		mc_sb_printf(e->sb, "static const int64_t %s_%s%d_dims[%d] = {", e->name, kind, i, d[i].shape.rank);
+		for (int j = 0; j < d[i].shape.rank; j++)
+			mc_sb_printf(e->sb, j ? ", %" PRId64 : "%" PRId64, d[i].shape.dims[j]);
+		mc_sb_puts(e->sb, "};\n");
+	}
+	mc_sb_printf(e->sb, "const modelc_tensor_desc %s_%s[%d] = {\n", e->name, table, n);
+	for (int i = 0; i < n; i++) {
+		const char *dc = dtype_const(d[i].dtype);
+		mc_sb_puts(e->sb, "\t{");
+		put_c_string(e->sb, d[i].name ? d[i].name : "");
+		mc_sb_printf(e->sb, ", %s, %d, ", dc ? dc : "0", d[i].shape.rank);
+		if (d[i].shape.rank == 0)
+			mc_sb_puts(e->sb, "NULL},\n");
+		else
+			mc_sb_printf(e->sb, "%s_%s%d_dims},\n", e->name, kind, i);
+	}
+	mc_sb_puts(e->sb, "};\n\n");
+}
+
+static void put_source(emitter *e)
+{
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	mc_sb_printf(sb, "/* %s.c: generated by modelc " MC_VERSION "; do not edit. */\n", e->name);
+	mc_sb_printf(sb, "#include \"%s.h\"\n\n", e->name);
+	mc_sb_puts(sb, "/* Element indices: wide enough for every buffer of the model. */\n");
+	mc_sb_printf(sb, "typedef %s %s;\n\n", e->idx64 ? "int64_t" : "int32_t", e->idx_type);
+	bool any = false;
+	for (int i = 0; i < p->n_weights; i++) {
+		const mc_tensor *t = p->weights[i].t;
+		if (t->numel == 0 || !storage_type(t->dtype))
+			continue;
+		if (!any)
+			mc_sb_printf(sb, "/* Frozen constants (%s_weights.c). */\n", e->name);
+		any = true;
+		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", storage_type(t->dtype), e->name, i, t->numel);
+	}
+	if (any)
+		mc_sb_puts(sb, "\n");
+	put_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
+	put_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
+	for (int i = 0; i < p->n_kernels && !e->err; i++)
+		put_kernel(e, p->kernels[i]);
+	if (!e->err)
+		put_run(e);
+}
+
+/* ---- NAME_weights.c ---- */
+static void put_weight_value(mc_strbuf *sb, const mc_tensor *t, size_t i)
+{
+	const void *d = t->data;
+	switch (t->dtype) {
+	case MC_FLOAT: {
+		float v = ((const float *)d)[i];
+		if (v == 0 && !signbit(v))
+			mc_sb_puts(sb, "0");
+		else
+			put_float(sb, v, true, false);
+		return;
+	}
+	case MC_DOUBLE: {
+		double v = ((const double *)d)[i];
+		if (v == 0 && !signbit(v))
+			mc_sb_puts(sb, "0");
+		else
+			put_float(sb, v, false, false);
+		return;
+	}
+	case MC_FLOAT16: case MC_BFLOAT16:
+		mc_sb_printf(sb, "0x%04x", ((const uint16_t *)d)[i]);
+		return;
+	case MC_INT8: case MC_INT4: case MC_INT2:
+		mc_sb_printf(sb, "%d", ((const int8_t *)d)[i]);
+		return;
+	case MC_INT16:
+		mc_sb_printf(sb, "%d", ((const int16_t *)d)[i]);
+		return;
+	case MC_INT32: {
+		int32_t v = ((const int32_t *)d)[i];
+		if (v == INT32_MIN)
+			mc_sb_puts(sb, "INT32_MIN");
+		else
+			mc_sb_printf(sb, "%" PRId32, v);
+		return;
+	}
+	case MC_INT64: {
+		int64_t v = ((const int64_t *)d)[i];
+		if (v == INT64_MIN)
+			mc_sb_puts(sb, "INT64_MIN");
+		else if (v > INT32_MAX || v < -INT32_MAX)
+			mc_sb_printf(sb, "INT64_C(%" PRId64 ")", v);
+		else
+			mc_sb_printf(sb, "%" PRId64, v);
+		return;
+	}
+	case MC_UINT16:
+		mc_sb_printf(sb, "%u", ((const uint16_t *)d)[i]);
+		return;
+	case MC_UINT32:
+		mc_sb_printf(sb, "%" PRIu32 "u", ((const uint32_t *)d)[i]);
+		return;
+	case MC_UINT64:
+		mc_sb_printf(sb, "UINT64_C(%" PRIu64 ")", ((const uint64_t *)d)[i]);
+		return;
+	case MC_BOOL:
+		mc_sb_printf(sb, "%d", ((const uint8_t *)d)[i] != 0);
+		return;
+	case MC_UINT8: case MC_UINT4: case MC_UINT2:
+		mc_sb_printf(sb, "%u", ((const uint8_t *)d)[i]);
+		return;
+	default: /* small floats: their bit codes */
+		mc_sb_printf(sb, "0x%02x", ((const uint8_t *)d)[i]);
+		return;
+	}
+}
+
+static int put_weights(emitter *e)
+{
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	mc_sb_printf(sb, "/* %s_weights.c: generated by modelc " MC_VERSION "; do not edit.\n"
+	                 " * The model's frozen constants, const so that they stay in flash. */\n",
+	             e->name);
+	mc_sb_printf(sb, "#include \"%s.h\"\n", e->name);
+	for (int i = 0; i < p->n_weights; i++) {
+		const mc_tensor *t = p->weights[i].t;
+		const char *st = storage_type(t->dtype);
+		if (!st) {
+			mc_error("C target: constant %d has dtype %s, which has no C storage", i,
+			         mc_dtype_name(t->dtype));
+			return -1;
+		}
+		if (t->numel == 0)
+			continue;
+		size_t align = p->weights[i].align ? p->weights[i].align : 16;
+		mc_sb_printf(sb, "\n/* %s", mc_dtype_name(t->dtype));
+		char shape[256];
+		mc_sb_printf(sb, " %s */\n", mc_shape_str(&t->shape, shape, sizeof shape));
+		mc_sb_printf(sb, "const %s %s_w%d[%zu] MODELC_ALIGN(%zu) = {", st, e->name, i, t->numel, align);
+		int per_line = t->dtype == MC_FLOAT || t->dtype == MC_DOUBLE ? 6 : 12;
+		for (size_t j = 0; j < t->numel; j++) {
+			mc_sb_puts(sb, j % (size_t)per_line ? " " : "\n\t");
+			put_weight_value(sb, t, j);
+			mc_sb_puts(sb, ",");
+		}
+		mc_sb_puts(sb, "\n};\n");
+	}
+	return 0;
+}
+
+/* ---- driver ---- */
+static bool is_identifier(const char *s)
+{
+	if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/* Largest element count any buffer needs, also when the program leaves
+ * max_index unset. */
+static int64_t max_index(const mc_program *p)
+{
+	int64_t m = p->max_index;
+	for (int i = 0; i < p->n_kernels; i++)
+		for (int j = 0; j < p->kernels[i]->n_bufs; j++)
+			if ((int64_t)p->kernels[i]->bufs[j].count > m)
+				m = (int64_t)p->kernels[i]->bufs[j].count;
+	return m;
+}
+
+static int write_file(const char *dir, const char *name, const char *suffix, const mc_strbuf *sb)
+{
+	size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 2;
+	char *path = mc_xmalloc(n);
+	snprintf(path, n, "%s/%s%s", dir, name, suffix);
+	int r = mc_write_if_changed(path, sb->data ? sb->data : "", sb->len);
+	free(path);
+	return r;
+}
+
+int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
+{
+	const char *name = p->prefix ? p->prefix : o ? o->name : NULL;
+	if (!is_identifier(name)) {
+		mc_error("C target: model name '%s' is not a C identifier (use --name)", name ? name : "");
+		return -1;
+	}
+	emitter e = {.p = p, .name = name};
+	e.upper = mc_xstrdup(name);
+	for (char *c = e.upper; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	/* Every index fits in 31 bits: int32_t keeps loops cheap on 32-bit MCUs. */
+	e.idx64 = max_index(p) >= INT32_MAX;
+	snprintf(e.idx_type, sizeof e.idx_type, "%s_idx", name);
+
+	mc_strbuf h = {0}, c = {0}, w = {0};
+	e.sb = &h;
+	put_header(&e);
+	e.sb = &c;
+	put_source(&e);
+	e.sb = &w;
+	if (!e.err)
+		e.err = put_weights(&e);
+	int r = e.err;
+	if (!r) {
+		size_t rt_len = strlen(mc_runtime_min_h);
+		size_t n = strlen(dir) + 16;
+		char *path = mc_xmalloc(n);
+		snprintf(path, n, "%s/modelc_rt.h", dir);
+		r = mc_write_if_changed(path, mc_runtime_min_h, rt_len);
+		free(path);
+	}
+	if (!r)
+		r = write_file(dir, name, ".h", &h);
+	if (!r)
+		r = write_file(dir, name, ".c", &c);
+	if (!r)
+		r = write_file(dir, name, "_weights.c", &w);
+	mc_sb_free(&h);
+	mc_sb_free(&c);
+	mc_sb_free(&w);
+	free(e.upper);
+	return r;
+}

@@ -437,16 +437,7 @@ static int dynq_eval(mc_eval_ctx *c)
 
 /* ---- integer matrix products ---- */
 
-/* numpy matmul geometry: 1-D operands are promoted (and the added dim
- * dropped from the result), batch dims broadcast. */
-typedef struct {
-	mc_shape a, b;        /* operands as [..., M, K] and [..., K, N] */
-	mc_shape batch;       /* broadcast batch dims */
-	int64_t m, k, n;
-	mc_shape out;
-} mm_geom;
-
-static int mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
+int mc_mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
 {
 	char sa[256], sb[256];
 	if (a->rank == 0 || b->rank == 0)
@@ -498,8 +489,8 @@ static bool param_fits(const mc_shape *p, const mc_shape *target, bool per_row)
 	return mc_broadcast(p, target, &o) && mc_shape_eq(&o, target);
 }
 
-static void param_strides(const mc_shape *p, const mc_shape *target, bool per_row,
-                          int64_t st[MC_MAX_RANK])
+void mc_qparam_strides(const mc_shape *p, const mc_shape *target, bool per_row,
+                       int64_t st[MC_MAX_RANK])
 {
 	mc_shape view = *p;
 	if (per_row && target->rank >= 2 && p->rank == 1 && p->dims[0] > 1 &&
@@ -514,7 +505,7 @@ static int64_t *centered(const mc_tensor *x, const mc_tensor *zp, bool per_row)
 	int64_t *v = mc_xmalloc((x->numel ? x->numel : 1) * sizeof *v);
 	int64_t st[MC_MAX_RANK];
 	if (zp)
-		param_strides(&zp->shape, &x->shape, per_row, st);
+		mc_qparam_strides(&zp->shape, &x->shape, per_row, st);
 	for (size_t i = 0; i < x->numel; i++)
 		v[i] = mc_get_i(x, i) - (zp ? mc_get_i(zp, mc_bcast_index(i, &x->shape, st)) : 0);
 	return v;
@@ -566,8 +557,6 @@ static int check_8bit(const mc_node *n, const char *what, const mc_value *v)
 	return 0;
 }
 
-enum { QM_A, QM_A_SCALE, QM_A_ZP, QM_B, QM_B_SCALE, QM_B_ZP, QM_Y_SCALE, QM_Y_ZP };
-
 static int check_scale(const mc_node *n, const char *what, const mc_value *s,
                        const mc_shape *target, bool per_row)
 {
@@ -589,7 +578,7 @@ static int qlinearmatmul_infer(mc_infer_ctx *c)
 	const mc_value *const *in = c->in;
 	const mc_value *a = in[QM_A], *b = in[QM_B], *yzp = in[QM_Y_ZP];
 	mm_geom g;
-	if (check_8bit(n, "a", a) || check_8bit(n, "b", b) || mm_geom_get(n, &a->shape, &b->shape, &g))
+	if (check_8bit(n, "a", a) || check_8bit(n, "b", b) || mc_mm_geom_get(n, &a->shape, &b->shape, &g))
 		return -1;
 	if (check_zp(n, "a", a, in[QM_A_ZP], true) || check_zp(n, "b", b, in[QM_B_ZP], false) ||
 	    check_scale(n, "a", in[QM_A_SCALE], &a->shape, true) ||
@@ -612,7 +601,7 @@ static int qlinearmatmul_infer(mc_infer_ctx *c)
 static double param_at(const mc_tensor *p, const mc_shape *target, bool per_row, size_t i)
 {
 	int64_t st[MC_MAX_RANK];
-	param_strides(&p->shape, target, per_row, st);
+	mc_qparam_strides(&p->shape, target, per_row, st);
 	return mc_get_f(p, mc_bcast_index(i, target, st));
 }
 
@@ -624,7 +613,7 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 	const mc_tensor *a = in[QM_A], *b = in[QM_B], *yzp = in[QM_Y_ZP];
 	mc_tensor *y = c->out[0];
 	mm_geom g;
-	if (mm_geom_get(c->node, &a->shape, &b->shape, &g))
+	if (mc_mm_geom_get(c->node, &a->shape, &b->shape, &g))
 		return -1;
 	int64_t *av = centered(a, in[QM_A_ZP], true), *bv = centered(b, in[QM_B_ZP], false);
 	int64_t *acc = mm_int64(&g, av, bv);
@@ -653,16 +642,9 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 
 /* ---- integer convolutions ---- */
 
-typedef struct {
-	int nsp;                        /* spatial dims */
-	int64_t batch, in_ch, out_ch, group;
-	int64_t in[MC_MAX_RANK], kern[MC_MAX_RANK], out[MC_MAX_RANK];
-	int64_t stride[MC_MAX_RANK], dil[MC_MAX_RANK], pad[MC_MAX_RANK]; /* pad: leading */
-} conv_geom;
-
 /* Conv geometry from attributes and the shapes of x [N, C, D...] and
  * w [M, C/group, K...], as the ONNX Conv spec defines it. */
-static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
+int mc_conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
 {
 	char sx[256], sw[256];
 	memset(g, 0, sizeof *g);
@@ -824,8 +806,6 @@ static int check_conv_zp(const mc_node *n, const char *what, const mc_value *v,
 	return 0;
 }
 
-enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP, QC_B };
-
 static int qlinearconv_infer(mc_infer_ctx *c)
 {
 	if (MC_NEED_INPUTS(c, QC_X, QC_X_SCALE, QC_W, QC_W_SCALE, QC_Y_SCALE))
@@ -837,7 +817,7 @@ static int qlinearconv_infer(mc_infer_ctx *c)
 	conv_geom g;
 	char s[256];
 	if (check_8bit(n, "x", x) || check_8bit(n, "w", w) ||
-	    conv_geom_get(n, &x->shape, &w->shape, &g))
+	    mc_conv_geom_get(n, &x->shape, &w->shape, &g))
 		return -1;
 	if (check_conv_zp(n, "x", x, in[QC_X_ZP], 1) ||
 	    check_conv_zp(n, "w", w, in[QC_W_ZP], g.out_ch))
@@ -876,7 +856,7 @@ static int qlinearconv_eval(mc_eval_ctx *c)
 	const mc_tensor *bias = c->n_in > QC_B ? in[QC_B] : NULL;
 	mc_tensor *y = c->out[0];
 	conv_geom g;
-	if (conv_geom_get(c->node, &x->shape, &w->shape, &g))
+	if (mc_conv_geom_get(c->node, &x->shape, &w->shape, &g))
 		return -1;
 	int64_t *xv = centered(x, in[QC_X_ZP], false), *wv = centered_weight(w, in[QC_W_ZP]);
 	int64_t *bv = NULL;

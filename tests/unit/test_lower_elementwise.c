@@ -383,3 +383,32 @@ Test(lower_elementwise, quantize_dequantize_match_reference)
 	cr_expect(verify_random(b, 2.0), "%s", diag_all());
 	mb_free(b);
 }
+
+/* float16 x and scale: the quotient is rounded to float16 before rounding
+ * to an integer (the reference's precision), through a scratch buffer. */
+Test(lower_elementwise, quantize_float16_precision)
+{
+	mb *b = mb_new(21);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT16, "64");
+	mb_input(b, g, "s", MC_FLOAT16, "");
+	mb_node(b, g, "QuantizeLinear", NULL, "x,s", "q");
+	mb_output(b, g, "q");
+	uint16_t x[64], s = mc_float_to_half(0.01f);
+	uint8_t q[64];
+	/* x / s lands just below k + 0.5 in float32 but on it in float16 */
+	for (int i = 0; i < 64; i++)
+		x[i] = mc_float_to_half(0.01f * ((float)i + 0.4999f));
+	blob in[2] = { { x, sizeof x }, { &s, sizeof s } };
+	void *out[1] = { q };
+	size_t ob[1] = { sizeof q };
+	cr_assert_eq(compile_run(b, 2, in, 1, out, ob), 0, "%s", diag_all());
+	for (int i = 0; i < 64; i++) {
+		float fq = mc_half_to_float(x[i]) / mc_half_to_float(s);
+		float hq = mc_half_to_float(mc_float_to_half(fq));
+		float want = rintf(hq);
+		want = want < 0 ? 0 : want > 255 ? 255 : want;
+		cr_expect_eq(q[i], (uint8_t)want, "q[%d] = %d, want %g (x/s %.6f)", i, q[i], want, fq);
+	}
+	mb_free(b);
+}

@@ -276,7 +276,8 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 	if (cd->group > 1) {
 		mc_kexpr *grp = mc_kb_let(kb, mc_k_div(kb, oc, idx(kb, mg)));
 		first = mc_kb_let(kb, mc_k_muli(kb, grp, cg));
-		ocl = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, oc, idx(kb, mg)));
+		if (cd->transposed)
+			ocl = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, oc, idx(kb, mg)));
 	}
 	int inner = 0;
 	mc_kexpr *icl = range(kb, idx(kb, 0), idx(kb, cg), MC_KF_REDUCE, &inner);

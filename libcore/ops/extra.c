@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extra_norm.h"
 #include "ops.h"
 #include "extra.h"
 
@@ -346,11 +347,6 @@ static int einsum_eval(mc_eval_ctx *c)
 }
 
 /* ---- RMSNormalization ---- */
-
-typedef struct {
-	int64_t axis;
-	double epsilon;
-} rms_params;
 
 static int rms_parse(mc_node *n)
 {

@@ -401,11 +401,9 @@ Test(lower_nn, col2im_strides_dilations_pads)
 }
 
 /* Conv(x) + x: the Add's operand x is also read by the convolution at
- * other positions, so the sum must not take x's storage. Disabled until
- * aot/program.c's inplace_candidate skips values that a non-pointwise
- * anchor reads: today the sum overwrites x while the convolution still
- * reads it. */
-Test(lower_nn, conv_plus_its_own_input, .disabled = true)
+ * other positions, so the sum must not take x's storage (in place, it
+ * would overwrite x while the convolution still reads it). */
+Test(lower_nn, conv_plus_its_own_input)
 {
 	mb *b = mb_new(17);
 	Onnx__GraphProto *g = mb_main(b);

@@ -567,11 +567,15 @@ static int lower_pool(mc_lower_ctx *c, pool_kind kind)
 	mc_kb_end_n(kb, inner);
 	mc_kexpr *result = acc;
 	if (kind == POOL_AVG) {
+		/* taps in the image (none for a window wholly in the end padding),
+		 * or in the explicitly padded image */
 		mc_kexpr *count = idx(kb, 1);
-		for (int i = 0; i < nsp; i++)
-			count = mc_k_mul(kb, count, p->count_include_pad
-			                                ? padded_taps(kb, &dims[i], g.pe[i], coords[2 + i])
-			                                : mc_k_sub(kb, tp[i].hi, tp[i].lo));
+		for (int i = 0; i < nsp; i++) {
+			mc_kexpr *n = p->count_include_pad
+			                      ? padded_taps(kb, &dims[i], g.pe[i], coords[2 + i])
+			                      : imax(kb, idx(kb, 0), mc_k_sub(kb, tp[i].hi, tp[i].lo));
+			count = mc_k_mul(kb, count, n);
+		}
 		result = mc_k_div(kb, acc, mc_k_cast(kb, t, count));
 	} else if (kind == POOL_LP) {
 		result = lp_root(kb, acc, p->p);

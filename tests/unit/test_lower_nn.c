@@ -246,6 +246,29 @@ Test(lower_nn, averagepool_count_include_pad_ceil)
 	}
 }
 
+/* End pads wider than the kernel: the last windows lie wholly in the
+ * padding (no taps: NaN averages, -inf maxima, index -1). */
+Test(lower_nn, pools_with_windows_wholly_in_padding)
+{
+	mb *b = mb_new(12);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,2,3,3");
+	const char *ops[] = { "AveragePool", "AveragePool", "MaxPool" };
+	const char *outs[] = { "a", "b", "c,i" };
+	for (int k = 0; k < 3; k++) {
+		Onnx__NodeProto *n = mb_node(b, g, ops[k], NULL, "x", outs[k]);
+		mb_attr_ints(b, n, "kernel_shape", (int64_t[]){2, 2}, 2);
+		mb_attr_ints(b, n, "pads", (int64_t[]){0, 1, 3, 3}, 4);
+		if (k == 1)
+			mb_attr_int(b, n, "count_include_pad", 1);
+	}
+	mb_output(b, g, "a");
+	mb_output(b, g, "b");
+	mb_output(b, g, "c");
+	mb_output(b, g, "i");
+	cr_assert_eq(verify(b), 0);
+}
+
 Test(lower_nn, lppool_and_global_pools)
 {
 	mb *b = mb_new(18);

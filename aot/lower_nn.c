@@ -205,7 +205,7 @@ static void transposed_open(mc_kb *kb, const dim_geom *g, const ttaps *t, mc_kex
 
 typedef struct {
 	int nsp;
-	int64_t batch, cin, cout, group;
+	int64_t cin, cout, group;
 	int64_t kernel[MAX_SP], in[MAX_SP];
 	dim_geom dim[MAX_SP];
 	bool transposed;
@@ -222,7 +222,6 @@ static void conv_desc_win(const win_geom *g, const mc_shape *x, int64_t cout, in
 {
 	memset(cd, 0, sizeof *cd);
 	cd->nsp = g->nsp;
-	cd->batch = x->dims[0];
 	cd->cin = x->dims[1];
 	cd->cout = cout;
 	cd->group = group;
@@ -234,8 +233,8 @@ static void conv_desc_win(const win_geom *g, const mc_shape *x, int64_t cout, in
 	}
 }
 
-/* A zero point loaded as t: one value for the tensor, or one per output
- * channel oc. */
+/* A per-channel parameter (zero point, scale) loaded as t: one value for
+ * the tensor, or one per output channel oc. */
 static mc_kexpr *channel_param(mc_lower_ctx *c, int i, mc_kexpr *oc, mc_ktype t)
 {
 	bool single = mc_numel(&c->in[i]->shape) == 1;
@@ -436,8 +435,7 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 	conv_geom g;
 	if (mc_conv_geom_get(c->node, &c->in[QC_X]->shape, &c->in[QC_W]->shape, &g))
 		return -1;
-	conv_desc cd = { .nsp = g.nsp, .batch = g.batch, .cin = g.in_ch, .cout = g.out_ch,
-	                 .group = g.group };
+	conv_desc cd = { .nsp = g.nsp, .cin = g.in_ch, .cout = g.out_ch, .group = g.group };
 	int64_t ksize = g.in_ch / g.group;
 	for (int i = 0; i < g.nsp; i++) {
 		cd.dim[i] = (dim_geom){ g.in[i], g.out[i], g.kern[i], g.stride[i], g.dil[i], g.pad[i] };

@@ -287,6 +287,8 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 	mc_kexpr *w_row = cd->transposed ? mc_k_add(kb, mc_k_muli(kb, ic, mg), ocl)
 	                                 : mc_k_add(kb, mc_k_muli(kb, oc, cg), icl);
 	mc_kexpr *w_base = mc_kb_let(kb, mc_k_muli(kb, w_row, ksize));
+	int inner_ic = inner;
+	mc_kexpr *part = mc_kb_local(kb, zero(kb, io->acc));
 	mc_kexpr *pos[MAX_SP], *tap[MAX_SP];
 	for (int i = 0; i < nsp; i++) {
 		if (cd->transposed) {
@@ -303,8 +305,10 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 		xv = mc_k_sub(kb, xv, zx);
 	if (zw)
 		wv = mc_k_sub(kb, wv, zw);
-	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_mul(kb, xv, wv)));
-	mc_kb_end_n(kb, inner);
+	mc_kb_assign(kb, part, mc_k_add(kb, part, mc_k_mul(kb, xv, wv)));
+	mc_kb_end_n(kb, inner - inner_ic);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, part));
+	mc_kb_end_n(kb, inner_ic);
 	return acc;
 }
 

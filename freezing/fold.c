@@ -301,10 +301,28 @@ static int fold_sweep(mc_graph *g, size_t limit, int *capped)
 	return rc ? -1 : folded;
 }
 
+/* A branch's captured values carry the constants inference knew; those the
+ * parent's folding made known since are copied in. */
+static void refresh_captures(mc_graph *g)
+{
+	for (int v = 0; g->parent && v < g->n_values; v++) {
+		mc_value *cv = &g->values[v];
+		const mc_value *pv = cv->kind == MC_VAL_CAPTURED ? &g->parent->values[cv->outer] : NULL;
+		if (pv && !cv->konst && pv->konst)
+			cv->konst = mc_tensor_clone(pv->konst);
+	}
+}
+
+static int fold_quietly(mc_graph *g, const mc_freeze_opts *o)
+{
+	return freeze_fold(g, o, false);
+}
+
 int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report)
 {
 	size_t limit = freeze_fold_limit(o);
 	int changes = 0;
+	refresh_captures(g);
 	for (;;) {
 		int capped;
 		int folded = fold_sweep(g, limit, &capped);
@@ -323,9 +341,12 @@ int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report)
 		if (!inlined)
 			break;
 	}
+	int in_branches = ge_run_on_branches(g, o, fold_quietly);
+	if (in_branches < 0)
+		return -1;
 	if (report)
 		freeze_fold_report(g, o);
-	return changes;
+	return changes + in_branches;
 }
 
 int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o)
@@ -333,13 +354,17 @@ int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o)
 	return freeze_fold(g, o, true);
 }
 
-int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o)
+/* Nodes of g and of its If branches left by the cap, listed on stats. */
+static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit)
 {
-	size_t limit = freeze_fold_limit(o);
 	int count = 0;
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
 		size_t bytes;
+		if (!n->domain[0] && strcmp(n->op_type, "If") == 0)
+			for (int a = 0; a < n->n_attrs; a++)
+				if (n->attrs[a].g)
+					count += count_capped(n->attrs[a].g, o, limit);
 		if (!evaluable(n) || !inputs_known(g, n) || within_cap(g, n, limit, &bytes))
 			continue;
 		if (o && o->stats) {
@@ -349,6 +374,13 @@ int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o)
 		}
 		count++;
 	}
+	return count;
+}
+
+int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o)
+{
+	size_t limit = freeze_fold_limit(o);
+	int count = count_capped(g, o, limit);
 	if (count)
 		mc_warn("constant folding left %d node(s) unfolded: their results exceed the "
 		        "fold limit of %zu bytes", count, limit);

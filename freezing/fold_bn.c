@@ -356,10 +356,11 @@ static bool fold_one(mc_graph *g, int i, const int *uses)
 
 int mc_pass_fold_bn(mc_graph *g, const mc_freeze_opts *o)
 {
-	(void)o;
+	int folded = ge_run_on_branches(g, o, mc_pass_fold_bn);
+	if (folded < 0)
+		return -1;
 	int *uses = ge_use_counts(g);
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
-	int folded = 0;
 	for (int i = 0; i < g->n_nodes; i++) {
 		if (!fold_one(g, i, uses))
 			continue;

@@ -170,6 +170,62 @@ void ge_reparent(mc_graph *sub, mc_graph *parent)
 				ge_reparent(sub->nodes[i].attrs[a].g, sub);
 }
 
+static bool is_if(const mc_node *n)
+{
+	return !n->domain[0] && strcmp(n->op_type, "If") == 0;
+}
+
+int ge_run_on_branches(mc_graph *g, const mc_freeze_opts *o,
+                       int (*pass)(mc_graph *, const mc_freeze_opts *))
+{
+	int changes = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		if (!is_if(n))
+			continue;
+		int before = changes;
+		for (int a = 0; a < n->n_attrs; a++) {
+			if (!n->attrs[a].g)
+				continue;
+			int rc = pass(n->attrs[a].g, o);
+			if (rc < 0)
+				return -1;
+			changes += rc;
+		}
+		if (changes != before)
+			ge_refresh_implicit(n);
+	}
+	return changes;
+}
+
+void ge_refresh_implicit(mc_node *n)
+{
+	n->n_implicit = 0;
+	for (int a = 0; a < n->n_attrs; a++) {
+		const mc_graph *sub = n->attrs[a].g;
+		if (!sub)
+			continue;
+		int *uses = ge_use_counts(sub);
+		for (int v = 0; v < sub->n_values; v++) {
+			if (sub->values[v].kind != MC_VAL_CAPTURED || !uses[v])
+				continue;
+			int o = sub->values[v].outer;
+			bool seen = false;
+			for (int k = 0; k < n->n_implicit; k++)
+				seen |= n->implicit[k] == o;
+			if (seen)
+				continue;
+			n->implicit = realloc(n->implicit, (size_t)(n->n_implicit + 1) * sizeof(int));
+			if (!n->implicit) {
+				mc_error("out of memory");
+				exit(3);
+			}
+			n->implicit[n->n_implicit++] = o;
+		}
+		free(uses);
+	}
+}
+
 char *ge_unique_name(const mc_graph *g, const char *base)
 {
 	if (mc_graph_find(g, base) < 0)

@@ -33,6 +33,17 @@ void ge_splice_nodes(mc_graph *g, int pos, mc_node *nodes, int count);
 /* Attaches subgraph `sub` under `parent`: parent pointer and depths. */
 void ge_reparent(mc_graph *sub, mc_graph *parent);
 
+/* Runs `pass` on the branches of every If node of g (the pass descends
+ * further itself), then refreshes those nodes' implicit inputs. Loop and
+ * Scan bodies are left alone: they are typed again for each iteration,
+ * so what their stored types say may not hold for every iteration. Returns
+ * the sum of the changes, or -1. */
+int ge_run_on_branches(mc_graph *g, const mc_freeze_opts *o,
+                       int (*pass)(mc_graph *, const mc_freeze_opts *));
+/* Node n's implicit inputs become the parent values its subgraphs' captured
+ * values still read (a pass may have removed the last reader). */
+void ge_refresh_implicit(mc_node *n);
+
 /* A name not yet used in g: base itself, else base_2, base_3... malloc'd. */
 char *ge_unique_name(const mc_graph *g, const char *base);
 /* A new constant value holding t (the graph takes ownership), named after

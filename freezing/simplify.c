@@ -109,10 +109,11 @@ static int remove_noop(mc_graph *g, int i, int *uses, bool *dead)
 
 int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o)
 {
-	(void)o;
+	int changes = ge_run_on_branches(g, o, mc_pass_identity);
+	if (changes < 0)
+		return -1;
 	int *uses = ge_use_counts(g);
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
-	int changes = 0;
 	for (int i = 0; i < g->n_nodes; i++)
 		if (is_noop(g, &g->nodes[i], uses))
 			changes += remove_noop(g, i, uses, dead);
@@ -126,7 +127,10 @@ int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o)
 
 int mc_pass_dce(mc_graph *g, const mc_freeze_opts *o)
 {
-	(void)o;
+	/* branches first: what they stop reading may die here */
+	int in_branches = ge_run_on_branches(g, o, mc_pass_dce);
+	if (in_branches < 0)
+		return -1;
 	bool *used = mc_xcalloc((size_t)g->n_values + 1, sizeof *used);
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
 	for (int i = 0; i < g->n_outputs; i++)
@@ -150,7 +154,7 @@ int mc_pass_dce(mc_graph *g, const mc_freeze_opts *o)
 	int removed = ge_remove_nodes(g, dead);
 	free(used);
 	free(dead);
-	return removed;
+	return in_branches + removed;
 }
 
 /* ==== cse ==== */
@@ -381,7 +385,9 @@ static int merge_nodes(mc_graph *g)
 
 int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o)
 {
-	(void)o;
-	int merged = merge_constants(g);
+	int merged = ge_run_on_branches(g, o, mc_pass_cse);
+	if (merged < 0)
+		return -1;
+	merged += merge_constants(g);
 	return merged + merge_nodes(g);
 }

@@ -346,6 +346,57 @@ Test(freezing, if_runtime_condition_stays)
 	mb_free(b);
 }
 
+/* An If with a run-time condition: its branches are simplified in place
+ * (fold, identity, CSE, DCE), and a parent node only a dead branch node
+ * read goes too. */
+Test(freezing, if_branches_simplified)
+{
+	mb *b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "c", MC_BOOL, "");
+	mb_input(b, mb_main(b), "x", MC_FLOAT, "3");
+	mb_node(b, mb_main(b), "Exp", "exp", "x", "e");
+	Onnx__GraphProto *t = mb_graph(b, "then"), *el = mb_graph(b, "else");
+	mb_init_floats(b, t, "k1", "3", (const float[]){1, 2, 3}, 3);
+	mb_init_floats(b, t, "k2", "3", (const float[]){4, 5, 6}, 3);
+	mb_init_floats(b, t, "k3", "3", (const float[]){7, 8, 9}, 3);
+	mb_init_floats(b, t, "k4", "3", (const float[]){7, 8, 9}, 3);
+	mb_node(b, t, "Add", "t1", "k1,k2", "s12");
+	mb_node(b, t, "Identity", "t2", "x", "xi");
+	mb_node(b, t, "Mul", "t3", "xi,s12", "m");
+	mb_node(b, t, "Add", "t4", "m,k3", "a3");
+	mb_node(b, t, "Add", "t5", "m,k4", "a4");
+	mb_node(b, t, "Sum", "t6", "a3,a4", "t_out");
+	mb_node(b, t, "Exp", "t7", "e", "unused");
+	mb_output(b, t, "t_out");
+	mb_node(b, el, "Neg", "e1", "x", "e_out");
+	mb_output(b, el, "e_out");
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "If", "pick", "c", "y");
+	mb_attr_graph(b, n, "then_branch", t);
+	mb_attr_graph(b, n, "else_branch", el);
+	mb_output(b, mb_main(b), "y");
+	mc_graph *g = typed(b);
+	run_data r[2];
+	for (int k = 0; k < 2; k++) {
+		random_inputs(g, &r[k]);
+		mc_set_i(r[k].in[0], 0, k);
+		run(g, &r[k]);
+	}
+	cr_assert_eq(mc_graph_node_count(g), 10);
+	cr_assert_eq(mc_freeze(g, NULL), 0, "%s", diag_all());
+	/* then: Mul, Add, Sum; else: Neg; main: If */
+	cr_assert_eq(mc_graph_node_count(g), 5);
+	cr_assert_eq(g->n_nodes, 1);
+	cr_assert_eq(g->nodes[0].n_implicit, 1, "only x is still captured");
+	cr_assert_eq(g->nodes[0].implicit[0], mc_graph_find(g, "x"));
+	for (int k = 0; k < 2; k++) {
+		assert_same_outputs(g, &r[k], 0);
+		free_run(&r[k]);
+	}
+	cr_assert_eq(diag_count(), 0, "%s", diag_all());
+	mc_graph_free(g);
+	mb_free(b);
+}
+
 /* ---- BN and per-channel folding ---- */
 
 /* x [1,3,6,6] -> Conv(w [4,3,3,3], bias?) -> BatchNormalization -> y */

@@ -12,6 +12,7 @@
 
 #include "aot.h"
 #include "../libcore/ops/rnn.h"
+#include "../libcore/ops/signal.h"
 
 /* ==== shared helpers ==== */
 
@@ -395,9 +396,313 @@ static const mc_lowering l_rnn = { "RNN", lower_rnn, NULL, 0 };
 static const mc_lowering l_gru = { "GRU", lower_rnn, NULL, 0 };
 static const mc_lowering l_lstm = { "LSTM", lower_rnn, NULL, 0 };
 
+/* ==== signal: DFT, STFT, windows, CumProd ==== */
+
+/* An integer scalar input known at compile time (it set a shape). */
+static int const_int(mc_lower_ctx *c, int i, const char *what, int64_t *out)
+{
+	const mc_tensor *t = mc_lower_const(c, i);
+	if (!t || t->numel != 1 || !mc_dtype_is_int(t->dtype))
+		return mc_lower_error(c, "%s must be a compile-time integer scalar", what);
+	*out = mc_get_i(t, 0);
+	return 0;
+}
+
+/* A plain DFT over one line, as signal.c's dft_line: re/im (scratch; im
+ * -1 for a real line) hold `used` samples of a transform of length len,
+ * whose bins k < n_out are stored (times scale) at out_at + k * kstride
+ * (real) and + 1 (imaginary, when has_im_out). cosv/sinv hold cos and sin
+ * of 2 pi m / len. */
+typedef struct {
+	mc_ktype kt;
+	int cosv, sinv, re, im;
+	int64_t used, len, n_out;
+	int sign;
+	double scale;
+	bool has_im_out;
+} dft_line_ir;
+
+static void dft_line_lower(mc_lower_ctx *c, const dft_line_ir *d, mc_kexpr *out_at, int64_t kstride)
+{
+	mc_kb *kb = c->kb;
+	mc_kexpr *k = mc_kb_fori(kb, d->n_out, 0);
+	mc_kexpr *sre = mc_kb_local(kb, fconst(kb, d->kt, 0));
+	mc_kexpr *sim = mc_kb_local(kb, fconst(kb, d->kt, 0));
+	mc_kexpr *m = mc_kb_local(kb, mc_k_index(kb, 0)); /* k * t mod len */
+	mc_kexpr *t = mc_kb_fori(kb, d->used, MC_KF_REDUCE);
+	mc_kexpr *co = mc_kb_let(kb, mc_k_load(kb, d->cosv, m));
+	mc_kexpr *si = mc_k_load(kb, d->sinv, m);
+	si = mc_kb_let(kb, d->sign < 0 ? mc_k_un(kb, MC_KU_NEG, si) : si);
+	mc_kexpr *xr = mc_kb_let(kb, mc_k_load(kb, d->re, t));
+	if (d->im >= 0) {
+		mc_kexpr *xi = mc_kb_let(kb, mc_k_load(kb, d->im, t));
+		mc_kb_assign(kb, sre, mc_k_add(kb, sre, mc_k_sub(kb, mc_k_mul(kb, xr, co), mc_k_mul(kb, xi, si))));
+		mc_kb_assign(kb, sim, mc_k_add(kb, sim, mc_k_add(kb, mc_k_mul(kb, xr, si), mc_k_mul(kb, xi, co))));
+	} else {
+		mc_kb_assign(kb, sre, mc_k_add(kb, sre, mc_k_mul(kb, xr, co)));
+		mc_kb_assign(kb, sim, mc_k_add(kb, sim, mc_k_mul(kb, xr, si)));
+	}
+	mc_kb_assign(kb, m, mc_k_add(kb, m, k));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GE, m, mc_k_index(kb, d->len)));
+	mc_kb_assign(kb, m, mc_k_sub(kb, m, mc_k_index(kb, d->len)));
+	mc_kb_end(kb);
+	mc_kb_end(kb);
+	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, out_at, mc_k_muli(kb, k, kstride)));
+	mc_kexpr *vr = sre, *vi = sim;
+	if (d->scale != 1.0) {
+		vr = mc_k_mul(kb, vr, fconst(kb, d->kt, d->scale));
+		vi = mc_k_mul(kb, vi, fconst(kb, d->kt, d->scale));
+	}
+	mc_lower_store(c, 0, NULL, at, vr);
+	if (d->has_im_out)
+		mc_lower_store(c, 0, NULL, mc_k_addi(kb, at, 1), vi);
+	mc_kb_end(kb);
+}
+
+/* Twiddle tables cos, sin of 2 pi m / len (angles in double, as signal.c). */
+static void dft_twiddles(mc_kb *kb, dft_line_ir *d)
+{
+	mc_dtype sd = scratch_dtype(d->kt);
+	d->cosv = mc_kb_scratch(kb, sd, (size_t)d->len);
+	d->sinv = mc_kb_scratch(kb, sd, (size_t)d->len);
+	mc_kexpr *m = mc_kb_fori(kb, d->len, 0);
+	mc_kexpr *angle = mc_kb_let(kb, mc_k_div(kb, mc_k_mul(kb, fconst(kb, MC_KT_F64, 2.0 * M_PI),
+	                                                      mc_k_cast(kb, MC_KT_F64, m)),
+	                                         fconst(kb, MC_KT_F64, (double)d->len)));
+	mc_kb_store(kb, d->cosv, m, mc_k_un(kb, MC_KU_COS, angle));
+	mc_kb_store(kb, d->sinv, m, mc_k_un(kb, MC_KU_SIN, angle));
+	mc_kb_end(kb);
+}
+
+static int lower_dft(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_node *n = c->node;
+	const dft_params *p = n->params;
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	int rank = xs->rank;
+	int64_t axis = n->opset >= 20 ? -2 : p->axis_attr;
+	if (n->opset >= 20 && opt_in(c, 2) && const_int(c, 2, "axis (input 2)", &axis))
+		return -1;
+	if (axis < 0)
+		axis += rank;
+	if (axis < 0 || axis > rank - 2)
+		return mc_lower_error(c, "DFT axis %lld is out of range", (long long)axis);
+	int64_t n_in = xs->dims[axis], comp_in = xs->dims[rank - 1];
+	int64_t n_out = os->dims[axis], comp_out = os->dims[rank - 1];
+	bool irfft = p->inverse && p->onesided;
+	int64_t len = irfft ? 2 * (n_in - 1) : n_in;
+	if (opt_in(c, 1) && const_int(c, 1, "dft_length (input 1)", &len))
+		return -1;
+	if (len < 1)
+		return mc_lower_error(c, "DFT length %lld is not positive", (long long)len);
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < rank - 1; d++) {
+		if (d < axis)
+			outer *= xs->dims[d];
+		else if (d > axis)
+			inner *= xs->dims[d];
+	}
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype);
+	dft_line_ir d = {
+		.kt = kt, .len = len, .n_out = n_out, .sign = p->inverse ? 1 : -1,
+		.scale = p->inverse ? 1.0 / (double)len : 1.0, .has_im_out = comp_out == 2,
+		.used = irfft ? len : (n_in < len ? n_in : len), .im = -1,
+	};
+	dft_twiddles(kb, &d);
+	int64_t line = n_in > len ? n_in : len;
+	d.re = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)line);
+	if (comp_in == 2)
+		d.im = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)line);
+	mc_kexpr *o = mc_kb_fori(kb, outer, 0);
+	mc_kexpr *i = mc_kb_fori(kb, inner, 0);
+	/* x[o, t, i, :] at ((o * n_in + t) * inner + i) * comp_in */
+	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, n_in * inner), i), comp_in));
+	if (irfft) {
+		/* the full spectrum from its first half: X[k] = conj(X[len - k]);
+		 * bins the input lacks are zero */
+		mc_kexpr *k = mc_kb_fori(kb, len, 0);
+		mc_kexpr *mirrored = mc_kb_let(kb, mc_k_bin(kb, MC_KB_GT, k, mc_k_index(kb, len / 2)));
+		mc_kexpr *src = mc_kb_let(kb, mc_k_select(kb, mirrored, mc_k_sub(kb, mc_k_index(kb, len), k), k));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, src, mc_k_index(kb, n_in)));
+		mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, x0, mc_k_muli(kb, src, inner * comp_in)));
+		mc_kb_store(kb, d.re, k, mc_lower_load(c, 0, at));
+		mc_kexpr *im = mc_kb_let(kb, mc_lower_load(c, 0, mc_k_addi(kb, at, 1)));
+		mc_kb_store(kb, d.im, k, mc_k_select(kb, mirrored, mc_k_un(kb, MC_KU_NEG, im), im));
+		mc_kb_else(kb);
+		mc_kb_store(kb, d.re, k, fconst(kb, kt, 0));
+		mc_kb_store(kb, d.im, k, fconst(kb, kt, 0));
+		mc_kb_end(kb);
+		mc_kb_end(kb);
+	} else {
+		mc_kexpr *t = mc_kb_fori(kb, d.used, 0);
+		mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, x0, mc_k_muli(kb, t, inner * comp_in)));
+		mc_kb_store(kb, d.re, t, mc_lower_load(c, 0, at));
+		if (d.im >= 0)
+			mc_kb_store(kb, d.im, t, mc_lower_load(c, 0, mc_k_addi(kb, at, 1)));
+		mc_kb_end(kb);
+	}
+	/* y[o, k, i, :] at ((o * n_out + k) * inner + i) * comp_out */
+	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, n_out * inner), i), comp_out));
+	dft_line_lower(c, &d, y0, inner * comp_out);
+	mc_kb_end_n(kb, 2);
+	return 0;
+}
+
+enum { ST_SIGNAL, ST_STEP, ST_WINDOW, ST_LENGTH };
+
+static int lower_stft(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *xs = &c->in[ST_SIGNAL]->shape, *os = &c->out[0]->shape;
+	const mc_value *window = opt_in(c, ST_WINDOW);
+	int64_t step, frame_len = window ? window->shape.dims[0] : xs->dims[1];
+	if (const_int(c, ST_STEP, "frame_step (input 1)", &step))
+		return -1;
+	if (opt_in(c, ST_LENGTH) && const_int(c, ST_LENGTH, "frame_length (input 3)", &frame_len))
+		return -1;
+	int64_t batch = xs->dims[0], slen = xs->dims[1], comp = xs->dims[2];
+	int64_t frames = os->dims[1], bins = os->dims[2];
+	if (frame_len < 1 || frame_len > slen || step < 1)
+		return mc_lower_error(c, "STFT frame length %lld or step %lld out of range",
+		                      (long long)frame_len, (long long)step);
+	mc_ktype kt = mc_ktype_of(c->in[ST_SIGNAL]->dtype);
+	dft_line_ir d = {
+		.kt = kt, .len = frame_len, .n_out = bins, .sign = -1, .scale = 1.0,
+		.has_im_out = true, .used = frame_len, .im = -1,
+	};
+	dft_twiddles(kb, &d);
+	d.re = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)frame_len);
+	if (comp == 2)
+		d.im = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)frame_len);
+	mc_kexpr *b = mc_kb_fori(kb, batch, 0);
+	mc_kexpr *f = mc_kb_fori(kb, frames, 0);
+	/* signal[b, f * step + t, :] */
+	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, slen), mc_k_muli(kb, f, step)), comp));
+	mc_kexpr *t = mc_kb_fori(kb, frame_len, 0);
+	mc_kexpr *w = window ? mc_kb_let(kb, mc_lower_load(c, ST_WINDOW, t)) : NULL;
+	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, x0, mc_k_muli(kb, t, comp)));
+	mc_kexpr *v = mc_lower_load(c, ST_SIGNAL, at);
+	mc_kb_store(kb, d.re, t, w ? mc_k_mul(kb, w, v) : v);
+	if (d.im >= 0) {
+		v = mc_lower_load(c, ST_SIGNAL, mc_k_addi(kb, at, 1));
+		mc_kb_store(kb, d.im, t, w ? mc_k_mul(kb, w, v) : v);
+	}
+	mc_kb_end(kb);
+	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, frames), f), bins * 2));
+	dft_line_lower(c, &d, y0, 2);
+	mc_kb_end_n(kb, 2);
+	return 0;
+}
+
+/* w[i] = a0 - a1 cos(2 pi i / N) + a2 cos(4 pi i / N), in double, as
+ * signal.c's window_eval (usually folded: the size is a constant). */
+static int lower_window(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const window_params *p = c->node->params;
+	int64_t size = c->out[0]->shape.dims[0];
+	double period = p->periodic ? (double)size : (double)size - 1;
+	mc_kexpr *i = mc_kb_fori(kb, size, MC_KF_PARALLEL);
+	mc_kexpr *w;
+	if (period > 0) {
+		mc_kexpr *x = mc_kb_let(kb, mc_k_div(kb, mc_k_mul(kb, fconst(kb, MC_KT_F64, 2.0 * M_PI),
+		                                                  mc_k_cast(kb, MC_KT_F64, i)),
+		                                     fconst(kb, MC_KT_F64, period)));
+		w = mc_k_sub(kb, fconst(kb, MC_KT_F64, p->a0),
+		             mc_k_mul(kb, fconst(kb, MC_KT_F64, p->a1), mc_k_un(kb, MC_KU_COS, x)));
+		w = mc_k_add(kb, w, mc_k_mul(kb, fconst(kb, MC_KT_F64, p->a2),
+		                             mc_k_un(kb, MC_KU_COS, mc_k_mul(kb, fconst(kb, MC_KT_F64, 2), x))));
+	} else {
+		w = fconst(kb, MC_KT_F64, 1.0); /* a one-sample symmetric window */
+	}
+	mc_lower_store(c, 0, NULL, i, mc_k_cast(kb, mc_ktype_of(c->out[0]->dtype), w));
+	mc_kb_end(kb);
+	return 0;
+}
+
+/* CumProd along `axis` of x seen as outer x len x inner: a running
+ * product per inner position, innermost loop over contiguous memory. */
+static void cumprod_axis(mc_lower_ctx *c, int axis, int prod)
+{
+	mc_kb *kb = c->kb;
+	const cumprod_params *p = c->node->params;
+	const mc_shape *xs = &c->in[0]->shape;
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype);
+	int64_t outer = 1, len = xs->dims[axis], inner = 1;
+	for (int d = 0; d < xs->rank; d++) {
+		if (d < axis)
+			outer *= xs->dims[d];
+		else if (d > axis)
+			inner *= xs->dims[d];
+	}
+	mc_kexpr *o = mc_kb_fori(kb, outer, 0);
+	fill(kb, prod, mc_k_index(kb, 0), inner, mc_k_const_as(kb, kt, 1));
+	mc_kexpr *step = mc_kb_fori(kb, len, 0);
+	mc_kexpr *k = p->reverse ? mc_k_sub(kb, mc_k_index(kb, len - 1), step) : step;
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, len), k), inner));
+	mc_kexpr *i = mc_kb_fori(kb, inner, MC_KF_VECTOR);
+	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, row, i));
+	mc_kexpr *before = mc_kb_let(kb, mc_k_load(kb, prod, i));
+	mc_kexpr *after = mc_kb_let(kb, mc_k_mul(kb, before, mc_lower_load(c, 0, at)));
+	mc_kb_store(kb, prod, i, after);
+	mc_lower_store(c, 0, NULL, at, p->exclusive ? before : after);
+	mc_kb_end_n(kb, 3);
+}
+
+static int lower_cumprod(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *xs = &c->in[0]->shape;
+	int rank = xs->rank;
+	if (rank == 0)
+		return mc_lower_error(c, "CumProd of a scalar has no C lowering");
+	int64_t inner_max = 1;
+	for (int d = 1; d < rank; d++)
+		inner_max *= xs->dims[d];
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype);
+	mc_dtype sd = mc_ktype_is_float(kt) ? scratch_dtype(kt) : c->in[0]->dtype;
+	int prod = mc_kb_scratch(kb, sd, (size_t)(inner_max ? inner_max : 1));
+	const mc_tensor *ax = mc_lower_const(c, 1);
+	if (ax) {
+		int64_t a = mc_get_i(ax, 0);
+		if (a < -rank || a >= rank)
+			return mc_lower_error(c, "CumProd axis %lld is out of range", (long long)a);
+		cumprod_axis(c, (int)(a < 0 ? a + rank : a), prod);
+		return 0;
+	}
+	/* a run-time axis: checked, then one scan per possible axis */
+	mc_kexpr *a = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 1, mc_k_index(kb, 0))));
+	a = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
+	                              mc_k_add(kb, a, mc_k_int(kb, MC_KT_I64, rank)), a));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
+	                      mc_k_bin(kb, MC_KB_GE, a, mc_k_int(kb, MC_KT_I64, rank))));
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	for (int d = 0; d < rank; d++) {
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, a, mc_k_int(kb, MC_KT_I64, d)));
+		cumprod_axis(c, d, prod);
+		mc_kb_end(kb);
+	}
+	return 0;
+}
+
+static const mc_lowering l_dft = { "DFT", lower_dft, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_stft = { "STFT", lower_stft, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_hann = { "HannWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_hamming = { "HammingWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_blackman = { "BlackmanWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_cumprod = { "CumProd", lower_cumprod, NULL, MC_LOWER_EPILOGUE };
+
 const mc_lowering *const mc_lower_misc[] = {
 	&l_rnn,
 	&l_gru,
 	&l_lstm,
+	&l_dft,
+	&l_stft,
+	&l_hann,
+	&l_hamming,
+	&l_blackman,
+	&l_cumprod,
 	NULL,
 };

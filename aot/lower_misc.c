@@ -13,6 +13,7 @@
 #include "aot.h"
 #include "../libcore/ops/rnn.h"
 #include "../libcore/ops/signal.h"
+#include "../libcore/ops/extra_misc.h"
 
 /* ==== shared helpers ==== */
 
@@ -694,6 +695,489 @@ static const mc_lowering l_hamming = { "HammingWindow", lower_window, NULL, MC_L
 static const mc_lowering l_blackman = { "BlackmanWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_cumprod = { "CumProd", lower_cumprod, NULL, MC_LOWER_EPILOGUE };
 
+/* ==== extra: CenterCropPad, RotaryEmbedding, Det, GridSample, RoiAlign ==== */
+
+/* Output element = the input element at the same coordinates shifted by
+ * the crop/pad offset, or zero in the padding (extra.c: ccp_eval). */
+static int lower_center_crop_pad(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype);
+	mc_kexpr *coords[MC_MAX_RANK], *inside = NULL, *src = mc_k_index(kb, 0);
+	bool empty_in = mc_numel(xs) == 0;
+	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	for (int d = 0; d < xs->rank && !empty_in; d++) {
+		int64_t dim = xs->dims[d], want = os->dims[d];
+		int64_t off = want <= dim ? (dim - want) / 2 : -((want - dim) / 2);
+		mc_kexpr *s = mc_k_addi(kb, coords[d], off);
+		if (want > dim) {
+			/* padded: inside when -off <= o < -off + dim; index clamped */
+			mc_kexpr *in_d = mc_k_bin(kb, MC_KB_AND,
+			                          mc_k_bin(kb, MC_KB_GE, coords[d], mc_k_index(kb, -off)),
+			                          mc_k_bin(kb, MC_KB_LT, coords[d], mc_k_index(kb, dim - off)));
+			inside = inside ? mc_k_bin(kb, MC_KB_AND, inside, in_d) : in_d;
+			s = mc_k_bin(kb, MC_KB_MIN, mc_k_bin(kb, MC_KB_MAX, s, mc_k_index(kb, 0)),
+			             mc_k_index(kb, dim - 1));
+		}
+		src = mc_k_add(kb, mc_k_muli(kb, src, dim), s);
+	}
+	mc_kexpr *v = mc_k_const_as(kb, kt, 0);
+	if (!empty_in) {
+		v = mc_lower_load(c, 0, src);
+		if (inside)
+			v = mc_k_select(kb, inside, v, mc_k_const_as(kb, kt, 0));
+	}
+	mc_lower_store(c, 0, coords, NULL, v);
+	mc_kb_end_n(kb, os->rank);
+	return 0;
+}
+
+enum { RE_X, RE_COS, RE_SIN, RE_POS };
+
+/* extra.c: rope_eval. The pair (k, k + rot/2), or (2k, 2k + 1) when
+ * interleaved, rotates by the cached angle of the token's position. */
+static int lower_rotary_embedding(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_node *n = c->node;
+	const mc_shape *xs = &c->in[RE_X]->shape;
+	int64_t interleaved, heads, rot;
+	if (mc_attr_int(n, "interleaved", 0, &interleaved) || mc_attr_int(n, "num_heads", 0, &heads) ||
+	    mc_attr_int(n, "rotary_embedding_dim", 0, &rot))
+		return -1;
+	bool is_3d = xs->rank == 3;
+	int64_t nb = xs->dims[0], seq = is_3d ? xs->dims[1] : xs->dims[2];
+	int64_t nh = is_3d ? heads : xs->dims[1];
+	if (nh <= 0)
+		return mc_lower_error(c, "RotaryEmbedding needs num_heads for a 3-D input");
+	int64_t hd = is_3d ? xs->dims[2] / nh : xs->dims[3];
+	if (!rot)
+		rot = hd;
+	int64_t half = rot / 2;
+	const mc_value *pos = opt_in(c, RE_POS);
+	int64_t max_pos = pos ? c->in[RE_COS]->shape.dims[0] : 0;
+	mc_ktype kt = mc_ktype_of(c->in[RE_X]->dtype);
+	mc_kexpr *b = mc_kb_fori(kb, nb, MC_KF_PARALLEL);
+	mc_kexpr *s = mc_kb_fori(kb, seq, 0);
+	mc_kexpr *tok = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, b, seq), s));
+	mc_kexpr *row = tok;
+	if (pos) {
+		mc_kexpr *pid = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, RE_POS, tok)));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, pid, mc_k_int(kb, MC_KT_I64, 0)),
+		                      mc_k_bin(kb, MC_KB_GE, pid, mc_k_int(kb, MC_KT_I64, max_pos))));
+		mc_kb_fail(kb, MC_STATUS_BAD_INDEX);
+		mc_kb_end(kb);
+		row = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, pid));
+	}
+	mc_kexpr *cache = mc_kb_let(kb, mc_k_muli(kb, row, half));
+	mc_kexpr *h = mc_kb_fori(kb, nh, 0);
+	mc_kexpr *base = is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, tok, nh), h), hd)
+	                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, nh), h), seq), s), hd);
+	base = mc_kb_let(kb, base);
+	if (rot < hd) {
+		mc_kexpr *d = mc_kb_for(kb, mc_k_index(kb, rot), mc_k_index(kb, hd), MC_KF_VECTOR);
+		mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, base, d));
+		mc_lower_store(c, 0, NULL, at, mc_lower_load(c, RE_X, at));
+		mc_kb_end(kb);
+	}
+	mc_kexpr *k = mc_kb_fori(kb, half, 0);
+	mc_kexpr *i1 = mc_kb_let(kb, mc_k_add(kb, base, interleaved ? mc_k_muli(kb, k, 2) : k));
+	mc_kexpr *i2 = mc_kb_let(kb, interleaved ? mc_k_addi(kb, i1, 1) : mc_k_addi(kb, i1, half));
+	mc_kexpr *co = mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_COS, mc_k_add(kb, cache, k))));
+	mc_kexpr *si = mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_SIN, mc_k_add(kb, cache, k))));
+	mc_kexpr *x1 = mc_kb_let(kb, mc_lower_load(c, RE_X, i1));
+	mc_kexpr *x2 = mc_kb_let(kb, mc_lower_load(c, RE_X, i2));
+	mc_lower_store(c, 0, NULL, i1, mc_k_sub(kb, mc_k_mul(kb, co, x1), mc_k_mul(kb, si, x2)));
+	mc_lower_store(c, 0, NULL, i2, mc_k_add(kb, mc_k_mul(kb, si, x1), mc_k_mul(kb, co, x2)));
+	mc_kb_end_n(kb, 4);
+	return 0;
+}
+
+/* Determinant of each trailing m x m matrix by LU decomposition with
+ * partial pivoting (extra.c: det_of), on a scratch copy. */
+static int lower_det(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *xs = &c->in[0]->shape;
+	int64_t m = xs->dims[xs->rank - 1], mm = m * m;
+	int64_t count = (int64_t)mc_numel(&c->out[0]->shape);
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype);
+	int a = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)(mm ? mm : 1));
+	mc_kexpr *mat = mc_kb_fori(kb, count, 0);
+	mc_kexpr *e = mc_kb_fori(kb, mm, MC_KF_VECTOR);
+	mc_kb_store(kb, a, e, mc_lower_load(c, 0, mc_k_add(kb, mc_k_muli(kb, mat, mm), e)));
+	mc_kb_end(kb);
+	mc_kexpr *det = mc_kb_local(kb, fconst(kb, kt, 1));
+	mc_kexpr *k = mc_kb_fori(kb, m, 0);
+	mc_kexpr *piv = mc_kb_local(kb, k);
+	mc_kexpr *i = mc_kb_for(kb, mc_k_addi(kb, k, 1), mc_k_index(kb, m), 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GT,
+	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, i, m), k))),
+	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, piv, m), k)))));
+	mc_kb_assign(kb, piv, i);
+	mc_kb_end_n(kb, 2);
+	mc_kexpr *pk = mc_kb_let(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, piv, m), k)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, pk, fconst(kb, kt, 0)));
+	mc_kb_assign(kb, det, fconst(kb, kt, 0));
+	mc_kb_break(kb);
+	mc_kb_end(kb);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, piv, k));
+	mc_kexpr *j = mc_kb_fori(kb, m, 0);
+	mc_kexpr *ak = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, k, m), j));
+	mc_kexpr *ap = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, piv, m), j));
+	mc_kexpr *t = mc_kb_let(kb, mc_k_load(kb, a, ak));
+	mc_kb_store(kb, a, ak, mc_k_load(kb, a, ap));
+	mc_kb_store(kb, a, ap, t);
+	mc_kb_end(kb);
+	mc_kb_assign(kb, det, mc_k_un(kb, MC_KU_NEG, det));
+	mc_kb_end(kb);
+	mc_kexpr *kk = mc_kb_let(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, k, m), k)));
+	mc_kb_assign(kb, det, mc_k_mul(kb, det, kk));
+	i = mc_kb_for(kb, mc_k_addi(kb, k, 1), mc_k_index(kb, m), 0);
+	mc_kexpr *f = mc_kb_let(kb, mc_k_div(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, i, m), k)), kk));
+	j = mc_kb_for(kb, k, mc_k_index(kb, m), MC_KF_VECTOR);
+	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, i, m), j));
+	mc_kb_store(kb, a, at, mc_k_sub(kb, mc_k_load(kb, a, at),
+	                                mc_k_mul(kb, f, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, k, m), j)))));
+	mc_kb_end_n(kb, 3);
+	mc_lower_store(c, 0, NULL, mat, det);
+	mc_kb_end(kb);
+	return 0;
+}
+
+/* ---- GridSample ---- */
+
+/* Reflects x into [lo, hi] by the nearer border (extra.c: gs_reflect). */
+static mc_kexpr *gs_reflect_ir(mc_kb *kb, mc_kexpr *x, double lo, double hi)
+{
+	double range = hi - lo;
+	mc_ktype t = MC_KT_F64;
+	if (range <= 0)
+		return fconst(kb, t, lo);
+	x = mc_kb_let(kb, x);
+	mc_kexpr *below = mc_kb_let(kb, mc_k_bin(kb, MC_KB_LT, x, fconst(kb, t, lo)));
+	mc_kexpr *dx = mc_kb_let(kb, mc_k_select(kb, below, mc_k_sub(kb, fconst(kb, t, lo), x),
+	                                         mc_k_sub(kb, x, fconst(kb, t, hi))));
+	mc_kexpr *k = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, mc_k_div(kb, dx, fconst(kb, t, range))));
+	mc_kexpr *r = mc_kb_let(kb, mc_k_sub(kb, dx, mc_k_mul(kb, k, fconst(kb, t, range))));
+	mc_kexpr *even = mc_kb_let(kb, mc_k_bin(kb, MC_KB_EQ, mc_k_bin(kb, MC_KB_FMOD, k, fconst(kb, t, 2)),
+	                                        fconst(kb, t, 0)));
+	mc_kexpr *lo_r = mc_k_add(kb, fconst(kb, t, lo), r), *hi_r = mc_k_sub(kb, fconst(kb, t, hi), r);
+	mc_kexpr *from_below = mc_k_select(kb, even, lo_r, hi_r);
+	mc_kexpr *from_above = mc_k_select(kb, even, hi_r, lo_r);
+	return mc_k_select(kb, below, from_below,
+	                   mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, x, fconst(kb, t, hi)), from_above, x));
+}
+
+/* Keys' cubic convolution coefficient `tap` at fraction t (a = -0.75). */
+static mc_kexpr *gs_cubic_ir(mc_kb *kb, mc_kexpr *t, int tap)
+{
+	const double a = -0.75;
+	mc_ktype ty = MC_KT_F64;
+	mc_kexpr *x = mc_k_un(kb, MC_KU_ABS, t);
+	mc_kexpr *one = fconst(kb, ty, 1);
+	switch (tap) {
+	case 0: x = mc_k_add(kb, x, one); break;
+	case 2: x = mc_k_sub(kb, one, x); break;
+	case 3: x = mc_k_sub(kb, fconst(kb, ty, 2), x); break;
+	default: break;
+	}
+	x = mc_kb_let(kb, x);
+	if (tap == 1 || tap == 2) /* ((a + 2) x - (a + 3)) x x + 1 */
+		return mc_k_add(kb, mc_k_mul(kb, mc_k_mul(kb, mc_k_sub(kb, mc_k_mul(kb, fconst(kb, ty, a + 2), x),
+		                                                          fconst(kb, ty, a + 3)), x), x), one);
+	/* ((a x - 5a) x + 8a) x - 4a */
+	mc_kexpr *v = mc_k_sub(kb, mc_k_mul(kb, fconst(kb, ty, a), x), fconst(kb, ty, 5 * a));
+	v = mc_k_add(kb, mc_k_mul(kb, v, x), fconst(kb, ty, 8 * a));
+	return mc_k_sub(kb, mc_k_mul(kb, v, x), fconst(kb, ty, 4 * a));
+}
+
+/* Pixel index base + tap along a dim of length len after the padding
+ * rule; *valid is false where zeros padding reads outside. */
+static mc_kexpr *gs_index_ir(mc_kb *kb, const gs_params *p, mc_kexpr *i, int64_t len, double lo,
+                             double hi, mc_kexpr **valid)
+{
+	*valid = NULL;
+	if (p->pad == GS_ZEROS) {
+		*valid = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, i, mc_k_index(kb, 0)),
+		                  mc_k_bin(kb, MC_KB_LT, i, mc_k_index(kb, len)));
+	} else if (p->pad == GS_REFLECTION) {
+		i = mc_k_cast(kb, MC_KT_INDEX, gs_reflect_ir(kb, mc_k_cast(kb, MC_KT_F64, i), lo, hi));
+	}
+	return mc_kb_let(kb, mc_k_bin(kb, MC_KB_MIN, mc_k_bin(kb, MC_KB_MAX, i, mc_k_index(kb, 0)),
+	                              mc_k_index(kb, len - 1)));
+}
+
+static int lower_grid_sample(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const gs_params *p = c->node->params;
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	int r = xs->rank - 2;
+	int64_t nb = xs->dims[0], ch = xs->dims[1];
+	const int64_t *dims = xs->dims + 2;
+	int64_t in_sp = 1, out_sp = 1, sp_stride[MC_MAX_RANK];
+	for (int d = r - 1; d >= 0; d--) {
+		sp_stride[d] = in_sp;
+		in_sp *= dims[d];
+		out_sp *= os->dims[d + 2];
+	}
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype), f64 = MC_KT_F64;
+	int taps = p->mode == GS_LINEAR ? 2 : p->mode == GS_CUBIC ? 4 : 1;
+	int64_t combos = 1;
+	for (int d = 0; d < r; d++)
+		combos *= taps;
+	if (combos > 4096)
+		return mc_lower_error(c, "GridSample over %d dims has too many taps for a C lowering", r);
+	mc_kexpr *b = mc_kb_fori(kb, nb, MC_KF_PARALLEL);
+	mc_kexpr *o = mc_kb_fori(kb, out_sp, 0);
+	if (in_sp == 0) { /* nothing to sample: zeros */
+		mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
+		mc_lower_store(c, 0, NULL, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), out_sp), o),
+		               fconst(kb, kt, 0));
+		mc_kb_end_n(kb, 3);
+		return 0;
+	}
+	mc_kexpr *gbase = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, out_sp), o), r));
+	mc_kexpr *nan = NULL, *base[MC_MAX_RANK], *w[MC_MAX_RANK][4];
+	double lo[MC_MAX_RANK], hi[MC_MAX_RANK];
+	for (int d = 0; d < r; d++) {
+		double len = (double)dims[d];
+		lo[d] = p->align ? 0 : -0.5;
+		hi[d] = p->align ? len - 1 : len - 0.5;
+		/* pixel coordinate; the grid lists them innermost dim first */
+		mc_kexpr *g = mc_k_cast(kb, f64, mc_lower_load(c, 1, mc_k_addi(kb, gbase, r - 1 - d)));
+		mc_kexpr *one = fconst(kb, f64, 1), *two = fconst(kb, f64, 2);
+		mc_kexpr *v = p->align
+		        ? mc_k_mul(kb, mc_k_div(kb, mc_k_add(kb, g, one), two), fconst(kb, f64, len - 1))
+		        : mc_k_div(kb, mc_k_sub(kb, mc_k_mul(kb, mc_k_add(kb, g, one), fconst(kb, f64, len)), one), two);
+		v = mc_kb_let(kb, v);
+		if (p->mode == GS_NEAREST)
+			v = mc_kb_let(kb, mc_k_un(kb, MC_KU_RINT, v)); /* half to even */
+		if (p->pad == GS_BORDER) {
+			mc_kexpr *out = mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, lo[d])),
+			                         mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, hi[d])));
+			mc_kexpr *cl = mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, 0)), fconst(kb, f64, 0),
+			                           mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, len - 1)),
+			                                       fconst(kb, f64, len - 1), v));
+			v = mc_kb_let(kb, mc_k_select(kb, out, cl, v));
+		} else if (p->pad == GS_REFLECTION) {
+			v = mc_kb_let(kb, gs_reflect_ir(kb, v, lo[d], hi[d]));
+		}
+		mc_kexpr *isn = mc_k_un(kb, MC_KU_ISNAN, v);
+		nan = nan ? mc_k_bin(kb, MC_KB_OR, nan, isn) : isn;
+		/* far outside is as good as just outside, and converts safely */
+		v = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, -1e12)), fconst(kb, f64, -1e12),
+		                              mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, 1e12)),
+		                                          fconst(kb, f64, 1e12), v)));
+		if (p->mode == GS_NEAREST) {
+			base[d] = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, v));
+			w[d][0] = fconst(kb, f64, 1);
+			continue;
+		}
+		mc_kexpr *fl = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, v));
+		mc_kexpr *t = mc_kb_let(kb, mc_k_sub(kb, v, fl));
+		base[d] = mc_kb_let(kb, mc_k_addi(kb, mc_k_cast(kb, MC_KT_INDEX, fl), p->mode == GS_CUBIC ? -1 : 0));
+		for (int k = 0; k < taps; k++)
+			w[d][k] = mc_kb_let(kb, p->mode == GS_LINEAR ? (k ? t : mc_k_sub(kb, fconst(kb, f64, 1), t))
+			                                               : gs_cubic_ir(kb, t, k));
+	}
+	nan = mc_kb_let(kb, nan);
+	/* per tap combination: weight, offset in the plane, validity */
+	mc_kexpr **cw = mc_kpool_alloc(kb->pool, sizeof *cw * (size_t)combos);
+	mc_kexpr **coff = mc_kpool_alloc(kb->pool, sizeof *coff * (size_t)combos);
+	mc_kexpr **cvalid = mc_kpool_alloc(kb->pool, sizeof *cvalid * (size_t)combos);
+	mc_kexpr *idx[MC_MAX_RANK][4], *valid[MC_MAX_RANK][4];
+	for (int d = 0; d < r; d++)
+		for (int k = 0; k < taps; k++)
+			idx[d][k] = gs_index_ir(kb, p, mc_k_addi(kb, base[d], k), dims[d], lo[d], hi[d], &valid[d][k]);
+	for (int64_t k = 0; k < combos; k++) {
+		mc_kexpr *weight = NULL, *off = mc_k_index(kb, 0), *ok = NULL;
+		int64_t kk = k;
+		for (int d = r - 1; d >= 0; d--) {
+			int tap = (int)(kk % taps);
+			kk /= taps;
+			weight = weight ? mc_k_mul(kb, weight, w[d][tap]) : w[d][tap];
+			off = mc_k_add(kb, off, mc_k_muli(kb, idx[d][tap], sp_stride[d]));
+			if (valid[d][tap])
+				ok = ok ? mc_k_bin(kb, MC_KB_AND, ok, valid[d][tap]) : valid[d][tap];
+		}
+		cw[k] = mc_kb_let(kb, mc_k_cast(kb, kt, weight));
+		coff[k] = mc_kb_let(kb, off);
+		cvalid[k] = ok ? mc_kb_let(kb, ok) : NULL;
+	}
+	mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
+	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), in_sp));
+	mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
+	for (int64_t k = 0; k < combos; k++) {
+		mc_kexpr *term = mc_k_mul(kb, cw[k], mc_lower_load(c, 0, mc_k_add(kb, plane, coff[k])));
+		if (cvalid[k])
+			term = mc_k_select(kb, cvalid[k], term, fconst(kb, kt, 0));
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, term));
+	}
+	mc_kexpr *yi = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), out_sp), o);
+	mc_lower_store(c, 0, NULL, yi, mc_k_select(kb, nan, fconst(kb, kt, NAN), acc));
+	mc_kb_end_n(kb, 3);
+	return 0;
+}
+
+/* ---- RoiAlign ---- */
+
+/* Bilinear sample of one plane at (yy, xx) with ONNX Runtime's border
+ * rules (extra.c: roi_sample), into the local v; 0 outside. */
+static void roi_sample_ir(mc_lower_ctx *c, mc_kexpr *v, mc_kexpr *plane, int64_t h, int64_t w,
+                          mc_kexpr *yy, mc_kexpr *xx, bool max_mode)
+{
+	mc_kb *kb = c->kb;
+	mc_ktype f64 = MC_KT_F64, kt = v->type;
+	mc_kexpr *out = mc_k_bin(kb, MC_KB_OR,
+	                         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, yy, fconst(kb, f64, -1)),
+	                                  mc_k_bin(kb, MC_KB_GT, yy, fconst(kb, f64, (double)h))),
+	                         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, xx, fconst(kb, f64, -1)),
+	                                  mc_k_bin(kb, MC_KB_GT, xx, fconst(kb, f64, (double)w))));
+	mc_kb_if(kb, out);
+	mc_kb_assign(kb, v, fconst(kb, kt, 0));
+	mc_kb_else(kb);
+	mc_kexpr *lo[2], *hi[2], *frac[2], *pt[2] = {yy, xx};
+	int64_t len[2] = {h, w};
+	for (int a = 0; a < 2; a++) {
+		mc_kexpr *q = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, pt[a], fconst(kb, f64, 0)));
+		mc_kexpr *q0 = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, q));
+		mc_kexpr *edge = mc_kb_let(kb, mc_k_bin(kb, MC_KB_GE, q0, mc_k_index(kb, len[a] - 1)));
+		lo[a] = mc_kb_let(kb, mc_k_select(kb, edge, mc_k_index(kb, len[a] - 1), q0));
+		hi[a] = mc_kb_let(kb, mc_k_select(kb, edge, mc_k_index(kb, len[a] - 1), mc_k_addi(kb, q0, 1)));
+		mc_kexpr *qq = mc_k_select(kb, edge, fconst(kb, f64, (double)(len[a] - 1)), q);
+		frac[a] = mc_kb_let(kb, mc_k_sub(kb, qq, mc_k_cast(kb, f64, lo[a])));
+	}
+	mc_kexpr *ly = frac[0], *lx = frac[1];
+	mc_kexpr *hy = mc_kb_let(kb, mc_k_sub(kb, fconst(kb, f64, 1), ly));
+	mc_kexpr *hx = mc_kb_let(kb, mc_k_sub(kb, fconst(kb, f64, 1), lx));
+	mc_kexpr *wt[4] = {mc_k_mul(kb, hy, hx), mc_k_mul(kb, hy, lx), mc_k_mul(kb, ly, hx), mc_k_mul(kb, ly, lx)};
+	mc_kexpr *ys[4] = {lo[0], lo[0], hi[0], hi[0]}, *xs[4] = {lo[1], hi[1], lo[1], hi[1]};
+	mc_kexpr *val[4];
+	for (int k = 0; k < 4; k++) {
+		mc_kexpr *at = mc_k_add(kb, plane, mc_k_add(kb, mc_k_muli(kb, ys[k], w), xs[k]));
+		val[k] = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, kt, wt[k]), mc_lower_load(c, 0, at)));
+	}
+	if (max_mode)
+		mc_kb_assign(kb, v, mc_k_bin(kb, MC_KB_MAX, mc_k_bin(kb, MC_KB_MAX, val[0], val[1]),
+		                             mc_k_bin(kb, MC_KB_MAX, val[2], val[3])));
+	else
+		mc_kb_assign(kb, v, mc_k_add(kb, mc_k_add(kb, mc_k_add(kb, val[0], val[1]), val[2]), val[3]));
+	mc_kb_end(kb);
+}
+
+static int lower_roi_align(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const roi_params *p = c->node->params;
+	const mc_shape *xs = &c->in[0]->shape;
+	int64_t nb = xs->dims[0], ch = xs->dims[1], h = xs->dims[2], w = xs->dims[3];
+	int64_t nr = c->in[1]->shape.dims[0];
+	mc_ktype kt = mc_ktype_of(c->in[0]->dtype), f64 = MC_KT_F64;
+	double off = p->half_pixel ? 0.5 : 0.0;
+	if (h == 0 || w == 0) { /* nothing to sample: zeros */
+		mc_kexpr *i = mc_kb_fori(kb, (int64_t)mc_numel(&c->out[0]->shape), MC_KF_PARALLEL);
+		mc_lower_store(c, 0, NULL, i, fconst(kb, kt, 0));
+		mc_kb_end(kb);
+		return 0;
+	}
+	mc_kexpr *r = mc_kb_fori(kb, nr, 0);
+	mc_kexpr *bi = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 2, r)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, bi, mc_k_int(kb, MC_KT_I64, 0)),
+	                      mc_k_bin(kb, MC_KB_GE, bi, mc_k_int(kb, MC_KT_I64, nb))));
+	mc_kb_fail(kb, MC_STATUS_BAD_INDEX);
+	mc_kb_end(kb);
+	mc_kexpr *b = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, bi));
+	mc_kexpr *box[4], *bad = NULL;
+	for (int k = 0; k < 4; k++) {
+		mc_kexpr *v = mc_k_cast(kb, f64, mc_lower_load(c, 1, mc_k_addi(kb, mc_k_muli(kb, r, 4), k)));
+		box[k] = mc_kb_let(kb, mc_k_sub(kb, mc_k_mul(kb, v, fconst(kb, f64, p->spatial_scale)),
+		                                fconst(kb, f64, off)));
+		/* NaN fails the comparison: also bad */
+		mc_kexpr *b_k = mc_k_un(kb, MC_KU_NOT, mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, box[k]),
+		                                                fconst(kb, f64, 1e12)));
+		bad = bad ? mc_k_bin(kb, MC_KB_OR, bad, b_k) : b_k;
+	}
+	mc_kb_if(kb, bad);
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	mc_kexpr *rw = mc_k_sub(kb, box[2], box[0]), *rh = mc_k_sub(kb, box[3], box[1]);
+	if (!p->half_pixel) { /* malformed ROIs are forced to 1x1 */
+		rw = mc_k_bin(kb, MC_KB_MAX, rw, fconst(kb, f64, 1));
+		rh = mc_k_bin(kb, MC_KB_MAX, rh, fconst(kb, f64, 1));
+	}
+	mc_kexpr *bh = mc_kb_let(kb, mc_k_div(kb, rh, fconst(kb, f64, (double)p->out_h)));
+	mc_kexpr *bw = mc_kb_let(kb, mc_k_div(kb, rw, fconst(kb, f64, (double)p->out_w)));
+	mc_kexpr *gh, *gw;
+	if (p->sampling_ratio > 0) {
+		gh = gw = fconst(kb, f64, (double)p->sampling_ratio);
+	} else {
+		gh = mc_kb_let(kb, mc_k_un(kb, MC_KU_CEIL, bh));
+		gw = mc_kb_let(kb, mc_k_un(kb, MC_KU_CEIL, bw));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 65536)),
+		                      mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 65536))));
+		mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+		mc_kb_end(kb);
+	}
+	mc_kexpr *grid_h = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 0)),
+	                                             mc_k_cast(kb, MC_KT_INDEX, gh), mc_k_index(kb, 0)));
+	mc_kexpr *grid_w = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 0)),
+	                                             mc_k_cast(kb, MC_KT_INDEX, gw), mc_k_index(kb, 0)));
+	mc_kexpr *n_samples = mc_k_mul(kb, grid_h, grid_w);
+	mc_kexpr *count = mc_kb_let(kb, mc_k_cast(kb, kt, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, n_samples, mc_k_index(kb, 1)),
+	                                                              n_samples, mc_k_index(kb, 1))));
+	mc_kexpr *fgh = mc_kb_let(kb, mc_k_cast(kb, f64, grid_h)), *fgw = mc_kb_let(kb, mc_k_cast(kb, f64, grid_w));
+	mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
+	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), h * w));
+	mc_kexpr *ph = mc_kb_fori(kb, p->out_h, 0);
+	mc_kexpr *pw = mc_kb_fori(kb, p->out_w, 0);
+	mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
+	mc_kexpr *first = mc_kb_local(kb, mc_k_int(kb, MC_KT_BOOL, 1));
+	mc_kexpr *iy = mc_kb_for(kb, mc_k_index(kb, 0), grid_h, 0);
+	mc_kexpr *half = fconst(kb, f64, 0.5);
+	mc_kexpr *yy = mc_k_add(kb, mc_k_add(kb, box[1], mc_k_mul(kb, mc_k_cast(kb, f64, ph), bh)),
+	                        mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, iy), half), bh), fgh));
+	yy = mc_kb_let(kb, yy);
+	mc_kexpr *ix = mc_kb_for(kb, mc_k_index(kb, 0), grid_w, 0);
+	mc_kexpr *xx = mc_k_add(kb, mc_k_add(kb, box[0], mc_k_mul(kb, mc_k_cast(kb, f64, pw), bw)),
+	                        mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, ix), half), bw), fgw));
+	xx = mc_kb_let(kb, xx);
+	mc_kexpr *v = mc_kb_local(kb, fconst(kb, kt, 0));
+	roi_sample_ir(c, v, plane, h, w, yy, xx, p->max_mode);
+	if (p->max_mode) {
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, first, mc_k_bin(kb, MC_KB_GT, v, acc)));
+		mc_kb_assign(kb, acc, v);
+		mc_kb_end(kb);
+		mc_kb_assign(kb, first, mc_k_int(kb, MC_KT_BOOL, 0));
+	} else {
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, v));
+	}
+	mc_kb_end_n(kb, 2);
+	mc_kexpr *yi = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, r, ch), cc), p->out_h), ph), p->out_w), pw);
+	mc_lower_store(c, 0, NULL, yi, p->max_mode ? acc : mc_k_div(kb, acc, count));
+	mc_kb_end_n(kb, 4);
+	return 0;
+}
+
+/* Ops whose output shape depends on data: only constant inputs, which fold. */
+static int lower_data_shaped(mc_lower_ctx *c)
+{
+	return mc_lower_error(c, "%s has no C lowering: its output shape depends on the data, so "
+	                      "its inputs must be constants (they fold at compile time)",
+	                      c->node->op_type);
+}
+
+static const mc_lowering l_ccp = { "CenterCropPad", lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_rope = { "RotaryEmbedding", lower_rotary_embedding, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_det = { "Det", lower_det, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_grid_sample = { "GridSample", lower_grid_sample, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_roi_align = { "RoiAlign", lower_roi_align, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_nonzero = { "NonZero", lower_data_shaped, NULL, 0 };
+static const mc_lowering l_unique = { "Unique", lower_data_shaped, NULL, 0 };
+static const mc_lowering l_nms = { "NonMaxSuppression", lower_data_shaped, NULL, 0 };
+
 const mc_lowering *const mc_lower_misc[] = {
 	&l_rnn,
 	&l_gru,
@@ -704,5 +1188,13 @@ const mc_lowering *const mc_lower_misc[] = {
 	&l_hamming,
 	&l_blackman,
 	&l_cumprod,
+	&l_ccp,
+	&l_rope,
+	&l_det,
+	&l_grid_sample,
+	&l_roi_align,
+	&l_nonzero,
+	&l_unique,
+	&l_nms,
 	NULL,
 };

@@ -1161,6 +1161,207 @@ static int lower_roi_align(mc_lower_ctx *c)
 	return 0;
 }
 
+/* ---- Attention (opset 23, 24) ---- */
+
+enum { AT_Q, AT_K, AT_V, AT_MASK, AT_PAST_K, AT_PAST_V, AT_NONPAD };
+enum { AT_Y, AT_PRESENT_K, AT_PRESENT_V, AT_QK };
+
+/* Sizes as extra.c's attn_geom; Q, K, V seen as [B, heads, seq, head]. */
+typedef struct {
+	mc_lower_ctx *c;
+	const attn_params *p;
+	mc_ktype kt;
+	bool is_3d;
+	int64_t b, hq, hkv, sq, skv, past, total, d, dv, mask_len;
+	mc_shape mask_target;
+} attn_low;
+
+/* Offset of element 0 of row s (a token) of K or V (width w) for batch b,
+ * kv head hk: the past part (s < past) or the current input. */
+static mc_kexpr *attn_kv_row(const attn_low *a, bool past, mc_kexpr *b, mc_kexpr *hk,
+                             mc_kexpr *s, int64_t w)
+{
+	mc_kb *kb = a->c->kb;
+	if (past)
+		return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->past), s), w);
+	if (a->is_3d)
+		return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->skv), s), a->hkv), hk), w);
+	return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->skv), s), w);
+}
+
+/* Copies K or V with the past in front into present_key / present_value. */
+static void attn_present(const attn_low *a, int out, int past_in, int cur_in, int64_t w)
+{
+	mc_lower_ctx *c = a->c;
+	mc_kb *kb = c->kb;
+	if (!opt_out(c, out))
+		return;
+	mc_kexpr *b = mc_kb_fori(kb, a->b, MC_KF_PARALLEL);
+	mc_kexpr *hk = mc_kb_fori(kb, a->hkv, 0);
+	for (int part = a->past ? 0 : 1; part < 2; part++) {
+		bool past = part == 0;
+		mc_kexpr *t = mc_kb_fori(kb, past ? a->past : a->skv, 0);
+		mc_kexpr *src = mc_kb_let(kb, attn_kv_row(a, past, b, hk, t, w));
+		mc_kexpr *tt = past ? t : mc_k_addi(kb, t, a->past);
+		mc_kexpr *dst = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->total), tt), w));
+		mc_kexpr *e = mc_kb_fori(kb, w, MC_KF_VECTOR);
+		mc_kb_store(kb, c->out_buf[out], mc_k_add(kb, dst, e),
+		            mc_lower_load(c, past ? past_in : cur_in, mc_k_add(kb, src, e)));
+		mc_kb_end_n(kb, 2);
+	}
+	mc_kb_end_n(kb, 2);
+}
+
+/* Additive bias of query i, key j (extra.c: attn_bias): attn_mask (bool:
+ * false masks; keys past its length are masked), the causal frontier,
+ * nonpad_kv_seqlen padding. NULL when nothing applies. */
+static mc_kexpr *attn_bias_ir(const attn_low *a, mc_kexpr *b, mc_kexpr *h, mc_kexpr *i,
+                              mc_kexpr *j, mc_kexpr *nonpad)
+{
+	mc_lower_ctx *c = a->c;
+	mc_kb *kb = c->kb;
+	mc_kexpr *ninf = fconst(kb, a->kt, -INFINITY), *bias = NULL;
+	const mc_value *mask = opt_in(c, AT_MASK);
+	if (mask) {
+		if (a->mask_len == 0) {
+			bias = ninf;
+		} else {
+			mc_kexpr *coords[4] = {b, h, i, mc_k_bin(kb, MC_KB_MIN, j, mc_k_index(kb, a->mask_len - 1))};
+			mc_kexpr *mv = mc_lower_load(c, AT_MASK, mc_lower_bcast(kb, &mask->shape, &a->mask_target, coords));
+			mv = mask->dtype == MC_BOOL ? mc_k_select(kb, mv, fconst(kb, a->kt, 0), ninf)
+			                            : mc_k_cast(kb, a->kt, mv);
+			bias = mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, j, mc_k_index(kb, a->mask_len)), mv, ninf);
+		}
+	}
+	mc_kexpr *masked = NULL;
+	if (a->p->causal) {
+		/* bottom-right aligned: the keys before this query block are the
+		 * past, or (static cache) the valid keys minus the queries */
+		mc_kexpr *offset = mc_k_index(kb, a->past);
+		if (!a->past && nonpad)
+			offset = mc_k_addi(kb, nonpad, -a->sq);
+		masked = mc_k_bin(kb, MC_KB_GT, j, mc_k_add(kb, i, offset));
+	}
+	if (nonpad) {
+		mc_kexpr *pad = mc_k_bin(kb, MC_KB_GE, j, nonpad);
+		masked = masked ? mc_k_bin(kb, MC_KB_OR, masked, pad) : pad;
+	}
+	if (masked)
+		bias = mc_k_select(kb, masked, ninf, bias ? bias : fconst(kb, a->kt, 0));
+	return bias;
+}
+
+static int lower_attention(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const attn_params *p = c->node->params;
+	const mc_shape *qs = &c->in[AT_Q]->shape, *ks = &c->in[AT_K]->shape, *vs = &c->in[AT_V]->shape;
+	attn_low a = { .c = c, .p = p, .kt = mc_ktype_of(c->in[AT_Q]->dtype), .is_3d = qs->rank == 3 };
+	a.b = qs->dims[0];
+	if (a.is_3d) {
+		a.hq = p->q_heads, a.hkv = p->kv_heads;
+		if (a.hq <= 0 || a.hkv <= 0)
+			return mc_lower_error(c, "3-D Attention needs q_num_heads and kv_num_heads");
+		a.sq = qs->dims[1], a.skv = ks->dims[1];
+		a.d = qs->dims[2] / a.hq, a.dv = vs->dims[2] / a.hkv;
+	} else {
+		a.hq = qs->dims[1], a.sq = qs->dims[2], a.d = qs->dims[3];
+		a.hkv = ks->dims[1], a.skv = ks->dims[2], a.dv = vs->dims[3];
+	}
+	const mc_value *past_k = opt_in(c, AT_PAST_K), *mask = opt_in(c, AT_MASK);
+	a.past = past_k ? past_k->shape.dims[2] : 0;
+	a.total = a.past + a.skv;
+	if (mask) {
+		a.mask_len = mask->shape.dims[mask->shape.rank - 1];
+		a.mask_target = (mc_shape){4, {a.b, a.hq, a.sq, a.mask_len}};
+	}
+	if (a.hkv <= 0 || a.hq % a.hkv)
+		return mc_lower_error(c, "Attention heads %lld / %lld do not group", (long long)a.hq,
+		                      (long long)a.hkv);
+	int64_t group = a.hq / a.hkv;
+	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
+	mc_ktype kt = a.kt;
+	bool want_y = opt_out(c, AT_Y) != NULL, want_qk = opt_out(c, AT_QK) != NULL;
+	attn_present(&a, AT_PRESENT_K, AT_PAST_K, AT_K, a.d);
+	attn_present(&a, AT_PRESENT_V, AT_PAST_V, AT_V, a.dv);
+	if (!want_y && !want_qk)
+		return 0;
+	int row = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)(a.total ? a.total : 1));
+	mc_kexpr *b = mc_kb_fori(kb, a.b, MC_KF_PARALLEL);
+	mc_kexpr *nonpad = NULL;
+	if (opt_in(c, AT_NONPAD))
+		nonpad = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, mc_lower_load(c, AT_NONPAD, b)));
+	mc_kexpr *h = mc_kb_fori(kb, a.hq, 0);
+	mc_kexpr *hk = mc_kb_let(kb, mc_k_div(kb, h, mc_k_index(kb, group)));
+	mc_kexpr *i = mc_kb_fori(kb, a.sq, 0);
+	mc_kexpr *q0 = a.is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.sq), i), a.hq), h), a.d)
+	                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.d);
+	q0 = mc_kb_let(kb, q0);
+	mc_kexpr *qk0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.total));
+	mc_kexpr *mx = mc_kb_local(kb, fconst(kb, kt, -INFINITY));
+	/* scores: scaled Q.K, softcap, bias */
+	for (int part = a.past ? 0 : 1; part < 2; part++) {
+		bool past = part == 0;
+		mc_kexpr *s = mc_kb_fori(kb, past ? a.past : a.skv, 0);
+		mc_kexpr *j = mc_kb_let(kb, past ? s : mc_k_addi(kb, s, a.past));
+		mc_kexpr *k0 = mc_kb_let(kb, attn_kv_row(&a, past, b, hk, s, a.d));
+		mc_kexpr *dot = mc_kb_local(kb, fconst(kb, kt, 0));
+		dot_into(kb, dot, c->in_buf[AT_Q], q0, c->in_buf[past ? AT_PAST_K : AT_K], k0, a.d);
+		mc_kexpr *raw = mc_kb_let(kb, mc_k_mul(kb, dot, fconst(kb, kt, scale)));
+		mc_kexpr *capped = raw;
+		if (p->softcap > 0)
+			capped = mc_kb_let(kb, mc_k_mul(kb, fconst(kb, kt, p->softcap),
+			                                mc_k_un(kb, MC_KU_TANH, mc_k_div(kb, raw, fconst(kb, kt, p->softcap)))));
+		mc_kexpr *bias = attn_bias_ir(&a, b, h, i, j, nonpad);
+		mc_kexpr *biased = mc_kb_let(kb, bias ? mc_k_add(kb, capped, bias) : capped);
+		mc_kb_store(kb, row, j, biased);
+		if (want_qk && p->qk_mode < 3)
+			mc_kb_store(kb, c->out_buf[AT_QK], mc_k_add(kb, qk0, j),
+			            p->qk_mode == 0 ? raw : p->qk_mode == 1 ? capped : biased);
+		mc_kb_assign(kb, mx, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, biased, mx), biased, mx));
+		mc_kb_end(kb);
+	}
+	/* softmax; a row with every key masked gives zeros, not NaN */
+	mc_kexpr *all_masked = mc_kb_let(kb, mc_k_bin(kb, MC_KB_EQ, mx, fconst(kb, kt, -INFINITY)));
+	mc_kexpr *sum = mc_kb_local(kb, fconst(kb, kt, 0));
+	mc_kexpr *j = mc_kb_fori(kb, a.total, 0);
+	mc_kexpr *e = mc_kb_let(kb, mc_k_select(kb, all_masked, fconst(kb, kt, 0),
+	                                        mc_k_un(kb, MC_KU_EXP, mc_k_sub(kb, mc_k_load(kb, row, j), mx))));
+	mc_kb_store(kb, row, j, e);
+	mc_kb_assign(kb, sum, mc_k_add(kb, sum, e));
+	mc_kb_end(kb);
+	j = mc_kb_fori(kb, a.total, 0);
+	mc_kexpr *prob = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, sum, fconst(kb, kt, 0)),
+	                                           mc_k_div(kb, mc_k_load(kb, row, j), sum), fconst(kb, kt, 0)));
+	mc_kb_store(kb, row, j, prob);
+	if (want_qk && p->qk_mode == 3)
+		mc_kb_store(kb, c->out_buf[AT_QK], mc_k_add(kb, qk0, j), prob);
+	mc_kb_end(kb);
+	if (want_y) {
+		mc_kexpr *y0 = a.is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.sq), i), a.hq), h), a.dv)
+		                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.dv);
+		y0 = mc_kb_let(kb, y0);
+		mc_kexpr *dd = mc_kb_fori(kb, a.dv, 0);
+		mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
+		for (int part = a.past ? 0 : 1; part < 2; part++) {
+			bool past = part == 0;
+			mc_kexpr *s = mc_kb_fori(kb, past ? a.past : a.skv, MC_KF_REDUCE);
+			mc_kexpr *pj = mc_kb_let(kb, mc_k_load(kb, row, past ? s : mc_k_addi(kb, s, a.past)));
+			mc_kexpr *v = mc_lower_load(c, past ? AT_PAST_V : AT_V,
+			                            mc_k_add(kb, attn_kv_row(&a, past, b, hk, s, a.dv), dd));
+			/* masked keys never contribute, even NaN or inf values */
+			mc_kexpr *term = mc_k_select(kb, mc_k_bin(kb, MC_KB_NE, pj, fconst(kb, kt, 0)),
+			                             mc_k_mul(kb, pj, mc_k_cast(kb, kt, v)), fconst(kb, kt, 0));
+			mc_kb_assign(kb, acc, mc_k_add(kb, acc, term));
+			mc_kb_end(kb);
+		}
+		mc_lower_store(c, AT_Y, NULL, mc_k_add(kb, y0, dd), acc);
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, 3);
+	return 0;
+}
+
 /* Ops whose output shape depends on data: only constant inputs, which fold. */
 static int lower_data_shaped(mc_lower_ctx *c)
 {
@@ -1174,6 +1375,7 @@ static const mc_lowering l_rope = { "RotaryEmbedding", lower_rotary_embedding, N
 static const mc_lowering l_det = { "Det", lower_det, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_grid_sample = { "GridSample", lower_grid_sample, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_roi_align = { "RoiAlign", lower_roi_align, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_attention = { "Attention", lower_attention, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_nonzero = { "NonZero", lower_data_shaped, NULL, 0 };
 static const mc_lowering l_unique = { "Unique", lower_data_shaped, NULL, 0 };
 static const mc_lowering l_nms = { "NonMaxSuppression", lower_data_shaped, NULL, 0 };
@@ -1193,6 +1395,7 @@ const mc_lowering *const mc_lower_misc[] = {
 	&l_det,
 	&l_grid_sample,
 	&l_roi_align,
+	&l_attention,
 	&l_nonzero,
 	&l_unique,
 	&l_nms,

@@ -155,6 +155,15 @@ static int weight_of(const mc_graph *g, mc_program *p, value_maps *m, int v)
 	return m->weight[v];
 }
 
+static bool reads_root(const mc_graph *g, const value_maps *m, const mc_node *n, int r)
+{
+	(void)g;
+	for (int i = 0; i < n->n_inputs; i++)
+		if (n->inputs[i] >= 0 && m->root[n->inputs[i]] == r)
+			return true;
+	return false;
+}
+
 /* In-place candidate of a group's stored value: an operand read only at
  * the element being written (same shape), dying at this step. */
 static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_maps *m,
@@ -173,6 +182,8 @@ static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_
 				continue;
 			int r = m->root[v];
 			const mc_value *rv = &g->values[r];
+			if (l->lower && reads_root(g, m, &g->nodes[gr->anchor], r))
+				continue; /* the anchor reads it elsewhere too (a residual) */
 			if (!in_arena(g, m, r) || m->req[r] < 0 || last[r] != step ||
 			    !mc_shape_eq(&g->values[v].shape, &ov->shape) ||
 			    mc_numel(&rv->shape) * mc_dtype_size(rv->dtype) != obytes)

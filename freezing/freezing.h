@@ -33,7 +33,12 @@ extern const mc_pass mc_freeze_passes[];
  * dumping and timing as the options ask. -1 after reporting. */
 int mc_freeze(mc_graph *g, const mc_freeze_opts *o);
 
-/* Individual passes. */
+/* Individual passes. Each returns the number of changes it made (0: the
+ * graph is as it was), or -1 after reporting. They work on g and on the
+ * branches of its If nodes (an If whose condition is known is replaced by
+ * its branch's nodes); Loop and Scan bodies are left as they are, being
+ * typed again for each iteration. A fold_limit of 0 means
+ * MC_DEFAULT_FOLD_LIMIT; o may be NULL. */
 int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o);       /* constant folding, If with known cond */
 int mc_pass_fold_bn(mc_graph *g, const mc_freeze_opts *o);    /* BN, per-channel Mul/Add into Conv/Gemm */
 int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o);   /* Identity, Dropout, no-op Reshape/Cast/Transpose */

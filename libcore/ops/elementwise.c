@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elementwise.h"
 #include "ops.h"
 
 /* ---- dtype sets ---- */
@@ -144,10 +145,6 @@ typedef struct {
 } attr_spec;
 
 typedef struct {
-	double v[4];
-} attr_vals;
-
-typedef struct {
 	num_class cls;       /* class of input 0 (and of the others) */
 	num_class cls_b;     /* class of input 1: differs only for Pow */
 	const attr_vals *p;  /* the node's attributes */
@@ -242,8 +239,8 @@ static void old_prelu_view(const mc_shape *x, const mc_shape *slope, mc_shape *v
 }
 
 /* The shape each input is broadcast as (views) and the output shape. */
-static int map_shapes(const mc_node *n, int count, const mc_shape *shapes, mc_shape *views,
-                      mc_shape *out)
+int mc_ew_shapes(const mc_node *n, int count, const mc_shape *shapes, mc_shape *views,
+                 mc_shape *out)
 {
 	const ew_op *e = ew_of(n);
 	char a[256], b[256];
@@ -300,7 +297,7 @@ static int map_infer(mc_infer_ctx *c)
 	mc_shape *shapes = mc_xmalloc((size_t)c->n_in * 2 * sizeof *shapes), out;
 	for (int k = 0; k < c->n_in; k++)
 		shapes[k] = c->in[k]->shape;
-	int rc = map_shapes(n, c->n_in, shapes, shapes + c->n_in, &out);
+	int rc = mc_ew_shapes(n, c->n_in, shapes, shapes + c->n_in, &out);
 	free(shapes);
 	if (rc)
 		return -1;
@@ -340,7 +337,7 @@ static int map_eval(mc_eval_ctx *c)
 	views = shapes + c->n_in;
 	for (int k = 0; k < c->n_in; k++)
 		shapes[k] = c->in[k]->shape;
-	int rc = map_shapes(c->node, c->n_in, shapes, views, &out);
+	int rc = mc_ew_shapes(c->node, c->n_in, shapes, views, &out);
 	if (!rc) {
 		const mc_tensor *b = c->n_in > 1 ? c->in[1] : c->in[0];
 		map_state s = {
@@ -785,12 +782,6 @@ static const ew_op op_mean = {VARIADIC("Mean", 1), .types = T_FLOAT, .bin = bin_
 
 /* ---- Clip ---- */
 
-/* Before opset 11 the bounds are attributes (kept here); from 11 they are
- * optional scalar inputs. */
-typedef struct {
-	double lo, hi;
-} clip_attrs;
-
 static int clip_parse(mc_node *n)
 {
 	clip_attrs *p = mc_params_new(n, sizeof *p);
@@ -923,13 +914,6 @@ static int cast_target_ok(const mc_node *n, int64_t to)
 		                     "are not)", (long long)to);
 	return 0;
 }
-
-/* What a conversion needs beyond the target dtype. */
-typedef struct {
-	mc_dtype to;          /* Cast's target; CastLike takes its input 1's dtype */
-	bool saturate;        /* float8 and float8e8m0 targets (opset 19+) */
-	mc_round_mode round;  /* float8e8m0 targets (opset 24+) */
-} cast_attrs;
 
 /* saturate and round_mode, absent before the opsets that added them. */
 static int cast_parse_modes(mc_node *n, cast_attrs *p)

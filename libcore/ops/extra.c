@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extra_norm.h"
 #include "ops.h"
+#include "extra.h"
 #include "extra_misc.h"
 
 /* ---- shared helpers ---- */
@@ -75,29 +77,6 @@ static void merge_sort(size_t *v, size_t n, cmp_fn cmp, const void *ctx)
 }
 
 /* ---- Einsum ---- */
-
-/* Labels: ids below MC_MAX_RANK are ellipsis dims (right-aligned, so the
- * output's ellipsis dims are the last ids of that range), then 'A'..'Z',
- * then 'a'..'z': increasing id order is the implicit output's order. */
-#define EINSUM_MAX_INPUTS 32
-#define EINSUM_LABELS (MC_MAX_RANK + 52)
-#define ELLIPSIS '.'
-
-typedef struct {
-	int n_terms;
-	char terms[EINSUM_MAX_INPUTS][MC_MAX_RANK + 2]; /* letters; '.' stands for "..." */
-	bool explicit_out;
-	char out[MC_MAX_RANK + 2];
-} einsum_params;
-
-typedef struct {
-	int ell_rank;                   /* dims the ellipsis covers in the output */
-	int64_t size[EINSUM_LABELS];    /* -1: label not used */
-	int in_label[EINSUM_MAX_INPUTS][MC_MAX_RANK];
-	int out_rank;
-	int out_label[MC_MAX_RANK];
-	mc_shape out_shape;
-} einsum_plan;
 
 static int letter_id(char ch)
 {
@@ -193,7 +172,7 @@ static int einsum_size(const mc_node *n, einsum_plan *pl, int label, int64_t dim
 	return 0;
 }
 
-static int einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
+int mc_einsum_plan_make(const mc_node *n, const mc_shape *const *shapes, einsum_plan *pl)
 {
 	const einsum_params *p = n->params;
 	int count[EINSUM_LABELS] = {0};
@@ -282,7 +261,7 @@ static int einsum_infer(mc_infer_ctx *c)
 	if (!mc_dtype_is_float(t) && !mc_dtype_is_int(t))
 		return mc_node_error(c->node, "type %s is not supported", mc_dtype_name(t));
 	einsum_plan pl;
-	if (einsum_plan_make(c->node, shapes, &pl))
+	if (mc_einsum_plan_make(c->node, shapes, &pl))
 		return -1;
 	mc_set_out(c, 0, t, &pl.out_shape);
 	return 0;
@@ -297,7 +276,7 @@ static int einsum_eval(mc_eval_ctx *c)
 	for (int k = 0; k < n_in; k++)
 		shapes[k] = &c->in[k]->shape;
 	einsum_plan pl;
-	if (einsum_plan_make(c->node, shapes, &pl))
+	if (mc_einsum_plan_make(c->node, shapes, &pl))
 		return -1;
 	mc_tensor *y = c->out[0];
 	if (!y)
@@ -369,11 +348,6 @@ static int einsum_eval(mc_eval_ctx *c)
 }
 
 /* ---- RMSNormalization ---- */
-
-typedef struct {
-	int64_t axis;
-	double epsilon;
-} rms_params;
 
 static int rms_parse(mc_node *n)
 {
@@ -1374,15 +1348,8 @@ static int ccp_eval(mc_eval_ctx *c)
 
 /* ---- Col2Im (opset 18) ---- */
 
-typedef struct {
-	int r;
-	int64_t n, ch, blocks;
-	int64_t image[MC_MAX_RANK], block[MC_MAX_RANK], cols[MC_MAX_RANK];
-	int64_t dil[MC_MAX_RANK], stride[MC_MAX_RANK], pad[2 * MC_MAX_RANK];
-} col2im_geom;
-
-static int col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
-                       const int64_t *block, int r, col2im_geom *g)
+int mc_col2im_plan(const mc_node *n, const mc_shape *x, const int64_t *image,
+                   const int64_t *block, int r, col2im_geom *g)
 {
 	char a[256];
 	memset(g, 0, sizeof *g);
@@ -1431,7 +1398,7 @@ static int col2im_infer(mc_infer_ctx *c)
 	if (ni != nbk)
 		return mc_node_error(c->node, "image_shape and block_shape differ in length");
 	col2im_geom g;
-	if (col2im_plan(c->node, &c->in[0]->shape, image, block, (int)ni, &g))
+	if (mc_col2im_plan(c->node, &c->in[0]->shape, image, block, (int)ni, &g))
 		return -1;
 	mc_shape out = {g.r + 2, {g.n, g.ch}};
 	for (int d = 0; d < g.r; d++)
@@ -1454,7 +1421,7 @@ static int col2im_eval(mc_eval_ctx *c)
 		block[d] = mc_get_i(c->in[2], (size_t)d);
 	}
 	col2im_geom g;
-	if (col2im_plan(c->node, &x->shape, image, block, r, &g))
+	if (mc_col2im_plan(c->node, &x->shape, image, block, r, &g))
 		return -1;
 	size_t img = 1, cols = (size_t)x->shape.dims[2];
 	for (int d = 0; d < r; d++)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "index.h"
 
 /* ---- shared helpers ---- */
 
@@ -145,11 +146,6 @@ static int fix_index(const mc_node *n, int64_t idx, int64_t dim, size_t pos, int
 
 /* ---- Slice ---- */
 
-typedef struct {
-	int64_t start[MC_MAX_RANK], step[MC_MAX_RANK];
-	mc_shape out;
-} slice_plan;
-
 /* ceil(a / b) for a >= 0, b > 0, without overflow. */
 static int64_t ceil_div_u(uint64_t a, uint64_t b)
 {
@@ -193,8 +189,8 @@ static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, in
 
 /* Builds the plan from starts/ends/axes/steps: from attributes before
  * opset 10, else from the tensors t[0..3] (axes and steps may be NULL). */
-static int slice_make_plan(const mc_node *n, const mc_shape *data, const mc_tensor *const *t,
-                           slice_plan *p)
+int mc_slice_make_plan(const mc_node *n, const mc_shape *data, const mc_tensor *const *t,
+                       slice_plan *p)
 {
 	int64_t starts[MC_MAX_RANK], ends[MC_MAX_RANK], axes[MC_MAX_RANK], steps[MC_MAX_RANK];
 	size_t ns = 0, ne = 0, na = 0, nst = 0;
@@ -300,7 +296,7 @@ static int slice_infer(mc_infer_ctx *c)
 		}
 	}
 	slice_plan p;
-	if (slice_make_plan(n, &c->in[0]->shape, t, &p))
+	if (mc_slice_make_plan(n, &c->in[0]->shape, t, &p))
 		return -1;
 	mc_set_out(c, 0, c->in[0]->dtype, &p.out);
 	return 0;
@@ -313,7 +309,7 @@ static int slice_eval(mc_eval_ctx *c)
 	for (int i = 1; i < c->n_in && i <= 4; i++)
 		t[i - 1] = c->in[i];
 	slice_plan p;
-	if (slice_make_plan(c->node, &x->shape, t, &p))
+	if (mc_slice_make_plan(c->node, &x->shape, t, &p))
 		return -1;
 	mc_tensor *y = c->out[0];
 	if (!y->numel)
@@ -335,7 +331,7 @@ static int slice_eval(mc_eval_ctx *c)
 
 /* ---- Gather ---- */
 
-static int gather_axis(const mc_node *n, int rank, int *axis)
+int mc_gather_axis(const mc_node *n, int rank, int *axis)
 {
 	int64_t a;
 	if (mc_attr_int(n, "axis", 0, &a))
@@ -353,7 +349,7 @@ static int gather_infer(mc_infer_ctx *c)
 		return -1;
 	if (ds->rank < 1)
 		return mc_node_error(n, "data must have rank >= 1");
-	if (gather_axis(n, ds->rank, &axis) || out_rank_ok(n, (long)ds->rank - 1 + is->rank))
+	if (mc_gather_axis(n, ds->rank, &axis) || out_rank_ok(n, (long)ds->rank - 1 + is->rank))
 		return -1;
 	mc_shape out = {.rank = ds->rank - 1 + is->rank};
 	int r = 0;
@@ -371,7 +367,7 @@ static int gather_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[0], *ind = c->in[1];
 	int axis;
-	if (gather_axis(c->node, x->shape.rank, &axis))
+	if (mc_gather_axis(c->node, x->shape.rank, &axis))
 		return -1;
 	size_t es = mc_dtype_size(x->dtype);
 	size_t outer = dims_prod(&x->shape, 0, axis);
@@ -423,7 +419,7 @@ static int gather_elements_infer(mc_infer_ctx *c)
 		return -1;
 	if (c->in[0]->shape.rank < 1)
 		return mc_node_error(n, "data must have rank >= 1");
-	if (gather_axis(n, c->in[0]->shape.rank, &axis) ||
+	if (mc_gather_axis(n, c->in[0]->shape.rank, &axis) ||
 	    elements_check(n, &c->in[0]->shape, &c->in[1]->shape, axis, "indices"))
 		return -1;
 	mc_set_out(c, 0, c->in[0]->dtype, &c->in[1]->shape);
@@ -450,7 +446,7 @@ static int gather_elements_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[0], *ind = c->in[1];
 	int axis;
-	if (gather_axis(c->node, x->shape.rank, &axis))
+	if (mc_gather_axis(c->node, x->shape.rank, &axis))
 		return -1;
 	if (!ind->numel)
 		return 0;
@@ -484,7 +480,7 @@ static int gathernd_parse(mc_node *n)
 	return 0;
 }
 
-static int gathernd_batch(const mc_node *n)
+int mc_gathernd_batch(const mc_node *n)
 {
 	int64_t b = 0;
 	mc_attr_int(n, "batch_dims", 0, &b);
@@ -495,7 +491,7 @@ static int gathernd_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
 	const mc_shape *ds = &c->in[0]->shape, *is = &c->in[1]->shape;
-	int b = gathernd_batch(n);
+	int b = mc_gathernd_batch(n);
 	if (!elem_size(n, c->in[0]->dtype, "data") ||
 	    need_index_dtype(n, c->in[1]->dtype, "indices"))
 		return -1;
@@ -545,7 +541,7 @@ static int nd_offset(const mc_node *n, const mc_tensor *x, const mc_tensor *ind,
 static int gathernd_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[0], *ind = c->in[1];
-	int b = gathernd_batch(c->node);
+	int b = mc_gathernd_batch(c->node);
 	int k = (int)ind->shape.dims[ind->shape.rank - 1];
 	size_t es = mc_dtype_size(x->dtype);
 	size_t batches = dims_prod(&x->shape, 0, b);
@@ -567,10 +563,7 @@ static int gathernd_eval(mc_eval_ctx *c)
 	return 0;
 }
 
-/* Scatter reductions. */
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
-
-static int parse_reduction(const mc_node *n, int *red)
+int mc_parse_reduction(const mc_node *n, int *red)
 {
 	const char *s;
 	if (mc_attr_string(n, "reduction", "none", &s))
@@ -595,7 +588,7 @@ static int parse_reduction(const mc_node *n, int *red)
 static int scatter_parse(mc_node *n)
 {
 	int red;
-	return parse_reduction(n, &red);
+	return mc_parse_reduction(n, &red);
 }
 
 /* out[oi] = reduce(out[oi], upd[ui]). Integers wrap like the hardware
@@ -682,7 +675,7 @@ static int scatternd_eval(mc_eval_ctx *c)
 	const mc_tensor *x = c->in[0], *ind = c->in[1], *upd = c->in[2];
 	mc_tensor *y = c->out[0];
 	int red;
-	if (parse_reduction(c->node, &red))
+	if (mc_parse_reduction(c->node, &red))
 		return -1;
 	int k = (int)ind->shape.dims[ind->shape.rank - 1];
 	size_t es = mc_dtype_size(x->dtype);
@@ -716,7 +709,7 @@ static int scatter_elements_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "indices (%s) and updates (%s) must have the same shape",
 		                     mc_shape_str(&c->in[1]->shape, a, sizeof a),
 		                     mc_shape_str(&c->in[2]->shape, b, sizeof b));
-	if (gather_axis(n, c->in[0]->shape.rank, &axis) ||
+	if (mc_gather_axis(n, c->in[0]->shape.rank, &axis) ||
 	    elements_check(n, &c->in[0]->shape, &c->in[1]->shape, axis, "indices"))
 		return -1;
 	mc_set_out(c, 0, c->in[0]->dtype, &c->in[0]->shape);
@@ -728,7 +721,7 @@ static int scatter_elements_eval(mc_eval_ctx *c)
 	const mc_tensor *x = c->in[0], *ind = c->in[1], *upd = c->in[2];
 	mc_tensor *y = c->out[0];
 	int axis, red;
-	if (gather_axis(c->node, x->shape.rank, &axis) || parse_reduction(c->node, &red))
+	if (mc_gather_axis(c->node, x->shape.rank, &axis) || mc_parse_reduction(c->node, &red))
 		return -1;
 	memcpy(y->data, x->data, x->nbytes);
 	if (!ind->numel)
@@ -748,14 +741,6 @@ static int scatter_elements_eval(mc_eval_ctx *c)
 }
 
 /* ---- Pad ---- */
-
-enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
-
-typedef struct {
-	int mode;
-	int64_t begin[MC_MAX_RANK], end[MC_MAX_RANK];
-	mc_shape out;
-} pad_plan;
 
 static int pad_mode(const mc_node *n, int *mode)
 {
@@ -779,8 +764,8 @@ static int pad_mode(const mc_node *n, int *mode)
  * from input tensors (pads, optional axes) from opset 11. Negative pads
  * crop; cropping happens first, then the cropped axis is padded (so
  * reflect, edge and wrap see the cropped data, as in ONNX Runtime). */
-static int pad_make_plan(const mc_node *n, const mc_shape *data, const mc_tensor *pads_t,
-                         const mc_tensor *axes_t, pad_plan *p)
+int mc_pad_make_plan(const mc_node *n, const mc_shape *data, const mc_tensor *pads_t,
+                     const mc_tensor *axes_t, pad_plan *p)
 {
 	int64_t pads[2 * MC_MAX_RANK], axes[MC_MAX_RANK];
 	size_t np = 0, na;
@@ -877,7 +862,7 @@ static int pad_infer(mc_infer_ctx *c)
 		}
 	}
 	pad_plan p;
-	if (pad_make_plan(n, &c->in[0]->shape, pads, axes, &p))
+	if (mc_pad_make_plan(n, &c->in[0]->shape, pads, axes, &p))
 		return -1;
 	mc_set_out(c, 0, c->in[0]->dtype, &p.out);
 	return 0;
@@ -917,7 +902,7 @@ static int pad_eval(mc_eval_ctx *c)
 	const mc_tensor *pads = c->n_in > 1 ? c->in[1] : NULL;
 	const mc_tensor *axes = c->n_in > 3 ? c->in[3] : NULL;
 	pad_plan p;
-	if (pad_make_plan(n, &x->shape, n->opset >= 11 ? pads : NULL, axes, &p))
+	if (mc_pad_make_plan(n, &x->shape, n->opset >= 11 ? pads : NULL, axes, &p))
 		return -1;
 	if (!y->numel)
 		return 0;
@@ -969,29 +954,9 @@ static int pad_eval(mc_eval_ctx *c)
  * the mode's coefficients for the fraction of x, with edge values beyond
  * the axis; axes combine separably. */
 
-enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
-enum {
-	CT_HALF_PIXEL, CT_HALF_PIXEL_SYMMETRIC, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS,
-	CT_ASYMMETRIC, CT_TF_HALF_PIXEL_FOR_NN, CT_TF_CROP_AND_RESIZE,
-};
-/* NR_SIMPLE: Upsample and Resize-10 round down when upsampling and up when
- * downsampling (ONNX Runtime's rule; upsampling by whole factors then is
- * the plain repeat of the ONNX reference). */
-enum { NR_ROUND_PREFER_FLOOR, NR_ROUND_PREFER_CEIL, NR_FLOOR, NR_CEIL, NR_SIMPLE };
-enum { KA_STRETCH, KA_NOT_LARGER, KA_NOT_SMALLER };
-
 /* More taps than this per output position (antialiasing with a tiny
  * scale) is refused rather than allocated. */
 #define RESIZE_MAX_TAPS 4096
-
-typedef struct {
-	int mode, coord, nearest, keep_aspect;
-	double cubic_a, extrapolation;
-	bool exclude_outside, antialias;
-	bool upsample;       /* Upsample, or Resize before opset 11 */
-	size_t n_axes;       /* 0: all axes */
-	int64_t axes[MC_MAX_RANK];
-} resize_attrs;
 
 typedef struct {
 	const char *name;
@@ -1051,7 +1016,7 @@ static bool is_upsample(const mc_node *n)
 	return strcmp(n->op_type, "Upsample") == 0;
 }
 
-static int resize_read_attrs(const mc_node *n, resize_attrs *a)
+int mc_resize_read_attrs(const mc_node *n, resize_attrs *a)
 {
 	memset(a, 0, sizeof *a);
 	a->upsample = is_upsample(n) || n->opset < 11;
@@ -1090,21 +1055,11 @@ static int resize_read_attrs(const mc_node *n, resize_attrs *a)
 	return 0;
 }
 
-typedef struct {
-	mc_shape out;
-	double scale[MC_MAX_RANK];
-	/* Output size as a real number (scale * input size): the reference's
-	 * align_corners and tf_crop_and_resize divide by it, not by the
-	 * rounded size. */
-	double width[MC_MAX_RANK];
-	int n_axes, axes[MC_MAX_RANK]; /* the resized axes, in the given order */
-} resize_plan;
-
 /* The tensors that set the output shape: Upsample-7/8 take the attribute
  * 'scales' (scales_t and sizes_t NULL); an empty tensor counts as absent. */
-static int resize_make_plan(const mc_node *n, const resize_attrs *a, const mc_shape *in,
-                            const mc_tensor *scales_t, const mc_tensor *sizes_t,
-                            resize_plan *p)
+int mc_resize_make_plan(const mc_node *n, const resize_attrs *a, const mc_shape *in,
+                        const mc_tensor *scales_t, const mc_tensor *sizes_t,
+                        resize_plan *p)
 {
 	int rank = in->rank;
 	if (rank < 1)
@@ -1195,7 +1150,7 @@ static int resize_make_plan(const mc_node *n, const resize_attrs *a, const mc_sh
 }
 
 /* Which inputs hold scales and sizes, by op and opset. */
-static void resize_inputs(const mc_node *n, int n_in, int *scales_i, int *sizes_i)
+void mc_resize_inputs(const mc_node *n, int n_in, int *scales_i, int *sizes_i)
 {
 	*scales_i = *sizes_i = -1;
 	if (is_upsample(n)) {
@@ -1216,7 +1171,7 @@ static void resize_inputs(const mc_node *n, int n_in, int *scales_i, int *sizes_
 static int resize_parse(mc_node *n)
 {
 	resize_attrs a;
-	return resize_read_attrs(n, &a);
+	return mc_resize_read_attrs(n, &a);
 }
 
 static int resize_infer(mc_infer_ctx *c)
@@ -1224,13 +1179,13 @@ static int resize_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	const mc_value *x = c->in[0];
 	resize_attrs a;
-	if (resize_read_attrs(n, &a) || !elem_size(n, x->dtype, "X"))
+	if (mc_resize_read_attrs(n, &a) || !elem_size(n, x->dtype, "X"))
 		return -1;
 	if (a.mode != RS_NEAREST && !mc_dtype_is_float(x->dtype) && !mc_dtype_is_int(x->dtype))
 		return mc_node_error(n, "interpolating needs numbers, X is %s",
 		                     mc_dtype_name(x->dtype));
 	int si, zi;
-	resize_inputs(n, c->n_in, &si, &zi);
+	mc_resize_inputs(n, c->n_in, &si, &zi);
 	const mc_tensor *scales = NULL, *sizes = NULL;
 	if (si >= 0 && c->in[si] && mc_numel(&c->in[si]->shape) &&
 	    !(scales = need_const(c, si, "scales")))
@@ -1241,7 +1196,7 @@ static int resize_infer(mc_infer_ctx *c)
 			return -1;
 	}
 	resize_plan p;
-	if (resize_make_plan(n, &a, &x->shape, scales, sizes, &p))
+	if (mc_resize_make_plan(n, &a, &x->shape, scales, sizes, &p))
 		return -1;
 	if (a.coord == CT_TF_CROP_AND_RESIZE) {
 		const mc_value *roi = c->n_in > 1 ? c->in[1] : NULL;
@@ -1287,7 +1242,7 @@ static double resize_coord(const resize_attrs *a, int64_t x, double scale, int64
 /* Taps per output position: depends on the mode and, when antialiasing,
  * on how much the axis shrinks (the filter widens by 1/scale). Computed
  * in double; the caller refuses more than RESIZE_MAX_TAPS. */
-static double resize_taps(const resize_attrs *a, double scale)
+double mc_resize_taps(const resize_attrs *a, double scale)
 {
 	double s = scale < 1 ? scale : 1;
 	switch (a->mode) {
@@ -1417,7 +1372,7 @@ static int resize_axis_build(const mc_node *n, const resize_attrs *a, const resi
 {
 	int64_t out = p->out.dims[d];
 	double scale = p->scale[d];
-	double taps = resize_taps(a, scale);
+	double taps = mc_resize_taps(a, scale);
 	size_t cells, bytes;
 	t->taps = taps >= 1 && taps <= RESIZE_MAX_TAPS ? (int64_t)taps : 0;
 	if (!t->taps ||
@@ -1499,12 +1454,12 @@ static int resize_eval(mc_eval_ctx *c)
 	const mc_tensor *x = c->in[0];
 	mc_tensor *y = c->out[0];
 	resize_attrs a;
-	if (resize_read_attrs(n, &a))
+	if (mc_resize_read_attrs(n, &a))
 		return -1;
 	int si, zi;
-	resize_inputs(n, c->n_in, &si, &zi);
+	mc_resize_inputs(n, c->n_in, &si, &zi);
 	resize_plan p;
-	if (resize_make_plan(n, &a, &x->shape, si >= 0 ? c->in[si] : NULL,
+	if (mc_resize_make_plan(n, &a, &x->shape, si >= 0 ? c->in[si] : NULL,
 	                     zi >= 0 ? c->in[zi] : NULL, &p))
 		return -1;
 	int rank = x->shape.rank;
@@ -1579,7 +1534,7 @@ static int blocksize(const mc_node *n, int64_t *b)
 
 /* DCR: depth is (block row, block column, channel); CRD: (channel, block
  * row, block column). */
-static int d2s_crd(const mc_node *n, bool *crd)
+int mc_d2s_crd(const mc_node *n, bool *crd)
 {
 	const char *m;
 	if (mc_attr_string(n, "mode", "DCR", &m))
@@ -1594,7 +1549,7 @@ static int d2s_parse(mc_node *n)
 {
 	int64_t b;
 	bool crd;
-	return blocksize(n, &b) || d2s_crd(n, &crd) ? -1 : 0;
+	return blocksize(n, &b) || mc_d2s_crd(n, &crd) ? -1 : 0;
 }
 
 static int s2d_parse(mc_node *n)
@@ -1683,7 +1638,7 @@ static int d2s_eval(mc_eval_ctx *c)
 {
 	int64_t b;
 	bool crd;
-	if (blocksize(c->node, &b) || d2s_crd(c->node, &crd))
+	if (blocksize(c->node, &b) || mc_d2s_crd(c->node, &crd))
 		return -1;
 	depth_space(c->in[0], c->out[0], b, crd, true, c->in[0], c->out[0]);
 	return 0;
@@ -1711,7 +1666,7 @@ static int onehot_depth(const mc_node *n, const mc_tensor *t, int64_t *depth)
 	return 0;
 }
 
-static int onehot_axis(const mc_node *n, int out_rank, int *axis)
+int mc_onehot_axis(const mc_node *n, int out_rank, int *axis)
 {
 	int64_t a;
 	if (mc_attr_int(n, "axis", -1, &a))
@@ -1733,7 +1688,7 @@ static int onehot_infer(mc_infer_ctx *c)
 	if (vals->shape.rank != 1 || vals->shape.dims[0] != 2)
 		return mc_node_error(n, "values must hold two elements [off_value, on_value]");
 	if (!(dt = need_const(c, 1, "depth")) || onehot_depth(n, dt, &depth) ||
-	    out_rank_ok(n, ind->shape.rank + 1L) || onehot_axis(n, ind->shape.rank + 1, &axis))
+	    out_rank_ok(n, ind->shape.rank + 1L) || mc_onehot_axis(n, ind->shape.rank + 1, &axis))
 		return -1;
 	mc_shape out = {.rank = ind->shape.rank + 1};
 	for (int d = 0, r = 0; d < out.rank; d++)
@@ -1752,7 +1707,7 @@ static int onehot_eval(mc_eval_ctx *c)
 	int64_t depth;
 	int axis;
 	if (onehot_depth(c->node, c->in[1], &depth) ||
-	    onehot_axis(c->node, ind->shape.rank + 1, &axis))
+	    mc_onehot_axis(c->node, ind->shape.rank + 1, &axis))
 		return -1;
 	size_t es = mc_dtype_size(vals->dtype);
 	const char *off = vals->data, *on = off + es;
@@ -1837,7 +1792,7 @@ static int compress_count(const mc_node *n, const mc_tensor *cond, int64_t dim, 
 }
 
 /* axis -1 here means "flattened". */
-static int compress_axis(const mc_node *n, int rank, int *axis)
+int mc_compress_axis(const mc_node *n, int rank, int *axis)
 {
 	const mc_attr *a = mc_attr_find(n, "axis");
 	int64_t v;
@@ -1855,7 +1810,7 @@ static int compress_infer(mc_infer_ctx *c)
 	const mc_value *x = c->in[0];
 	const mc_tensor *cond;
 	int axis;
-	if (!elem_size(n, x->dtype, "input") || compress_axis(n, x->shape.rank, &axis))
+	if (!elem_size(n, x->dtype, "input") || mc_compress_axis(n, x->shape.rank, &axis))
 		return -1;
 	if (c->in[1]->dtype != MC_BOOL)
 		return mc_node_error(n, "condition must be bool, got %s",
@@ -1878,7 +1833,7 @@ static int compress_eval(mc_eval_ctx *c)
 {
 	const mc_tensor *x = c->in[0], *cond = c->in[1];
 	int axis;
-	if (compress_axis(c->node, x->shape.rank, &axis))
+	if (mc_compress_axis(c->node, x->shape.rank, &axis))
 		return -1;
 	size_t es = mc_dtype_size(x->dtype);
 	size_t outer = axis < 0 ? 1 : dims_prod(&x->shape, 0, axis);

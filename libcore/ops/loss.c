@@ -11,15 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loss.h"
 #include "ops.h"
-
-typedef enum { REDUCE_NONE, REDUCE_SUM, REDUCE_MEAN } loss_reduction;
-
-typedef struct {
-	loss_reduction reduction;
-	bool has_ignore;
-	int64_t ignore_index;
-} loss_params;
 
 static int loss_parse(mc_node *n)
 {

@@ -11,39 +11,11 @@
 #include <string.h>
 
 #include "ops.h"
+#include "nn.h"
 
-#define MAX_SP (MC_MAX_RANK - 2) /* spatial dims: all but N and C */
 /* Window attributes and spatial sizes stay below this, so that every
  * product of two of them fits in int64 without checks. */
 #define WIN_LIMIT ((int64_t)1 << 31)
-
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
-typedef struct {
-	int64_t v[2 * MAX_SP];
-	size_t n;
-	bool given;
-} int_list;
-
-/* Attributes of every op in this file, read once by parse. */
-typedef struct {
-	int auto_pad;
-	int_list kernel, strides, dilations, pads, output_padding, output_shape;
-	bool ceil_mode, count_include_pad;
-	int64_t storage_order, group;
-	double p; /* LpPool, GlobalLpPool */
-	double alpha, beta;
-	bool trans_a, trans_b, broadcast;
-} nn_params;
-
-/* One sliding window over the spatial dims. pb/pe are the pads at the
- * beginning and end of each dim; ConvTranspose may make them negative. */
-typedef struct {
-	int nsp;
-	int64_t in[MAX_SP], out[MAX_SP];
-	int64_t k[MAX_SP], s[MAX_SP], d[MAX_SP];
-	int64_t pb[MAX_SP], pe[MAX_SP];
-} win_geom;
 
 /* ---- attributes ---- */
 
@@ -154,8 +126,8 @@ static int check_list(const mc_node *n, const char *name, const int_list *l, int
 
 /* Fills kernel, strides, dilations, explicit pads and input sizes from the
  * attributes; `kernel` gives the kernel from W (NULL for the pools). */
-static int win_setup(const mc_node *n, const nn_params *p, const mc_shape *x,
-                     const int64_t *kernel, win_geom *g)
+int mc_win_setup(const mc_node *n, const nn_params *p, const mc_shape *x,
+                 const int64_t *kernel, win_geom *g)
 {
 	char buf[256];
 	if (x->rank < 3)
@@ -208,7 +180,7 @@ static void split_pad(int64_t total, bool upper, int64_t *begin, int64_t *end)
 
 /* Output size and pads of Conv and the pools. In ceil mode a last window
  * that would start in the end padding is dropped (ONNX, PyTorch). */
-static int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
+int mc_win_forward(const mc_node *n, const nn_params *p, win_geom *g)
 {
 	for (int i = 0; i < g->nsp; i++) {
 		int64_t ek = eff_kernel(g, i);
@@ -243,7 +215,7 @@ static int win_forward(const mc_node *n, const nn_params *p, win_geom *g)
  * the explicit pads. With output_shape or SAME, the pads follow from the
  * total padding; they may be negative when the output is larger than the
  * full transposed convolution (extra zeros). */
-static int win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
+int mc_win_transposed(const mc_node *n, const nn_params *p, win_geom *g)
 {
 	int nsp = g->nsp;
 	const int_list *os = &p->output_shape;
@@ -449,8 +421,8 @@ static int conv_infer(mc_infer_ctx *c)
 	int64_t cout;
 	win_geom g;
 	if (check_float_conv(c) || check_conv_inputs(c, 1, true, &cout) ||
-	    win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
-	    win_forward(c->node, c->node->params, &g))
+	    mc_win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
+	    mc_win_forward(c->node, c->node->params, &g))
 		return -1;
 	set_window_output(c, 0, x->dtype, x->shape.dims[0], cout, &g);
 	return 0;
@@ -512,8 +484,8 @@ static int conv_run(const mc_node *n, const mc_shape *xs, const mc_shape *ws, co
 	const nn_params *p = n->params;
 	win_geom g;
 	tap_ranges r;
-	if (win_setup(n, p, xs, ws->dims + 2, &g) ||
-	    (transposed ? win_transposed(n, p, &g) : win_forward(n, p, &g)))
+	if (mc_win_setup(n, p, xs, ws->dims + 2, &g) ||
+	    (transposed ? mc_win_transposed(n, p, &g) : mc_win_forward(n, p, &g)))
 		return -1;
 	/* the taps' ranges run over the walked side (see conv_plane) */
 	int last = g.nsp - 1;
@@ -587,8 +559,8 @@ static int conv_integer_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "X and W have dtypes %s and %s; expected int8 or uint8",
 		                     mc_dtype_name(x->dtype), mc_dtype_name(w->dtype));
 	if (check_conv_inputs(c, 1, false, &cout) ||
-	    win_setup(n, n->params, &x->shape, w->shape.dims + 2, &g) ||
-	    win_forward(n, n->params, &g))
+	    mc_win_setup(n, n->params, &x->shape, w->shape.dims + 2, &g) ||
+	    mc_win_forward(n, n->params, &g))
 		return -1;
 	if (zx && (zx->dtype != x->dtype || mc_numel(&zx->shape) != 1))
 		return mc_node_error(n, "x_zero_point must be one %s value", mc_dtype_name(x->dtype));
@@ -638,8 +610,8 @@ static int convt_infer(mc_infer_ctx *c)
 	int64_t cout;
 	win_geom g;
 	if (check_float_conv(c) || check_conv_inputs(c, 0, true, &cout) ||
-	    win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
-	    win_transposed(c->node, c->node->params, &g))
+	    mc_win_setup(c->node, c->node->params, &x->shape, c->in[1]->shape.dims + 2, &g) ||
+	    mc_win_transposed(c->node, c->node->params, &g))
 		return -1;
 	set_window_output(c, 0, x->dtype, x->shape.dims[0], cout, &g);
 	return 0;
@@ -713,7 +685,7 @@ static int pool_infer(mc_infer_ctx *c)
 	win_geom g;
 	if (!strcmp(n->op_type, "MaxPool") ? !maxpool_dtype(x->dtype) : !mc_dtype_is_float(x->dtype))
 		return mc_node_error(n, "input X has unsupported dtype %s", mc_dtype_name(x->dtype));
-	if (win_setup(n, n->params, &x->shape, NULL, &g) || win_forward(n, n->params, &g))
+	if (mc_win_setup(n, n->params, &x->shape, NULL, &g) || mc_win_forward(n, n->params, &g))
 		return -1;
 	set_window_output(c, 0, x->dtype, x->shape.dims[0], x->shape.dims[1], &g);
 	if (c->n_out > 1)
@@ -812,7 +784,7 @@ static int pool_eval(mc_eval_ctx *c, pool_kind kind)
 	const mc_tensor *x = c->in[0];
 	mc_tensor *y = c->out[0], *indices = c->n_out > 1 ? c->out[1] : NULL;
 	win_geom g;
-	if (win_setup(n, p, &x->shape, NULL, &g) || win_forward(n, p, &g))
+	if (mc_win_setup(n, p, &x->shape, NULL, &g) || mc_win_forward(n, p, &g))
 		return -1;
 	int64_t planes = x->shape.dims[0] * x->shape.dims[1];
 	/* Y may be omitted while Indices is wanted */
@@ -990,15 +962,8 @@ static void *transposed8(const void *src, int64_t rows, int64_t cols)
 	return d;
 }
 
-/* Shapes of a numpy-style matrix product: a 1-D A is a row (its M dim
- * dropped from the output), a 1-D B a column; batch dims broadcast. */
-typedef struct {
-	mc_shape a_batch, b_batch, batch;
-	int64_t m, k, n;
-} mm_dims;
-
-static int matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
-                       mc_shape *out)
+int mc_matmul_dims(const mc_node *nd, const mc_shape *a, const mc_shape *b, mm_dims *d,
+                   mc_shape *out)
 {
 	char as[256], bs[256];
 	if (a->rank < 1 || b->rank < 1)
@@ -1065,7 +1030,7 @@ static int matmul_infer(mc_infer_ctx *c)
 		return mc_node_error(c->node, "operands have dtypes %s and %s; expected the same "
 		                     "float or 32/64-bit integer dtype", mc_dtype_name(a->dtype),
 		                     mc_dtype_name(b->dtype));
-	if (matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
+	if (mc_matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
 		return -1;
 	mc_set_out(c, 0, a->dtype, &out);
 	return 0;
@@ -1081,7 +1046,7 @@ static int matmul_eval(mc_eval_ctx *c)
 	bool ints = !mc_dtype_is_float(a->dtype);
 	mm_dims d;
 	mc_shape out;
-	if (matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
+	if (mc_matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
 		return -1;
 	void *av = ints ? (void *)to_int64(a) : (void *)mc_tensor_to_double(a);
 	void *bv = ints ? (void *)to_int64(b) : (void *)mc_tensor_to_double(b);
@@ -1131,7 +1096,7 @@ static int matmul_integer_infer(mc_infer_ctx *c)
 	if (!int8_dtype(a->dtype) || !int8_dtype(b->dtype))
 		return mc_node_error(c->node, "operands have dtypes %s and %s; expected int8 or uint8",
 		                     mc_dtype_name(a->dtype), mc_dtype_name(b->dtype));
-	if (matmul_dims(c->node, &a->shape, &b->shape, &d, &out) ||
+	if (mc_matmul_dims(c->node, &a->shape, &b->shape, &d, &out) ||
 	    check_zero_point(c->node, za, a, d.m, "a_zero_point") ||
 	    check_zero_point(c->node, zb, b, d.n, "b_zero_point"))
 		return -1;
@@ -1163,7 +1128,7 @@ static int matmul_integer_eval(mc_eval_ctx *c)
 	mc_tensor *y = c->out[0];
 	mm_dims d;
 	mc_shape out;
-	if (matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
+	if (mc_matmul_dims(c->node, &a->shape, &b->shape, &d, &out))
 		return -1;
 	int64_t *av = to_int64(a), *bv = to_int64(b), *yv = alloc_or_null(y->numel, 8);
 	int rc = 0;
@@ -1198,8 +1163,8 @@ static int gemm_parse(mc_node *n)
 
 /* M, K, N of A' * B' and the checks of Gemm's shapes: A and B are
  * matrices, C broadcasts to M x N in one direction. */
-static int gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a,
-                     const mc_shape *b, const mc_shape *cs, int64_t mkn[3])
+int mc_gemm_dims(const mc_node *n, const nn_params *p, const mc_shape *a, const mc_shape *b,
+                 const mc_shape *cs, int64_t mkn[3])
 {
 	char as[256], bs[256];
 	if (a->rank != 2 || b->rank != 2)
@@ -1241,7 +1206,7 @@ static int gemm_infer(mc_infer_ctx *c)
 		return mc_node_error(c->node, "A, B, C have dtypes %s, %s, %s; expected the same float "
 		                     "or 32/64-bit integer dtype", mc_dtype_name(a->dtype),
 		                     mc_dtype_name(b->dtype), cv ? mc_dtype_name(cv->dtype) : "none");
-	if (gemm_dims(c->node, c->node->params, &a->shape, &b->shape, cv ? &cv->shape : NULL, mkn))
+	if (mc_gemm_dims(c->node, c->node->params, &a->shape, &b->shape, cv ? &cv->shape : NULL, mkn))
 		return -1;
 	mc_shape out = {.rank = 2, .dims = {mkn[0], mkn[2]}};
 	mc_set_out(c, 0, a->dtype, &out);
@@ -1295,7 +1260,7 @@ static int gemm_eval(mc_eval_ctx *c)
 	mc_tensor *y = c->out[0];
 	bool ints = !mc_dtype_is_float(a->dtype);
 	int64_t mkn[3];
-	if (gemm_dims(c->node, p, &a->shape, &b->shape, ct ? &ct->shape : NULL, mkn))
+	if (mc_gemm_dims(c->node, p, &a->shape, &b->shape, ct ? &ct->shape : NULL, mkn))
 		return -1;
 	void *av = gemm_operand(a, ints, p->trans_a), *bv = gemm_operand(b, ints, p->trans_b);
 	void *prod = alloc_or_null(y->numel, 8);

@@ -11,11 +11,12 @@
 #include <string.h>
 
 #include "ops.h"
+#include "quant.h"
 
 /* ---- element types ---- */
 
 /* The saturation range of a quantized integer type; false if t is not one. */
-static bool quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
+bool mc_quant_range(mc_dtype t, int64_t *lo, int64_t *hi)
 {
 	*lo = *hi = 0;
 	switch (t) {
@@ -41,7 +42,7 @@ static bool is_quant_float(mc_dtype t)
 static bool is_quant_type(mc_dtype t)
 {
 	int64_t lo, hi;
-	return quant_range(t, &lo, &hi) || is_quant_float(t);
+	return mc_quant_range(t, &lo, &hi) || is_quant_float(t);
 }
 
 /* The first opset whose QuantizeLinear / DequantizeLinear knows type t. */
@@ -93,7 +94,7 @@ static double div_at(mc_dtype p, double a, double b)
 }
 
 /* numpy's result type of arithmetic between two float (or int32) types. */
-static mc_dtype promote(mc_dtype a, mc_dtype b)
+mc_dtype mc_quant_promote(mc_dtype a, mc_dtype b)
 {
 	if (a == b)
 		return a;
@@ -116,24 +117,6 @@ static int64_t saturate_round(double v, int64_t lo, int64_t hi, int64_t nan_to)
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ---- */
-
-typedef struct {
-	bool quantize;
-	int64_t axis;
-	int64_t block_size;   /* 0: per-tensor or per-axis */
-	int64_t output_dtype; /* 0 when absent */
-	bool saturate;        /* QuantizeLinear 19+ to float8: clamp, not inf/NaN */
-	int64_t precision;    /* QuantizeLinear 23+: dtype of the division; 0 if absent */
-} qdq_params;
-
-/* How scale and zero point map onto x. */
-typedef enum { QL_TENSOR, QL_AXIS, QL_BLOCKED } ql_mode;
-
-typedef struct {
-	ql_mode mode;
-	int axis;
-	int64_t block;
-} qlayout;
 
 static int check_type_attr(mc_node *n, const char *name, int64_t t, bool want_float)
 {
@@ -210,8 +193,8 @@ static bool is_single(const mc_shape *s)
 
 /* Decides per-tensor / per-axis / blocked from the scale's shape and checks
  * the zero point against it. */
-static int qlayout_infer(const mc_node *n, const qdq_params *p, const mc_shape *x,
-                         const mc_value *scale, const mc_value *zp, qlayout *l)
+int mc_qlayout_infer(const mc_node *n, const qdq_params *p, const mc_shape *x,
+                     const mc_value *scale, const mc_value *zp, qlayout *l)
 {
 	char a[256], b[256];
 	const mc_shape *s = &scale->shape;
@@ -303,7 +286,7 @@ static int quantize_infer(mc_infer_ctx *c)
 	if (!is_quant_type(out))
 		return mc_node_error(n, "quantizing to %s is not supported (integers of 2 to 16 bits, "
 		                     "the float8 types and float4e2m1 are)", mc_dtype_name(out));
-	if (check_quant_opset(n, out) || qlayout_infer(n, p, &x->shape, scale, zp, &l))
+	if (check_quant_opset(n, out) || mc_qlayout_infer(n, p, &x->shape, scale, zp, &l))
 		return -1;
 	mc_set_out(c, 0, out, &x->shape);
 	return 0;
@@ -313,7 +296,7 @@ static int quantize_infer(mc_infer_ctx *c)
 static void quantize_to_int(mc_tensor *y, size_t i, double q, int64_t zp)
 {
 	int64_t lo, hi;
-	quant_range(y->dtype, &lo, &hi);
+	mc_quant_range(y->dtype, &lo, &hi);
 	/* NaN quantizes to the zero point (ONNX leaves it undefined). */
 	if (isnan(q))
 		q = 0;
@@ -340,9 +323,10 @@ static int quantize_eval(mc_eval_ctx *c)
 	mc_tensor *y = c->out[0];
 	qlayout l;
 	mc_value sv = {.shape = scale->shape}, zv = {.shape = zp ? zp->shape : scale->shape};
-	if (qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
+	if (mc_qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
 		return -1;
-	mc_dtype prec = p->precision ? (mc_dtype)p->precision : promote(x->dtype, scale->dtype);
+	mc_dtype prec = p->precision ? (mc_dtype)p->precision
+	                             : mc_quant_promote(x->dtype, scale->dtype);
 	for (size_t i = 0; i < x->numel; i++) {
 		size_t k = qparam_index(&l, &x->shape, &scale->shape, i);
 		double q = div_at(prec, mc_get_f(x, i), mc_get_f(scale, k));
@@ -374,7 +358,7 @@ static int dequantize_infer(mc_infer_ctx *c)
 	if (!is_wide_float(scale->dtype))
 		return mc_node_error(n, "scale has type %s; expected float32, float16, bfloat16 or "
 		                     "double", mc_dtype_name(scale->dtype));
-	if (qlayout_infer(n, p, &x->shape, scale, zp, &l))
+	if (mc_qlayout_infer(n, p, &x->shape, scale, zp, &l))
 		return -1;
 	mc_dtype out = p->output_dtype ? (mc_dtype)p->output_dtype : scale->dtype;
 	mc_set_out(c, 0, out, &x->shape);
@@ -389,7 +373,7 @@ static int dequantize_eval(mc_eval_ctx *c)
 	const mc_tensor *x = c->in[0], *scale = c->in[1], *zp = c->n_in > 2 ? c->in[2] : NULL;
 	qlayout l;
 	mc_value sv = {.shape = scale->shape}, zv = {.shape = zp ? zp->shape : scale->shape};
-	if (qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
+	if (mc_qlayout_infer(c->node, p, &x->shape, &sv, zp ? &zv : NULL, &l))
 		return -1;
 	bool codes = mc_dtype_is_small_float(x->dtype);
 	for (size_t i = 0; i < x->numel; i++) {
@@ -453,16 +437,7 @@ static int dynq_eval(mc_eval_ctx *c)
 
 /* ---- integer matrix products ---- */
 
-/* numpy matmul geometry: 1-D operands are promoted (and the added dim
- * dropped from the result), batch dims broadcast. */
-typedef struct {
-	mc_shape a, b;        /* operands as [..., M, K] and [..., K, N] */
-	mc_shape batch;       /* broadcast batch dims */
-	int64_t m, k, n;
-	mc_shape out;
-} mm_geom;
-
-static int mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
+int mc_mm_geom_get(const mc_node *n, const mc_shape *a, const mc_shape *b, mm_geom *g)
 {
 	char sa[256], sb[256];
 	if (a->rank == 0 || b->rank == 0)
@@ -514,8 +489,8 @@ static bool param_fits(const mc_shape *p, const mc_shape *target, bool per_row)
 	return mc_broadcast(p, target, &o) && mc_shape_eq(&o, target);
 }
 
-static void param_strides(const mc_shape *p, const mc_shape *target, bool per_row,
-                          int64_t st[MC_MAX_RANK])
+void mc_qparam_strides(const mc_shape *p, const mc_shape *target, bool per_row,
+                       int64_t st[MC_MAX_RANK])
 {
 	mc_shape view = *p;
 	if (per_row && target->rank >= 2 && p->rank == 1 && p->dims[0] > 1 &&
@@ -530,7 +505,7 @@ static int64_t *centered(const mc_tensor *x, const mc_tensor *zp, bool per_row)
 	int64_t *v = mc_xmalloc((x->numel ? x->numel : 1) * sizeof *v);
 	int64_t st[MC_MAX_RANK];
 	if (zp)
-		param_strides(&zp->shape, &x->shape, per_row, st);
+		mc_qparam_strides(&zp->shape, &x->shape, per_row, st);
 	for (size_t i = 0; i < x->numel; i++)
 		v[i] = mc_get_i(x, i) - (zp ? mc_get_i(zp, mc_bcast_index(i, &x->shape, st)) : 0);
 	return v;
@@ -582,8 +557,6 @@ static int check_8bit(const mc_node *n, const char *what, const mc_value *v)
 	return 0;
 }
 
-enum { QM_A, QM_A_SCALE, QM_A_ZP, QM_B, QM_B_SCALE, QM_B_ZP, QM_Y_SCALE, QM_Y_ZP };
-
 static int check_scale(const mc_node *n, const char *what, const mc_value *s,
                        const mc_shape *target, bool per_row)
 {
@@ -605,7 +578,7 @@ static int qlinearmatmul_infer(mc_infer_ctx *c)
 	const mc_value *const *in = c->in;
 	const mc_value *a = in[QM_A], *b = in[QM_B], *yzp = in[QM_Y_ZP];
 	mm_geom g;
-	if (check_8bit(n, "a", a) || check_8bit(n, "b", b) || mm_geom_get(n, &a->shape, &b->shape, &g))
+	if (check_8bit(n, "a", a) || check_8bit(n, "b", b) || mc_mm_geom_get(n, &a->shape, &b->shape, &g))
 		return -1;
 	if (check_zp(n, "a", a, in[QM_A_ZP], true) || check_zp(n, "b", b, in[QM_B_ZP], false) ||
 	    check_scale(n, "a", in[QM_A_SCALE], &a->shape, true) ||
@@ -628,7 +601,7 @@ static int qlinearmatmul_infer(mc_infer_ctx *c)
 static double param_at(const mc_tensor *p, const mc_shape *target, bool per_row, size_t i)
 {
 	int64_t st[MC_MAX_RANK];
-	param_strides(&p->shape, target, per_row, st);
+	mc_qparam_strides(&p->shape, target, per_row, st);
 	return mc_get_f(p, mc_bcast_index(i, target, st));
 }
 
@@ -640,15 +613,16 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 	const mc_tensor *a = in[QM_A], *b = in[QM_B], *yzp = in[QM_Y_ZP];
 	mc_tensor *y = c->out[0];
 	mm_geom g;
-	if (mm_geom_get(c->node, &a->shape, &b->shape, &g))
+	if (mc_mm_geom_get(c->node, &a->shape, &b->shape, &g))
 		return -1;
 	int64_t *av = centered(a, in[QM_A_ZP], true), *bv = centered(b, in[QM_B_ZP], false);
 	int64_t *acc = mm_int64(&g, av, bv);
 	/* the scale factor is computed at the scales' precision, as the reference */
-	mc_dtype prec = promote(promote(in[QM_A_SCALE]->dtype, in[QM_B_SCALE]->dtype),
-	                        in[QM_Y_SCALE]->dtype);
+	mc_dtype prec = mc_quant_promote(mc_quant_promote(in[QM_A_SCALE]->dtype,
+	                                                  in[QM_B_SCALE]->dtype),
+	                                 in[QM_Y_SCALE]->dtype);
 	int64_t lo, hi;
-	quant_range(y->dtype, &lo, &hi);
+	mc_quant_range(y->dtype, &lo, &hi);
 	size_t m = (size_t)g.m, k = (size_t)g.k, nn = (size_t)g.n;
 	for (size_t i = 0; i < y->numel; i++) {
 		size_t bi = i / (m * nn), row = i / nn % m, col = i % nn, ao, bo;
@@ -668,16 +642,9 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 
 /* ---- integer convolutions ---- */
 
-typedef struct {
-	int nsp;                        /* spatial dims */
-	int64_t batch, in_ch, out_ch, group;
-	int64_t in[MC_MAX_RANK], kern[MC_MAX_RANK], out[MC_MAX_RANK];
-	int64_t stride[MC_MAX_RANK], dil[MC_MAX_RANK], pad[MC_MAX_RANK]; /* pad: leading */
-} conv_geom;
-
 /* Conv geometry from attributes and the shapes of x [N, C, D...] and
  * w [M, C/group, K...], as the ONNX Conv spec defines it. */
-static int conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
+int mc_conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g)
 {
 	char sx[256], sw[256];
 	memset(g, 0, sizeof *g);
@@ -839,8 +806,6 @@ static int check_conv_zp(const mc_node *n, const char *what, const mc_value *v,
 	return 0;
 }
 
-enum { QC_X, QC_X_SCALE, QC_X_ZP, QC_W, QC_W_SCALE, QC_W_ZP, QC_Y_SCALE, QC_Y_ZP, QC_B };
-
 static int qlinearconv_infer(mc_infer_ctx *c)
 {
 	if (MC_NEED_INPUTS(c, QC_X, QC_X_SCALE, QC_W, QC_W_SCALE, QC_Y_SCALE))
@@ -852,7 +817,7 @@ static int qlinearconv_infer(mc_infer_ctx *c)
 	conv_geom g;
 	char s[256];
 	if (check_8bit(n, "x", x) || check_8bit(n, "w", w) ||
-	    conv_geom_get(n, &x->shape, &w->shape, &g))
+	    mc_conv_geom_get(n, &x->shape, &w->shape, &g))
 		return -1;
 	if (check_conv_zp(n, "x", x, in[QC_X_ZP], 1) ||
 	    check_conv_zp(n, "w", w, in[QC_W_ZP], g.out_ch))
@@ -891,7 +856,7 @@ static int qlinearconv_eval(mc_eval_ctx *c)
 	const mc_tensor *bias = c->n_in > QC_B ? in[QC_B] : NULL;
 	mc_tensor *y = c->out[0];
 	conv_geom g;
-	if (conv_geom_get(c->node, &x->shape, &w->shape, &g))
+	if (mc_conv_geom_get(c->node, &x->shape, &w->shape, &g))
 		return -1;
 	int64_t *xv = centered(x, in[QC_X_ZP], false), *wv = centered_weight(w, in[QC_W_ZP]);
 	int64_t *bv = NULL;
@@ -901,10 +866,11 @@ static int qlinearconv_eval(mc_eval_ctx *c)
 			bv[i] = mc_get_i(bias, i);
 	}
 	int64_t *acc = conv_int64(&g, xv, wv, bv);
-	mc_dtype prec = promote(promote(in[QC_X_SCALE]->dtype, in[QC_W_SCALE]->dtype),
-	                        in[QC_Y_SCALE]->dtype);
+	mc_dtype prec = mc_quant_promote(mc_quant_promote(in[QC_X_SCALE]->dtype,
+	                                                  in[QC_W_SCALE]->dtype),
+	                                 in[QC_Y_SCALE]->dtype);
 	int64_t lo, hi;
-	quant_range(y->dtype, &lo, &hi);
+	mc_quant_range(y->dtype, &lo, &hi);
 	size_t out_sp = 1;
 	for (int d = 0; d < g.nsp; d++)
 		out_sp *= (size_t)g.out[d];

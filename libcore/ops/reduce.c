@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "reduce.h"
 
 /* ==== shared helpers ==== */
 
@@ -201,10 +202,6 @@ static int plan_reduction(const mc_node *n, const mc_shape *in, const int64_t *a
 
 /* ==== Reduce* ==== */
 
-typedef enum {
-	R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ,
-} reduce_kind;
-
 static const struct {
 	const char *name;
 	reduce_kind kind;
@@ -216,12 +213,6 @@ static const struct {
 	{"ReduceL2", R_L2, 18},        {"ReduceLogSum", R_LOGSUM, 18},
 	{"ReduceLogSumExp", R_LOGSUMEXP, 18}, {"ReduceSumSquare", R_SUMSQ, 18},
 };
-
-typedef struct {
-	reduce_kind kind;
-	bool axes_input;
-	bool keepdims, noop_empty;
-} reduce_params;
 
 static int reduce_parse(mc_node *n)
 {
@@ -481,11 +472,6 @@ REDUCE_OP(op_reduce_sum_square, "ReduceSumSquare");
 
 /* ==== ArgMax, ArgMin ==== */
 
-typedef struct {
-	int64_t axis;
-	bool keepdims, last, want_max;
-} arg_params;
-
 static int arg_parse(mc_node *n)
 {
 	int64_t axis, keepdims, last = 0;
@@ -553,14 +539,6 @@ static const mc_op op_argmin = {
 };
 
 /* ==== Softmax, LogSoftmax, Hardmax ==== */
-
-typedef enum { SM_SOFTMAX, SM_LOGSOFTMAX, SM_HARDMAX } softmax_kind;
-
-typedef struct {
-	softmax_kind kind;
-	int64_t axis;
-	bool coerce_2d; /* before opset 13: the input is flattened to 2-D at axis */
-} softmax_params;
 
 static int softmax_parse(mc_node *n)
 {
@@ -639,10 +617,6 @@ SOFTMAX_OP(op_log_softmax, "LogSoftmax");
 SOFTMAX_OP(op_hardmax, "Hardmax");
 
 /* ==== CumSum ==== */
-
-typedef struct {
-	bool exclusive, reverse;
-} cumsum_params;
 
 static int cumsum_parse(mc_node *n)
 {
@@ -727,11 +701,6 @@ static const mc_op op_cumsum = {
 };
 
 /* ==== TopK ==== */
-
-typedef struct {
-	int64_t axis, k_attr; /* k is an attribute before opset 10 */
-	bool largest;
-} topk_params;
 
 static int topk_parse(mc_node *n)
 {
@@ -923,12 +892,6 @@ static int need_rank(const mc_node *n, const mc_value *x, int min_rank)
 
 /* ==== BatchNormalization ==== */
 
-typedef struct {
-	double epsilon, momentum;
-	bool spatial;  /* before opset 9: spatial=0 normalises each (C, D...) element */
-	bool training; /* statistics of the batch instead of the running ones */
-} bn_params;
-
 static int bn_parse(mc_node *n)
 {
 	double epsilon, momentum;
@@ -1078,10 +1041,6 @@ static const mc_op op_batch_norm = {
 
 /* ==== InstanceNormalization ==== */
 
-typedef struct {
-	double epsilon;
-} eps_params;
-
 static int eps_parse(mc_node *n)
 {
 	double epsilon;
@@ -1135,12 +1094,6 @@ static const mc_op op_instance_norm = {
 };
 
 /* ==== LayerNormalization ==== */
-
-typedef struct {
-	int64_t axis;
-	double epsilon;
-	mc_dtype stash; /* dtype of the Mean and InvStdDev outputs */
-} layernorm_params;
 
 static int layernorm_parse(mc_node *n)
 {
@@ -1263,12 +1216,6 @@ static const mc_op op_layer_norm = {
 
 /* ==== GroupNormalization ==== */
 
-typedef struct {
-	double epsilon;
-	int64_t groups;
-	bool per_channel; /* opset 21: scale and bias are per channel, not per group */
-} groupnorm_params;
-
 static int groupnorm_parse(mc_node *n)
 {
 	double epsilon;
@@ -1337,10 +1284,6 @@ static const mc_op op_group_norm = {
 };
 
 /* ==== LpNormalization ==== */
-
-typedef struct {
-	int64_t axis, p;
-} lpnorm_params;
 
 static int lpnorm_parse(mc_node *n)
 {
@@ -1466,11 +1409,6 @@ static const mc_op op_mvn = {
 };
 
 /* ==== LRN ==== */
-
-typedef struct {
-	double alpha, beta, bias;
-	int64_t size;
-} lrn_params;
 
 static int lrn_parse(mc_node *n)
 {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "tensor.h"
 
 /* ---- shared helpers ---- */
 
@@ -329,7 +330,7 @@ static int unsqueeze_infer(mc_infer_ctx *c)
 /* ---- Transpose ---- */
 
 /* perm as given (a permutation of 0..rank-1) or reversed dims by default. */
-static int transpose_perm(const mc_node *n, int rank, int64_t perm[MC_MAX_RANK])
+int mc_transpose_perm(const mc_node *n, int rank, int64_t perm[MC_MAX_RANK])
 {
 	size_t count;
 	bool present, seen[MC_MAX_RANK] = {false};
@@ -356,7 +357,7 @@ static int transpose_infer(mc_infer_ctx *c)
 		return -1;
 	const mc_shape *ins = &c->in[0]->shape;
 	int64_t perm[MC_MAX_RANK];
-	if (check_data_dtype(c, 0) || transpose_perm(c->node, ins->rank, perm))
+	if (check_data_dtype(c, 0) || mc_transpose_perm(c->node, ins->rank, perm))
 		return -1;
 	mc_shape out = {.rank = ins->rank};
 	for (int d = 0; d < ins->rank; d++)
@@ -374,7 +375,7 @@ static int transpose_eval(mc_eval_ctx *c)
 	int64_t perm[MC_MAX_RANK], own[MC_MAX_RANK], stride[MC_MAX_RANK];
 	if (!out->numel)
 		return 0;
-	if (transpose_perm(c->node, in->shape.rank, perm))
+	if (mc_transpose_perm(c->node, in->shape.rank, perm))
 		return -1;
 	mc_strides(&in->shape, own);
 	for (int d = 0; d < out->shape.rank; d++)
@@ -385,7 +386,7 @@ static int transpose_eval(mc_eval_ctx *c)
 
 /* ---- Concat ---- */
 
-static int concat_axis(const mc_node *n, int rank, int *axis)
+int mc_concat_axis(const mc_node *n, int rank, int *axis)
 {
 	int64_t a;
 	if (n->opset >= 4 && !mc_attr_find(n, "axis"))
@@ -403,7 +404,7 @@ static int concat_infer(mc_infer_ctx *c)
 		if (!c->in[k])
 			return mc_node_error(n, "input %d is missing", k);
 	const mc_value *first = c->in[0];
-	if (check_data_dtype(c, 0) || concat_axis(n, first->shape.rank, &axis))
+	if (check_data_dtype(c, 0) || mc_concat_axis(n, first->shape.rank, &axis))
 		return -1;
 	mc_shape out = first->shape;
 	for (int k = 1; k < c->n_in; k++) {
@@ -435,7 +436,7 @@ static int concat_eval(mc_eval_ctx *c)
 		return 0; /* output omitted */
 	int axis;
 	mc_tensor *out = c->out[0];
-	if (concat_axis(c->node, out->shape.rank, &axis))
+	if (mc_concat_axis(c->node, out->shape.rank, &axis))
 		return -1;
 	size_t es = mc_dtype_size(out->dtype), outer = dims_prod(&out->shape, 0, axis);
 	unsigned char *dst = out->data;
@@ -504,7 +505,7 @@ static int split_sizes(const mc_node *n, const int64_t *given, size_t n_given, b
 	return 0;
 }
 
-static int split_axis(const mc_node *n, int rank, int *axis)
+int mc_split_axis(const mc_node *n, int rank, int *axis)
 {
 	int64_t a;
 	if (mc_attr_int(n, "axis", 0, &a))
@@ -520,7 +521,7 @@ static int split_infer(mc_infer_ctx *c)
 	const mc_node *n = c->node;
 	const mc_shape *ins = &c->in[0]->shape;
 	int axis;
-	if (check_data_dtype(c, 0) || split_axis(n, ins->rank, &axis))
+	if (check_data_dtype(c, 0) || mc_split_axis(n, ins->rank, &axis))
 		return -1;
 	size_t cap = (size_t)c->n_out, n_given = 0;
 	int64_t *given = mc_xmalloc(cap * sizeof *given), *sizes = mc_xmalloc(cap * sizeof *sizes);
@@ -550,7 +551,7 @@ static int split_eval(mc_eval_ctx *c)
 	const mc_node *n = c->node;
 	const mc_tensor *in = c->in[0];
 	int axis;
-	if (split_axis(n, in->shape.rank, &axis))
+	if (mc_split_axis(n, in->shape.rank, &axis))
 		return -1;
 	size_t cap = (size_t)c->n_out, n_given = 0;
 	int64_t *given = mc_xmalloc(cap * sizeof *given), *sizes = mc_xmalloc(cap * sizeof *sizes);
@@ -590,7 +591,7 @@ static int split_eval(mc_eval_ctx *c)
 
 /* The [start, end) range of dims Shape reports (attributes from opset 15),
  * clamped to [0, rank] like the spec says. */
-static int shape_range(const mc_node *n, int rank, int64_t *start, int64_t *end)
+int mc_shape_range(const mc_node *n, int rank, int64_t *start, int64_t *end)
 {
 	*start = 0;
 	*end = rank;
@@ -615,7 +616,7 @@ static int shape_infer(mc_infer_ctx *c)
 	if (need_inputs(c, 1))
 		return -1;
 	int64_t start, end;
-	if (shape_range(c->node, c->in[0]->shape.rank, &start, &end))
+	if (mc_shape_range(c->node, c->in[0]->shape.rank, &start, &end))
 		return -1;
 	mc_shape out = {.rank = 1, .dims = {end - start}};
 	mc_set_out(c, 0, MC_INT64, &out);
@@ -628,7 +629,7 @@ static int shape_eval(mc_eval_ctx *c)
 		return 0; /* output omitted */
 	const mc_shape *s = &c->in[0]->shape;
 	int64_t start, end;
-	if (shape_range(c->node, s->rank, &start, &end))
+	if (mc_shape_range(c->node, s->rank, &start, &end))
 		return -1;
 	for (int64_t d = start; d < end; d++)
 		mc_set_i(c->out[0], (size_t)(d - start), s->dims[d]);

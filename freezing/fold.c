@@ -1,0 +1,388 @@
+/* Constant folding: every node whose inputs are known at compile time is
+ * evaluated with its registry entry and replaced by constants; an If whose
+ * condition is known is replaced by the nodes of the branch it takes. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_edit.h"
+
+size_t freeze_fold_limit(const mc_freeze_opts *o)
+{
+	return o && o->fold_limit ? o->fold_limit : MC_DEFAULT_FOLD_LIMIT;
+}
+
+/* The op can run at compile time at all. */
+static bool evaluable(const mc_node *n)
+{
+	return n->op && n->op->eval && !(n->op->flags & MC_OP_NO_FOLD);
+}
+
+/* Every input the node reads (implicit ones included) is known; shape-only
+ * ops need only typed inputs. */
+static bool inputs_known(const mc_graph *g, const mc_node *n)
+{
+	bool shape_only = n->op->flags & MC_OP_SHAPE_ONLY;
+	for (int k = 0; k < n->n_inputs; k++) {
+		const mc_value *v = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
+		if (v && !v->konst && !(shape_only && v->typed))
+			return false;
+	}
+	for (int k = 0; k < n->n_implicit; k++)
+		if (!g->values[n->implicit[k]].konst)
+			return false;
+	return true;
+}
+
+static size_t sum_bytes(const mc_graph *g, const int *vals, int count, bool konst_only)
+{
+	size_t total = 0;
+	for (int k = 0; k < count; k++) {
+		if (vals[k] < 0 || (konst_only && !g->values[vals[k]].konst))
+			continue;
+		if (!mc_add_size(total, ge_value_bytes(&g->values[vals[k]]), &total))
+			return SIZE_MAX;
+	}
+	return total;
+}
+
+/* Within the cap, or no larger than the constants it is computed from. */
+static bool within_cap(const mc_graph *g, const mc_node *n, size_t limit, size_t *out_bytes)
+{
+	*out_bytes = sum_bytes(g, n->outputs, n->n_outputs, false);
+	if (*out_bytes <= limit)
+		return true;
+	size_t in_bytes = sum_bytes(g, n->inputs, n->n_inputs, true);
+	size_t imp = sum_bytes(g, n->implicit, n->n_implicit, true);
+	return mc_add_size(in_bytes, imp, &in_bytes) && *out_bytes <= in_bytes;
+}
+
+static bool outputs_known(const mc_graph *g, const mc_node *n)
+{
+	for (int k = 0; k < n->n_outputs; k++)
+		if (n->outputs[k] >= 0 && !g->values[n->outputs[k]].konst)
+			return false;
+	return true;
+}
+
+/* Evaluates node n on its constant inputs; its outputs become constants.
+ * Inference may already have computed them (small results): then they are
+ * only marked. */
+static int fold_node(mc_graph *g, mc_node *n)
+{
+	if (outputs_known(g, n)) {
+		for (int k = 0; k < n->n_outputs; k++)
+			if (n->outputs[k] >= 0)
+				ge_make_const(g, n->outputs[k], g->values[n->outputs[k]].konst);
+		return 0;
+	}
+	int nin = n->n_inputs, nout = n->n_outputs;
+	const mc_tensor **in = mc_xcalloc((size_t)nin + 1, sizeof *in);
+	mc_tensor **placeholders = mc_xcalloc((size_t)nin + 1, sizeof *placeholders);
+	mc_tensor **out = mc_xcalloc((size_t)nout + 1, sizeof *out);
+	int rc = 0;
+	for (int k = 0; k < nin; k++) {
+		if (n->inputs[k] < 0)
+			continue;
+		const mc_value *v = &g->values[n->inputs[k]];
+		if (v->konst) {
+			in[k] = v->konst;
+			continue;
+		}
+		/* a shape-only op reads the shape, never the data */
+		placeholders[k] = mc_xcalloc(1, sizeof(mc_tensor));
+		placeholders[k]->dtype = v->dtype;
+		placeholders[k]->shape = v->shape;
+		placeholders[k]->numel = mc_numel(&v->shape);
+		in[k] = placeholders[k];
+	}
+	for (int k = 0; k < nout && !rc; k++) {
+		if (n->outputs[k] < 0)
+			continue;
+		const mc_value *v = &g->values[n->outputs[k]];
+		out[k] = mc_tensor_new(v->dtype, &v->shape);
+		if (!out[k])
+			rc = mc_node_error(n, "cannot allocate output '%s' for constant folding", v->name);
+	}
+	/* subgraph ops read captured constants through env */
+	mc_tensor **env = NULL;
+	if (n->n_implicit || (n->op->flags & MC_OP_SUBGRAPH)) {
+		env = mc_xcalloc((size_t)g->n_values, sizeof *env);
+		for (int v = 0; v < g->n_values; v++)
+			env[v] = g->values[v].konst;
+	}
+	mc_eval_ctx c = {.node = n, .graph = g, .n_in = nin, .n_out = nout, .in = in, .out = out,
+	                 .env = env};
+	if (!rc)
+		rc = n->op->eval(&c);
+	for (int k = 0; k < nout; k++) {
+		if (!out[k])
+			continue;
+		if (rc)
+			mc_tensor_free(out[k]);
+		else
+			ge_make_const(g, n->outputs[k], out[k]);
+	}
+	for (int k = 0; k < nin; k++)
+		free(placeholders[k]);
+	free(env);
+	free(in);
+	free(placeholders);
+	free(out);
+	return rc;
+}
+
+/* ---- If with a known condition ---- */
+
+typedef struct {
+	mc_graph *g;        /* the graph the If lives in */
+	mc_graph *branch;   /* the branch taken */
+	const char *prefix; /* the If's name, for unique value names */
+	int *map;           /* branch value -> g value; -2 not mapped yet */
+} inliner;
+
+/* The g value standing for branch value bv, made on first use. */
+static int map_value(inliner *in, int bv)
+{
+	if (bv < 0 || in->map[bv] != -2)
+		return bv < 0 ? -1 : in->map[bv];
+	mc_value *src = &in->branch->values[bv];
+	if (src->kind == MC_VAL_CAPTURED)
+		return in->map[bv] = src->outer;
+	char base[1024];
+	if (mc_graph_find(in->g, src->name) < 0)
+		snprintf(base, sizeof base, "%s", src->name);
+	else
+		snprintf(base, sizeof base, "%s/%s", in->prefix, src->name);
+	char *name = ge_unique_name(in->g, base);
+	int v = mc_graph_add_value(in->g, name, src->kind == MC_VAL_CONST ? MC_VAL_CONST : MC_VAL_NODE);
+	free(name);
+	src = &in->branch->values[bv];
+	mc_value *dst = &in->g->values[v];
+	dst->dtype = src->dtype;
+	dst->shape = src->shape;
+	dst->typed = src->typed;
+	dst->konst = src->konst; /* moved: the branch is freed with the If */
+	src->konst = NULL;
+	return in->map[bv] = v;
+}
+
+static void map_subgraph_captures(inliner *in, mc_node *n)
+{
+	for (int a = 0; a < n->n_attrs; a++) {
+		mc_graph *sub = n->attrs[a].g;
+		if (!sub)
+			continue;
+		ge_reparent(sub, in->g);
+		for (int v = 0; v < sub->n_values; v++)
+			if (sub->values[v].kind == MC_VAL_CAPTURED)
+				sub->values[v].outer = map_value(in, sub->values[v].outer);
+	}
+}
+
+/* Moves one branch node into the parent's value space. */
+static mc_node move_node(inliner *in, mc_node *n)
+{
+	for (int k = 0; k < n->n_inputs; k++)
+		n->inputs[k] = map_value(in, n->inputs[k]);
+	for (int k = 0; k < n->n_outputs; k++)
+		n->outputs[k] = map_value(in, n->outputs[k]);
+	int kept = 0;
+	for (int k = 0; k < n->n_implicit; k++) {
+		int v = map_value(in, n->implicit[k]);
+		bool dup = false;
+		for (int j = 0; j < kept; j++)
+			dup |= n->implicit[j] == v;
+		if (!dup)
+			n->implicit[kept++] = v;
+	}
+	n->n_implicit = kept;
+	map_subgraph_captures(in, n);
+	mc_node moved = *n;
+	memset(n, 0, sizeof *n);
+	return moved;
+}
+
+/* Replaces If node `pos` (condition known) by its taken branch's nodes.
+ * The If's output values keep their indices: the branch node computing a
+ * branch output writes the If's value directly; outputs that are
+ * constants become constants, the rest are copied by an Identity. */
+static void inline_if(mc_graph *g, int pos, bool cond)
+{
+	mc_node *ifn = &g->nodes[pos];
+	mc_graph *b = mc_attr_find(ifn, cond ? "then_branch" : "else_branch")->g;
+	int n_out = ifn->n_outputs;
+	int *if_out = mc_xmalloc(((size_t)n_out + 1) * sizeof *if_out);
+	memcpy(if_out, ifn->outputs, (size_t)n_out * sizeof *if_out);
+	char *prefix = mc_xstrdup(ifn->name[0] ? ifn->name : "if");
+	inliner in = {.g = g, .branch = b, .prefix = prefix};
+	in.map = mc_xmalloc(((size_t)b->n_values + 1) * sizeof *in.map);
+	for (int v = 0; v < b->n_values; v++)
+		in.map[v] = -2;
+	/* branch outputs computed by a branch node: that node writes the If's
+	 * output value itself (the first time it appears) */
+	bool *direct = mc_xcalloc((size_t)n_out + 1, sizeof *direct);
+	for (int k = 0; k < n_out; k++) {
+		int bv = b->outputs[k];
+		if (if_out[k] >= 0 && b->values[bv].kind == MC_VAL_NODE && in.map[bv] == -2) {
+			in.map[bv] = if_out[k];
+			direct[k] = true;
+		}
+	}
+	int count = 0, cap = b->n_nodes + n_out + 1;
+	mc_node *nodes = mc_xcalloc((size_t)cap, sizeof *nodes);
+	for (int i = 0; i < b->n_nodes; i++)
+		nodes[count++] = move_node(&in, &b->nodes[i]);
+	for (int k = 0; k < n_out; k++) {
+		if (if_out[k] < 0 || direct[k])
+			continue;
+		int src = map_value(&in, b->outputs[k]);
+		const mc_value *sv = &g->values[src];
+		if (sv->kind == MC_VAL_CONST && sv->konst) {
+			ge_make_const(g, if_out[k], mc_tensor_clone(sv->konst));
+			continue;
+		}
+		char name[1024];
+		snprintf(name, sizeof name, "%s/output_%d", prefix, k);
+		nodes[count++] = ge_identity_node(g, name, src, if_out[k]);
+	}
+	b->n_nodes = 0; /* its nodes are moved: freeing the If frees the rest */
+	ge_splice_nodes(g, pos, nodes, count);
+	free(nodes);
+	free(direct);
+	free(in.map);
+	free(if_out);
+	free(prefix);
+}
+
+/* An If whose condition is known but which cannot be folded whole. */
+static bool known_if(const mc_graph *g, const mc_node *n, bool *cond)
+{
+	if (n->domain[0] || strcmp(n->op_type, "If") != 0 || !n->op || n->n_inputs < 1 ||
+	    n->inputs[0] < 0)
+		return false;
+	const mc_value *c = &g->values[n->inputs[0]];
+	if (!c->konst || c->konst->numel != 1)
+		return false;
+	const mc_attr *t = mc_attr_find(n, "then_branch"), *e = mc_attr_find(n, "else_branch");
+	if (!t || !e || !t->g || !e->g)
+		return false;
+	*cond = mc_get_i(c->konst, 0) != 0;
+	return true;
+}
+
+/* One sweep in node order: a folded node's outputs are constants for the
+ * nodes after it. Returns the number folded, or -1. *capped counts the
+ * nodes left by the cap. */
+static int fold_sweep(mc_graph *g, size_t limit, int *capped)
+{
+	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
+	int folded = 0, rc = 0;
+	*capped = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		size_t bytes;
+		if (!evaluable(n) || !inputs_known(g, n))
+			continue;
+		if (!within_cap(g, n, limit, &bytes)) {
+			++*capped;
+			continue;
+		}
+		if (fold_node(g, n)) {
+			rc = -1;
+			break;
+		}
+		dead[i] = true;
+		folded++;
+	}
+	ge_remove_nodes(g, dead);
+	free(dead);
+	return rc ? -1 : folded;
+}
+
+/* A branch's captured values carry the constants inference knew; those the
+ * parent's folding made known since are copied in. */
+static void refresh_captures(mc_graph *g)
+{
+	for (int v = 0; g->parent && v < g->n_values; v++) {
+		mc_value *cv = &g->values[v];
+		const mc_value *pv = cv->kind == MC_VAL_CAPTURED ? &g->parent->values[cv->outer] : NULL;
+		if (pv && !cv->konst && pv->konst)
+			cv->konst = mc_tensor_clone(pv->konst);
+	}
+}
+
+static int fold_quietly(mc_graph *g, const mc_freeze_opts *o)
+{
+	return freeze_fold(g, o, false);
+}
+
+int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report)
+{
+	size_t limit = freeze_fold_limit(o);
+	int changes = 0;
+	refresh_captures(g);
+	for (;;) {
+		int capped;
+		int folded = fold_sweep(g, limit, &capped);
+		if (folded < 0)
+			return -1;
+		changes += folded;
+		int inlined = 0;
+		for (int i = 0; i < g->n_nodes; i++) {
+			bool cond;
+			if (known_if(g, &g->nodes[i], &cond)) {
+				inline_if(g, i, cond);
+				inlined++;
+			}
+		}
+		changes += inlined;
+		if (!inlined)
+			break;
+	}
+	int in_branches = ge_run_on_branches(g, o, fold_quietly);
+	if (in_branches < 0)
+		return -1;
+	if (report)
+		freeze_fold_report(g, o);
+	return changes + in_branches;
+}
+
+int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o)
+{
+	return freeze_fold(g, o, true);
+}
+
+/* Nodes of g and of its If branches left by the cap, listed on stats. */
+static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit)
+{
+	int count = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		size_t bytes;
+		if (!n->domain[0] && strcmp(n->op_type, "If") == 0)
+			for (int a = 0; a < n->n_attrs; a++)
+				if (n->attrs[a].g)
+					count += count_capped(n->attrs[a].g, o, limit);
+		if (!evaluable(n) || !inputs_known(g, n) || within_cap(g, n, limit, &bytes))
+			continue;
+		if (o && o->stats) {
+			char where[512];
+			fprintf(o->stats, "freeze: fold: %s left unfolded: %zu bytes over the cap\n",
+			        mc_node_where(n, where, sizeof where), bytes);
+		}
+		count++;
+	}
+	return count;
+}
+
+int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o)
+{
+	size_t limit = freeze_fold_limit(o);
+	int count = count_capped(g, o, limit);
+	if (count)
+		mc_warn("constant folding left %d node(s) unfolded: their results exceed the "
+		        "fold limit of %zu bytes", count, limit);
+	return count;
+}

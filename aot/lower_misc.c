@@ -695,6 +695,117 @@ static const mc_lowering l_hamming = { "HammingWindow", lower_window, NULL, MC_L
 static const mc_lowering l_blackman = { "BlackmanWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_cumprod = { "CumProd", lower_cumprod, NULL, MC_LOWER_EPILOGUE };
 
+/* ---- MelWeightMatrix: folds when its inputs are constants; this is the
+ * run-time form (sample_rate or the edges fed at run time), step by step
+ * as signal.c's mel_eval. ---- */
+
+/* numpy's float floor division a // b (signal.c: floor_div). */
+static mc_kexpr *floor_div_ir(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_ktype t = MC_KT_F64;
+	mc_kexpr *zero = fconst(kb, t, 0);
+	mc_kexpr *mod = mc_kb_let(kb, mc_k_bin(kb, MC_KB_FMOD, a, b));
+	mc_kexpr *div = mc_kb_local(kb, mc_k_div(kb, mc_k_sub(kb, a, mod), b));
+	mc_kexpr *sign_differs = mc_k_bin(kb, MC_KB_NE, mc_k_bin(kb, MC_KB_LT, b, zero),
+	                                  mc_k_bin(kb, MC_KB_LT, mod, zero));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, mod, zero), sign_differs));
+	mc_kb_assign(kb, div, mc_k_sub(kb, div, fconst(kb, t, 1)));
+	mc_kb_end(kb);
+	mc_kexpr *fl = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, div));
+	mc_kexpr *rounded = mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, mc_k_sub(kb, div, fl), fconst(kb, t, 0.5)),
+	                                mc_k_add(kb, fl, fconst(kb, t, 1)), fl);
+	/* a zero quotient keeps the sign of a / b (only the sign of 0 differs) */
+	return mc_k_select(kb, mc_k_bin(kb, MC_KB_EQ, div, zero), zero, rounded);
+}
+
+/* Stores w at [spectrogram bin j, mel bin i]; j (i64) is checked. */
+static void mel_store_ir(mc_lower_ctx *c, mc_kexpr *j, mc_kexpr *i, int64_t spec, int64_t mel_bins,
+                         mc_kexpr *w)
+{
+	mc_kb *kb = c->kb;
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, j, mc_k_int(kb, j->type, 0)),
+	                      mc_k_bin(kb, MC_KB_GE, j, mc_k_int(kb, j->type, spec))));
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_cast(kb, MC_KT_INDEX, j), mel_bins), i);
+	mc_kb_store(kb, c->out_buf[0], at, w);
+}
+
+/* Opens the loop over spectrogram bins first..last (i64, first <= last),
+ * after checking that all of them lie in [0, spec), as the reference fails
+ * on the first store outside. */
+static mc_kexpr *mel_span(mc_kb *kb, mc_kexpr *first, mc_kexpr *last, int64_t spec)
+{
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, first, mc_k_int(kb, MC_KT_I64, 0)),
+	                      mc_k_bin(kb, MC_KB_GE, last, mc_k_int(kb, MC_KT_I64, spec))));
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	return mc_kb_for(kb, mc_k_cast(kb, MC_KT_INDEX, first),
+	                 mc_k_addi(kb, mc_k_cast(kb, MC_KT_INDEX, last), 1), 0);
+}
+
+static int lower_mel(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	mc_ktype f64 = MC_KT_F64, i64 = MC_KT_I64;
+	int64_t spec = c->out[0]->shape.dims[0], mel_bins = c->out[0]->shape.dims[1], dft_length;
+	if (const_int(c, 1, "dft_length (input 1)", &dft_length))
+		return -1;
+	mc_ktype ot = mc_ktype_of(c->out[0]->dtype);
+	mc_kexpr *sr = mc_kb_let(kb, mc_k_cast(kb, i64, mc_lower_load(c, 2, mc_k_index(kb, 0))));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, sr, mc_k_int(kb, i64, 1)));
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	mc_kexpr *mel_of[2];
+	for (int e = 0; e < 2; e++) { /* 2595 log10(1 + hz / 700) */
+		mc_kexpr *hz = mc_k_cast(kb, f64, mc_lower_load(c, 3 + e, mc_k_index(kb, 0)));
+		mc_kexpr *l = mc_k_un(kb, MC_KU_LOG, mc_k_add(kb, fconst(kb, f64, 1), mc_k_div(kb, hz, fconst(kb, f64, 700))));
+		mel_of[e] = mc_kb_let(kb, mc_k_mul(kb, fconst(kb, f64, 2595.0 / log(10.0)), l));
+	}
+	mc_kexpr *step = mc_kb_let(kb, mc_k_div(kb, mc_k_sub(kb, mel_of[1], mel_of[0]),
+	                                        fconst(kb, f64, (double)(mel_bins + 2))));
+	/* the DFT bin of each triangle corner */
+	int bins = mc_kb_scratch(kb, MC_INT64, (size_t)(mel_bins + 2));
+	mc_kexpr *i = mc_kb_fori(kb, mel_bins + 2, 0);
+	mc_kexpr *mel = mc_k_add(kb, mc_k_mul(kb, mc_k_cast(kb, f64, i), step), mel_of[0]);
+	mc_kexpr *hz = mc_k_mul(kb, fconst(kb, f64, 700),
+	                        mc_k_sub(kb, mc_k_bin(kb, MC_KB_POW, fconst(kb, f64, 10),
+	                                              mc_k_div(kb, mel, fconst(kb, f64, 2595))),
+	                                 fconst(kb, f64, 1)));
+	mc_kexpr *bin = mc_kb_let(kb, floor_div_ir(kb, mc_k_mul(kb, fconst(kb, f64, (double)dft_length + 1.0), hz),
+	                                           mc_k_cast(kb, f64, sr)));
+	/* NaN fails the comparison: also bad */
+	mc_kb_if(kb, mc_k_un(kb, MC_KU_NOT, mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, bin), fconst(kb, f64, 4e18))));
+	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+	mc_kb_end(kb);
+	mc_kb_store(kb, bins, i, mc_k_cast(kb, i64, bin));
+	mc_kb_end(kb);
+	fill(kb, c->out_buf[0], mc_k_index(kb, 0), spec * mel_bins, mc_k_const_as(kb, ot, 0));
+	i = mc_kb_fori(kb, mel_bins, 0);
+	mc_kexpr *left = mc_kb_let(kb, mc_k_load(kb, bins, i));
+	mc_kexpr *center = mc_kb_let(kb, mc_k_load(kb, bins, mc_k_addi(kb, i, 1)));
+	mc_kexpr *right = mc_kb_let(kb, mc_k_load(kb, bins, mc_k_addi(kb, i, 2)));
+	mc_kexpr *rise = mc_kb_let(kb, mc_k_sub(kb, center, left));
+	mc_kexpr *fall = mc_kb_let(kb, mc_k_sub(kb, right, center));
+	mc_kexpr *zero = mc_k_int(kb, i64, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, rise, zero));
+	mel_store_ir(c, center, i, spec, mel_bins, mc_k_const_as(kb, ot, 1));
+	mc_kb_end(kb);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, rise, zero), mc_k_bin(kb, MC_KB_LE, left, center)));
+	mc_kexpr *j = mc_kb_let(kb, mc_k_cast(kb, i64, mel_span(kb, left, center, spec)));
+	mc_kexpr *w = mc_k_div(kb, mc_k_cast(kb, f64, mc_k_sub(kb, j, left)), mc_k_cast(kb, f64, rise));
+	mel_store_ir(c, j, i, spec, mel_bins, mc_k_cast(kb, ot, w));
+	mc_kb_end_n(kb, 2);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GT, fall, zero));
+	j = mc_kb_let(kb, mc_k_cast(kb, i64, mel_span(kb, center, mc_k_sub(kb, right, mc_k_int(kb, i64, 1)), spec)));
+	w = mc_k_div(kb, mc_k_cast(kb, f64, mc_k_sub(kb, right, j)), mc_k_cast(kb, f64, fall));
+	mel_store_ir(c, j, i, spec, mel_bins, mc_k_cast(kb, ot, w));
+	mc_kb_end_n(kb, 3);
+	return 0;
+}
+
+static const mc_lowering l_mel = { "MelWeightMatrix", lower_mel, NULL, 0 };
+
 /* ==== extra: CenterCropPad, RotaryEmbedding, Det, GridSample, RoiAlign ==== */
 
 /* Output element = the input element at the same coordinates shifted by
@@ -1390,6 +1501,7 @@ const mc_lowering *const mc_lower_misc[] = {
 	&l_hamming,
 	&l_blackman,
 	&l_cumprod,
+	&l_mel,
 	&l_ccp,
 	&l_rope,
 	&l_det,

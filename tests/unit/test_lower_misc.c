@@ -87,8 +87,8 @@ static void attr_floats(mb *b, Onnx__NodeProto *n, const char *name, float *v, s
 #define LIT(s) { sizeof(s) - 1, (uint8_t *)(s) }
 
 /* Compiles, builds, runs and compares with the reference: 0 when every
- * output is within tolerance. */
-static int verify(mb *b)
+ * output is within tolerance. fold_limit 0: the default. */
+static int verify_folding(mb *b, size_t fold_limit)
 {
 	char *dir = make_temp_dir();
 	char path[512];
@@ -97,6 +97,8 @@ static int verify(mb *b)
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
+	if (fold_limit)
+		o.fold_limit = fold_limit;
 	mc_verify_opts v;
 	mc_verify_opts_init(&v);
 	v.rtol = 1e-4;
@@ -107,6 +109,11 @@ static int verify(mb *b)
 	free(dir);
 	mb_free(b);
 	return rc;
+}
+
+static int verify(mb *b)
+{
+	return verify_folding(b, 0);
 }
 
 /* The program of a model, for looking at its kernels. */
@@ -304,6 +311,35 @@ Test(lower_misc, cumprod_runtime_axis_and_exclusive_reverse)
 	mb_attr_int(b, n, "reverse", 1);
 	mb_output(b, g, "y");
 	cr_assert_eq(verify(b), 0);
+}
+
+/* Windows and MelWeightMatrix fold; a 1-byte fold limit makes them kernels. */
+Test(lower_misc, windows_and_mel_weight_matrix_unfolded)
+{
+	static const char *const ops[] = {"HannWindow", "HammingWindow", "BlackmanWindow"};
+	for (int k = 0; k < 3; k++) {
+		mb *b = mb_new(17);
+		Onnx__GraphProto *g = mb_main(b);
+		init_ints(b, "size", MC_INT64, "", (int64_t[]){10}, 1);
+		mb_input(b, g, "z", MC_FLOAT, "10");
+		Onnx__NodeProto *n = mb_node(b, g, ops[k], "win", "size", "w");
+		mb_attr_int(b, n, "periodic", k != 1);
+		mb_node(b, g, "Add", "add", "w,z", "y");
+		mb_output(b, g, "y");
+		cr_assert_eq(verify_folding(b, 1), 0, "%s", ops[k]);
+	}
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	init_ints(b, "bins", MC_INT64, "", (int64_t[]){8}, 1);
+	init_ints(b, "dft", MC_INT64, "", (int64_t[]){64}, 1);
+	init_ints(b, "rate", MC_INT64, "", (int64_t[]){16000}, 1);
+	init_floats(b, "lo", "", (float[]){20}, 1);
+	init_floats(b, "hi", "", (float[]){7000}, 1);
+	mb_input(b, g, "z", MC_FLOAT, "33,8");
+	mb_node(b, g, "MelWeightMatrix", "mel", "bins,dft,rate,lo,hi", "m");
+	mb_node(b, g, "Add", "add", "m,z", "y");
+	mb_output(b, g, "y");
+	cr_assert_eq(verify_folding(b, 1), 0);
 }
 
 /* ---- extra ---- */

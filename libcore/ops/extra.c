@@ -12,6 +12,7 @@
 #include "extra_norm.h"
 #include "ops.h"
 #include "extra.h"
+#include "extra_misc.h"
 
 /* ---- shared helpers ---- */
 
@@ -437,17 +438,6 @@ static int swish_eval(mc_eval_ctx *c)
 enum { AT_Q, AT_K, AT_V, AT_MASK, AT_PAST_K, AT_PAST_V, AT_NONPAD };
 enum { AT_Y, AT_PRESENT_K, AT_PRESENT_V, AT_QK };
 
-typedef struct {
-	bool causal;
-	int64_t q_heads, kv_heads; /* 0 when absent */
-	/* qk_matmul_output: 0 the scaled Q.K^T, 1 after softcap, 2 after softcap
-	 * and the mask/bias, 3 after softmax (modes 1 to 3 as the ONNX test data;
-	 * the ONNX reference also softcaps mode 0, which no test covers) */
-	int64_t qk_mode;
-	bool has_scale;
-	double scale, softcap;
-} attn_params;
-
 static int attn_parse(mc_node *n)
 {
 	attn_params p = {0};
@@ -870,15 +860,6 @@ static int rope_eval(mc_eval_ctx *c)
 
 /* ---- GridSample (opsets 16 (2-D), 20+ (N-D)) ---- */
 
-typedef enum { GS_LINEAR, GS_NEAREST, GS_CUBIC } gs_mode;
-typedef enum { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
-
-typedef struct {
-	gs_mode mode;
-	gs_pad pad;
-	bool align;
-} gs_params;
-
 static int gs_parse(mc_node *n)
 {
 	gs_params p;
@@ -1071,13 +1052,6 @@ static int gs_eval(mc_eval_ctx *c)
 }
 
 /* ---- RoiAlign (opsets 10, 16+) ---- */
-
-typedef struct {
-	bool max_mode;
-	bool half_pixel;
-	int64_t out_h, out_w, sampling_ratio;
-	double spatial_scale;
-} roi_params;
 
 static int roi_parse(mc_node *n)
 {

@@ -8,19 +8,12 @@
 #include <string.h>
 
 #include "ops.h"
+#include "rnn.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_SEQ_LENS, IN_INITIAL_H, IN_INITIAL_C, IN_P };
 enum { OUT_Y, OUT_Y_H, OUT_Y_C };
 
-typedef enum { KIND_RNN, KIND_GRU, KIND_LSTM } rnn_kind;
-
 /* ---- activation functions ---- */
-
-typedef enum {
-	ACT_SIGMOID, ACT_TANH, ACT_RELU, ACT_LEAKY_RELU, ACT_THRESHOLDED_RELU,
-	ACT_SCALED_TANH, ACT_HARD_SIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS,
-	ACT_AFFINE, ACT_COUNT
-} act_fn;
 
 /* Which of activation_alpha / activation_beta each function consumes (the
  * lists are consumed in order, only by the functions that take them, as
@@ -45,11 +38,6 @@ static const struct {
 	[ACT_SOFTPLUS] = {"Softplus", false, false, 0, 0},
 	[ACT_AFFINE] = {"Affine", true, true, 1.0, 0.0},
 };
-
-typedef struct {
-	act_fn fn;
-	double alpha, beta;
-} rnn_act;
 
 static double act_eval(const rnn_act *a, double x)
 {
@@ -85,19 +73,6 @@ static int act_lookup(const char *name)
 }
 
 /* ---- per-op description and parsed attributes ---- */
-
-typedef struct {
-	rnn_kind kind;
-	int num_dirs;
-	bool reverse;             /* direction "reverse" (single direction) */
-	int64_t hidden_size;      /* 0 when the attribute is absent: taken from R */
-	bool has_clip;
-	double clip;
-	int layout;               /* 0: [seq, batch, ...]; 1: [batch, seq, ...] */
-	bool input_forget;        /* LSTM: forget gate = 1 - input gate */
-	bool linear_before_reset; /* GRU: apply R_h before the reset gate */
-	rnn_act act[2][3];        /* per direction: f, g, h (as many as the op uses) */
-} rnn_params;
 
 struct rnn_cell;
 typedef void (*rnn_step_fn)(const struct rnn_cell *cell, const double *x, double *h,

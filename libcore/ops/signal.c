@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "signal.h"
 
 /* ==== shared helpers ==== */
 
@@ -132,11 +133,6 @@ static void dft_line(const twiddles *tw, int sign, const double *re, const doubl
 }
 
 /* ==== DFT ==== */
-
-typedef struct {
-	bool inverse, onesided;
-	int64_t axis_attr; /* opsets 17-19; from 20 the axis is input 2 */
-} dft_params;
 
 static int dft_parse(mc_node *n)
 {
@@ -334,10 +330,6 @@ static const mc_op op_dft20 = {
 
 /* ==== STFT ==== */
 
-typedef struct {
-	bool onesided;
-} stft_params;
-
 static int stft_parse(mc_node *n)
 {
 	int64_t onesided;
@@ -490,12 +482,6 @@ static const mc_op op_stft = {
 /* Generalised cosine windows:
  * w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),
  * with N = size when periodic, size - 1 when symmetric. */
-typedef struct {
-	bool periodic;
-	mc_dtype out_dtype;
-	double a0, a1, a2;
-} window_params;
-
 static int window_parse(mc_node *n, double a0, double a1, double a2)
 {
 	int64_t periodic;
@@ -724,10 +710,6 @@ static const mc_op op_mel = {
 };
 
 /* ==== CumProd ==== */
-
-typedef struct {
-	bool exclusive, reverse;
-} cumprod_params;
 
 static int cumprod_parse(mc_node *n)
 {

@@ -73,8 +73,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tint st = 0;\n"
 	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
 	    "\t\tst = %s_run(arena, in, out);\n"
-	    "\tif (st != 0) {\n\t\tfprintf(stderr, \"%s_run: status %%d\\n\", st);\n\t\treturn st;\n\t}\n"
-	    "\tfor (int i = 0; i < N_OUT; i++) {\n"
+	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"
 	    "\t\tchar path[4096];\n"
 	    "\t\tif (names)\n\t\t\tsnprintf(path, sizeof path, \"%%s/%%s\", argv[1], out_files[i]);\n"
 	    "\t\telse\n\t\t\tsnprintf(path, sizeof path, \"%%s/output_%%d.bin\", argv[1], i);\n"
@@ -83,7 +82,9 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\t\t\tfprintf(stderr, \"cannot write %%s\\n\", path);\n\t\t\treturn 100;\n\t\t}\n\t}\n"
 	    "\tfor (int i = 0; i < N_IN; i++)\n\t\tfree((void *)in[i]);\n"
 	    "\tfor (int i = 0; i < N_OUT; i++)\n\t\tfree(out[i]);\n"
-	    "\tfree(arena);\n\treturn 0;\n}\n",
+	    "\tfree(arena);\n"
+	    "\tif (st != 0)\n\t\tfprintf(stderr, \"%s_run: status %%d\\n\", st);\n"
+	    "\treturn st;\n}\n",
 	    upper(n, up, sizeof up), n, n);
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s_main.c", dir, n);

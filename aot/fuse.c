@@ -47,9 +47,12 @@ static int present_outputs(const mc_node *n)
 }
 
 /* Can node b (consuming tail value v) join the group as an epilogue? */
-static bool epilogue_ok(const mc_graph *g, int b, int v, int *chain_in)
+static bool epilogue_ok(const mc_graph *g, int b, int v, int last, int *chain_in)
 {
 	const mc_node *bn = &g->nodes[b];
+	const mc_node *vn = &g->nodes[last];
+	if (bn->guard != vn->guard || bn->guard_else != vn->guard_else)
+		return false; /* another branch, or outside the If */
 	const mc_lowering *l = mc_lowering_find(bn->op_type);
 	if (!l || !l->pointwise || l->lower || bn->n_outputs != 1 || bn->outputs[0] < 0 || bn->n_implicit)
 		return false;
@@ -89,8 +92,10 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 		if (!l)
 			continue;
 		if (l->flags & MC_LOWER_ALIAS) {
-			/* A graph output needs its own bytes: it is copied. */
-			gr->alias = !is_graph_output(g, nd->outputs[0]);
+			/* A graph output needs its own bytes: it is copied. So is a
+			 * value in an If's branch (the If's outputs are written by
+			 * either branch). */
+			gr->alias = !is_graph_output(g, nd->outputs[0]) && !nd->guard;
 			if (gr->alias)
 				continue;
 		}
@@ -100,7 +105,7 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 		int tail = nd->outputs[0], last = n;
 		while (gr->n_epi < MC_MAX_EPILOGUE && uses[tail] == 1) {
 			int b = sole_consumer(g, tail, last), chain_in;
-			if (b < 0 || taken[b] || !epilogue_ok(g, b, tail, &chain_in))
+			if (b < 0 || taken[b] || !epilogue_ok(g, b, tail, last, &chain_in))
 				break;
 			gr->epi[gr->n_epi] = b;
 			gr->epi_chain_in[gr->n_epi] = chain_in;

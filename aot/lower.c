@@ -100,7 +100,7 @@ static mc_kexpr *operand_index(mc_kb *kb, const mc_shape *vs, const mc_shape *ou
 }
 
 /* A context for one node of the group, its buffers registered. */
-static void node_ctx(mc_lower_ctx *base, const mc_node *n, mc_lower_ctx *c)
+static void node_ctx(mc_lower_ctx *base, const mc_node *n, int skip_in, mc_lower_ctx *c)
 {
 	mc_kb *kb = base->kb;
 	const mc_graph *g = base->g;
@@ -113,7 +113,9 @@ static void node_ctx(mc_lower_ctx *base, const mc_node *n, mc_lower_ctx *c)
 	for (int i = 0; i < n->n_inputs; i++) {
 		int v = n->inputs[i];
 		c->in[i] = v >= 0 ? &g->values[v] : NULL;
-		c->in_buf[i] = v >= 0 ? mc_kb_buf(kb, v, g->values[v].dtype, mc_numel(&g->values[v].shape), false) : -1;
+		/* the chained value of an epilogue is never stored: no buffer */
+		c->in_buf[i] = v >= 0 && i != skip_in
+		               ? mc_kb_buf(kb, v, g->values[v].dtype, mc_numel(&g->values[v].shape), false) : -1;
 	}
 	for (int i = 0; i < n->n_outputs; i++) {
 		int v = n->outputs[i];
@@ -140,7 +142,7 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 		for (int e = 0; e < gr->n_epi; e++) {
 			const mc_node *en = &c->g->nodes[gr->epi[e]];
 			mc_lower_ctx ec;
-			node_ctx(c, en, &ec);
+			node_ctx(c, en, gr->epi_chain_in[e], &ec);
 			const mc_lowering *l = mc_lowering_find(en->op_type);
 			mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
 			for (int i = 0; i < en->n_inputs; i++) {
@@ -218,7 +220,7 @@ int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lo
 {
 	const mc_node *n = &g->nodes[gr->anchor];
 	mc_lower_ctx base = { .kb = kb, .g = g, .group = gr }, c;
-	node_ctx(&base, n, &c);
+	node_ctx(&base, n, -1, &c);
 	for (int k = 0; k < n->n_outputs; k++) {
 		int v = n->outputs[k];
 		if (v < 0)

@@ -102,24 +102,48 @@ static mc_kexpr *sigmoid_of(mc_lower_ctx *c, mc_kexpr *x)
  * Add & co with broadcast=1 and an axis, and PRelu's per-channel slope,
  * align input 1 at an axis rather than numpy's right end. The generic
  * kernel loads operands right-aligned; where that differs, input 1 is
- * loaded again at its legacy view's index. */
+ * loaded again at its legacy view's index. (The toolbox has no way to
+ * give an operand's view, nor to refuse a node from a pointwise function:
+ * the one case left, a fused non-elementwise anchor, fails at run time.) */
 
-/* The output coordinates, when the node is the anchor of the elementwise
- * kernel whose loops (one per output dim, 0..dim) are the open blocks. */
-static bool anchor_coords(mc_lower_ctx *c, mc_kexpr **coords)
+/* Whether an open FOR statement runs 0..n. */
+static bool loop_over(const mc_kstmt *s, int64_t n)
+{
+	int64_t lo, hi;
+	return s && s->kind == MC_KS_FOR && mc_k_is_const(s->a, &lo) && mc_k_is_const(s->b, &hi) &&
+	       lo == 0 && hi == n;
+}
+
+/* The output coordinates of the element being computed, when the group's
+ * anchor is computed by the generic elementwise kernel (whose output shape
+ * an epilogue shares): its open loops are one per output dim, or one flat
+ * loop over the elements. */
+static bool pointwise_coords(mc_lower_ctx *c, mc_kexpr **coords)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *os = &c->out[0]->shape;
-	if (!c->group || c->node != &c->g->nodes[c->group->anchor] || kb->depth != os->rank)
+	if (!c->group)
 		return false;
-	for (int d = 0; d < os->rank; d++) {
-		const mc_kstmt *s = kb->open[d + 1];
-		int64_t lo, hi;
-		if (!s || s->kind != MC_KS_FOR || !mc_k_is_const(s->a, &lo) ||
-		    !mc_k_is_const(s->b, &hi) || lo != 0 || hi != os->dims[d])
-			return false;
-		coords[d] = mc_k_var(kb, s->var);
+	const mc_lowering *al = mc_lowering_find(c->g->nodes[c->group->anchor].op_type);
+	if (!al || al->lower)
+		return false;
+	if (kb->depth == os->rank) {
+		for (int d = 0; d < os->rank; d++) {
+			if (!loop_over(kb->open[d + 1], os->dims[d]))
+				return false;
+			coords[d] = mc_k_var(kb, kb->open[d + 1]->var);
+		}
+		return true;
 	}
+	if (kb->depth != 1 || !loop_over(kb->open[1], (int64_t)mc_numel(os)))
+		return false;
+	mc_kexpr *rest = mc_k_var(kb, kb->open[1]->var);
+	for (int d = os->rank - 1; d > 0; d--) {
+		mc_kexpr *dim = mc_k_index(kb, os->dims[d]);
+		coords[d] = let(c, bin(c, MC_KB_REM, rest, dim));
+		rest = let(c, bin(c, MC_KB_DIV, rest, dim));
+	}
+	coords[0] = rest;
 	return true;
 }
 
@@ -138,15 +162,16 @@ static mc_kexpr *operand(mc_lower_ctx *c, mc_kexpr *const *a, int i)
 	if (views[1].rank <= os->rank && memcmp(right, legacy, sizeof(int64_t) * (size_t)os->rank) == 0)
 		return a[i];
 	mc_kexpr *coords[MC_MAX_RANK];
-	if (anchor_coords(c, coords))
+	if (pointwise_coords(c, coords))
 		return mc_lower_load(c, i, mc_lower_bcast(c->kb, &views[1], os, coords));
-	/* elsewhere the generic index is right only for a full-size or
-	 * single-element operand */
+	/* an epilogue elsewhere: the store's index is right for a full-size
+	 * or single-element operand */
 	size_t n = mc_numel(&shapes[1]);
 	if (n == mc_numel(os) || n == 1)
 		return a[i];
-	mc_lower_error(c, "legacy (opset %d) broadcasting of input 1 inside a fused kernel has no "
-	               "C lowering; the generated code reports bad input", c->node->opset);
+	mc_lower_error(c, "legacy (opset %d) broadcasting of input 1 fused into a %s kernel has no "
+	               "C lowering (not supported); the generated code reports bad input",
+	               c->node->opset, c->g->nodes[c->group->anchor].op_type);
 	mc_kb_fail(c->kb, MC_STATUS_BAD_INPUT);
 	return num(c, a[i], 0);
 }
@@ -547,10 +572,11 @@ static int cast_check(mc_lower_ctx *c, mc_dtype to, bool saturate, mc_round_mode
 		return 0;
 	if (to == MC_FLOAT8E5M2 && !saturate)
 		return mc_lower_error(c, "conversion to float8e5m2 with saturate=0 has no C lowering "
-		                      "(the generated store saturates: it cannot write inf)");
+		                      "(not supported: the generated store saturates, it cannot "
+		                      "write inf)");
 	if (to == MC_FLOAT8E8M0 && round != MC_ROUND_UP)
 		return mc_lower_error(c, "conversion to float8e8m0 with round_mode other than \"up\" has "
-		                      "no C lowering");
+		                      "no C lowering (not supported)");
 	return 0;
 }
 

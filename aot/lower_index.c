@@ -198,9 +198,9 @@ static int lower_gathernd(mc_lower_ctx *c)
  * NaN update win max/min; integers wrap; bools are 0/1 (add = or). */
 static mc_kexpr *scatter_combine(mc_kb *kb, int red, mc_kexpr *a, mc_kexpr *b)
 {
-	mc_ktype t = a->type;
 	if (red == RED_NONE)
 		return b;
+	mc_ktype t = a->type;
 	if (t == MC_KT_BOOL)
 		return bin(kb, red == RED_ADD || red == RED_MAX ? MC_KB_MAX : MC_KB_MIN, a, b);
 	if (mc_ktype_is_float(t) && (red == RED_MAX || red == RED_MIN)) {
@@ -363,12 +363,12 @@ static int lower_pad(mc_lower_ctx *c)
 			                      "lowering");
 	}
 	pad_plan p;
-	mc_kexpr *fill;
+	mc_kexpr *fill = NULL; /* constant mode only: other modes read inside */
 	if (mc_pad_make_plan(c->node, is, pads, axes, &p))
 		return -1;
 	if (nothing_to_store(c))
 		return 0;
-	if (pad_fill(c, &fill))
+	if (p.mode == PAD_CONSTANT && pad_fill(c, &fill))
 		return -1;
 	mc_kexpr *oc[MC_MAX_RANK], *ic[MC_MAX_RANK], *inside = NULL;
 	for (int d = 0; d < is->rank; d++) {
@@ -547,15 +547,25 @@ static mc_kexpr *tap_inside(mc_kb *kb, const rs_axis *ax, mc_kexpr *pos)
 	           bin(kb, MC_KB_LT, pos, mc_k_index(kb, ax->in)));
 }
 
-/* Loop form: the normalised weight of tap t (after ax->norm and, with
- * exclude_outside, ax->renorm). */
-static mc_kexpr *resize_loop_weight(const rs_ctx *r, const rs_axis *ax, mc_kexpr *t)
+/* Loop form: the weight of tap t normalised by ax->norm, zero outside the
+ * axis with exclude_outside. */
+static mc_kexpr *resize_loop_kept(const rs_ctx *r, const rs_axis *ax, mc_kexpr *t)
 {
 	mc_kb *kb = r->c->kb;
 	mc_kexpr *w = mc_k_div(kb, resize_coef(r, ax, t), ax->norm);
+	if (!r->a.exclude_outside)
+		return w;
+	return mc_k_select(kb, tap_inside(kb, ax, mc_k_add(kb, ax->first, t)), w, f64(kb, 0));
+}
+
+/* ... and renormalised by ax->renorm, the sum of the kept weights. */
+static mc_kexpr *resize_loop_weight(const rs_ctx *r, const rs_axis *ax, mc_kexpr *t)
+{
+	mc_kb *kb = r->c->kb;
+	mc_kexpr *w = resize_loop_kept(r, ax, t);
 	if (!ax->renorm)
 		return w;
-	w = mc_kb_let(kb, mc_k_select(kb, tap_inside(kb, ax, mc_k_add(kb, ax->first, t)), w, f64(kb, 0)));
+	w = mc_kb_let(kb, w);
 	return mc_k_select(kb, bin(kb, MC_KB_NE, ax->renorm, f64(kb, 0)), mc_k_div(kb, w, ax->renorm), w);
 }
 
@@ -574,7 +584,7 @@ static void resize_loop_norms(const rs_ctx *r, rs_axis *ax)
 		return;
 	mc_kexpr *kept = mc_kb_local(kb, f64(kb, 0));
 	t = mc_kb_fori(kb, ax->taps, MC_KF_REDUCE);
-	mc_kb_assign(kb, kept, mc_k_add(kb, kept, resize_loop_weight(r, ax, t)));
+	mc_kb_assign(kb, kept, mc_k_add(kb, kept, resize_loop_kept(r, ax, t)));
 	mc_kb_end(kb);
 	ax->renorm = kept;
 }

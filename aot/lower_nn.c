@@ -205,7 +205,7 @@ static void transposed_open(mc_kb *kb, const dim_geom *g, const ttaps *t, mc_kex
 
 typedef struct {
 	int nsp;
-	int64_t batch, cin, cout, group;
+	int64_t cin, cout, group;
 	int64_t kernel[MAX_SP], in[MAX_SP];
 	dim_geom dim[MAX_SP];
 	bool transposed;
@@ -222,7 +222,6 @@ static void conv_desc_win(const win_geom *g, const mc_shape *x, int64_t cout, in
 {
 	memset(cd, 0, sizeof *cd);
 	cd->nsp = g->nsp;
-	cd->batch = x->dims[0];
 	cd->cin = x->dims[1];
 	cd->cout = cout;
 	cd->group = group;
@@ -234,8 +233,8 @@ static void conv_desc_win(const win_geom *g, const mc_shape *x, int64_t cout, in
 	}
 }
 
-/* A zero point loaded as t: one value for the tensor, or one per output
- * channel oc. */
+/* A per-channel parameter (zero point, scale) loaded as t: one value for
+ * the tensor, or one per output channel oc. */
 static mc_kexpr *channel_param(mc_lower_ctx *c, int i, mc_kexpr *oc, mc_ktype t)
 {
 	bool single = mc_numel(&c->in[i]->shape) == 1;
@@ -276,7 +275,8 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 	if (cd->group > 1) {
 		mc_kexpr *grp = mc_kb_let(kb, mc_k_div(kb, oc, idx(kb, mg)));
 		first = mc_kb_let(kb, mc_k_muli(kb, grp, cg));
-		ocl = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, oc, idx(kb, mg)));
+		if (cd->transposed)
+			ocl = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, oc, idx(kb, mg)));
 	}
 	int inner = 0;
 	mc_kexpr *icl = range(kb, idx(kb, 0), idx(kb, cg), MC_KF_REDUCE, &inner);
@@ -287,6 +287,8 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 	mc_kexpr *w_row = cd->transposed ? mc_k_add(kb, mc_k_muli(kb, ic, mg), ocl)
 	                                 : mc_k_add(kb, mc_k_muli(kb, oc, cg), icl);
 	mc_kexpr *w_base = mc_kb_let(kb, mc_k_muli(kb, w_row, ksize));
+	int inner_ic = inner;
+	mc_kexpr *part = mc_kb_local(kb, zero(kb, io->acc));
 	mc_kexpr *pos[MAX_SP], *tap[MAX_SP];
 	for (int i = 0; i < nsp; i++) {
 		if (cd->transposed) {
@@ -303,8 +305,10 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 		xv = mc_k_sub(kb, xv, zx);
 	if (zw)
 		wv = mc_k_sub(kb, wv, zw);
-	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_mul(kb, xv, wv)));
-	mc_kb_end_n(kb, inner);
+	mc_kb_assign(kb, part, mc_k_add(kb, part, mc_k_mul(kb, xv, wv)));
+	mc_kb_end_n(kb, inner - inner_ic);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, part));
+	mc_kb_end_n(kb, inner_ic);
 	return acc;
 }
 
@@ -435,8 +439,7 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 	conv_geom g;
 	if (mc_conv_geom_get(c->node, &c->in[QC_X]->shape, &c->in[QC_W]->shape, &g))
 		return -1;
-	conv_desc cd = { .nsp = g.nsp, .batch = g.batch, .cin = g.in_ch, .cout = g.out_ch,
-	                 .group = g.group };
+	conv_desc cd = { .nsp = g.nsp, .cin = g.in_ch, .cout = g.out_ch, .group = g.group };
 	int64_t ksize = g.in_ch / g.group;
 	for (int i = 0; i < g.nsp; i++) {
 		cd.dim[i] = (dim_geom){ g.in[i], g.out[i], g.kern[i], g.stride[i], g.dil[i], g.pad[i] };
@@ -566,11 +569,15 @@ static int lower_pool(mc_lower_ctx *c, pool_kind kind)
 	mc_kb_end_n(kb, inner);
 	mc_kexpr *result = acc;
 	if (kind == POOL_AVG) {
+		/* taps in the image (none for a window wholly in the end padding),
+		 * or in the explicitly padded image */
 		mc_kexpr *count = idx(kb, 1);
-		for (int i = 0; i < nsp; i++)
-			count = mc_k_mul(kb, count, p->count_include_pad
-			                                ? padded_taps(kb, &dims[i], g.pe[i], coords[2 + i])
-			                                : mc_k_sub(kb, tp[i].hi, tp[i].lo));
+		for (int i = 0; i < nsp; i++) {
+			mc_kexpr *n = p->count_include_pad
+			                      ? padded_taps(kb, &dims[i], g.pe[i], coords[2 + i])
+			                      : imax(kb, idx(kb, 0), mc_k_sub(kb, tp[i].hi, tp[i].lo));
+			count = mc_k_mul(kb, count, n);
+		}
 		result = mc_k_div(kb, acc, mc_k_cast(kb, t, count));
 	} else if (kind == POOL_LP) {
 		result = lp_root(kb, acc, p->p);

@@ -415,21 +415,12 @@ static int lower_softmax(mc_lower_ctx *c)
 
 /* ==== CumSum ==== */
 
-static int lower_cumsum(mc_lower_ctx *c)
+/* The scan along one axis. */
+static void cumsum_along(mc_lower_ctx *c, int axis)
 {
 	mc_kb *kb = c->kb;
 	const cumsum_params *p = c->node->params;
-	const mc_shape *s = &c->in[0]->shape;
-	const mc_tensor *axis_t = mc_lower_const(c, 1);
-	if (!axis_t || axis_t->numel != 1)
-		return mc_lower_error(c, "CumSum with an axis known only at run time has no C lowering "
-		                      "(the axis must be a constant)");
-	int axis = norm_axis(c, mc_get_i(axis_t, 0), s->rank);
-	if (axis < 0)
-		return -1;
-	if (mc_numel(s) == 0)
-		return 0;
-	view v = view_around(s, axis, false);
+	view v = view_around(&c->in[0]->shape, axis, false);
 	mc_ktype at = sum_type(c->in[0]->dtype);
 	int depth0 = kb->depth;
 	mc_kexpr *o = loop(kb, v.outer, MC_KF_PARALLEL);
@@ -447,10 +438,57 @@ static int lower_cumsum(mc_lower_ctx *c)
 		mc_lower_store(c, 0, NULL, idx, acc);
 	}
 	close_to(kb, depth0);
+}
+
+/* A constant axis gives one scan; an axis known only at run time is
+ * checked (negative wraps, out of range fails with MC_STATUS_BAD_INDEX)
+ * and picks one of the scans for every possible axis. */
+static int lower_cumsum(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *s = &c->in[0]->shape;
+	const mc_tensor *axis_t = mc_lower_const(c, 1);
+	if (mc_numel(s) == 0)
+		return 0;
+	if (axis_t) {
+		int axis = axis_t->numel == 1 ? norm_axis(c, mc_get_i(axis_t, 0), s->rank) : -1;
+		if (axis < 0)
+			return axis_t->numel == 1 ? -1 : mc_lower_error(c, "axis (input 2) must hold one value");
+		cumsum_along(c, axis);
+		return 0;
+	}
+	if (mc_numel(&c->in[1]->shape) != 1)
+		return mc_lower_error(c, "axis (input 2) must hold one value");
+	mc_kexpr *a = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 1, mc_k_index(kb, 0))));
+	mc_kexpr *rank = mc_k_int(kb, MC_KT_I64, s->rank);
+	a = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
+	                              mc_k_add(kb, a, rank), a));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
+	                      mc_k_bin(kb, MC_KB_GE, a, rank)));
+	mc_kb_fail(kb, MC_STATUS_BAD_INDEX);
+	mc_kb_end(kb);
+	for (int d = 0; d < s->rank; d++) {
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, a, mc_k_int(kb, MC_KT_I64, d)));
+		cumsum_along(c, d);
+		mc_kb_end(kb);
+	}
 	return 0;
 }
 
 /* ==== TopK ==== */
+
+/* Whether x goes before y (both let-bound) in TopK's order: larger
+ * (smaller) first, a NaN counting as larger than every number. */
+static mc_kexpr *topk_before(mc_kb *kb, mc_kexpr *x, mc_kexpr *y, bool largest)
+{
+	mc_kexpr *b = mc_k_bin(kb, largest ? MC_KB_GT : MC_KB_LT, x, y);
+	if (!mc_ktype_is_float(x->type))
+		return b;
+	mc_kexpr *nan_x = mc_k_un(kb, MC_KU_ISNAN, x), *nan_y = mc_k_un(kb, MC_KU_ISNAN, y);
+	mc_kexpr *by_nan = largest ? mc_k_bin(kb, MC_KB_AND, nan_x, mc_k_un(kb, MC_KU_NOT, nan_y))
+	                           : mc_k_bin(kb, MC_KB_AND, mc_k_un(kb, MC_KU_NOT, nan_x), nan_y);
+	return mc_k_bin(kb, MC_KB_OR, b, by_nan);
+}
 
 /* Row (o, i) keeps a sorted list of the positions of its k best elements
  * so far in a scratch buffer; each new element is inserted behind the
@@ -487,7 +525,7 @@ static int lower_topk(mc_lower_ctx *c)
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, m, count));
 	mc_kexpr *other = mc_kb_let(kb, mc_k_load(kb, list, m));
 	mc_kexpr *y = mc_kb_let(kb, mc_lower_load(c, 0, view_at(kb, &v, o, mc_k_cast(kb, MC_KT_INDEX, other), i)));
-	mc_kb_if(kb, beats(kb, x, y, p->largest));
+	mc_kb_if(kb, topk_before(kb, x, y, p->largest));
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, m, mc_k_index(kb, k - 1)));
 	mc_kb_store(kb, list, mc_k_addi(kb, m, 1), other);
 	mc_kb_end(kb);

@@ -11,16 +11,25 @@
  * Placement is greedy, TensorFlow Lite Micro's planner generalised to
  * chains: items in some order, each at an offset where it overlaps no
  * placed buffer live at the same time as one of its members. Several runs
- * are tried, orderings x {first fit, best fit} x {chains merged, not
- * merged}, and the smallest arena is kept; the first run tried (size
- * descending, first fit, merged: TFLM's) wins ties, so the result is
- * deterministic and never worse than that baseline.
+ * are tried and the smallest arena kept:
+ *   - orderings (size, breadth, size x length, length, first use) x {first
+ *     fit, best fit} x {chains merged, not merged}; the first run tried
+ *     (size descending, first fit, merged: TFLM's) wins ties;
+ *   - then a local search on the best order: move an item, rerun, keep the
+ *     order if the arena is no larger.
+ * The search stops as soon as an arena meets the lower bound (most CNNs
+ * get there with the first orderings), and a work budget bounds it on
+ * graphs where buffers overlap thousands of others. Everything is
+ * deterministic (fixed seed, work counted in operations, not time). The
+ * result is never worse than the first run (TFLM's greedy, in-place
+ * chains merged), nor, unless the work budget runs out first, than TFLM's
+ * greedy without in-place sharing.
  *
  * Sizes and offsets are computed in units of `align` ("blocks"), which
  * makes every offset aligned by construction. Finding the buffers that
  * overlap an item in time uses a segment tree over the steps, so a run
- * costs about O(n log n + conflicts) on chain-like graphs and O(n^2) at
- * worst. */
+ * costs about O(n log n + conflicts) on chain-like graphs and O(n^2 log n)
+ * at worst. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -290,6 +299,7 @@ typedef struct {
 	int first;
 	int index;      /* item index: the final tie-break */
 	double area;    /* size x length */
+	size_t breadth; /* blocks live at the most crowded step it spans */
 } item_key;
 
 static int cmp_size(size_t a, size_t b) { return (a < b) - (a > b); } /* descending */
@@ -331,18 +341,83 @@ static int by_first(const void *pa, const void *pb)
 	return c ? c : cmp_asc(a->index, b->index);
 }
 
+/* Items at the most crowded steps first ("greedy by breadth", Pisarchyk &
+ * Lee 2020): the peak is packed before anything can fragment it. */
+static int by_breadth(const void *pa, const void *pb)
+{
+	const item_key *a = pa, *b = pb;
+	int c = cmp_size(a->breadth, b->breadth);
+	if (!c)
+		c = cmp_size(a->size, b->size);
+	if (!c)
+		c = cmp_asc(b->length, a->length);
+	return c ? c : cmp_asc(a->index, b->index);
+}
+
 /* by_size first: it is TFLM's order, and the first run wins ties. */
 static int (*const orderings[])(const void *, const void *) = {
-	by_size, by_area, by_length, by_first,
+	by_size, by_breadth, by_area, by_length, by_first,
 };
 #define N_ORDERINGS ((int)(sizeof orderings / sizeof *orderings))
 
-static void make_order(const items *it, int which, item_key *keys, int *order)
+static size_t add_sat(size_t a, size_t b)
+{
+	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+/* Per item, the most blocks live at one step of its interval (no in-place
+ * sharing counted: a heuristic only): live blocks per compressed step from
+ * a difference array, then range maxima from a bottom-up segment tree. */
+static void compute_breadth(const problem *pb, const items *it, size_t *breadth)
+{
+	int leaves = 1;
+	while (leaves < pb->n_steps + 1)
+		leaves *= 2;
+	size_t *tree = mc_xcalloc(2 * (size_t)leaves, sizeof *tree);
+	size_t *add = mc_xcalloc((size_t)leaves, sizeof *add), *sub = mc_xcalloc((size_t)leaves, sizeof *sub);
+	for (int i = 0; i < pb->n; i++)
+		if (pb->blocks[i]) {
+			add[pb->cfirst[i]] = add_sat(add[pb->cfirst[i]], pb->blocks[i]);
+			sub[pb->clast[i] + 1] = add_sat(sub[pb->clast[i] + 1], pb->blocks[i]);
+		}
+	/* live(s) = sum of add[0..s] - sum of sub[0..s]; saturated sums can
+	 * only make the heuristic coarser */
+	size_t born = 0, dead = 0;
+	for (int s = 0; s < pb->n_steps; s++) {
+		born = add_sat(born, add[s]);
+		dead = add_sat(dead, sub[s]);
+		tree[leaves + s] = born > dead ? born - dead : 0;
+	}
+	for (int k = leaves - 1; k >= 1; k--)
+		tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+	for (int k = 0; k < it->n_items; k++) {
+		size_t best = 0;
+		for (int lo = it->first[k] + leaves, hi = it->last[k] + leaves + 1; lo < hi;
+		     lo >>= 1, hi >>= 1) {
+			if ((lo & 1) && tree[lo] > best)
+				best = tree[lo];
+			if ((lo & 1))
+				lo++;
+			if ((hi & 1) && tree[hi - 1] > best)
+				best = tree[hi - 1];
+			if ((hi & 1))
+				hi--;
+		}
+		breadth[k] = best;
+	}
+	free(tree);
+	free(add);
+	free(sub);
+}
+
+static void make_order(const items *it, const size_t *breadth, int which, item_key *keys,
+                       int *order)
 {
 	for (int k = 0; k < it->n_items; k++) {
 		int64_t len = it->length[k];
 		keys[k] = (item_key){.size = it->size[k], .length = len, .first = it->first[k],
-		                     .index = k, .area = (double)it->size[k] * (double)len};
+		                     .index = k, .area = (double)it->size[k] * (double)len,
+		                     .breadth = breadth[k]};
 	}
 	qsort(keys, (size_t)it->n_items, sizeof *keys, orderings[which]);
 	for (int k = 0; k < it->n_items; k++)
@@ -365,6 +440,7 @@ typedef struct {
 	size_t *off;       /* per request: offset in blocks once placed */
 	span *forbid;
 	size_t n_forbid, cap_forbid;
+	uint64_t work;     /* a measure of the time spent, see place_item */
 } placer;
 
 static void placer_init(placer *pl, const problem *pb)
@@ -377,6 +453,7 @@ static void placer_init(placer *pl, const problem *pb)
 	pl->off = mc_xcalloc(pb->n ? (size_t)pb->n : 1, sizeof *pl->off);
 	pl->forbid = NULL;
 	pl->n_forbid = pl->cap_forbid = 0;
+	pl->work = 0;
 }
 
 static void placer_reset(placer *pl)
@@ -442,6 +519,8 @@ static int cmp_span(const void *pa, const void *pb)
  * bounded range exists). */
 static size_t pick_offset(placer *pl, bool best_fit)
 {
+	if (!pl->n_forbid)
+		return 0;
 	qsort(pl->forbid, pl->n_forbid, sizeof *pl->forbid, cmp_span);
 	size_t cur = 0, best = 0, best_slack = SIZE_MAX;
 	bool found = false;
@@ -479,8 +558,12 @@ static bool place_item(placer *pl, const problem *pb, const items *it, int k, bo
                        size_t *top)
 {
 	pl->n_forbid = 0;
-	for (int x = it->start[k]; x < it->start[k + 1]; x++)
-		collect_conflicts(pl, pb, it->member[x]);
+	for (int x = it->start[k]; x < it->start[k + 1]; x++) {
+		int m = it->member[x];
+		collect_conflicts(pl, pb, m);
+		pl->work += 16 + (uint64_t)(pb->clast[m] - pb->cfirst[m]); /* tree walks, step scan */
+	}
+	pl->work += pl->n_forbid;
 	size_t o = pick_offset(pl, best_fit);
 	for (int x = it->start[k]; x < it->start[k + 1]; x++) {
 		int m = it->member[x];
@@ -564,16 +647,63 @@ static bool lower_bound_blocks(const problem *pb, bool merged, size_t *out)
 	return ok;
 }
 
-/* ---- the entry point ---- */
+/* ---- the search ---- */
 typedef struct {
+	const problem *pb;
+	size_t align;
+	size_t floor;      /* no plan can beat it: the bound with every link merged */
 	bool found;
-	bool merged;
+	bool merged;       /* the best plan's policy, fit and item order */
+	bool best_fit;
+	int *order;
 	size_t arena_blocks;
 	size_t *off;       /* per request, blocks */
-} best_plan;
+	uint64_t work;     /* spent by all runs so far */
+	uint64_t last_work;/* of the latest run: the estimate of the next one */
+} search;
 
-static void try_policy(const problem *pb, bool merge, size_t align, best_plan *best)
+/* Work (conflicts examined, see place_item) all runs together may spend
+ * beyond the first: about a second. Graphs where every buffer
+ * overlaps thousands of others in time get fewer runs, not slower ones. */
+#define WORK_BUDGET 30000000u
+
+static bool can_afford_run(const search *se)
 {
+	return !se->found || se->work + se->last_work <= WORK_BUDGET;
+}
+
+static bool timed_run(search *se, placer *pl, const items *it, const int *order, bool best_fit,
+                      size_t *arena)
+{
+	pl->work = 0;
+	bool ok = run_greedy(pl, se->pb, it, order, best_fit, se->align, arena);
+	se->work += pl->work;
+	se->last_work = pl->work;
+	return ok;
+}
+
+static void keep_if_better(search *se, const placer *pl, const items *it, const int *order,
+                           bool merged, bool best_fit, size_t arena, bool keep_ties)
+{
+	if (se->found && (arena > se->arena_blocks || (arena == se->arena_blocks && !keep_ties)))
+		return;
+	se->found = true;
+	se->merged = merged;
+	se->best_fit = best_fit;
+	se->arena_blocks = arena;
+	memcpy(se->order, order, (size_t)it->n_items * sizeof *order);
+	memcpy(se->off, pl->off, (size_t)se->pb->n * sizeof *se->off);
+}
+
+static bool at_floor(const search *se)
+{
+	return se->found && se->arena_blocks <= se->floor;
+}
+
+/* Every ordering with both fits, until one reaches the floor. */
+static void try_orderings(search *se, bool merge)
+{
+	const problem *pb = se->pb;
 	items it;
 	items_build(&it, pb, merge);
 	placer pl;
@@ -581,24 +711,108 @@ static void try_policy(const problem *pb, bool merge, size_t align, best_plan *b
 	size_t nk = it.n_items ? (size_t)it.n_items : 1;
 	item_key *keys = mc_xmalloc(nk * sizeof *keys);
 	int *order = mc_xmalloc(nk * sizeof *order);
-	for (int o = 0; o < N_ORDERINGS; o++) {
-		make_order(&it, o, keys, order);
-		for (int fit = 0; fit < 2; fit++) {
+	size_t *breadth = mc_xmalloc(nk * sizeof *breadth);
+	compute_breadth(pb, &it, breadth);
+	for (int o = 0; o < N_ORDERINGS && !at_floor(se) && can_afford_run(se); o++) {
+		make_order(&it, breadth, o, keys, order);
+		for (int fit = 0; fit < 2 && !at_floor(se) && can_afford_run(se); fit++) {
 			size_t arena;
-			if (!run_greedy(&pl, pb, &it, order, fit == 1, align, &arena))
-				continue;
-			if (best->found && arena >= best->arena_blocks)
-				continue;
-			best->found = true;
-			best->merged = merge;
-			best->arena_blocks = arena;
-			memcpy(best->off, pl.off, (pb->n ? (size_t)pb->n : 1) * sizeof *best->off);
+			if (timed_run(se, &pl, &it, order, fit == 1, &arena))
+				keep_if_better(se, &pl, &it, order, merge, fit == 1, arena, false);
 		}
 	}
 	free(keys);
 	free(order);
+	free(breadth);
 	placer_free(&pl);
 	items_free(&it);
+}
+
+static uint32_t next_random(uint64_t *state) /* xorshift64 */
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return (uint32_t)(*state >> 32);
+}
+
+#define MAX_IMPROVE_RUNS 256
+
+/* dst = src with the entry at `from` moved to index `to`. */
+static void move_item(int *dst, const int *src, int n, int from, int to)
+{
+	int moved = src[from];
+	for (int x = 0, y = 0; x < n; x++) {
+		if (x == from)
+			continue;
+		if (y == to)
+			dst[y++] = moved;
+		dst[y++] = src[x];
+	}
+	if (to == n - 1)
+		dst[n - 1] = moved;
+}
+
+/* Greedy runs perturbing the best order: an item that reaches the top of
+ * the arena moves to a random earlier place, or any item anywhere; the new order
+ * is kept when its arena is no larger (sideways moves let the search cross
+ * plateaus). Stops at the lower bound, after MAX_IMPROVE_RUNS runs or
+ * when the work budget is spent; the seed is fixed and the work measure
+ * counts operations, not time, so the result is deterministic. */
+static void improve(search *se, size_t lower_bound)
+{
+	const problem *pb = se->pb;
+	items it;
+	items_build(&it, pb, se->merged);
+	if (it.n_items < 2) {
+		items_free(&it);
+		return;
+	}
+	placer pl;
+	placer_init(&pl, pb);
+	size_t nk = (size_t)it.n_items;
+	int *trial = mc_xmalloc(nk * sizeof *trial), *tops = mc_xmalloc(nk * sizeof *tops);
+	int *pos = mc_xmalloc(nk * sizeof *pos);
+	uint64_t rng = 0x9e3779b97f4a7c15u;
+	for (int t = 0; t < MAX_IMPROVE_RUNS && se->arena_blocks > lower_bound && can_afford_run(se);
+	     t++) {
+		int n_tops = 0;
+		for (int x = 0; x < it.n_items; x++) {
+			int k = se->order[x], head = it.member[it.start[k]];
+			pos[k] = x;
+			if (se->off[head] + it.size[k] == se->arena_blocks)
+				tops[n_tops++] = k;
+		}
+		int from, to;
+		if ((t & 1) || !n_tops) { /* any item, anywhere */
+			from = (int)(next_random(&rng) % nk);
+			to = (int)(next_random(&rng) % nk);
+		} else { /* a top item, earlier */
+			from = pos[tops[next_random(&rng) % (uint32_t)n_tops]];
+			to = from ? (int)(next_random(&rng) % (uint32_t)from) : 0;
+		}
+		if (from == to)
+			continue;
+		move_item(trial, se->order, it.n_items, from, to);
+		size_t arena;
+		if (timed_run(se, &pl, &it, trial, se->best_fit, &arena))
+			keep_if_better(se, &pl, &it, trial, se->merged, se->best_fit, arena, true);
+	}
+	free(trial);
+	free(tops);
+	free(pos);
+	placer_free(&pl);
+	items_free(&it);
+}
+
+/* ---- the entry point ---- */
+static int plan_error(problem *pb, search *se)
+{
+	mc_error("memory plan: the arena would exceed %zu bytes", SIZE_MAX);
+	free(se->off);
+	free(se->order);
+	problem_free(pb);
+	return -1;
 }
 
 int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out)
@@ -614,24 +828,29 @@ int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out
 	if (problem_init(&pb, reqs, n, align))
 		return -1;
 	size_t nn = n ? (size_t)n : 1;
-	best_plan best = {.off = mc_xcalloc(nn, sizeof *best.off)};
-	try_policy(&pb, true, align, &best);
+	search se = {.pb = &pb, .align = align, .off = mc_xcalloc(nn, sizeof *se.off),
+	             .order = mc_xcalloc(nn, sizeof *se.order)};
+	/* Any arena is at least either bound, so if one overflows so does
+	 * every arena. */
+	size_t lb_merged, lb_apart;
+	if (!lower_bound_blocks(&pb, true, &lb_merged) || !lower_bound_blocks(&pb, false, &lb_apart))
+		return plan_error(&pb, &se);
+	se.floor = lb_merged;
+	try_orderings(&se, true);
 	if (pb.any_link)
-		try_policy(&pb, false, align, &best);
-	size_t lb;
-	if (!best.found || !lower_bound_blocks(&pb, best.merged, &lb)) {
-		mc_error("memory plan: the arena would exceed %zu bytes", SIZE_MAX);
-		free(best.off);
-		problem_free(&pb);
-		return -1;
-	}
+		try_orderings(&se, false);
+	if (!se.found)
+		return plan_error(&pb, &se);
+	size_t lb = se.merged ? lb_merged : lb_apart;
+	improve(&se, lb);
 	/* Every offset is below the arena's end, whose byte count fits. */
 	out->offsets = mc_xcalloc(nn, sizeof *out->offsets);
 	for (int i = 0; i < n; i++)
-		out->offsets[i] = pb.blocks[i] ? best.off[i] * align : 0;
-	out->arena_bytes = best.arena_blocks * align;
+		out->offsets[i] = pb.blocks[i] ? se.off[i] * align : 0;
+	out->arena_bytes = se.arena_blocks * align;
 	out->lower_bound = lb * align; /* lb <= arena: the plan is valid */
-	free(best.off);
+	free(se.off);
+	free(se.order);
 	problem_free(&pb);
 	return 0;
 }

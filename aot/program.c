@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aot.h"
+#include "../freezing/graph_edit.h"
 
 #define ARENA_ALIGN 64
 
@@ -56,6 +57,35 @@ void mc_program_free(mc_program *p)
 	free(p->prefix);
 	mc_kpool_free(p->pool);
 	memset(p, 0, sizeof *p);
+}
+
+/* An If whose condition is known only at run time: both branches are
+ * inlined, their nodes guarded by the condition; the program runs one or
+ * the other (MC_STEP_IF). Nested ones are not supported yet. */
+static int inline_runtime_ifs(mc_graph *g)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		if (strcmp(n->op_type, "If") || n->domain[0] || !n->op)
+			continue;
+		const mc_value *cond = &g->values[n->inputs[0]];
+		if (cond->konst)
+			continue; /* freezing keeps one branch of these */
+		if (n->guard)
+			return mc_node_error(n, "an If inside another If's branch, both with run-time "
+			                        "conditions, is not supported by the compiler yet");
+		for (int a = 0; a < n->n_attrs; a++) {
+			const mc_graph *b = n->attrs[a].g;
+			for (int k = 0; b && k < b->n_nodes; k++)
+				if (b->nodes[k].op && (b->nodes[k].op->flags & MC_OP_SUBGRAPH) &&
+				    strcmp(b->nodes[k].op_type, "If"))
+					return mc_node_error(n, "branch node '%s' (%s) holds a subgraph: not supported "
+					                        "by the compiler yet", b->nodes[k].name, b->nodes[k].op_type);
+		}
+		ge_inline_if(g, i, -1);
+		i = -1; /* indices moved: start over (a nested If is now visible) */
+	}
+	return 0;
 }
 
 /* Every node of every group needs a lowering; all missing ones are
@@ -194,13 +224,64 @@ static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_
 	return -1;
 }
 
+static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
+                     int r, mc_loc *loc)
+{
+	const mc_value *rv = &g->values[r];
+	if (rv->kind == MC_VAL_CONST)
+		*loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = weight_of(g, p, m, r) };
+	else if (rv->kind == MC_VAL_INPUT)
+		*loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
+	else if (m->out_slot[r] >= 0)
+		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
+	else if (m->req[r] >= 0)
+		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan->offsets[m->req[r]] };
+	else {
+		mc_error("internal: value '%s' has no place", rv->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The run function's steps: kernels in order; the kernels of an If's
+ * branches (contiguous: then, then else) become one IF step. */
+static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
+                      const int *kguard, const bool *kelse)
+{
+	p->n_steps = 0;
+	for (int s = 0; s < p->n_kernels; ) {
+		p->steps = grow(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
+		mc_step *st = &p->steps[p->n_steps++];
+		if (!kguard[s]) {
+			*st = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = s++ };
+			continue;
+		}
+		int gv = kguard[s], t0 = s;
+		while (s < p->n_kernels && kguard[s] == gv && !kelse[s])
+			s++;
+		int e0 = s;
+		while (s < p->n_kernels && kguard[s] == gv && kelse[s])
+			s++;
+		*st = (mc_step){ .kind = MC_STEP_IF, .n_then = e0 - t0, .n_else = s - e0 };
+		st->then_steps = mc_kpool_alloc(p->pool, sizeof(mc_step) * (size_t)(st->n_then + 1));
+		st->else_steps = mc_kpool_alloc(p->pool, sizeof(mc_step) * (size_t)(st->n_else + 1));
+		for (int k = 0; k < st->n_then; k++)
+			st->then_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = t0 + k };
+		for (int k = 0; k < st->n_else; k++)
+			st->else_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = e0 + k };
+		if (value_loc(g, p, m, plan, m->root[gv - 1], &st->cond))
+			return -1;
+	}
+	return 0;
+}
+
 int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 {
 	memset(p, 0, sizeof *p);
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
-	if (check_lowerings(g))
+	if (inline_runtime_ifs(g) || check_lowerings(g))
 		return -1;
 	mc_group *groups;
 	int n_groups;
@@ -211,6 +292,9 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	                 mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)) };
 	int *first = mc_xcalloc(nv, sizeof(int)), *last = mc_xcalloc(nv, sizeof(int));
 	int *group_kernel = mc_xcalloc((size_t)n_groups + 1, sizeof(int));
+	/* guard and branch of each kernel (mc_node.guard of its nodes) */
+	int *kguard = mc_xcalloc((size_t)n_groups + (size_t)g->n_outputs + 1, sizeof(int));
+	bool *kelse = mc_xcalloc((size_t)n_groups + (size_t)g->n_outputs + 1, sizeof(bool));
 	int rc = -1;
 	for (int v = 0; v < g->n_values; v++) {
 		m.root[v] = v;
@@ -248,6 +332,13 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		if (kb.depth != 0) {
 			mc_node_error(&g->nodes[gr->anchor], "lowering left %d blocks open", kb.depth);
 			goto out;
+		}
+		const mc_node *an = &g->nodes[gr->anchor];
+		if (an->guard) {
+			/* the condition stays live while a branch may run */
+			mc_kb_buf(&kb, an->guard - 1, MC_BOOL, 1, false);
+			kguard[p->n_kernels - 1] = an->guard;
+			kelse[p->n_kernels - 1] = an->guard_else;
 		}
 		group_kernel[i] = p->n_kernels - 1;
 	}
@@ -321,23 +412,17 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };
 				continue;
 			}
-			int r = m.root[kb->value];
-			const mc_value *rv = &g->values[r];
-			if (rv->kind == MC_VAL_CONST)
-				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = weight_of(g, p, &m, r) };
-			else if (rv->kind == MC_VAL_INPUT)
-				kb->loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
-			else if (m.out_slot[r] >= 0)
-				kb->loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m.out_slot[r] };
-			else if (m.req[r] >= 0)
-				kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[m.req[r]] };
-			else {
-				mc_error("internal: value '%s' has no place", rv->name);
+			if (value_loc(g, p, &m, &plan, m.root[kb->value], &kb->loc)) {
 				mc_mem_plan_free(&plan);
 				free(reqs);
 				goto out;
 			}
 		}
+	}
+	if (make_steps(g, p, &m, &plan, kguard, kelse)) {
+		mc_mem_plan_free(&plan);
+		free(reqs);
+		goto out;
 	}
 	mc_mem_plan_free(&plan);
 	free(reqs);
@@ -356,6 +441,8 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	rc = 0;
 out:
 	free(copy_out);
+	free(kguard);
+	free(kelse);
 	free(group_kernel);
 	free(first);
 	free(last);

@@ -204,18 +204,14 @@ static mc_node move_node(inliner *in, mc_node *n)
 	return moved;
 }
 
-/* Replaces If node `pos` (condition known) by its taken branch's nodes.
- * The If's output values keep their indices: the branch node computing a
- * branch output writes the If's value directly; outputs that are
- * constants become constants, the rest are copied by an Identity. */
-static void inline_if(mc_graph *g, int pos, bool cond)
+/* Moves branch b's nodes (and copies of its outputs into the If's values
+ * if_out) into nodes[], renaming values into g. With direct, a branch node
+ * computing an output writes the If's value itself and constant outputs
+ * become constants; otherwise (both branches kept) every output is copied
+ * by an Identity, so that each branch writes the If's values. */
+static int move_branch(mc_graph *g, mc_graph *b, const int *if_out, int n_out, const char *prefix,
+                       bool direct_ok, mc_node *nodes, int count)
 {
-	mc_node *ifn = &g->nodes[pos];
-	mc_graph *b = mc_attr_find(ifn, cond ? "then_branch" : "else_branch")->g;
-	int n_out = ifn->n_outputs;
-	int *if_out = mc_xmalloc(((size_t)n_out + 1) * sizeof *if_out);
-	memcpy(if_out, ifn->outputs, (size_t)n_out * sizeof *if_out);
-	char *prefix = mc_xstrdup(ifn->name[0] ? ifn->name : "if");
 	inliner in = {.g = g, .branch = b, .prefix = prefix};
 	in.map = mc_xmalloc(((size_t)b->n_values + 1) * sizeof *in.map);
 	for (int v = 0; v < b->n_values; v++)
@@ -223,15 +219,13 @@ static void inline_if(mc_graph *g, int pos, bool cond)
 	/* branch outputs computed by a branch node: that node writes the If's
 	 * output value itself (the first time it appears) */
 	bool *direct = mc_xcalloc((size_t)n_out + 1, sizeof *direct);
-	for (int k = 0; k < n_out; k++) {
+	for (int k = 0; k < n_out && direct_ok; k++) {
 		int bv = b->outputs[k];
 		if (if_out[k] >= 0 && b->values[bv].kind == MC_VAL_NODE && in.map[bv] == -2) {
 			in.map[bv] = if_out[k];
 			direct[k] = true;
 		}
 	}
-	int count = 0, cap = b->n_nodes + n_out + 1;
-	mc_node *nodes = mc_xcalloc((size_t)cap, sizeof *nodes);
 	for (int i = 0; i < b->n_nodes; i++)
 		nodes[count++] = move_node(&in, &b->nodes[i]);
 	for (int k = 0; k < n_out; k++) {
@@ -239,19 +233,47 @@ static void inline_if(mc_graph *g, int pos, bool cond)
 			continue;
 		int src = map_value(&in, b->outputs[k]);
 		const mc_value *sv = &g->values[src];
-		if (sv->kind == MC_VAL_CONST && sv->konst) {
+		if (direct_ok && sv->kind == MC_VAL_CONST && sv->konst) {
 			ge_make_const(g, if_out[k], mc_tensor_clone(sv->konst));
 			continue;
 		}
 		char name[1024];
-		snprintf(name, sizeof name, "%s/output_%d", prefix, k);
+		snprintf(name, sizeof name, "%s/%s_output_%d", prefix, direct_ok ? "if" : b->name, k);
 		nodes[count++] = ge_identity_node(g, name, src, if_out[k]);
 	}
 	b->n_nodes = 0; /* its nodes are moved: freeing the If frees the rest */
-	ge_splice_nodes(g, pos, nodes, count);
-	free(nodes);
 	free(direct);
 	free(in.map);
+	return count;
+}
+
+void ge_inline_if(mc_graph *g, int pos, int which)
+{
+	mc_node *ifn = &g->nodes[pos];
+	mc_graph *tb = mc_attr_find(ifn, "then_branch")->g, *eb = mc_attr_find(ifn, "else_branch")->g;
+	int n_out = ifn->n_outputs, cond = ifn->inputs[0], guard = ifn->guard;
+	bool guard_else = ifn->guard_else;
+	int *if_out = mc_xmalloc(((size_t)n_out + 1) * sizeof *if_out);
+	memcpy(if_out, ifn->outputs, (size_t)n_out * sizeof *if_out);
+	char *prefix = mc_xstrdup(ifn->name[0] ? ifn->name : "if");
+	int cap = tb->n_nodes + eb->n_nodes + 2 * n_out + 1, count = 0;
+	mc_node *nodes = mc_xcalloc((size_t)cap, sizeof *nodes);
+	if (which >= 0) {
+		count = move_branch(g, which ? tb : eb, if_out, n_out, prefix, true, nodes, 0);
+		for (int i = 0; i < count; i++) {
+			nodes[i].guard = guard;
+			nodes[i].guard_else = guard_else;
+		}
+	} else {
+		int n_then = move_branch(g, tb, if_out, n_out, prefix, false, nodes, 0);
+		count = move_branch(g, eb, if_out, n_out, prefix, false, nodes, n_then);
+		for (int i = 0; i < count; i++) {
+			nodes[i].guard = cond + 1;
+			nodes[i].guard_else = i >= n_then;
+		}
+	}
+	ge_splice_nodes(g, pos, nodes, count);
+	free(nodes);
 	free(if_out);
 	free(prefix);
 }
@@ -333,7 +355,7 @@ int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report)
 		for (int i = 0; i < g->n_nodes; i++) {
 			bool cond;
 			if (known_if(g, &g->nodes[i], &cond)) {
-				inline_if(g, i, cond);
+				ge_inline_if(g, i, cond);
 				inlined++;
 			}
 		}

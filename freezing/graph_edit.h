@@ -58,6 +58,13 @@ size_t ge_value_bytes(const mc_value *v);
  * ge_splice_nodes or by the caller). */
 mc_node ge_identity_node(const mc_graph *g, const char *name, int in, int out);
 
+/* Replaces If node `pos` by its branches' nodes, the If's output values
+ * keeping their indices: which = 1 the then branch, 0 the else branch (a
+ * known condition), -1 both, each node guarded by the condition
+ * (mc_node.guard), each branch copying its results into the If's outputs:
+ * code generation runs one branch or the other. */
+void ge_inline_if(mc_graph *g, int pos, int which);
+
 /* Constant folding with the cap report chosen by the caller: mc_freeze
  * repeats the passes and reports the cap once, at the end. Returns the
  * number of changes, or -1. */

@@ -70,6 +70,9 @@ static bool make_identity(mc_graph *g, int i)
 		return false;
 	mc_node id = ge_identity_node(g, n->name, n->inputs[0], n->outputs[0]);
 	int out = n->outputs[0];
+	for (int k = 1; k < n->n_outputs; k++) /* an unused Dropout mask */
+		if (n->outputs[k] >= 0)
+			g->values[n->outputs[k]].producer = -1;
 	ge_node_free(n);
 	*n = id;
 	g->values[out].producer = i;

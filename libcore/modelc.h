@@ -211,6 +211,11 @@ typedef struct mc_node {
 	int n_attrs;
 	mc_attr *attrs;
 	void *params;         /* op-private, set by op->parse, freed with free() */
+	/* Set on the nodes of an If's branches inlined for code generation:
+	 * 1 + the value index of the condition they run under (0: always),
+	 * and whether they belong to the else branch. */
+	int guard;
+	bool guard_else;
 } mc_node;
 
 typedef struct mc_graph {

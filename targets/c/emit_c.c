@@ -187,9 +187,26 @@ static void put_float(mc_strbuf *sb, double v, bool f32, bool paren)
 		mc_sb_puts(sb, body);
 }
 
+/* v reduced to the values of t, as the C conversion would (the IR may
+ * carry a constant wider than its type). */
+static int64_t wrap_const(mc_ktype t, int64_t v)
+{
+	switch (t) {
+	case MC_KT_BOOL: return v != 0;
+	case MC_KT_I8: return (int8_t)v;
+	case MC_KT_U8: return (uint8_t)v;
+	case MC_KT_I16: return (int16_t)v;
+	case MC_KT_U16: return (uint16_t)v;
+	case MC_KT_I32: return (int32_t)v;
+	case MC_KT_U32: return (uint32_t)v;
+	default: return v;
+	}
+}
+
 static void put_int_const(emitter *e, mc_ktype t, int64_t v)
 {
 	mc_strbuf *sb = e->sb;
+	v = wrap_const(t, v);
 	switch (t) {
 	case MC_KT_U32:
 		mc_sb_printf(sb, "%" PRIu32 "u", (uint32_t)v);
@@ -377,11 +394,98 @@ static void put_bool_bin(emitter *e, const mc_kexpr *x, bool top)
 	}
 }
 
+/* The range of an integer type, for comparisons against constants. */
+static bool int_range(mc_ktype t, int64_t *lo, uint64_t *hi)
+{
+	switch (t) {
+	case MC_KT_I8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+	case MC_KT_U8: *lo = 0; *hi = UINT8_MAX; return true;
+	case MC_KT_I16: *lo = INT16_MIN; *hi = INT16_MAX; return true;
+	case MC_KT_U16: *lo = 0; *hi = UINT16_MAX; return true;
+	case MC_KT_I32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+	case MC_KT_U32: *lo = 0; *hi = UINT32_MAX; return true;
+	case MC_KT_I64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
+	case MC_KT_U64: *lo = 0; *hi = UINT64_MAX; return true;
+	default: return false;
+	}
+}
+
+/* a < b and a > b on (int64 or uint64) values: unsigned types' constants
+ * are their bits in int64. */
+static bool lt_mixed(int64_t a, bool a_unsigned, int64_t b, bool b_unsigned)
+{
+	if (a_unsigned && b_unsigned)
+		return (uint64_t)a < (uint64_t)b;
+	if (a_unsigned) /* a >= 0 */
+		return b >= 0 && (uint64_t)a < (uint64_t)b;
+	if (b_unsigned)
+		return a < 0 || (uint64_t)a < (uint64_t)b;
+	return a < b;
+}
+
+/* 1 or 0 when `x op c` (c constant) has that value for every x of the
+ * type, -1 otherwise. gcc's -Wtype-limits (in -Wextra) rejects such
+ * comparisons (u < 0, i8 >= -128), which lowerings write naturally. */
+static int tautology(int op, mc_ktype t, int64_t c)
+{
+	int64_t lo;
+	uint64_t hi;
+	if (!int_range(t, &lo, &hi))
+		return -1;
+	bool u = !mc_ktype_is_signed(t);
+	c = wrap_const(t, c);
+	bool c_below = lt_mixed(c, u, lo, false);              /* c < lo */
+	bool c_above = lt_mixed((int64_t)hi, true, c, u);      /* hi < c */
+	bool c_is_lo = !c_below && !lt_mixed(lo, false, c, u); /* c == lo */
+	bool c_is_hi = !c_above && !lt_mixed(c, u, (int64_t)hi, true);
+	switch (op) {
+	case MC_KB_LT: return (c_above) ? 1 : (c_below || c_is_lo) ? 0 : -1;
+	case MC_KB_LE: return (c_above || c_is_hi) ? 1 : c_below ? 0 : -1;
+	case MC_KB_GT: return (c_below) ? 1 : (c_above || c_is_hi) ? 0 : -1;
+	case MC_KB_GE: return (c_below || c_is_lo) ? 1 : c_above ? 0 : -1;
+	case MC_KB_EQ: return (c_below || c_above) ? 0 : -1;
+	case MC_KB_NE: return (c_below || c_above) ? 1 : -1;
+	default: return -1;
+	}
+}
+
+static int swap_compare(int op)
+{
+	switch (op) {
+	case MC_KB_LT: return MC_KB_GT;
+	case MC_KB_LE: return MC_KB_GE;
+	case MC_KB_GT: return MC_KB_LT;
+	case MC_KB_GE: return MC_KB_LE;
+	default: return op;
+	}
+}
+
+static void put_compare(emitter *e, const mc_kexpr *x, bool top)
+{
+	int64_t c;
+	const mc_kexpr *var = NULL;
+	int known = -1;
+	if (mc_k_is_const(x->b, &c) && !mc_k_is_const(x->a, NULL)) {
+		var = x->a;
+		known = tautology(x->op, x->a->type, c);
+	} else if (mc_k_is_const(x->a, &c) && !mc_k_is_const(x->b, NULL)) {
+		var = x->b;
+		known = tautology(swap_compare(x->op), x->b->type, c);
+	}
+	if (known >= 0) { /* keep the operand's reads, drop the comparison */
+		mc_sb_puts(e->sb, "((void)");
+		put_expr(e, var, false);
+		mc_sb_printf(e->sb, ", %d)", known);
+		return;
+	}
+	put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+}
+
 static void put_bin(emitter *e, const mc_kexpr *x, bool top)
 {
 	mc_ktype t = x->a->type;
 	if (is_compare(x->op)) {
-		put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
+		put_compare(e, x, top);
 		return;
 	}
 	if (mc_ktype_is_float(t))
@@ -460,8 +564,10 @@ static void put_un(emitter *e, const mc_kexpr *x)
 			put_prefix(e, ctype(e, t), "~", x->a);
 		return;
 	case MC_KU_ISNAN: case MC_KU_ISINF:
-		if (!is_float) {
-			mc_sb_puts(e->sb, "0");
+		if (!is_float) { /* integers are never NaN or inf */
+			mc_sb_puts(e->sb, "((void)");
+			put_expr(e, x->a, false);
+			mc_sb_puts(e->sb, ", 0)");
 			return;
 		}
 		mc_sb_puts(e->sb, x->op == MC_KU_ISNAN ? "(isnan(" : "(isinf(");
@@ -773,6 +879,31 @@ static const mc_weight *weight_of(const emitter *e, int index)
 	return &e->p->weights[index];
 }
 
+/* Whether two buffers of a kernel may share storage: the same input,
+ * output or weight, or intersecting arena ranges (in-place kernels).
+ * Inputs, outputs, weights and the arena never overlap each other (the
+ * run function's contract). */
+static bool may_overlap(const mc_kbuf *a, const mc_kbuf *b)
+{
+	if (a->loc.kind != b->loc.kind)
+		return false;
+	if (a->loc.kind != MC_LOC_ARENA)
+		return a->loc.index == b->loc.index;
+	size_t ea = a->loc.offset + a->count * mc_dtype_size(a->dtype);
+	size_t eb = b->loc.offset + b->count * mc_dtype_size(b->dtype);
+	return a->loc.offset < eb && b->loc.offset < ea;
+}
+
+/* restrict lets the compiler keep values in registers across stores and
+ * vectorise without run-time alias checks; only where it is true. */
+static bool is_restrict(const emitter *e, int i)
+{
+	for (int j = 0; j < e->k->n_bufs; j++)
+		if (j != i && e->buf_uses[j] && may_overlap(&e->k->bufs[i], &e->k->bufs[j]))
+			return false;
+	return true;
+}
+
 /* One pointer per buffer the kernel touches, typed by its storage. */
 static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, bool *uses_out)
 {
@@ -783,7 +914,7 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 		fail(e, "buffer of a dtype without C storage");
 		return;
 	}
-	mc_sb_printf(e->sb, "\t%s%s *const b%d = ", q, st, i);
+	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = ", q, st, is_restrict(e, i) ? "restrict " : "", i);
 	switch (b->loc.kind) {
 	case MC_LOC_ARENA:
 		mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
@@ -998,8 +1129,16 @@ static void put_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int
 	for (int i = 0; i < n; i++) {
 		const char *dc = dtype_const(d[i].dtype);
 		size_t numel = io_numel(&d[i]);
-		mc_sb_printf(e->sb, "#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
+		mc_sb_printf(e->sb, "#define %s_%s_%d_NAME ", e->upper, kind, i);
+		put_c_string(e->sb, d[i].name ? d[i].name : "");
+		mc_sb_printf(e->sb, "\n#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
 		mc_sb_printf(e->sb, "#define %s_%s_%d_RANK %d\n", e->upper, kind, i, d[i].shape.rank);
+		if (d[i].shape.rank > 0) { /* an initializer: int64_t dims[] = NAME_INPUT_0_SHAPE; */
+			mc_sb_printf(e->sb, "#define %s_%s_%d_SHAPE {", e->upper, kind, i);
+			for (int j = 0; j < d[i].shape.rank; j++)
+				mc_sb_printf(e->sb, j ? ", %" PRId64 : "%" PRId64, d[i].shape.dims[j]);
+			mc_sb_puts(e->sb, "}\n");
+		}
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
 		             numel * mc_dtype_size(d[i].dtype));
@@ -1014,14 +1153,15 @@ static void put_header(emitter *e)
 	put_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
 	put_io_comment(e, "Outputs", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, " */\n");
-	mc_sb_printf(sb, "#ifndef %s_H\n#define %s_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
+	mc_sb_printf(sb, "#ifndef %s_MODELC_H\n#define %s_MODELC_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
 	mc_sb_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	mc_sb_puts(sb, "/* Scratch memory the caller passes to the run function. */\n");
 	mc_sb_printf(sb, "#define %s_ARENA_BYTES %zuu\n", e->upper, p->arena_bytes);
 	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, arena_align(p));
 	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
 	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
-	mc_sb_puts(sb, "/* Per input and output: element type (MODELC_*), rank, elements, bytes. */\n");
+	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
+	               " * (an initializer list; absent for scalars), elements, bytes. */\n");
 	put_io_macros(e, "INPUT", p->inputs, p->n_inputs);
 	put_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");
@@ -1038,8 +1178,8 @@ static void put_header(emitter *e)
 		" *   inputs:  %s_NUM_INPUTS pointers; inputs[i] points to input i's elements,\n"
 		" *            dense and row-major, aligned for their C type (float: 4 bytes).\n"
 		" *   outputs: %s_NUM_OUTPUTS pointers to caller buffers of %s_OUTPUT_<i>_BYTES\n"
-		" *            bytes each, which the run fills. Inputs, outputs and the arena must\n"
-		" *            not overlap.\n"
+		" *            bytes each, which the run fills. The arena, the inputs and the\n"
+		" *            outputs must not overlap (outputs not each other either).\n"
 		" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL pointer),\n"
 		" * MODELC_ERR_MISALIGNED (arena), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
 		" * (invalid input data; outputs are then unspecified). Never aborts.\n"
@@ -1048,7 +1188,7 @@ static void put_header(emitter *e)
 		e->upper, e->upper, e->upper, e->upper, e->upper, e->upper);
 	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
 	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
-	mc_sb_printf(sb, "#endif /* %s_H */\n", e->upper);
+	mc_sb_printf(sb, "#endif /* %s_MODELC_H */\n", e->upper);
 }
 
 /* ---- NAME.c ---- */
@@ -1193,7 +1333,9 @@ static int put_weights(emitter *e)
 		}
 		if (t->numel == 0)
 			continue;
-		size_t align = p->weights[i].align ? p->weights[i].align : 16;
+		size_t align = p->weights[i].align;
+		if (align == 0 || (align & (align - 1)) != 0) /* aligned() needs a power of two */
+			align = 16;
 		mc_sb_printf(sb, "\n/* %s", mc_dtype_name(t->dtype));
 		char shape[256];
 		mc_sb_printf(sb, " %s */\n", mc_shape_str(&t->shape, shape, sizeof shape));

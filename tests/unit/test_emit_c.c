@@ -2,6 +2,7 @@
  * kernel builder are emitted, compiled with the system's C compiler
  * (-std=c99 -Wall -Wextra -Werror) together with a test main, and run. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,8 @@ Test(emit_c, add_two_inputs)
 		"	if (ADDM_NUM_INPUTS != 2 || ADDM_INPUT_1_NUMEL != 6 || ADDM_OUTPUT_0_BYTES != 24) return 5;\n"
 		"	if (addm_inputs[1].rank != 2 || addm_inputs[1].dims[1] != 3 || addm_inputs[1].name[1] != '?') return 6;\n"
 		"	if (addm_outputs[0].dtype != MODELC_FLOAT) return 7;\n"
+		"	{ static const int64_t shape[] = ADDM_INPUT_1_SHAPE; if (shape[0] != 2 || shape[1] != 3) return 8; }\n"
+		"	if (ADDM_INPUT_1_NAME[1] != '?' || ADDM_INPUT_1_NAME[2] != '\"' || ADDM_OUTPUT_0_NAME[0] != 'y') return 9;\n"
 		"	return 0;\n}\n");
 	fixture_free(&f);
 }
@@ -445,5 +448,371 @@ Test(emit_c, rejects_bad_name)
 	fixture_init(&f, "9bad-name");
 	build_add(&f);
 	cr_assert_eq(mc_emit_c(&f.p, NULL, f.dir), -1);
+	fixture_free(&f);
+}
+
+/* ---- every operation on every type, compiled warning-free and run under
+ * UBSan on extreme values (INT_MIN-like, -1/NaN, 0, huge) ---- */
+static const mc_kbinop int_binops[] = {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL, MC_KB_DIV, MC_KB_REM, MC_KB_MIN, MC_KB_MAX,
+	MC_KB_AND, MC_KB_OR, MC_KB_XOR, MC_KB_SHL, MC_KB_SHR,
+};
+static const mc_kbinop compares[] = {
+	MC_KB_LT, MC_KB_LE, MC_KB_GT, MC_KB_GE, MC_KB_EQ, MC_KB_NE,
+};
+static const mc_kbinop float_binops[] = {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL, MC_KB_DIV, MC_KB_FMOD, MC_KB_POW, MC_KB_ATAN2,
+	MC_KB_MIN, MC_KB_MAX,
+};
+static const mc_ktype all_ints[] = {
+	MC_KT_I8, MC_KT_U8, MC_KT_I16, MC_KT_U16, MC_KT_I32, MC_KT_U32, MC_KT_I64, MC_KT_U64,
+};
+
+/* acc ^= each op of a, b and of a against the type's limits */
+static mc_kexpr *int_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_ktype t = a->type;
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof int_binops / sizeof *int_binops; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, int_binops[j], a, b)));
+	int64_t limits[] = {0, -1, INT8_MIN, 255, INT32_MIN, UINT32_MAX, INT64_MIN, 7};
+	for (size_t j = 0; j < sizeof compares / sizeof *compares; j++) {
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_bin(kb, compares[j], a, b))));
+		for (size_t l = 0; l < sizeof limits / sizeof *limits; l++) {
+			mc_kexpr *c = mc_k_int(kb, t, limits[l]);
+			mc_kexpr *cmp = l % 2 ? mc_k_bin(kb, compares[j], a, c) : mc_k_bin(kb, compares[j], c, a);
+			mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, cmp)));
+		}
+	}
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_div(kb, a, mc_k_int(kb, t, -1))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, MC_KB_REM, mc_k_int(kb, t, INT64_MIN), b)));
+	static const mc_kunop uns[] = {MC_KU_NEG, MC_KU_BITNOT, MC_KU_ABS, MC_KU_FLOOR, MC_KU_ROUND};
+	for (size_t j = 0; j < sizeof uns / sizeof *uns; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, uns[j], a)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_un(kb, MC_KU_NOT, mc_k_cast(kb, MC_KT_BOOL, a)))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_un(kb, MC_KU_ISNAN, b))));
+	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_cast(kb, all_ints[j], a))));
+	mc_kexpr *f = mc_k_cast(kb, MC_KT_F32, a), *d = mc_k_cast(kb, MC_KT_F64, b);
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, f, mc_k_float(kb, MC_KT_F32, 3.5)))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, d, mc_k_float(kb, MC_KT_F64, -1e300)))));
+	mc_kb_assign(kb, acc, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, b), acc, mc_k_fma(kb, a, b, acc)));
+	return acc;
+}
+
+static mc_kexpr *float_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_ktype t = a->type;
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof float_binops / sizeof *float_binops; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_bin(kb, float_binops[j], a, b)));
+	for (size_t j = 0; j < sizeof compares / sizeof *compares; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_bin(kb, compares[j], a, b))));
+	for (int op = MC_KU_NEG; op < MC_KU__COUNT; op++) {
+		if (op == MC_KU_NOT || op == MC_KU_BITNOT)
+			continue;
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_un(kb, (mc_kunop)op, a))));
+	}
+	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, all_ints[j], b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, MC_KT_BOOL, b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, MC_KT_INDEX, b))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_cast(kb, t == MC_KT_F32 ? MC_KT_F64 : MC_KT_F32, b))));
+	mc_kexpr *consts[] = {
+		mc_k_float(kb, t, NAN), mc_k_float(kb, t, -INFINITY), mc_k_float(kb, t, -0.0),
+		mc_k_float(kb, t, 1e-45), mc_k_float(kb, t, 3.4028234663852886e38), mc_k_float(kb, t, 0.1),
+	};
+	for (size_t j = 0; j < sizeof consts / sizeof *consts; j++)
+		mc_kb_assign(kb, acc, mc_k_fma(kb, acc, consts[j], mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, consts[j]), a, b)));
+	return acc;
+}
+
+static mc_kexpr *bool_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	static const mc_kbinop ops[] = {MC_KB_AND, MC_KB_OR, MC_KB_XOR, MC_KB_MIN, MC_KB_MAX,
+	                                MC_KB_EQ, MC_KB_NE, MC_KB_LT, MC_KB_GE};
+	mc_kexpr *acc = mc_kb_local(kb, a);
+	for (size_t j = 0; j < sizeof ops / sizeof *ops; j++)
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_bin(kb, ops[j], a, b)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, MC_KU_NOT, a)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_un(kb, MC_KU_BITNOT, b)));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, MC_KT_BOOL, mc_k_cast(kb, MC_KT_F32, a))));
+	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, MC_KT_BOOL, mc_k_cast(kb, MC_KT_U64, b))));
+	return acc;
+}
+
+Test(emit_c, every_op_every_type_ubsan)
+{
+	static const mc_dtype dtypes[] = {
+		MC_FLOAT, MC_DOUBLE, MC_FLOAT16, MC_BFLOAT16, MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ,
+		MC_FLOAT8E5M2, MC_FLOAT8E5M2FNUZ, MC_FLOAT4E2M1, MC_FLOAT8E8M0,
+		MC_INT8, MC_UINT8, MC_INT16, MC_UINT16, MC_INT32, MC_UINT32, MC_INT64, MC_UINT64,
+		MC_INT4, MC_UINT4, MC_INT2, MC_UINT2, MC_BOOL,
+	};
+	enum { N = sizeof dtypes / sizeof *dtypes };
+	static const int64_t dims[1] = {4};
+	static mc_io_desc ins[N], outs[N];
+	fixture f;
+	fixture_init(&f, "sink");
+	f.p.inputs = ins;
+	f.p.outputs = outs;
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_sink");
+	for (int d = 0; d < N; d++) {
+		int in = mc_kb_buf(&kb, 2 * d, dtypes[d], 4, false);
+		int out = mc_kb_buf(&kb, 2 * d + 1, dtypes[d], 4, true);
+		place(k, in, MC_LOC_INPUT, d, 0);
+		place(k, out, MC_LOC_OUTPUT, d, 0);
+		set_io(&ins[d], "in", dtypes[d], 1, dims);
+		set_io(&outs[d], "out", dtypes[d], 1, dims);
+		mc_kexpr *i = mc_kb_fori(&kb, 4, MC_KF_PARALLEL | MC_KF_VECTOR);
+		mc_kexpr *a = mc_kb_let(&kb, mc_k_load(&kb, in, i));
+		/* b = in[(i + 1) % 4], and index min/max/div exercised on the way */
+		mc_kexpr *j = mc_k_bin(&kb, MC_KB_REM, mc_k_addi(&kb, i, 1), mc_k_index(&kb, 4));
+		j = mc_k_bin(&kb, MC_KB_MIN, mc_k_bin(&kb, MC_KB_MAX, j, mc_k_index(&kb, 0)), mc_k_index(&kb, 3));
+		mc_kexpr *b = mc_kb_let(&kb, mc_k_load(&kb, in, j));
+		mc_kexpr *r;
+		if (a->type == MC_KT_BOOL)
+			r = bool_ops(&kb, a, b);
+		else if (mc_ktype_is_float(a->type))
+			r = float_ops(&kb, a, b);
+		else
+			r = int_ops(&kb, a, b);
+		mc_kb_store(&kb, out, i, r);
+		mc_kb_end(&kb);
+	}
+	f.p.n_inputs = f.p.n_outputs = N;
+	cr_assert_eq(mc_emit_c(&f.p, NULL, f.dir), 0);
+	write_text(f.dir, "main.c",
+		"#include <string.h>\n#include \"sink.h\"\n"
+		"static const unsigned char fill[4] = {0x80, 0xff, 0x00, 0x7f};\n"
+		"static unsigned char data[2 * SINK_NUM_INPUTS][32] __attribute__((aligned(8)));\n"
+		"int main(void) {\n"
+		"	const void *in[SINK_NUM_INPUTS];\n	void *out[SINK_NUM_OUTPUTS];\n"
+		"	for (int i = 0; i < SINK_NUM_INPUTS; i++) {\n"
+		"		int size = (int)(sizeof data[0] / 4);\n"
+		"		int es = sink_inputs[i].dtype == MODELC_DOUBLE || sink_inputs[i].dtype == MODELC_INT64 ||\n"
+		"		         sink_inputs[i].dtype == MODELC_UINT64 ? 8 : 4;\n"
+		"		(void)size;\n"
+		"		for (int e = 0; e < 4; e++) memset(data[i] + e * es, fill[e], (size_t)es);\n"
+		"		in[i] = data[i];\n		out[i] = data[SINK_NUM_INPUTS + i];\n"
+		"	}\n"
+		"	return sink_run(0, in, out) != MODELC_OK;\n}\n");
+	const char *san = "-O1 -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all";
+	cr_assert_eq(build_and_run(f.dir, "sink", "cc", san), 0, "gcc failed in %s", f.dir);
+	cr_assert_eq(build_and_run(f.dir, "sink", "cc", "-O2"), 0, "gcc -O2 failed in %s", f.dir);
+	if (have("clang"))
+		cr_assert_eq(build_and_run(f.dir, "sink", "clang", san), 0, "clang failed in %s", f.dir);
+	fixture_free(&f);
+}
+
+/* ---- storage conversions of the generated code against libcore's ---- */
+static void put_array(char **p, const char *type, const char *name, size_t n, const double *v, bool as_float)
+{
+	*p += sprintf(*p, "static const %s %s[%zu] = {", type, name, n);
+	for (size_t i = 0; i < n; i++)
+		*p += !as_float ? sprintf(*p, "%lld,", (long long)v[i])
+		      : isnan(v[i]) ? sprintf(*p, "NAN,")
+		      : isinf(v[i]) ? sprintf(*p, "%sINFINITY,", v[i] < 0 ? "-" : "")
+		                    : sprintf(*p, "%a,", v[i]);
+	*p += sprintf(*p, "};\n");
+}
+
+/* Every small-float type and the 16-bit floats, in one program: codes
+ * 0..255 loaded to f32 (compared with mc_small_float_to_double), and a
+ * spread of f32 values stored (compared with mc_set_f, which saturates). */
+Test(emit_c, small_float_storage_matches_libcore)
+{
+	static const mc_dtype types[] = {
+		MC_FLOAT8E4M3FN, MC_FLOAT8E4M3FNUZ, MC_FLOAT8E5M2, MC_FLOAT8E5M2FNUZ,
+		MC_FLOAT4E2M1, MC_FLOAT8E8M0, MC_FLOAT16, MC_BFLOAT16,
+	};
+	enum { NT = sizeof types / sizeof *types, NV = 64 };
+	static mc_io_desc ins[2 * NT], outs[2 * NT];
+	double vals[NV];
+	for (int i = 0; i < NV; i++) /* ties, subnormals, overflow, inf, NaN */
+		vals[i] = i % 8 == 7 ? -ldexp(1.0 + i / 64.0, i / 2 - 20) : ldexp(1.0 + (i % 5) / 8.0, i - 30) * (i % 3 ? 1 : -1);
+	vals[0] = NAN;
+	vals[1] = INFINITY;
+	vals[2] = -0.0;
+	vals[3] = 0.0;
+	vals[4] = 1e30;
+	vals[5] = 0.3125; /* ties in e2m1/e4m3 */
+	vals[6] = 5.0;
+	fixture f;
+	fixture_init(&f, "sf");
+	f.p.inputs = ins;
+	f.p.outputs = outs;
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_conv");
+	/* main.c: file-scope data (p), setup (q) and checks (r) per type */
+	char *src = malloc(1 << 20), *p = src, *setup = malloc(1 << 16), *q = setup, *checks = malloc(1 << 16), *r = checks;
+	p += sprintf(p, "#include <math.h>\n#include \"sf.h\"\n");
+	static double want_dec[256], want_enc[NV], xs[NV];
+	for (int v = 0; v < NV; v++)
+		xs[v] = (float)vals[v];
+	put_array(&p, "float", "xs", NV, xs, true);
+	for (int t = 0; t < NT; t++) {
+		mc_dtype dt = types[t];
+		bool half = dt == MC_FLOAT16 || dt == MC_BFLOAT16;
+		int ncodes = dt == MC_FLOAT4E2M1 ? 16 : 256;
+		int codes = mc_kb_buf(&kb, 4 * t, dt, 256, false);
+		int decoded = mc_kb_buf(&kb, 4 * t + 1, MC_FLOAT, 256, true);
+		int x = mc_kb_buf(&kb, 4 * t + 2, MC_FLOAT, NV, false);
+		int enc = mc_kb_buf(&kb, 4 * t + 3, dt, NV, true);
+		mc_kexpr *i = mc_kb_fori(&kb, ncodes, 0);
+		mc_kb_store(&kb, decoded, i, mc_k_load(&kb, codes, i));
+		mc_kb_end(&kb);
+		i = mc_kb_fori(&kb, NV, 0);
+		mc_kb_store(&kb, enc, i, mc_k_load(&kb, x, i));
+		mc_kb_end(&kb);
+		place(k, codes, MC_LOC_INPUT, 2 * t, 0);
+		place(k, x, MC_LOC_INPUT, 2 * t + 1, 0);
+		place(k, decoded, MC_LOC_OUTPUT, 2 * t, 0);
+		place(k, enc, MC_LOC_OUTPUT, 2 * t + 1, 0);
+		int64_t n256[1] = {256}, nv[1] = {NV};
+		set_io(&ins[2 * t], "codes", dt, 1, n256);
+		set_io(&ins[2 * t + 1], "x", MC_FLOAT, 1, nv);
+		set_io(&outs[2 * t], "decoded", MC_FLOAT, 1, n256);
+		set_io(&outs[2 * t + 1], "enc", dt, 1, nv);
+
+		mc_shape s = {.rank = 1, .dims = {1}};
+		mc_tensor *one = mc_tensor_new(dt, &s);
+		for (int c = 0; c < 256; c++) {
+			((uint8_t *)one->data)[0] = (uint8_t)c; /* the low byte of a half */
+			want_dec[c] = c < ncodes ? (float)mc_get_f(one, 0) : 0;
+		}
+		for (int v = 0; v < NV; v++) {
+			mc_set_f(one, 0, xs[v]);
+			want_enc[v] = half ? ((uint16_t *)one->data)[0] : ((uint8_t *)one->data)[0];
+		}
+		mc_tensor_free(one);
+		char name[32];
+		snprintf(name, sizeof name, "want_dec%d", t);
+		put_array(&p, "float", name, 256, want_dec, true);
+		snprintf(name, sizeof name, "want_enc%d", t);
+		put_array(&p, "unsigned", name, NV, want_enc, false);
+		const char *st = half ? "uint16_t" : "uint8_t";
+		p += sprintf(p, "static %s codes%d[256], enc%d[%d];\nstatic float dec%d[256];\n", st, t, t, NV, t);
+		q += sprintf(q, "\tfor (int c = 0; c < 256; c++) codes%d[c] = (%s)c;\n"
+		                "\tin[%d] = codes%d; in[%d] = xs; out[%d] = dec%d; out[%d] = enc%d;\n",
+		             t, st, 2 * t, t, 2 * t + 1, 2 * t, t, 2 * t + 1, t);
+		r += sprintf(r, "\tfor (int c = 0; c < %d; c++)\n"
+		                "\t\tif (!(dec%d[c] == want_dec%d[c] || (isnan(dec%d[c]) && isnan(want_dec%d[c])))) return 10 + %d;\n"
+		                "\tfor (int v = 0; v < %d; v++) if (enc%d[v] != want_enc%d[v]) return 20 + %d;\n",
+		             ncodes, t, t, t, t, t, NV, t, t, t);
+	}
+	p += sprintf(p, "int main(void) {\n\tconst void *in[%d];\n\tvoid *out[%d];\n%s"
+	                "\tif (sf_run(0, in, out) != MODELC_OK) return 1;\n%s\treturn 0;\n}\n",
+	             2 * NT, 2 * NT, setup, checks);
+	free(setup);
+	free(checks);
+	f.p.n_inputs = f.p.n_outputs = 2 * NT;
+	emit_build_run(&f, src);
+	free(src);
+	fixture_free(&f);
+}
+
+/* Loops that break, a failure status from inside a nested loop, a mutable
+ * local never read, sub-byte integer stores wrapping like libcore's. */
+Test(emit_c, break_fail_and_int4)
+{
+	static const int64_t dims[1] = {6};
+	fixture f;
+	fixture_init(&f, "ctl");
+	mc_kb kb;
+	mc_kernel *k = add_kernel(&f, &kb, "k0_find");
+	int x = mc_kb_buf(&kb, 0, MC_INT64, 6, false);
+	int first = mc_kb_buf(&kb, 1, MC_INT64, 1, true);
+	int i4 = mc_kb_buf(&kb, 2, MC_INT4, 6, true);
+	int u2 = mc_kb_buf(&kb, 3, MC_UINT2, 6, true);
+	/* first index with x[i] > 10, or -1; x[i] < -100 anywhere fails */
+	mc_kexpr *found = mc_kb_local(&kb, mc_k_int(&kb, MC_KT_I64, -1));
+	mc_kexpr *unused = mc_kb_local(&kb, mc_k_int(&kb, MC_KT_I32, 0));
+	mc_kexpr *i = mc_kb_fori(&kb, 6, 0);
+	mc_kexpr *v = mc_kb_let(&kb, mc_k_load(&kb, x, i));
+	mc_kb_assign(&kb, unused, mc_k_cast(&kb, MC_KT_I32, v));
+	mc_kb_if(&kb, mc_k_bin(&kb, MC_KB_GT, v, mc_k_int(&kb, MC_KT_I64, 10)));
+	mc_kb_assign(&kb, found, mc_k_cast(&kb, MC_KT_I64, i));
+	mc_kb_break(&kb);
+	mc_kb_end(&kb);
+	mc_kb_end(&kb);
+	mc_kb_store(&kb, first, mc_k_index(&kb, 0), found);
+	i = mc_kb_fori(&kb, 2, 0);
+	mc_kexpr *j = mc_kb_fori(&kb, 3, 0);
+	mc_kexpr *lin = mc_k_add(&kb, mc_k_muli(&kb, i, 3), j);
+	v = mc_kb_let(&kb, mc_k_load(&kb, x, lin));
+	mc_kb_if(&kb, mc_k_bin(&kb, MC_KB_LT, v, mc_k_int(&kb, MC_KT_I64, -100)));
+	mc_kb_fail(&kb, MC_STATUS_BAD_INDEX);
+	mc_kb_else(&kb);
+	mc_kb_store(&kb, i4, lin, mc_k_cast(&kb, MC_KT_I8, v));
+	mc_kb_store(&kb, u2, lin, mc_k_cast(&kb, MC_KT_U8, v));
+	mc_kb_end_n(&kb, 3);
+	place(k, x, MC_LOC_INPUT, 0, 0);
+	for (int o = 0; o < 3; o++)
+		place(k, first + o, MC_LOC_OUTPUT, o, 0);
+	f.p.n_inputs = 1;
+	f.p.n_outputs = 3;
+	int64_t one[1] = {1};
+	set_io(&f.inputs[0], "x", MC_INT64, 1, dims);
+	set_io(&f.outputs[0], "first", MC_INT64, 1, one);
+	set_io(&f.outputs[1], "i4", MC_INT4, 1, dims);
+	set_io(&f.outputs[2], "u2", MC_UINT2, 1, dims);
+	emit_build_run(&f,
+		"#include \"ctl.h\"\n"
+		"int main(void) {\n"
+		"	int64_t x[6] = {3, 8, 9, 11, 12, -5}, first;\n	int8_t i4[6];\n	uint8_t u2[6];\n"
+		"	const void *in[1] = {x};\n	void *out[3] = {&first, i4, u2};\n"
+		"	if (ctl_run(0, in, out) != MODELC_OK || first != 3) return 1;\n"
+		"	if (i4[0] != 3 || i4[1] != -8 || i4[2] != -7 || i4[4] != -4 || i4[5] != -5) return 2;\n"
+		"	if (u2[0] != 3 || u2[1] != 0 || u2[3] != 3 || u2[5] != 3) return 3;\n"
+		"	x[3] = 5; x[4] = -1000;\n"
+		"	if (ctl_run(0, in, out) != MODELC_ERR_BAD_INDEX || first != -1) return 4;\n"
+		"	return 0;\n}\n");
+	fixture_free(&f);
+}
+
+/* An in-place kernel (input and output at one arena offset) gets no
+ * restrict on either pointer; disjoint buffers do. */
+Test(emit_c, inplace_without_restrict)
+{
+	static const int64_t dims[1] = {8};
+	fixture f;
+	fixture_init(&f, "inpl");
+	mc_kb kb;
+	int values[4] = {0, 1, 2, 3};
+	for (int s = 0; s < 3; s++) {
+		mc_kernel *k = add_kernel(&f, &kb, s == 0 ? "k0_load" : s == 1 ? "k1_twice" : "k2_store");
+		int a = mc_kb_buf(&kb, values[s], MC_FLOAT, 8, false);
+		int b = mc_kb_buf(&kb, values[s + 1], MC_FLOAT, 8, true);
+		mc_kexpr *i = mc_kb_fori(&kb, 8, 0);
+		mc_kexpr *v = mc_k_load(&kb, a, i);
+		mc_kb_store(&kb, b, i, s == 1 ? mc_k_add(&kb, v, v) : v);
+		mc_kb_end(&kb);
+		place(k, a, s == 0 ? MC_LOC_INPUT : MC_LOC_ARENA, 0, 0);
+		place(k, b, s == 2 ? MC_LOC_OUTPUT : MC_LOC_ARENA, 0, 0);
+	}
+	f.p.arena_bytes = 32;
+	f.p.n_inputs = f.p.n_outputs = 1;
+	set_io(&f.inputs[0], "x", MC_FLOAT, 1, dims);
+	set_io(&f.outputs[0], "y", MC_FLOAT, 1, dims);
+	emit_build_run(&f,
+		"#include \"inpl.h\"\n"
+		"static float arena[8] __attribute__((aligned(INPL_ARENA_ALIGN)));\n"
+		"int main(void) {\n"
+		"	float x[8] = {1, 2, 3, 4, 5, 6, 7, -8}, y[8];\n"
+		"	const void *in[1] = {x};\n	void *out[1] = {y};\n"
+		"	if (inpl_run(arena, in, out) != MODELC_OK) return 1;\n"
+		"	for (int i = 0; i < 8; i++) if (y[i] != 2 * x[i]) return 2;\n"
+		"	return 0;\n}\n");
+	size_t n;
+	char *c = read_all(f.dir, "inpl.c", &n);
+	const char *k1 = strstr(c, "inpl_k1_twice(unsigned char");
+	cr_assert_not_null(k1);
+	const char *k2 = strstr(k1, "inpl_k2_store(");
+	cr_assert(strstr(c, "float *restrict const b1 = (float *)(arena + 0);"), "k0's output is restrict");
+	const char *r = strstr(k1, "restrict");
+	cr_assert(!r || r > k2, "the in-place kernel must not use restrict");
+	free(c);
 	fixture_free(&f);
 }

@@ -137,7 +137,7 @@ Test(lower_nn, conv_fuses_relu_and_has_no_padding_branches)
 	cr_assert_eq(p.n_kernels, 1, "Conv + Relu is one kernel, got %d", p.n_kernels);
 	char *text = dump(p.kernels[0]);
 	cr_assert_null(strstr(text, "if "), "padding is handled by tap ranges:\n%s", text);
-	cr_assert_not_null(strstr(text, " max 0"), "the Relu epilogue is inlined:\n%s", text);
+	cr_assert_not_null(strstr(text, "+ Relu 'relu'"), "the Relu epilogue is inlined:\n%s", text);
 	free(text);
 	mc_program_free(&p);
 	mc_graph_free(g);
@@ -244,6 +244,29 @@ Test(lower_nn, averagepool_count_include_pad_ceil)
 		mb_output(b, g, "y");
 		cr_assert_eq(verify(b), 0, "count_include_pad=%d", include);
 	}
+}
+
+/* End pads wider than the kernel: the last windows lie wholly in the
+ * padding (no taps: NaN averages, -inf maxima, index -1). */
+Test(lower_nn, pools_with_windows_wholly_in_padding)
+{
+	mb *b = mb_new(12);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,2,3,3");
+	const char *ops[] = { "AveragePool", "AveragePool", "MaxPool" };
+	const char *outs[] = { "a", "b", "c,i" };
+	for (int k = 0; k < 3; k++) {
+		Onnx__NodeProto *n = mb_node(b, g, ops[k], NULL, "x", outs[k]);
+		mb_attr_ints(b, n, "kernel_shape", (int64_t[]){2, 2}, 2);
+		mb_attr_ints(b, n, "pads", (int64_t[]){0, 1, 3, 3}, 4);
+		if (k == 1)
+			mb_attr_int(b, n, "count_include_pad", 1);
+	}
+	mb_output(b, g, "a");
+	mb_output(b, g, "b");
+	mb_output(b, g, "c");
+	mb_output(b, g, "i");
+	cr_assert_eq(verify(b), 0);
 }
 
 Test(lower_nn, lppool_and_global_pools)
@@ -396,6 +419,24 @@ Test(lower_nn, col2im_strides_dilations_pads)
 	mb_attr_ints(b, n, "dilations", (int64_t[]){2, 1}, 2);
 	mb_attr_ints(b, n, "strides", (int64_t[]){1, 2}, 2);
 	mb_attr_ints(b, n, "pads", (int64_t[]){1, 0, 0, 1}, 4);
+	mb_output(b, g, "y");
+	cr_assert_eq(verify(b), 0);
+}
+
+/* Conv(x) + x: the Add's operand x is also read by the convolution at
+ * other positions, so the sum must not take x's storage (in place, it
+ * would overwrite x while the convolution still reads it). */
+Test(lower_nn, conv_plus_its_own_input)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,3,6,6");
+	init_random(b, "w", "3,3,3,3", 81, 9);
+	mb_node(b, g, "Relu", "r", "x", "xr");
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "xr,w", "c");
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+	mb_node(b, g, "Add", "add", "c,xr", "s");
+	mb_node(b, g, "GlobalAveragePool", "gap", "s", "y"); /* s lives in the arena */
 	mb_output(b, g, "y");
 	cr_assert_eq(verify(b), 0);
 }

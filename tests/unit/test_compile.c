@@ -1,0 +1,210 @@
+/* The compile pipeline end to end: compile a small model, build the
+ * generated C with the host compiler, run it, check the numbers; and the
+ * output directory's properties (determinism, write-if-changed, binds,
+ * fusion, run-time If). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../aot/aot.h"
+#include "model_builder.h"
+
+/* Compiles `model` into dir with the harness, builds and runs it on the
+ * given float inputs, reads output 0 (n floats) into out. */
+static void compile_run(const char *model, const char *dir, mc_compile_opts *o, int n_in,
+                        const float *const *in, const size_t *in_n, float *out, size_t n)
+{
+	o->harness = true;
+	cr_assert_eq(mc_compile(model, dir, o), 0, "compile failed");
+	char cmd[8192];
+	snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror %s.c %s_weights.c "
+	         "%s_main.c -o run -lm", dir, o->name, o->name, o->name);
+	cr_assert_eq(system(cmd), 0, "generated code does not build: %s", cmd);
+	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./run .", dir);
+	for (int i = 0; i < n_in; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
+		cr_assert_eq(write_file(path, in[i], in_n[i]), 0);
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " in%d.bin", i);
+	}
+	cr_assert_eq(system(cmd), 0, "generated code failed: %s", cmd);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/output_0.bin", dir);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	cr_assert_eq(fread(out, sizeof(float), n, f), n);
+	fclose(f);
+}
+
+/* y = Relu(If(cond, x + 1, x * 3)) - 1 */
+static char *if_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4");
+	mb_input(b, g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	float one = 1, three = 3;
+	Onnx__GraphProto *tg = mb_graph(b, "then"), *eg = mb_graph(b, "else");
+	mb_init_floats(b, tg, "one", "", &one, 1);
+	mb_node(b, tg, "Add", "then_add", "x,one", "t_out");
+	mb_output(b, tg, "t_out");
+	mb_init_floats(b, eg, "three", "", &three, 1);
+	mb_node(b, eg, "Mul", "else_mul", "x,three", "e_out");
+	mb_output(b, eg, "e_out");
+	Onnx__NodeProto *n = mb_node(b, g, "If", "if", "cond", "z");
+	mb_attr_graph(b, n, "then_branch", tg);
+	mb_attr_graph(b, n, "else_branch", eg);
+	mb_node(b, g, "Relu", "relu", "z", "r");
+	mb_init_floats(b, g, "minus", "", &one, 1);
+	mb_node(b, g, "Sub", "sub", "r,minus", "y");
+	mb_output(b, g, "y");
+	char *path = malloc(4096);
+	snprintf(path, 4096, "%s/if.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+Test(compile, runtime_if_runs_the_branch_its_condition_picks)
+{
+	char *tmp = make_temp_dir(), out_dir[4096];
+	char *model = if_model(tmp);
+	snprintf(out_dir, sizeof out_dir, "%s/out", tmp);
+	float x[4] = { -2, -0.5f, 0.5f, 2 }, y[4];
+	const size_t sizes[2] = { sizeof x, 1 };
+	for (int c = 0; c <= 1; c++) {
+		unsigned char cond = (unsigned char)c;
+		float cond_f;
+		memcpy(&cond_f, (unsigned char[4]){ cond, 0, 0, 0 }, sizeof cond_f);
+		const float *in[2] = { x, &cond_f };
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "ifm";
+		compile_run(model, out_dir, &o, 2, in, sizes, y, 4);
+		for (int i = 0; i < 4; i++) {
+			float z = c ? x[i] + 1 : x[i] * 3;
+			float want = (z > 0 ? z : 0) - 1;
+			cr_assert_float_eq(y[i], want, 1e-6, "cond %d, element %d: %g, want %g", c, i, y[i], want);
+		}
+	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+static char *chain_model(const char *dir, const char *file)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,3");
+	mb_input(b, g, "s", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1");
+	float bias[3] = { 1, -2, 0.5f };
+	mb_init_floats(b, g, "bias", "3", bias, 3);
+	mb_node(b, g, "Add", "add", "x,bias", "t");
+	mb_node(b, g, "Relu", "relu", "t", "r");
+	mb_node(b, g, "Mul", "mul", "r,s", "y");
+	mb_output(b, g, "y");
+	char *path = malloc(4096);
+	snprintf(path, 4096, "%s/%s", dir, file);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+Test(compile, pointwise_chain_is_one_kernel_and_bind_folds_an_input)
+{
+	char *tmp = make_temp_dir();
+	char *model = chain_model(tmp, "chain.onnx");
+	mc_graph *g = mc_import_file(model, NULL);
+	cr_assert(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	mc_program p;
+	cr_assert_eq(mc_build_program(g, &o, &p), 0);
+	cr_assert_eq(p.n_kernels, 1, "Add, Relu and Mul fuse into one loop, got %d kernels", p.n_kernels);
+	cr_assert_eq(p.arena_bytes, 0, "nothing intermediate is stored");
+	mc_program_free(&p);
+	mc_graph_free(g);
+
+	char out_dir[4096];
+	snprintf(out_dir, sizeof out_dir, "%s/bound", tmp);
+	const char *names[] = { "s" }, *values[] = { "2.5" };
+	o.name = "chain";
+	o.bind_names = names;
+	o.bind_values = values;
+	o.n_binds = 1;
+	float x[6] = { -3, -1, 0, 1, 2, 3 }, y[6];
+	const float *in[1] = { x };
+	const size_t sizes[1] = { sizeof x };
+	compile_run(model, out_dir, &o, 1, in, sizes, y, 6);
+	const float bias[3] = { 1, -2, 0.5f };
+	for (int i = 0; i < 6; i++) {
+		float t = x[i] + bias[i % 3];
+		cr_assert_float_eq(y[i], (t > 0 ? t : 0) * 2.5f, 1e-6);
+	}
+	char header[4200];
+	snprintf(header, sizeof header, "grep -q 'CHAIN_NUM_INPUTS 1' '%s/chain.h'", out_dir);
+	cr_assert_eq(system(header), 0, "a bound input leaves the run function's inputs");
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+static long mtime_ns(const char *path)
+{
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0, "%s", path);
+	return (long)st.st_mtim.tv_sec * 1000000000L + st.st_mtim.tv_nsec;
+}
+
+Test(compile, output_is_deterministic_and_rewritten_only_when_changed)
+{
+	char *tmp = make_temp_dir(), a[4096], b[4096], cmd[9000];
+	char *model = chain_model(tmp, "m.onnx");
+	snprintf(a, sizeof a, "%s/a", tmp);
+	snprintf(b, sizeof b, "%s/b", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "det";
+	cr_assert_eq(mc_compile(model, a, &o), 0);
+	cr_assert_eq(mc_compile(model, b, &o), 0);
+	snprintf(cmd, sizeof cmd, "diff -r '%s' '%s' > /dev/null", a, b);
+	cr_assert_eq(system(cmd), 0, "two output directories differ");
+	char path[4200];
+	snprintf(path, sizeof path, "%s/det.c", a);
+	long before = mtime_ns(path);
+	cr_assert_eq(mc_compile(model, a, &o), 0);
+	cr_assert_eq(mtime_ns(path), before, "an unchanged file was rewritten");
+	snprintf(path, sizeof path, "%s/det.ninja", a);
+	cr_assert_eq(mtime_ns(path) > 0, 1);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+Test(compile, bad_name_and_unknown_bind_are_clear_errors)
+{
+	char *tmp = make_temp_dir(), out_dir[4096];
+	char *model = chain_model(tmp, "m.onnx");
+	snprintf(out_dir, sizeof out_dir, "%s/o", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	diag_capture();
+	o.name = "9lives";
+	cr_assert_eq(mc_compile(model, out_dir, &o), -1);
+	cr_assert_eq(diag_count_with("not a C identifier"), 1, "%s", diag_all());
+	o.name = "ok";
+	const char *names[] = { "nope" }, *values[] = { "1" };
+	o.bind_names = names;
+	o.bind_values = values;
+	o.n_binds = 1;
+	diag_capture();
+	cr_assert_eq(mc_compile(model, out_dir, &o), -1);
+	cr_assert_eq(diag_count_with("no input named 'nope'"), 1, "%s", diag_all());
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}

@@ -41,6 +41,12 @@ static mc_kexpr *dot_into(mc_kb *kb, mc_kexpr *acc, int abuf, mc_kexpr *a0, int 
 	return acc;
 }
 
+/* a * n + b: one step of a row-major offset. */
+static mc_kexpr *mad(mc_kb *kb, mc_kexpr *a, int64_t n, mc_kexpr *b)
+{
+	return mc_k_add(kb, mc_k_muli(kb, a, n), b);
+}
+
 /* Input i, or NULL when omitted (trailing ones included). */
 static const mc_value *opt_in(const mc_lower_ctx *c, int i)
 {
@@ -83,7 +89,9 @@ static mc_kexpr *rnn_act_expr(mc_kb *kb, const rnn_act *a, mc_ktype kt, mc_kexpr
 	mc_kexpr *alpha = fconst(kb, kt, a->alpha), *beta = fconst(kb, kt, a->beta);
 	switch (a->fn) {
 	case ACT_SIGMOID:
-		return mc_k_div(kb, one, mc_k_add(kb, one, mc_k_un(kb, MC_KU_EXP, mc_k_un(kb, MC_KU_NEG, x))));
+		return mc_k_div(kb, one,
+		                mc_k_add(kb, one,
+		                         mc_k_un(kb, MC_KU_EXP, mc_k_un(kb, MC_KU_NEG, x))));
 	case ACT_TANH:
 		return mc_k_un(kb, MC_KU_TANH, x);
 	case ACT_RELU:
@@ -100,14 +108,16 @@ static mc_kexpr *rnn_act_expr(mc_kb *kb, const rnn_act *a, mc_ktype kt, mc_kexpr
 	}
 	case ACT_ELU:
 		return mc_k_select(kb, mc_k_bin(kb, MC_KB_GE, x, zero), x,
-		                   mc_k_mul(kb, alpha, mc_k_sub(kb, mc_k_un(kb, MC_KU_EXP, x), one)));
+		                   mc_k_mul(kb, alpha,
+		                            mc_k_sub(kb, mc_k_un(kb, MC_KU_EXP, x), one)));
 	case ACT_SOFTSIGN:
 		return mc_k_div(kb, x, mc_k_add(kb, one, mc_k_un(kb, MC_KU_ABS, x)));
 	case ACT_SOFTPLUS: {
 		/* log(1 + e^x) without overflow for large x */
 		mc_kexpr *big = mc_k_add(kb, x, mc_k_un(kb, MC_KU_LOG, mc_k_add(kb, one,
 		                         mc_k_un(kb, MC_KU_EXP, mc_k_un(kb, MC_KU_NEG, x)))));
-		mc_kexpr *small = mc_k_un(kb, MC_KU_LOG, mc_k_add(kb, one, mc_k_un(kb, MC_KU_EXP, x)));
+		mc_kexpr *small =
+		        mc_k_un(kb, MC_KU_LOG, mc_k_add(kb, one, mc_k_un(kb, MC_KU_EXP, x)));
 		return mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, x, zero), big, small);
 	}
 	case ACT_AFFINE:
@@ -148,7 +158,8 @@ static mc_kexpr *rnn_row(rnn_low *r, mc_kexpr *row, bool with_recur, int hbuf)
 		mc_kexpr *bo = mc_k_add(kb, mc_k_index(kb, (int64_t)r->dir * 2 * r->rows), row);
 		init = mc_k_load(kb, c->in_buf[RI_B], bo);
 		if (with_recur)
-			init = mc_k_add(kb, init, mc_k_load(kb, c->in_buf[RI_B], mc_k_addi(kb, bo, r->rows)));
+			init = mc_k_add(kb, init,
+			                mc_k_load(kb, c->in_buf[RI_B], mc_k_addi(kb, bo, r->rows)));
 	}
 	mc_kexpr *acc = mc_kb_local(kb, mc_k_cast(kb, r->kt, init));
 	dot_into(kb, acc, c->in_buf[RI_X], r->x_at, c->in_buf[RI_W], mc_k_muli(kb, drow, r->input),
@@ -168,7 +179,9 @@ static mc_kexpr *rnn_recur_row(rnn_low *r, mc_kexpr *row)
 	mc_kexpr *init = fconst(kb, r->kt, 0);
 	if (opt_in(c, RI_B))
 		init = mc_k_load(kb, c->in_buf[RI_B],
-		                 mc_k_add(kb, mc_k_index(kb, (int64_t)r->dir * 2 * r->rows + r->rows), row));
+		                 mc_k_add(kb,
+		                          mc_k_index(kb, (int64_t)r->dir * 2 * r->rows + r->rows),
+		                          row));
 	mc_kexpr *acc = mc_kb_local(kb, mc_k_cast(kb, r->kt, init));
 	return dot_into(kb, acc, r->h, mc_k_index(kb, 0), c->in_buf[RI_R],
 	                mc_k_muli(kb, drow, r->hidden), r->hidden);
@@ -201,7 +214,8 @@ static void gru_step_ir(rnn_low *r)
 		mc_kexpr *xpart = rnn_row(r, row2, false, -1);
 		mc_kexpr *rpart = rnn_recur_row(r, row2);
 		mc_kexpr *rt = mc_k_load(kb, r->pre, mc_k_addi(kb, j, hs));
-		mc_kb_store(kb, r->pre, row2, rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
+		mc_kb_store(kb, r->pre, row2,
+		            rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
 		mc_kb_end(kb);
 	} else {
 		j = mc_kb_fori(kb, hs, MC_KF_VECTOR);
@@ -283,7 +297,8 @@ static void rnn_init_state(rnn_low *r, int dst, int in, mc_kexpr *b)
 	mc_kexpr *j = mc_kb_fori(kb, r->hidden, MC_KF_VECTOR);
 	mc_kexpr *v = fconst(kb, r->kt, 0);
 	if (opt_in(c, in))
-		v = mc_k_cast(kb, r->kt, mc_k_load(kb, c->in_buf[in], mc_k_add(kb, rnn_state_at(r, b), j)));
+		v = mc_k_cast(kb, r->kt,
+		              mc_k_load(kb, c->in_buf[in], mc_k_add(kb, rnn_state_at(r, b), j)));
 	mc_kb_store(kb, dst, j, v);
 	mc_kb_end(kb);
 }
@@ -299,7 +314,8 @@ static void rnn_final_state(rnn_low *r, int out, int src, mc_kexpr *b, mc_kexpr 
 	mc_kexpr *j = mc_kb_fori(kb, r->hidden, MC_KF_VECTOR);
 	mc_kexpr *v = mc_k_load(kb, src, j);
 	if (len)
-		v = mc_k_select(kb, mc_k_bin(kb, MC_KB_EQ, len, mc_k_index(kb, 0)), fconst(kb, r->kt, 0), v);
+		v = mc_k_select(kb, mc_k_bin(kb, MC_KB_EQ, len, mc_k_index(kb, 0)),
+		                fconst(kb, r->kt, 0), v);
 	mc_kb_store(kb, c->out_buf[out], mc_k_add(kb, at, j), v);
 	mc_kb_end(kb);
 }
@@ -317,8 +333,8 @@ static void rnn_sequence(rnn_low *r, mc_kexpr *b, mc_kexpr *len, bool reverse)
 	if (reverse)
 		t = mc_k_sub(kb, len ? mc_k_addi(kb, len, -1) : mc_k_index(kb, r->seq - 1), s);
 	t = mc_kb_let(kb, t);
-	mc_kexpr *xrow = r->p->layout ? mc_k_add(kb, mc_k_muli(kb, b, r->seq), t)
-	                              : mc_k_add(kb, mc_k_muli(kb, t, r->batch), b);
+	mc_kexpr *xrow = r->p->layout ? mad(kb, b, r->seq, t)
+	                              : mad(kb, t, r->batch, b);
 	r->x_at = mc_kb_let(kb, mc_k_muli(kb, xrow, r->input));
 	switch (r->p->kind) {
 	case KIND_RNN: rnn_step_ir(r); break;
@@ -327,8 +343,8 @@ static void rnn_sequence(rnn_low *r, mc_kexpr *b, mc_kexpr *len, bool reverse)
 	}
 	if (opt_out(c, RO_Y)) {
 		mc_kexpr *slot = r->p->layout
-		        ? mc_k_addi(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, r->seq), t), r->dirs), r->dir)
-		        : mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, t, r->dirs), r->dir), r->batch), b);
+		        ? mc_k_addi(kb, mc_k_muli(kb, mad(kb, b, r->seq, t), r->dirs), r->dir)
+		        : mad(kb, mc_k_addi(kb, mc_k_muli(kb, t, r->dirs), r->dir), r->batch, b);
 		mc_kexpr *at = mc_kb_let(kb, mc_k_muli(kb, slot, r->hidden));
 		mc_kexpr *j = mc_kb_fori(kb, r->hidden, MC_KF_VECTOR);
 		mc_kb_store(kb, c->out_buf[RO_Y], mc_k_add(kb, at, j), mc_k_load(kb, r->h, j));
@@ -345,8 +361,9 @@ static mc_kexpr *rnn_seq_len(rnn_low *r, mc_kexpr *b)
 	mc_lower_ctx *c = r->c;
 	mc_kb *kb = c->kb;
 	mc_kexpr *len = mc_kb_let(kb, mc_k_load(kb, c->in_buf[RI_LENS], b));
-	mc_kexpr *bad = mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, len, mc_k_int(kb, len->type, 0)),
-	                         mc_k_bin(kb, MC_KB_GT, len, mc_k_int(kb, len->type, r->seq)));
+	mc_kexpr *bad =
+	        mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, len, mc_k_int(kb, len->type, 0)),
+	                 mc_k_bin(kb, MC_KB_GT, len, mc_k_int(kb, len->type, r->seq)));
 	mc_kb_if(kb, bad);
 	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
 	mc_kb_end(kb);
@@ -376,8 +393,8 @@ static int lower_rnn(mc_lower_ctx *c)
 	bool has_lens = opt_in(c, RI_LENS) != NULL;
 	/* steps past a sequence's length leave Y zero */
 	if (has_lens && opt_out(c, RO_Y))
-		fill(kb, c->out_buf[RO_Y], mc_k_index(kb, 0), (int64_t)mc_numel(&c->out[RO_Y]->shape),
-		     fconst(kb, r.kt, 0));
+		fill(kb, c->out_buf[RO_Y], mc_k_index(kb, 0),
+		     (int64_t)mc_numel(&c->out[RO_Y]->shape), fconst(kb, r.kt, 0));
 	for (r.dir = 0; r.dir < r.dirs; r.dir++) {
 		mc_kexpr *b = mc_kb_fori(kb, r.batch, 0);
 		mc_kexpr *len = has_lens ? rnn_seq_len(&r, b) : NULL;
@@ -437,8 +454,12 @@ static void dft_line_lower(mc_lower_ctx *c, const dft_line_ir *d, mc_kexpr *out_
 	mc_kexpr *xr = mc_kb_let(kb, mc_k_load(kb, d->re, t));
 	if (d->im >= 0) {
 		mc_kexpr *xi = mc_kb_let(kb, mc_k_load(kb, d->im, t));
-		mc_kb_assign(kb, sre, mc_k_add(kb, sre, mc_k_sub(kb, mc_k_mul(kb, xr, co), mc_k_mul(kb, xi, si))));
-		mc_kb_assign(kb, sim, mc_k_add(kb, sim, mc_k_add(kb, mc_k_mul(kb, xr, si), mc_k_mul(kb, xi, co))));
+		mc_kb_assign(kb, sre,
+		             mc_k_add(kb, sre,
+		                      mc_k_sub(kb, mc_k_mul(kb, xr, co), mc_k_mul(kb, xi, si))));
+		mc_kb_assign(kb, sim,
+		             mc_k_add(kb, sim,
+		                      mc_k_add(kb, mc_k_mul(kb, xr, si), mc_k_mul(kb, xi, co))));
 	} else {
 		mc_kb_assign(kb, sre, mc_k_add(kb, sre, mc_k_mul(kb, xr, co)));
 		mc_kb_assign(kb, sim, mc_k_add(kb, sim, mc_k_mul(kb, xr, si)));
@@ -518,13 +539,15 @@ static int lower_dft(mc_lower_ctx *c)
 	mc_kexpr *o = mc_kb_fori(kb, outer, 0);
 	mc_kexpr *i = mc_kb_fori(kb, inner, 0);
 	/* x[o, t, i, :] at ((o * n_in + t) * inner + i) * comp_in */
-	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, n_in * inner), i), comp_in));
+	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mad(kb, o, n_in * inner, i), comp_in));
 	if (irfft) {
 		/* the full spectrum from its first half: X[k] = conj(X[len - k]);
 		 * bins the input lacks are zero */
 		mc_kexpr *k = mc_kb_fori(kb, len, 0);
-		mc_kexpr *mirrored = mc_kb_let(kb, mc_k_bin(kb, MC_KB_GT, k, mc_k_index(kb, len / 2)));
-		mc_kexpr *src = mc_kb_let(kb, mc_k_select(kb, mirrored, mc_k_sub(kb, mc_k_index(kb, len), k), k));
+		mc_kexpr *mirrored =
+		        mc_kb_let(kb, mc_k_bin(kb, MC_KB_GT, k, mc_k_index(kb, len / 2)));
+		mc_kexpr *src = mc_kb_let(kb, mc_k_select(kb, mirrored,
+		                                          mc_k_sub(kb, mc_k_index(kb, len), k), k));
 		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, src, mc_k_index(kb, n_in)));
 		mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, x0, mc_k_muli(kb, src, inner * comp_in)));
 		mc_kb_store(kb, d.re, k, mc_lower_load(c, 0, at));
@@ -544,7 +567,7 @@ static int lower_dft(mc_lower_ctx *c)
 		mc_kb_end(kb);
 	}
 	/* y[o, k, i, :] at ((o * n_out + k) * inner + i) * comp_out */
-	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, n_out * inner), i), comp_out));
+	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mad(kb, o, n_out * inner, i), comp_out));
 	dft_line_lower(c, &d, y0, inner * comp_out);
 	mc_kb_end_n(kb, 2);
 	return 0;
@@ -579,7 +602,7 @@ static int lower_stft(mc_lower_ctx *c)
 	mc_kexpr *b = mc_kb_fori(kb, batch, 0);
 	mc_kexpr *f = mc_kb_fori(kb, frames, 0);
 	/* signal[b, f * step + t, :] */
-	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, slen), mc_k_muli(kb, f, step)), comp));
+	mc_kexpr *x0 = mc_kb_let(kb, mc_k_muli(kb, mad(kb, b, slen, mc_k_muli(kb, f, step)), comp));
 	mc_kexpr *t = mc_kb_fori(kb, frame_len, 0);
 	mc_kexpr *w = window ? mc_kb_let(kb, mc_lower_load(c, ST_WINDOW, t)) : NULL;
 	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, x0, mc_k_muli(kb, t, comp)));
@@ -590,7 +613,7 @@ static int lower_stft(mc_lower_ctx *c)
 		mc_kb_store(kb, d.im, t, w ? mc_k_mul(kb, w, v) : v);
 	}
 	mc_kb_end(kb);
-	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, frames), f), bins * 2));
+	mc_kexpr *y0 = mc_kb_let(kb, mc_k_muli(kb, mad(kb, b, frames, f), bins * 2));
 	dft_line_lower(c, &d, y0, 2);
 	mc_kb_end_n(kb, 2);
 	return 0;
@@ -607,13 +630,16 @@ static int lower_window(mc_lower_ctx *c)
 	mc_kexpr *i = mc_kb_fori(kb, size, MC_KF_PARALLEL);
 	mc_kexpr *w;
 	if (period > 0) {
-		mc_kexpr *x = mc_kb_let(kb, mc_k_div(kb, mc_k_mul(kb, fconst(kb, MC_KT_F64, 2.0 * M_PI),
-		                                                  mc_k_cast(kb, MC_KT_F64, i)),
+		mc_kexpr *x = mc_kb_let(kb, mc_k_div(kb,
+		                                     mc_k_mul(kb, fconst(kb, MC_KT_F64, 2.0 * M_PI),
+		                                              mc_k_cast(kb, MC_KT_F64, i)),
 		                                     fconst(kb, MC_KT_F64, period)));
 		w = mc_k_sub(kb, fconst(kb, MC_KT_F64, p->a0),
 		             mc_k_mul(kb, fconst(kb, MC_KT_F64, p->a1), mc_k_un(kb, MC_KU_COS, x)));
-		w = mc_k_add(kb, w, mc_k_mul(kb, fconst(kb, MC_KT_F64, p->a2),
-		                             mc_k_un(kb, MC_KU_COS, mc_k_mul(kb, fconst(kb, MC_KT_F64, 2), x))));
+		w = mc_k_add(kb, w,
+		             mc_k_mul(kb, fconst(kb, MC_KT_F64, p->a2),
+		                      mc_k_un(kb, MC_KU_COS,
+		                              mc_k_mul(kb, fconst(kb, MC_KT_F64, 2), x))));
 	} else {
 		w = fconst(kb, MC_KT_F64, 1.0); /* a one-sample symmetric window */
 	}
@@ -641,7 +667,7 @@ static void cumprod_axis(mc_lower_ctx *c, int axis, int prod)
 	fill(kb, prod, mc_k_index(kb, 0), inner, mc_k_const_as(kb, kt, 1));
 	mc_kexpr *step = mc_kb_fori(kb, len, 0);
 	mc_kexpr *k = p->reverse ? mc_k_sub(kb, mc_k_index(kb, len - 1), step) : step;
-	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, len), k), inner));
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, mad(kb, o, len, k), inner));
 	mc_kexpr *i = mc_kb_fori(kb, inner, MC_KF_VECTOR);
 	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, row, i));
 	mc_kexpr *before = mc_kb_let(kb, mc_k_load(kb, prod, i));
@@ -673,7 +699,8 @@ static int lower_cumprod(mc_lower_ctx *c)
 		return 0;
 	}
 	/* a run-time axis: checked, then one scan per possible axis */
-	mc_kexpr *a = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 1, mc_k_index(kb, 0))));
+	mc_kexpr *a =
+	        mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 1, mc_k_index(kb, 0))));
 	a = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
 	                              mc_k_add(kb, a, mc_k_int(kb, MC_KT_I64, rank)), a));
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, a, mc_k_int(kb, MC_KT_I64, 0)),
@@ -712,8 +739,9 @@ static mc_kexpr *floor_div_ir(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	mc_kb_assign(kb, div, mc_k_sub(kb, div, fconst(kb, t, 1)));
 	mc_kb_end(kb);
 	mc_kexpr *fl = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, div));
-	mc_kexpr *rounded = mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, mc_k_sub(kb, div, fl), fconst(kb, t, 0.5)),
-	                                mc_k_add(kb, fl, fconst(kb, t, 1)), fl);
+	mc_kexpr *rounded =
+	        mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, mc_k_sub(kb, div, fl), fconst(kb, t, 0.5)),
+	                    mc_k_add(kb, fl, fconst(kb, t, 1)), fl);
 	/* a zero quotient keeps the sign of a / b (only the sign of 0 differs) */
 	return mc_k_select(kb, mc_k_bin(kb, MC_KB_EQ, div, zero), zero, rounded);
 }
@@ -727,7 +755,7 @@ static void mel_store_ir(mc_lower_ctx *c, mc_kexpr *j, mc_kexpr *i, int64_t spec
 	                      mc_k_bin(kb, MC_KB_GE, j, mc_k_int(kb, j->type, spec))));
 	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
 	mc_kb_end(kb);
-	mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_cast(kb, MC_KT_INDEX, j), mel_bins), i);
+	mc_kexpr *at = mad(kb, mc_k_cast(kb, MC_KT_INDEX, j), mel_bins, i);
 	mc_kb_store(kb, c->out_buf[0], at, w);
 }
 
@@ -736,8 +764,9 @@ static void mel_store_ir(mc_lower_ctx *c, mc_kexpr *j, mc_kexpr *i, int64_t spec
  * on the first store outside. */
 static mc_kexpr *mel_span(mc_kb *kb, mc_kexpr *first, mc_kexpr *last, int64_t spec)
 {
-	mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, first, mc_k_int(kb, MC_KT_I64, 0)),
-	                      mc_k_bin(kb, MC_KB_GE, last, mc_k_int(kb, MC_KT_I64, spec))));
+	mc_kb_if(kb,
+	         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, first, mc_k_int(kb, MC_KT_I64, 0)),
+	                  mc_k_bin(kb, MC_KB_GE, last, mc_k_int(kb, MC_KT_I64, spec))));
 	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
 	mc_kb_end(kb);
 	return mc_kb_for(kb, mc_k_cast(kb, MC_KT_INDEX, first),
@@ -759,7 +788,9 @@ static int lower_mel(mc_lower_ctx *c)
 	mc_kexpr *mel_of[2];
 	for (int e = 0; e < 2; e++) { /* 2595 log10(1 + hz / 700) */
 		mc_kexpr *hz = mc_k_cast(kb, f64, mc_lower_load(c, 3 + e, mc_k_index(kb, 0)));
-		mc_kexpr *l = mc_k_un(kb, MC_KU_LOG, mc_k_add(kb, fconst(kb, f64, 1), mc_k_div(kb, hz, fconst(kb, f64, 700))));
+		mc_kexpr *l = mc_k_un(kb, MC_KU_LOG,
+		                      mc_k_add(kb, fconst(kb, f64, 1),
+		                               mc_k_div(kb, hz, fconst(kb, f64, 700))));
 		mel_of[e] = mc_kb_let(kb, mc_k_mul(kb, fconst(kb, f64, 2595.0 / log(10.0)), l));
 	}
 	mc_kexpr *step = mc_kb_let(kb, mc_k_div(kb, mc_k_sub(kb, mel_of[1], mel_of[0]),
@@ -772,10 +803,15 @@ static int lower_mel(mc_lower_ctx *c)
 	                        mc_k_sub(kb, mc_k_bin(kb, MC_KB_POW, fconst(kb, f64, 10),
 	                                              mc_k_div(kb, mel, fconst(kb, f64, 2595))),
 	                                 fconst(kb, f64, 1)));
-	mc_kexpr *bin = mc_kb_let(kb, floor_div_ir(kb, mc_k_mul(kb, fconst(kb, f64, (double)dft_length + 1.0), hz),
-	                                           mc_k_cast(kb, f64, sr)));
+	mc_kexpr *bin =
+	        mc_kb_let(kb,
+	                  floor_div_ir(kb,
+	                               mc_k_mul(kb, fconst(kb, f64, (double)dft_length + 1.0), hz),
+	                               mc_k_cast(kb, f64, sr)));
 	/* NaN fails the comparison: also bad */
-	mc_kb_if(kb, mc_k_un(kb, MC_KU_NOT, mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, bin), fconst(kb, f64, 4e18))));
+	mc_kb_if(kb, mc_k_un(kb, MC_KU_NOT,
+	                     mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, bin),
+	                              fconst(kb, f64, 4e18))));
 	mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
 	mc_kb_end(kb);
 	mc_kb_store(kb, bins, i, mc_k_cast(kb, i64, bin));
@@ -791,13 +827,17 @@ static int lower_mel(mc_lower_ctx *c)
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, rise, zero));
 	mel_store_ir(c, center, i, spec, mel_bins, mc_k_const_as(kb, ot, 1));
 	mc_kb_end(kb);
-	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, rise, zero), mc_k_bin(kb, MC_KB_LE, left, center)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, rise, zero),
+	                      mc_k_bin(kb, MC_KB_LE, left, center)));
 	mc_kexpr *j = mc_kb_let(kb, mc_k_cast(kb, i64, mel_span(kb, left, center, spec)));
-	mc_kexpr *w = mc_k_div(kb, mc_k_cast(kb, f64, mc_k_sub(kb, j, left)), mc_k_cast(kb, f64, rise));
+	mc_kexpr *w =
+	        mc_k_div(kb, mc_k_cast(kb, f64, mc_k_sub(kb, j, left)), mc_k_cast(kb, f64, rise));
 	mel_store_ir(c, j, i, spec, mel_bins, mc_k_cast(kb, ot, w));
 	mc_kb_end_n(kb, 2);
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GT, fall, zero));
-	j = mc_kb_let(kb, mc_k_cast(kb, i64, mel_span(kb, center, mc_k_sub(kb, right, mc_k_int(kb, i64, 1)), spec)));
+	j = mc_kb_let(kb, mc_k_cast(kb, i64,
+	                            mel_span(kb, center, mc_k_sub(kb, right, mc_k_int(kb, i64, 1)),
+	                                     spec)));
 	w = mc_k_div(kb, mc_k_cast(kb, f64, mc_k_sub(kb, right, j)), mc_k_cast(kb, f64, fall));
 	mel_store_ir(c, j, i, spec, mel_bins, mc_k_cast(kb, ot, w));
 	mc_kb_end_n(kb, 3);
@@ -824,14 +864,16 @@ static int lower_center_crop_pad(mc_lower_ctx *c)
 		mc_kexpr *s = mc_k_addi(kb, coords[d], off);
 		if (want > dim) {
 			/* padded: inside when -off <= o < -off + dim; index clamped */
-			mc_kexpr *in_d = mc_k_bin(kb, MC_KB_AND,
-			                          mc_k_bin(kb, MC_KB_GE, coords[d], mc_k_index(kb, -off)),
-			                          mc_k_bin(kb, MC_KB_LT, coords[d], mc_k_index(kb, dim - off)));
+			mc_kexpr *in_d =
+			        mc_k_bin(kb, MC_KB_AND,
+			                 mc_k_bin(kb, MC_KB_GE, coords[d], mc_k_index(kb, -off)),
+			                 mc_k_bin(kb, MC_KB_LT, coords[d],
+			                          mc_k_index(kb, dim - off)));
 			inside = inside ? mc_k_bin(kb, MC_KB_AND, inside, in_d) : in_d;
 			s = mc_k_bin(kb, MC_KB_MIN, mc_k_bin(kb, MC_KB_MAX, s, mc_k_index(kb, 0)),
 			             mc_k_index(kb, dim - 1));
 		}
-		src = mc_k_add(kb, mc_k_muli(kb, src, dim), s);
+		src = mad(kb, src, dim, s);
 	}
 	mc_kexpr *v = mc_k_const_as(kb, kt, 0);
 	if (!empty_in) {
@@ -854,7 +896,8 @@ static int lower_rotary_embedding(mc_lower_ctx *c)
 	const mc_node *n = c->node;
 	const mc_shape *xs = &c->in[RE_X]->shape;
 	int64_t interleaved, heads, rot;
-	if (mc_attr_int(n, "interleaved", 0, &interleaved) || mc_attr_int(n, "num_heads", 0, &heads) ||
+	if (mc_attr_int(n, "interleaved", 0, &interleaved) ||
+	    mc_attr_int(n, "num_heads", 0, &heads) ||
 	    mc_attr_int(n, "rotary_embedding_dim", 0, &rot))
 		return -1;
 	bool is_3d = xs->rank == 3;
@@ -871,20 +914,23 @@ static int lower_rotary_embedding(mc_lower_ctx *c)
 	mc_ktype kt = mc_ktype_of(c->in[RE_X]->dtype);
 	mc_kexpr *b = mc_kb_fori(kb, nb, MC_KF_PARALLEL);
 	mc_kexpr *s = mc_kb_fori(kb, seq, 0);
-	mc_kexpr *tok = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, b, seq), s));
+	mc_kexpr *tok = mc_kb_let(kb, mad(kb, b, seq, s));
 	mc_kexpr *row = tok;
 	if (pos) {
-		mc_kexpr *pid = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, RE_POS, tok)));
-		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, pid, mc_k_int(kb, MC_KT_I64, 0)),
-		                      mc_k_bin(kb, MC_KB_GE, pid, mc_k_int(kb, MC_KT_I64, max_pos))));
+		mc_kexpr *pid =
+		        mc_kb_let(kb, mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, RE_POS, tok)));
+		mc_kb_if(kb,
+		         mc_k_bin(kb, MC_KB_OR,
+		                  mc_k_bin(kb, MC_KB_LT, pid, mc_k_int(kb, MC_KT_I64, 0)),
+		                  mc_k_bin(kb, MC_KB_GE, pid, mc_k_int(kb, MC_KT_I64, max_pos))));
 		mc_kb_fail(kb, MC_STATUS_BAD_INDEX);
 		mc_kb_end(kb);
 		row = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, pid));
 	}
 	mc_kexpr *cache = mc_kb_let(kb, mc_k_muli(kb, row, half));
 	mc_kexpr *h = mc_kb_fori(kb, nh, 0);
-	mc_kexpr *base = is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, tok, nh), h), hd)
-	                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, nh), h), seq), s), hd);
+	mc_kexpr *base = is_3d ? mc_k_muli(kb, mad(kb, tok, nh, h), hd)
+	                       : mc_k_muli(kb, mad(kb, mad(kb, b, nh, h), seq, s), hd);
 	base = mc_kb_let(kb, base);
 	if (rot < hd) {
 		mc_kexpr *d = mc_kb_for(kb, mc_k_index(kb, rot), mc_k_index(kb, hd), MC_KF_VECTOR);
@@ -895,8 +941,10 @@ static int lower_rotary_embedding(mc_lower_ctx *c)
 	mc_kexpr *k = mc_kb_fori(kb, half, 0);
 	mc_kexpr *i1 = mc_kb_let(kb, mc_k_add(kb, base, interleaved ? mc_k_muli(kb, k, 2) : k));
 	mc_kexpr *i2 = mc_kb_let(kb, interleaved ? mc_k_addi(kb, i1, 1) : mc_k_addi(kb, i1, half));
-	mc_kexpr *co = mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_COS, mc_k_add(kb, cache, k))));
-	mc_kexpr *si = mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_SIN, mc_k_add(kb, cache, k))));
+	mc_kexpr *co =
+	        mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_COS, mc_k_add(kb, cache, k))));
+	mc_kexpr *si =
+	        mc_kb_let(kb, mc_k_cast(kb, kt, mc_lower_load(c, RE_SIN, mc_k_add(kb, cache, k))));
 	mc_kexpr *x1 = mc_kb_let(kb, mc_lower_load(c, RE_X, i1));
 	mc_kexpr *x2 = mc_kb_let(kb, mc_lower_load(c, RE_X, i2));
 	mc_lower_store(c, 0, NULL, i1, mc_k_sub(kb, mc_k_mul(kb, co, x1), mc_k_mul(kb, si, x2)));
@@ -917,40 +965,40 @@ static int lower_det(mc_lower_ctx *c)
 	int a = mc_kb_scratch(kb, scratch_dtype(kt), (size_t)(mm ? mm : 1));
 	mc_kexpr *mat = mc_kb_fori(kb, count, 0);
 	mc_kexpr *e = mc_kb_fori(kb, mm, MC_KF_VECTOR);
-	mc_kb_store(kb, a, e, mc_lower_load(c, 0, mc_k_add(kb, mc_k_muli(kb, mat, mm), e)));
+	mc_kb_store(kb, a, e, mc_lower_load(c, 0, mad(kb, mat, mm, e)));
 	mc_kb_end(kb);
 	mc_kexpr *det = mc_kb_local(kb, fconst(kb, kt, 1));
 	mc_kexpr *k = mc_kb_fori(kb, m, 0);
 	mc_kexpr *piv = mc_kb_local(kb, k);
 	mc_kexpr *i = mc_kb_for(kb, mc_k_addi(kb, k, 1), mc_k_index(kb, m), 0);
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GT,
-	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, i, m), k))),
-	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, piv, m), k)))));
+	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mad(kb, i, m, k))),
+	                      mc_k_un(kb, MC_KU_ABS, mc_k_load(kb, a, mad(kb, piv, m, k)))));
 	mc_kb_assign(kb, piv, i);
 	mc_kb_end_n(kb, 2);
-	mc_kexpr *pk = mc_kb_let(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, piv, m), k)));
+	mc_kexpr *pk = mc_kb_let(kb, mc_k_load(kb, a, mad(kb, piv, m, k)));
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, pk, fconst(kb, kt, 0)));
 	mc_kb_assign(kb, det, fconst(kb, kt, 0));
 	mc_kb_break(kb);
 	mc_kb_end(kb);
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, piv, k));
 	mc_kexpr *j = mc_kb_fori(kb, m, 0);
-	mc_kexpr *ak = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, k, m), j));
-	mc_kexpr *ap = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, piv, m), j));
+	mc_kexpr *ak = mc_kb_let(kb, mad(kb, k, m, j));
+	mc_kexpr *ap = mc_kb_let(kb, mad(kb, piv, m, j));
 	mc_kexpr *t = mc_kb_let(kb, mc_k_load(kb, a, ak));
 	mc_kb_store(kb, a, ak, mc_k_load(kb, a, ap));
 	mc_kb_store(kb, a, ap, t);
 	mc_kb_end(kb);
 	mc_kb_assign(kb, det, mc_k_un(kb, MC_KU_NEG, det));
 	mc_kb_end(kb);
-	mc_kexpr *kk = mc_kb_let(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, k, m), k)));
+	mc_kexpr *kk = mc_kb_let(kb, mc_k_load(kb, a, mad(kb, k, m, k)));
 	mc_kb_assign(kb, det, mc_k_mul(kb, det, kk));
 	i = mc_kb_for(kb, mc_k_addi(kb, k, 1), mc_k_index(kb, m), 0);
-	mc_kexpr *f = mc_kb_let(kb, mc_k_div(kb, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, i, m), k)), kk));
+	mc_kexpr *f = mc_kb_let(kb, mc_k_div(kb, mc_k_load(kb, a, mad(kb, i, m, k)), kk));
 	j = mc_kb_for(kb, k, mc_k_index(kb, m), MC_KF_VECTOR);
-	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, i, m), j));
+	mc_kexpr *at = mc_kb_let(kb, mad(kb, i, m, j));
 	mc_kb_store(kb, a, at, mc_k_sub(kb, mc_k_load(kb, a, at),
-	                                mc_k_mul(kb, f, mc_k_load(kb, a, mc_k_add(kb, mc_k_muli(kb, k, m), j)))));
+	                                mc_k_mul(kb, f, mc_k_load(kb, a, mad(kb, k, m, j)))));
 	mc_kb_end_n(kb, 3);
 	mc_lower_store(c, 0, NULL, mat, det);
 	mc_kb_end(kb);
@@ -970,15 +1018,19 @@ static mc_kexpr *gs_reflect_ir(mc_kb *kb, mc_kexpr *x, double lo, double hi)
 	mc_kexpr *below = mc_kb_let(kb, mc_k_bin(kb, MC_KB_LT, x, fconst(kb, t, lo)));
 	mc_kexpr *dx = mc_kb_let(kb, mc_k_select(kb, below, mc_k_sub(kb, fconst(kb, t, lo), x),
 	                                         mc_k_sub(kb, x, fconst(kb, t, hi))));
-	mc_kexpr *k = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, mc_k_div(kb, dx, fconst(kb, t, range))));
+	mc_kexpr *k =
+	        mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, mc_k_div(kb, dx, fconst(kb, t, range))));
 	mc_kexpr *r = mc_kb_let(kb, mc_k_sub(kb, dx, mc_k_mul(kb, k, fconst(kb, t, range))));
-	mc_kexpr *even = mc_kb_let(kb, mc_k_bin(kb, MC_KB_EQ, mc_k_bin(kb, MC_KB_FMOD, k, fconst(kb, t, 2)),
-	                                        fconst(kb, t, 0)));
-	mc_kexpr *lo_r = mc_k_add(kb, fconst(kb, t, lo), r), *hi_r = mc_k_sub(kb, fconst(kb, t, hi), r);
+	mc_kexpr *even =
+	        mc_kb_let(kb, mc_k_bin(kb, MC_KB_EQ, mc_k_bin(kb, MC_KB_FMOD, k, fconst(kb, t, 2)),
+	                               fconst(kb, t, 0)));
+	mc_kexpr *lo_r = mc_k_add(kb, fconst(kb, t, lo), r),
+	         *hi_r = mc_k_sub(kb, fconst(kb, t, hi), r);
 	mc_kexpr *from_below = mc_k_select(kb, even, lo_r, hi_r);
 	mc_kexpr *from_above = mc_k_select(kb, even, hi_r, lo_r);
 	return mc_k_select(kb, below, from_below,
-	                   mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, x, fconst(kb, t, hi)), from_above, x));
+	                   mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, x, fconst(kb, t, hi)), from_above,
+	                               x));
 }
 
 /* Keys' cubic convolution coefficient `tap` at fraction t (a = -0.75). */
@@ -996,8 +1048,15 @@ static mc_kexpr *gs_cubic_ir(mc_kb *kb, mc_kexpr *t, int tap)
 	}
 	x = mc_kb_let(kb, x);
 	if (tap == 1 || tap == 2) /* ((a + 2) x - (a + 3)) x x + 1 */
-		return mc_k_add(kb, mc_k_mul(kb, mc_k_mul(kb, mc_k_sub(kb, mc_k_mul(kb, fconst(kb, ty, a + 2), x),
-		                                                          fconst(kb, ty, a + 3)), x), x), one);
+		return mc_k_add(kb,
+		                mc_k_mul(kb,
+		                         mc_k_mul(kb,
+		                                  mc_k_sub(kb,
+		                                           mc_k_mul(kb, fconst(kb, ty, a + 2), x),
+		                                           fconst(kb, ty, a + 3)),
+		                                  x),
+		                         x),
+		                one);
 	/* ((a x - 5a) x + 8a) x - 4a */
 	mc_kexpr *v = mc_k_sub(kb, mc_k_mul(kb, fconst(kb, ty, a), x), fconst(kb, ty, 5 * a));
 	v = mc_k_add(kb, mc_k_mul(kb, v, x), fconst(kb, ty, 8 * a));
@@ -1014,7 +1073,8 @@ static mc_kexpr *gs_index_ir(mc_kb *kb, const gs_params *p, mc_kexpr *i, int64_t
 		*valid = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, i, mc_k_index(kb, 0)),
 		                  mc_k_bin(kb, MC_KB_LT, i, mc_k_index(kb, len)));
 	} else if (p->pad == GS_REFLECTION) {
-		i = mc_k_cast(kb, MC_KT_INDEX, gs_reflect_ir(kb, mc_k_cast(kb, MC_KT_F64, i), lo, hi));
+		i = mc_k_cast(kb, MC_KT_INDEX,
+		              gs_reflect_ir(kb, mc_k_cast(kb, MC_KT_F64, i), lo, hi));
 	}
 	return mc_kb_let(kb, mc_k_bin(kb, MC_KB_MIN, mc_k_bin(kb, MC_KB_MAX, i, mc_k_index(kb, 0)),
 	                              mc_k_index(kb, len - 1)));
@@ -1040,17 +1100,19 @@ static int lower_grid_sample(mc_lower_ctx *c)
 	for (int d = 0; d < r; d++)
 		combos *= taps;
 	if (combos > 4096)
-		return mc_lower_error(c, "GridSample over %d dims has too many taps for a C lowering", r);
+		return mc_lower_error(c,
+		                      "GridSample over %d dims has too many taps for a C lowering",
+		                      r);
 	mc_kexpr *b = mc_kb_fori(kb, nb, MC_KF_PARALLEL);
 	mc_kexpr *o = mc_kb_fori(kb, out_sp, 0);
 	if (in_sp == 0) { /* nothing to sample: zeros */
 		mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
-		mc_lower_store(c, 0, NULL, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), out_sp), o),
+		mc_lower_store(c, 0, NULL, mad(kb, mad(kb, b, ch, cc), out_sp, o),
 		               fconst(kb, kt, 0));
 		mc_kb_end_n(kb, 3);
 		return 0;
 	}
-	mc_kexpr *gbase = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, out_sp), o), r));
+	mc_kexpr *gbase = mc_kb_let(kb, mc_k_muli(kb, mad(kb, b, out_sp, o), r));
 	mc_kexpr *nan = NULL, *base[MC_MAX_RANK], *w[MC_MAX_RANK][4];
 	double lo[MC_MAX_RANK], hi[MC_MAX_RANK];
 	for (int d = 0; d < r; d++) {
@@ -1058,20 +1120,31 @@ static int lower_grid_sample(mc_lower_ctx *c)
 		lo[d] = p->align ? 0 : -0.5;
 		hi[d] = p->align ? len - 1 : len - 0.5;
 		/* pixel coordinate; the grid lists them innermost dim first */
-		mc_kexpr *g = mc_k_cast(kb, f64, mc_lower_load(c, 1, mc_k_addi(kb, gbase, r - 1 - d)));
+		mc_kexpr *g =
+		        mc_k_cast(kb, f64, mc_lower_load(c, 1, mc_k_addi(kb, gbase, r - 1 - d)));
 		mc_kexpr *one = fconst(kb, f64, 1), *two = fconst(kb, f64, 2);
-		mc_kexpr *v = p->align
-		        ? mc_k_mul(kb, mc_k_div(kb, mc_k_add(kb, g, one), two), fconst(kb, f64, len - 1))
-		        : mc_k_div(kb, mc_k_sub(kb, mc_k_mul(kb, mc_k_add(kb, g, one), fconst(kb, f64, len)), one), two);
+		mc_kexpr *v = p->align ? mc_k_mul(kb, mc_k_div(kb, mc_k_add(kb, g, one), two),
+		                                  fconst(kb, f64, len - 1))
+		                       : mc_k_div(kb,
+		                                  mc_k_sub(kb,
+		                                           mc_k_mul(kb, mc_k_add(kb, g, one),
+		                                                    fconst(kb, f64, len)),
+		                                           one),
+		                                  two);
 		v = mc_kb_let(kb, v);
 		if (p->mode == GS_NEAREST)
 			v = mc_kb_let(kb, mc_k_un(kb, MC_KU_RINT, v)); /* half to even */
 		if (p->pad == GS_BORDER) {
-			mc_kexpr *out = mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, lo[d])),
+			mc_kexpr *out = mc_k_bin(kb, MC_KB_OR,
+			                         mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, lo[d])),
 			                         mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, hi[d])));
-			mc_kexpr *cl = mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, 0)), fconst(kb, f64, 0),
-			                           mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, len - 1)),
-			                                       fconst(kb, f64, len - 1), v));
+			mc_kexpr *cl =
+			        mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, 0)),
+			                    fconst(kb, f64, 0),
+			                    mc_k_select(kb,
+			                                mc_k_bin(kb, MC_KB_GT, v,
+			                                         fconst(kb, f64, len - 1)),
+			                                fconst(kb, f64, len - 1), v));
 			v = mc_kb_let(kb, mc_k_select(kb, out, cl, v));
 		} else if (p->pad == GS_REFLECTION) {
 			v = mc_kb_let(kb, gs_reflect_ir(kb, v, lo[d], hi[d]));
@@ -1079,8 +1152,11 @@ static int lower_grid_sample(mc_lower_ctx *c)
 		mc_kexpr *isn = mc_k_un(kb, MC_KU_ISNAN, v);
 		nan = nan ? mc_k_bin(kb, MC_KB_OR, nan, isn) : isn;
 		/* far outside is as good as just outside, and converts safely */
-		v = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, -1e12)), fconst(kb, f64, -1e12),
-		                              mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, fconst(kb, f64, 1e12)),
+		v = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, v, fconst(kb, f64, -1e12)),
+		                              fconst(kb, f64, -1e12),
+		                              mc_k_select(kb,
+		                                          mc_k_bin(kb, MC_KB_GT, v,
+		                                                   fconst(kb, f64, 1e12)),
 		                                          fconst(kb, f64, 1e12), v)));
 		if (p->mode == GS_NEAREST) {
 			base[d] = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, v));
@@ -1089,10 +1165,13 @@ static int lower_grid_sample(mc_lower_ctx *c)
 		}
 		mc_kexpr *fl = mc_kb_let(kb, mc_k_un(kb, MC_KU_FLOOR, v));
 		mc_kexpr *t = mc_kb_let(kb, mc_k_sub(kb, v, fl));
-		base[d] = mc_kb_let(kb, mc_k_addi(kb, mc_k_cast(kb, MC_KT_INDEX, fl), p->mode == GS_CUBIC ? -1 : 0));
+		base[d] = mc_kb_let(kb, mc_k_addi(kb, mc_k_cast(kb, MC_KT_INDEX, fl),
+		                                  p->mode == GS_CUBIC ? -1 : 0));
 		for (int k = 0; k < taps; k++)
-			w[d][k] = mc_kb_let(kb, p->mode == GS_LINEAR ? (k ? t : mc_k_sub(kb, fconst(kb, f64, 1), t))
-			                                               : gs_cubic_ir(kb, t, k));
+			w[d][k] = mc_kb_let(kb,
+			                    p->mode == GS_LINEAR
+			                            ? (k ? t : mc_k_sub(kb, fconst(kb, f64, 1), t))
+			                            : gs_cubic_ir(kb, t, k));
 	}
 	nan = mc_kb_let(kb, nan);
 	/* per tap combination: weight, offset in the plane, validity */
@@ -1102,7 +1181,8 @@ static int lower_grid_sample(mc_lower_ctx *c)
 	mc_kexpr *idx[MC_MAX_RANK][4], *valid[MC_MAX_RANK][4];
 	for (int d = 0; d < r; d++)
 		for (int k = 0; k < taps; k++)
-			idx[d][k] = gs_index_ir(kb, p, mc_k_addi(kb, base[d], k), dims[d], lo[d], hi[d], &valid[d][k]);
+			idx[d][k] = gs_index_ir(kb, p, mc_k_addi(kb, base[d], k), dims[d], lo[d],
+			                        hi[d], &valid[d][k]);
 	for (int64_t k = 0; k < combos; k++) {
 		mc_kexpr *weight = NULL, *off = mc_k_index(kb, 0), *ok = NULL;
 		int64_t kk = k;
@@ -1112,22 +1192,24 @@ static int lower_grid_sample(mc_lower_ctx *c)
 			weight = weight ? mc_k_mul(kb, weight, w[d][tap]) : w[d][tap];
 			off = mc_k_add(kb, off, mc_k_muli(kb, idx[d][tap], sp_stride[d]));
 			if (valid[d][tap])
-				ok = ok ? mc_k_bin(kb, MC_KB_AND, ok, valid[d][tap]) : valid[d][tap];
+				ok = ok ? mc_k_bin(kb, MC_KB_AND, ok, valid[d][tap])
+				        : valid[d][tap];
 		}
 		cw[k] = mc_kb_let(kb, mc_k_cast(kb, kt, weight));
 		coff[k] = mc_kb_let(kb, off);
 		cvalid[k] = ok ? mc_kb_let(kb, ok) : NULL;
 	}
 	mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
-	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), in_sp));
+	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mad(kb, b, ch, cc), in_sp));
 	mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
 	for (int64_t k = 0; k < combos; k++) {
-		mc_kexpr *term = mc_k_mul(kb, cw[k], mc_lower_load(c, 0, mc_k_add(kb, plane, coff[k])));
+		mc_kexpr *term =
+		        mc_k_mul(kb, cw[k], mc_lower_load(c, 0, mc_k_add(kb, plane, coff[k])));
 		if (cvalid[k])
 			term = mc_k_select(kb, cvalid[k], term, fconst(kb, kt, 0));
 		mc_kb_assign(kb, acc, mc_k_add(kb, acc, term));
 	}
-	mc_kexpr *yi = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), out_sp), o);
+	mc_kexpr *yi = mad(kb, mad(kb, b, ch, cc), out_sp, o);
 	mc_lower_store(c, 0, NULL, yi, mc_k_select(kb, nan, fconst(kb, kt, NAN), acc));
 	mc_kb_end_n(kb, 3);
 	return 0;
@@ -1142,11 +1224,12 @@ static void roi_sample_ir(mc_lower_ctx *c, mc_kexpr *v, mc_kexpr *plane, int64_t
 {
 	mc_kb *kb = c->kb;
 	mc_ktype f64 = MC_KT_F64, kt = v->type;
-	mc_kexpr *out = mc_k_bin(kb, MC_KB_OR,
-	                         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, yy, fconst(kb, f64, -1)),
-	                                  mc_k_bin(kb, MC_KB_GT, yy, fconst(kb, f64, (double)h))),
-	                         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, xx, fconst(kb, f64, -1)),
-	                                  mc_k_bin(kb, MC_KB_GT, xx, fconst(kb, f64, (double)w))));
+	mc_kexpr *out =
+	        mc_k_bin(kb, MC_KB_OR,
+	                 mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, yy, fconst(kb, f64, -1)),
+	                          mc_k_bin(kb, MC_KB_GT, yy, fconst(kb, f64, (double)h))),
+	                 mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, xx, fconst(kb, f64, -1)),
+	                          mc_k_bin(kb, MC_KB_GT, xx, fconst(kb, f64, (double)w))));
 	mc_kb_if(kb, out);
 	mc_kb_assign(kb, v, fconst(kb, kt, 0));
 	mc_kb_else(kb);
@@ -1155,27 +1238,33 @@ static void roi_sample_ir(mc_lower_ctx *c, mc_kexpr *v, mc_kexpr *plane, int64_t
 	for (int a = 0; a < 2; a++) {
 		mc_kexpr *q = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, pt[a], fconst(kb, f64, 0)));
 		mc_kexpr *q0 = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, q));
-		mc_kexpr *edge = mc_kb_let(kb, mc_k_bin(kb, MC_KB_GE, q0, mc_k_index(kb, len[a] - 1)));
+		mc_kexpr *edge =
+		        mc_kb_let(kb, mc_k_bin(kb, MC_KB_GE, q0, mc_k_index(kb, len[a] - 1)));
 		lo[a] = mc_kb_let(kb, mc_k_select(kb, edge, mc_k_index(kb, len[a] - 1), q0));
-		hi[a] = mc_kb_let(kb, mc_k_select(kb, edge, mc_k_index(kb, len[a] - 1), mc_k_addi(kb, q0, 1)));
+		hi[a] = mc_kb_let(kb, mc_k_select(kb, edge, mc_k_index(kb, len[a] - 1),
+		                                  mc_k_addi(kb, q0, 1)));
 		mc_kexpr *qq = mc_k_select(kb, edge, fconst(kb, f64, (double)(len[a] - 1)), q);
 		frac[a] = mc_kb_let(kb, mc_k_sub(kb, qq, mc_k_cast(kb, f64, lo[a])));
 	}
 	mc_kexpr *ly = frac[0], *lx = frac[1];
 	mc_kexpr *hy = mc_kb_let(kb, mc_k_sub(kb, fconst(kb, f64, 1), ly));
 	mc_kexpr *hx = mc_kb_let(kb, mc_k_sub(kb, fconst(kb, f64, 1), lx));
-	mc_kexpr *wt[4] = {mc_k_mul(kb, hy, hx), mc_k_mul(kb, hy, lx), mc_k_mul(kb, ly, hx), mc_k_mul(kb, ly, lx)};
+	mc_kexpr *wt[4] = {mc_k_mul(kb, hy, hx), mc_k_mul(kb, hy, lx), mc_k_mul(kb, ly, hx),
+	                   mc_k_mul(kb, ly, lx)};
 	mc_kexpr *ys[4] = {lo[0], lo[0], hi[0], hi[0]}, *xs[4] = {lo[1], hi[1], lo[1], hi[1]};
 	mc_kexpr *val[4];
 	for (int k = 0; k < 4; k++) {
-		mc_kexpr *at = mc_k_add(kb, plane, mc_k_add(kb, mc_k_muli(kb, ys[k], w), xs[k]));
-		val[k] = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, kt, wt[k]), mc_lower_load(c, 0, at)));
+		mc_kexpr *at = mc_k_add(kb, plane, mad(kb, ys[k], w, xs[k]));
+		val[k] = mc_kb_let(kb,
+		                   mc_k_mul(kb, mc_k_cast(kb, kt, wt[k]), mc_lower_load(c, 0, at)));
 	}
 	if (max_mode)
 		mc_kb_assign(kb, v, mc_k_bin(kb, MC_KB_MAX, mc_k_bin(kb, MC_KB_MAX, val[0], val[1]),
 		                             mc_k_bin(kb, MC_KB_MAX, val[2], val[3])));
 	else
-		mc_kb_assign(kb, v, mc_k_add(kb, mc_k_add(kb, mc_k_add(kb, val[0], val[1]), val[2]), val[3]));
+		mc_kb_assign(kb, v,
+		             mc_k_add(kb, mc_k_add(kb, mc_k_add(kb, val[0], val[1]), val[2]),
+		                      val[3]));
 	mc_kb_end(kb);
 }
 
@@ -1203,12 +1292,15 @@ static int lower_roi_align(mc_lower_ctx *c)
 	mc_kexpr *b = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, bi));
 	mc_kexpr *box[4], *bad = NULL;
 	for (int k = 0; k < 4; k++) {
-		mc_kexpr *v = mc_k_cast(kb, f64, mc_lower_load(c, 1, mc_k_addi(kb, mc_k_muli(kb, r, 4), k)));
-		box[k] = mc_kb_let(kb, mc_k_sub(kb, mc_k_mul(kb, v, fconst(kb, f64, p->spatial_scale)),
-		                                fconst(kb, f64, off)));
+		mc_kexpr *v = mc_k_cast(kb, f64,
+		                        mc_lower_load(c, 1, mc_k_addi(kb, mc_k_muli(kb, r, 4), k)));
+		box[k] = mc_kb_let(kb,
+		                   mc_k_sub(kb, mc_k_mul(kb, v, fconst(kb, f64, p->spatial_scale)),
+		                            fconst(kb, f64, off)));
 		/* NaN fails the comparison: also bad */
-		mc_kexpr *b_k = mc_k_un(kb, MC_KU_NOT, mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, box[k]),
-		                                                fconst(kb, f64, 1e12)));
+		mc_kexpr *b_k = mc_k_un(kb, MC_KU_NOT,
+		                        mc_k_bin(kb, MC_KB_LE, mc_k_un(kb, MC_KU_ABS, box[k]),
+		                                 fconst(kb, f64, 1e12)));
 		bad = bad ? mc_k_bin(kb, MC_KB_OR, bad, b_k) : b_k;
 	}
 	mc_kb_if(kb, bad);
@@ -1227,33 +1319,44 @@ static int lower_roi_align(mc_lower_ctx *c)
 	} else {
 		gh = mc_kb_let(kb, mc_k_un(kb, MC_KU_CEIL, bh));
 		gw = mc_kb_let(kb, mc_k_un(kb, MC_KU_CEIL, bw));
-		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 65536)),
-		                      mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 65536))));
+		mc_kb_if(kb,
+		         mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 65536)),
+		                  mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 65536))));
 		mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
 		mc_kb_end(kb);
 	}
-	mc_kexpr *grid_h = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 0)),
-	                                             mc_k_cast(kb, MC_KT_INDEX, gh), mc_k_index(kb, 0)));
-	mc_kexpr *grid_w = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 0)),
-	                                             mc_k_cast(kb, MC_KT_INDEX, gw), mc_k_index(kb, 0)));
+	mc_kexpr *grid_h =
+	        mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gh, fconst(kb, f64, 0)),
+	                                  mc_k_cast(kb, MC_KT_INDEX, gh), mc_k_index(kb, 0)));
+	mc_kexpr *grid_w =
+	        mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, gw, fconst(kb, f64, 0)),
+	                                  mc_k_cast(kb, MC_KT_INDEX, gw), mc_k_index(kb, 0)));
 	mc_kexpr *n_samples = mc_k_mul(kb, grid_h, grid_w);
-	mc_kexpr *count = mc_kb_let(kb, mc_k_cast(kb, kt, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, n_samples, mc_k_index(kb, 1)),
-	                                                              n_samples, mc_k_index(kb, 1))));
-	mc_kexpr *fgh = mc_kb_let(kb, mc_k_cast(kb, f64, grid_h)), *fgw = mc_kb_let(kb, mc_k_cast(kb, f64, grid_w));
+	mc_kexpr *count = mc_kb_let(kb, mc_k_cast(kb, kt,
+	                                          mc_k_select(kb,
+	                                                      mc_k_bin(kb, MC_KB_GT, n_samples,
+	                                                               mc_k_index(kb, 1)),
+	                                                      n_samples, mc_k_index(kb, 1))));
+	mc_kexpr *fgh = mc_kb_let(kb, mc_k_cast(kb, f64, grid_h)),
+	         *fgw = mc_kb_let(kb, mc_k_cast(kb, f64, grid_w));
 	mc_kexpr *cc = mc_kb_fori(kb, ch, 0);
-	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, ch), cc), h * w));
+	mc_kexpr *plane = mc_kb_let(kb, mc_k_muli(kb, mad(kb, b, ch, cc), h * w));
 	mc_kexpr *ph = mc_kb_fori(kb, p->out_h, 0);
 	mc_kexpr *pw = mc_kb_fori(kb, p->out_w, 0);
 	mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
 	mc_kexpr *first = mc_kb_local(kb, mc_k_int(kb, MC_KT_BOOL, 1));
 	mc_kexpr *iy = mc_kb_for(kb, mc_k_index(kb, 0), grid_h, 0);
 	mc_kexpr *half = fconst(kb, f64, 0.5);
-	mc_kexpr *yy = mc_k_add(kb, mc_k_add(kb, box[1], mc_k_mul(kb, mc_k_cast(kb, f64, ph), bh)),
-	                        mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, iy), half), bh), fgh));
+	mc_kexpr *yy =
+	        mc_k_add(kb, mc_k_add(kb, box[1], mc_k_mul(kb, mc_k_cast(kb, f64, ph), bh)),
+	                 mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, iy), half), bh),
+	                          fgh));
 	yy = mc_kb_let(kb, yy);
 	mc_kexpr *ix = mc_kb_for(kb, mc_k_index(kb, 0), grid_w, 0);
-	mc_kexpr *xx = mc_k_add(kb, mc_k_add(kb, box[0], mc_k_mul(kb, mc_k_cast(kb, f64, pw), bw)),
-	                        mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, ix), half), bw), fgw));
+	mc_kexpr *xx =
+	        mc_k_add(kb, mc_k_add(kb, box[0], mc_k_mul(kb, mc_k_cast(kb, f64, pw), bw)),
+	                 mc_k_div(kb, mc_k_mul(kb, mc_k_add(kb, mc_k_cast(kb, f64, ix), half), bw),
+	                          fgw));
 	xx = mc_kb_let(kb, xx);
 	mc_kexpr *v = mc_kb_local(kb, fconst(kb, kt, 0));
 	roi_sample_ir(c, v, plane, h, w, yy, xx, p->max_mode);
@@ -1266,7 +1369,7 @@ static int lower_roi_align(mc_lower_ctx *c)
 		mc_kb_assign(kb, acc, mc_k_add(kb, acc, v));
 	}
 	mc_kb_end_n(kb, 2);
-	mc_kexpr *yi = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, r, ch), cc), p->out_h), ph), p->out_w), pw);
+	mc_kexpr *yi = mad(kb, mad(kb, mad(kb, r, ch, cc), p->out_h, ph), p->out_w, pw);
 	mc_lower_store(c, 0, NULL, yi, p->max_mode ? acc : mc_k_div(kb, acc, count));
 	mc_kb_end_n(kb, 4);
 	return 0;
@@ -1294,10 +1397,10 @@ static mc_kexpr *attn_kv_row(const attn_low *a, bool past, mc_kexpr *b, mc_kexpr
 {
 	mc_kb *kb = a->c->kb;
 	if (past)
-		return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->past), s), w);
+		return mc_k_muli(kb, mad(kb, mad(kb, b, a->hkv, hk), a->past, s), w);
 	if (a->is_3d)
-		return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->skv), s), a->hkv), hk), w);
-	return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->skv), s), w);
+		return mc_k_muli(kb, mad(kb, mad(kb, b, a->skv, s), a->hkv, hk), w);
+	return mc_k_muli(kb, mad(kb, mad(kb, b, a->hkv, hk), a->skv, s), w);
 }
 
 /* Copies K or V with the past in front into present_key / present_value. */
@@ -1314,7 +1417,9 @@ static void attn_present(const attn_low *a, int out, int past_in, int cur_in, in
 		mc_kexpr *t = mc_kb_fori(kb, past ? a->past : a->skv, 0);
 		mc_kexpr *src = mc_kb_let(kb, attn_kv_row(a, past, b, hk, t, w));
 		mc_kexpr *tt = past ? t : mc_k_addi(kb, t, a->past);
-		mc_kexpr *dst = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a->hkv), hk), a->total), tt), w));
+		mc_kexpr *dst =
+		        mc_kb_let(kb,
+		                  mc_k_muli(kb, mad(kb, mad(kb, b, a->hkv, hk), a->total, tt), w));
 		mc_kexpr *e = mc_kb_fori(kb, w, MC_KF_VECTOR);
 		mc_kb_store(kb, c->out_buf[out], mc_k_add(kb, dst, e),
 		            mc_lower_load(c, past ? past_in : cur_in, mc_k_add(kb, src, e)));
@@ -1337,11 +1442,18 @@ static mc_kexpr *attn_bias_ir(const attn_low *a, mc_kexpr *b, mc_kexpr *h, mc_ke
 		if (a->mask_len == 0) {
 			bias = ninf;
 		} else {
-			mc_kexpr *coords[4] = {b, h, i, mc_k_bin(kb, MC_KB_MIN, j, mc_k_index(kb, a->mask_len - 1))};
-			mc_kexpr *mv = mc_lower_load(c, AT_MASK, mc_lower_bcast(kb, &mask->shape, &a->mask_target, coords));
-			mv = mask->dtype == MC_BOOL ? mc_k_select(kb, mv, fconst(kb, a->kt, 0), ninf)
-			                            : mc_k_cast(kb, a->kt, mv);
-			bias = mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, j, mc_k_index(kb, a->mask_len)), mv, ninf);
+			mc_kexpr *coords[4] = {b, h, i,
+			                       mc_k_bin(kb, MC_KB_MIN, j,
+			                                mc_k_index(kb, a->mask_len - 1))};
+			mc_kexpr *mv = mc_lower_load(c, AT_MASK,
+			                             mc_lower_bcast(kb, &mask->shape,
+			                                            &a->mask_target, coords));
+			mv = mask->dtype == MC_BOOL
+			             ? mc_k_select(kb, mv, fconst(kb, a->kt, 0), ninf)
+			             : mc_k_cast(kb, a->kt, mv);
+			bias = mc_k_select(kb,
+			                   mc_k_bin(kb, MC_KB_LT, j, mc_k_index(kb, a->mask_len)),
+			                   mv, ninf);
 		}
 	}
 	mc_kexpr *masked = NULL;
@@ -1366,13 +1478,18 @@ static int lower_attention(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
 	const attn_params *p = c->node->params;
-	const mc_shape *qs = &c->in[AT_Q]->shape, *ks = &c->in[AT_K]->shape, *vs = &c->in[AT_V]->shape;
-	attn_low a = { .c = c, .p = p, .kt = mc_ktype_of(c->in[AT_Q]->dtype), .is_3d = qs->rank == 3 };
+	const mc_shape *qs = &c->in[AT_Q]->shape, *ks = &c->in[AT_K]->shape,
+	               *vs = &c->in[AT_V]->shape;
+	attn_low a = {.c = c,
+	              .p = p,
+	              .kt = mc_ktype_of(c->in[AT_Q]->dtype),
+	              .is_3d = qs->rank == 3};
 	a.b = qs->dims[0];
 	if (a.is_3d) {
 		a.hq = p->q_heads, a.hkv = p->kv_heads;
 		if (a.hq <= 0 || a.hkv <= 0)
-			return mc_lower_error(c, "3-D Attention needs q_num_heads and kv_num_heads");
+			return mc_lower_error(c,
+			                      "3-D Attention needs q_num_heads and kv_num_heads");
 		a.sq = qs->dims[1], a.skv = ks->dims[1];
 		a.d = qs->dims[2] / a.hq, a.dv = vs->dims[2] / a.hkv;
 	} else {
@@ -1387,8 +1504,8 @@ static int lower_attention(mc_lower_ctx *c)
 		a.mask_target = (mc_shape){4, {a.b, a.hq, a.sq, a.mask_len}};
 	}
 	if (a.hkv <= 0 || a.hq % a.hkv)
-		return mc_lower_error(c, "Attention heads %lld / %lld do not group", (long long)a.hq,
-		                      (long long)a.hkv);
+		return mc_lower_error(c, "Attention heads %lld / %lld do not group",
+		                      (long long)a.hq, (long long)a.hkv);
 	int64_t group = a.hq / a.hkv;
 	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
 	mc_ktype kt = a.kt;
@@ -1405,10 +1522,11 @@ static int lower_attention(mc_lower_ctx *c)
 	mc_kexpr *h = mc_kb_fori(kb, a.hq, 0);
 	mc_kexpr *hk = mc_kb_let(kb, mc_k_div(kb, h, mc_k_index(kb, group)));
 	mc_kexpr *i = mc_kb_fori(kb, a.sq, 0);
-	mc_kexpr *q0 = a.is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.sq), i), a.hq), h), a.d)
-	                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.d);
+	mc_kexpr *q0 = a.is_3d ? mc_k_muli(kb, mad(kb, mad(kb, b, a.sq, i), a.hq, h), a.d)
+	                       : mc_k_muli(kb, mad(kb, mad(kb, b, a.hq, h), a.sq, i), a.d);
 	q0 = mc_kb_let(kb, q0);
-	mc_kexpr *qk0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.total));
+	mc_kexpr *qk0 =
+	        mc_kb_let(kb, mc_k_muli(kb, mad(kb, mad(kb, b, a.hq, h), a.sq, i), a.total));
 	mc_kexpr *mx = mc_kb_local(kb, fconst(kb, kt, -INFINITY));
 	/* scores: scaled Q.K, softcap, bias */
 	for (int part = a.past ? 0 : 1; part < 2; part++) {
@@ -1421,15 +1539,19 @@ static int lower_attention(mc_lower_ctx *c)
 		mc_kexpr *raw = mc_kb_let(kb, mc_k_mul(kb, dot, fconst(kb, kt, scale)));
 		mc_kexpr *capped = raw;
 		if (p->softcap > 0)
-			capped = mc_kb_let(kb, mc_k_mul(kb, fconst(kb, kt, p->softcap),
-			                                mc_k_un(kb, MC_KU_TANH, mc_k_div(kb, raw, fconst(kb, kt, p->softcap)))));
+			capped = mc_kb_let(kb,
+			                   mc_k_mul(kb, fconst(kb, kt, p->softcap),
+			                            mc_k_un(kb, MC_KU_TANH,
+			                                    mc_k_div(kb, raw,
+			                                             fconst(kb, kt, p->softcap)))));
 		mc_kexpr *bias = attn_bias_ir(&a, b, h, i, j, nonpad);
 		mc_kexpr *biased = mc_kb_let(kb, bias ? mc_k_add(kb, capped, bias) : capped);
 		mc_kb_store(kb, row, j, biased);
 		if (want_qk && p->qk_mode < 3)
 			mc_kb_store(kb, c->out_buf[AT_QK], mc_k_add(kb, qk0, j),
 			            p->qk_mode == 0 ? raw : p->qk_mode == 1 ? capped : biased);
-		mc_kb_assign(kb, mx, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, biased, mx), biased, mx));
+		mc_kb_assign(kb, mx,
+		             mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, biased, mx), biased, mx));
 		mc_kb_end(kb);
 	}
 	/* softmax; a row with every key masked gives zeros, not NaN */
@@ -1437,32 +1559,41 @@ static int lower_attention(mc_lower_ctx *c)
 	mc_kexpr *sum = mc_kb_local(kb, fconst(kb, kt, 0));
 	mc_kexpr *j = mc_kb_fori(kb, a.total, 0);
 	mc_kexpr *e = mc_kb_let(kb, mc_k_select(kb, all_masked, fconst(kb, kt, 0),
-	                                        mc_k_un(kb, MC_KU_EXP, mc_k_sub(kb, mc_k_load(kb, row, j), mx))));
+	                                        mc_k_un(kb, MC_KU_EXP,
+	                                                mc_k_sub(kb, mc_k_load(kb, row, j), mx))));
 	mc_kb_store(kb, row, j, e);
 	mc_kb_assign(kb, sum, mc_k_add(kb, sum, e));
 	mc_kb_end(kb);
 	j = mc_kb_fori(kb, a.total, 0);
-	mc_kexpr *prob = mc_kb_let(kb, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, sum, fconst(kb, kt, 0)),
-	                                           mc_k_div(kb, mc_k_load(kb, row, j), sum), fconst(kb, kt, 0)));
+	mc_kexpr *prob =
+	        mc_kb_let(kb,
+	                  mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, sum, fconst(kb, kt, 0)),
+	                              mc_k_div(kb, mc_k_load(kb, row, j), sum), fconst(kb, kt, 0)));
 	mc_kb_store(kb, row, j, prob);
 	if (want_qk && p->qk_mode == 3)
 		mc_kb_store(kb, c->out_buf[AT_QK], mc_k_add(kb, qk0, j), prob);
 	mc_kb_end(kb);
 	if (want_y) {
-		mc_kexpr *y0 = a.is_3d ? mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.sq), i), a.hq), h), a.dv)
-		                       : mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, b, a.hq), h), a.sq), i), a.dv);
+		mc_kexpr *y0 = a.is_3d ? mc_k_muli(kb, mad(kb, mad(kb, b, a.sq, i), a.hq, h), a.dv)
+		                       : mc_k_muli(kb, mad(kb, mad(kb, b, a.hq, h), a.sq, i), a.dv);
 		y0 = mc_kb_let(kb, y0);
 		mc_kexpr *dd = mc_kb_fori(kb, a.dv, 0);
 		mc_kexpr *acc = mc_kb_local(kb, fconst(kb, kt, 0));
 		for (int part = a.past ? 0 : 1; part < 2; part++) {
 			bool past = part == 0;
 			mc_kexpr *s = mc_kb_fori(kb, past ? a.past : a.skv, MC_KF_REDUCE);
-			mc_kexpr *pj = mc_kb_let(kb, mc_k_load(kb, row, past ? s : mc_k_addi(kb, s, a.past)));
-			mc_kexpr *v = mc_lower_load(c, past ? AT_PAST_V : AT_V,
-			                            mc_k_add(kb, attn_kv_row(&a, past, b, hk, s, a.dv), dd));
+			mc_kexpr *pj =
+			        mc_kb_let(kb,
+			                  mc_k_load(kb, row, past ? s : mc_k_addi(kb, s, a.past)));
+			mc_kexpr *v =
+			        mc_lower_load(c, past ? AT_PAST_V : AT_V,
+			                      mc_k_add(kb, attn_kv_row(&a, past, b, hk, s, a.dv),
+			                               dd));
 			/* masked keys never contribute, even NaN or inf values */
-			mc_kexpr *term = mc_k_select(kb, mc_k_bin(kb, MC_KB_NE, pj, fconst(kb, kt, 0)),
-			                             mc_k_mul(kb, pj, mc_k_cast(kb, kt, v)), fconst(kb, kt, 0));
+			mc_kexpr *term =
+			        mc_k_select(kb, mc_k_bin(kb, MC_KB_NE, pj, fconst(kb, kt, 0)),
+			                    mc_k_mul(kb, pj, mc_k_cast(kb, kt, v)),
+			                    fconst(kb, kt, 0));
 			mc_kb_assign(kb, acc, mc_k_add(kb, acc, term));
 			mc_kb_end(kb);
 		}
@@ -1481,10 +1612,11 @@ static int lower_data_shaped(mc_lower_ctx *c)
 	                      c->node->op_type);
 }
 
-static const mc_lowering l_ccp = { "CenterCropPad", lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_rope = { "RotaryEmbedding", lower_rotary_embedding, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_ccp = {"CenterCropPad", lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE};
+static const mc_lowering l_rope = {"RotaryEmbedding", lower_rotary_embedding, NULL,
+                                   MC_LOWER_EPILOGUE};
 static const mc_lowering l_det = { "Det", lower_det, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_grid_sample = { "GridSample", lower_grid_sample, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_grid_sample = {"GridSample", lower_grid_sample, NULL, MC_LOWER_EPILOGUE};
 static const mc_lowering l_roi_align = { "RoiAlign", lower_roi_align, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_attention = { "Attention", lower_attention, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_nonzero = { "NonZero", lower_data_shaped, NULL, 0 };

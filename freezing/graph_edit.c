@@ -79,33 +79,9 @@ void ge_replace_uses(mc_graph *g, int from, int to)
 	}
 }
 
-static void attr_free(mc_attr *a)
-{
-	free(a->name);
-	free(a->s);
-	mc_tensor_free(a->t);
-	if (a->g)
-		mc_graph_free(a->g);
-	free(a->floats);
-	free(a->ints);
-	for (size_t i = 0; a->strings && i < a->n; i++)
-		free(a->strings[i]);
-	free(a->strings);
-}
-
 void ge_node_free(mc_node *n)
 {
-	free(n->name);
-	free(n->op_type);
-	free(n->domain);
-	free(n->inputs);
-	free(n->outputs);
-	free(n->implicit);
-	for (int a = 0; a < n->n_attrs; a++)
-		attr_free(&n->attrs[a]);
-	free(n->attrs);
-	free(n->params);
-	memset(n, 0, sizeof *n);
+	mc_node_free(n);
 }
 
 int ge_remove_nodes(mc_graph *g, const bool *dead)

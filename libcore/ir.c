@@ -48,6 +48,21 @@ static void attr_free(mc_attr *a)
 	free(a->strings);
 }
 
+void mc_node_free(mc_node *n)
+{
+	free(n->name);
+	free(n->op_type);
+	free(n->domain);
+	free(n->inputs);
+	free(n->outputs);
+	free(n->implicit);
+	for (int a = 0; a < n->n_attrs; a++)
+		attr_free(&n->attrs[a]);
+	free(n->attrs);
+	free(n->params);
+	memset(n, 0, sizeof *n);
+}
+
 void mc_graph_free(mc_graph *g)
 {
 	if (!g)
@@ -58,19 +73,8 @@ void mc_graph_free(mc_graph *g)
 		for (int d = 0; d < MC_MAX_RANK; d++)
 			free(g->values[i].dim_param[d]);
 	}
-	for (int i = 0; i < g->n_nodes; i++) {
-		mc_node *n = &g->nodes[i];
-		free(n->name);
-		free(n->op_type);
-		free(n->domain);
-		free(n->inputs);
-		free(n->outputs);
-		free(n->implicit);
-		for (int a = 0; a < n->n_attrs; a++)
-			attr_free(&n->attrs[a]);
-		free(n->attrs);
-		free(n->params);
-	}
+	for (int i = 0; i < g->n_nodes; i++)
+		mc_node_free(&g->nodes[i]);
 	free(g->values);
 	free(g->nodes);
 	free(g->inputs);

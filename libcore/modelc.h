@@ -237,6 +237,8 @@ typedef struct mc_graph {
 int mc_graph_find(const mc_graph *g, const char *name);
 int mc_graph_add_value(mc_graph *g, const char *name, mc_value_kind kind);
 void mc_graph_free(mc_graph *g);
+/* Frees what a node owns (not the node struct itself, which is zeroed). */
+void mc_node_free(mc_node *n);
 /* Freezes runtime input g->inputs[i] to the constant t (--bind): it leaves
  * the input list, and inference then folds what depends only on it. The
  * graph takes ownership of t. -1 if t's dtype or shape does not fit. */

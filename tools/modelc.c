@@ -394,19 +394,25 @@ static int cmd_inspect(cli *c)
 }
 
 /* ---- compile ---- */
-static int cmd_compile(cli *c)
+/* The compile options with the shape pins and binds of the command line. */
+static mc_compile_opts *compile_opts(cli *c)
 {
-	if (!c->model || !c->output_dir) {
-		mc_error("compile needs MODEL and -o DIR");
-		return 2;
-	}
 	mc_compile_opts *o = &c->compile;
 	o->import = (mc_import_opts){.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
 	                             .n_dim_pins = c->n_dim_pins};
 	o->bind_names = c->bind_names;
 	o->bind_values = c->bind_values;
 	o->argv_line = c->argv_line;
-	return mc_compile(c->model, c->output_dir, o) ? 1 : 0;
+	return o;
+}
+
+static int cmd_compile(cli *c)
+{
+	if (!c->model || !c->output_dir) {
+		mc_error("compile needs MODEL and -o DIR");
+		return 2;
+	}
+	return mc_compile(c->model, c->output_dir, compile_opts(c)) ? 1 : 0;
 }
 
 static int cmd_verify(cli *c)
@@ -415,13 +421,7 @@ static int cmd_verify(cli *c)
 		mc_error("verify needs MODEL");
 		return 2;
 	}
-	mc_compile_opts *o = &c->compile;
-	o->import = (mc_import_opts){.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
-	                             .n_dim_pins = c->n_dim_pins};
-	o->bind_names = c->bind_names;
-	o->bind_values = c->bind_values;
-	o->argv_line = c->argv_line;
-	int r = mc_verify(c->model, o, &c->verify);
+	int r = mc_verify(c->model, compile_opts(c), &c->verify);
 	return r < 0 ? 2 : r;
 }
 

@@ -59,6 +59,13 @@ static bool epilogue_ok(const mc_graph *g, int b, int v, int last, int *chain_in
 	const mc_value *out = &g->values[bn->outputs[0]];
 	if (!mc_shape_eq(&out->shape, &g->values[v].shape))
 		return false;
+	/* Before opset 7, Add & co (broadcast=1, axis) and PRelu align input 1
+	 * at an axis, not numpy's way: such a node runs in its own kernel. */
+	if (bn->opset < 7 && bn->n_inputs >= 2 && bn->inputs[1] >= 0) {
+		size_t m = mc_numel(&g->values[bn->inputs[1]].shape);
+		if (m != 1 && m != mc_numel(&out->shape))
+			return false;
+	}
 	int found = -1;
 	for (int i = 0; i < bn->n_inputs; i++)
 		if (bn->inputs[i] == v) {

@@ -327,7 +327,8 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		mc_kb kb;
 		mc_kb_begin(&kb, p->pool, k);
 		const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
-		if (mc_lower_group(g, gr, &kb, l))
+		unsigned long errors = mc_error_count();
+		if (mc_lower_group(g, gr, &kb, l) || mc_error_count() != errors)
 			goto out;
 		if (kb.depth != 0) {
 			mc_node_error(&g->nodes[gr->anchor], "lowering left %d blocks open", kb.depth);

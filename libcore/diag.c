@@ -30,9 +30,17 @@ static void emit(const char *kind, const char *fmt, va_list ap)
 		fprintf(stderr, "%s\n", line);
 }
 
+static unsigned long errors_reported;
+
+unsigned long mc_error_count(void)
+{
+	return errors_reported;
+}
+
 void mc_error(const char *fmt, ...)
 {
 	va_list ap;
+	errors_reported++;
 	va_start(ap, fmt);
 	emit("error", fmt, ap);
 	va_end(ap);

@@ -136,6 +136,9 @@ void mc_tensor_from_double(mc_tensor *t, const double *src);
  * Functions return 0 on success and -1 after reporting. */
 void mc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Errors reported so far: a stage whose helpers cannot return failure
+ * (kernel builders) checks that none was added. */
+unsigned long mc_error_count(void);
 /* Tests capture messages instead of printing them. */
 typedef void (*mc_diag_sink)(const char *line, void *user);
 void mc_set_diag_sink(mc_diag_sink sink, void *user);

@@ -363,7 +363,6 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	/* Memory requests: arena roots, then scratch. */
 	int n_reqs = 0, cap_reqs = 0;
 	mc_mem_req *reqs = NULL;
-	int *req_step = NULL, cap_rs = 0;
 	for (int v = 0; v < g->n_values; v++) {
 		if (m.root[v] != v || first[v] < 0 || !in_arena(g, &m, v))
 			continue;
@@ -389,11 +388,9 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 				reqs = grow(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
 				reqs[n_reqs] = (mc_mem_req){ .bytes = k->bufs[b].count * mc_dtype_size(k->bufs[b].dtype),
 				                             .first = s, .last = s, .inplace_of = -1 };
-				req_step = grow(req_step, &cap_rs, n_reqs + 1, sizeof *req_step);
 				k->bufs[b].loc.index = n_reqs++; /* request index until placed */
 			}
 	}
-	free(req_step);
 	mc_mem_plan plan;
 	if (mc_plan_memory(reqs, n_reqs, ARENA_ALIGN, &plan)) {
 		free(reqs);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 /* Deterministic values in [lo, hi). */
@@ -86,57 +87,14 @@ static void attr_floats(mb *b, Onnx__NodeProto *n, const char *name, float *v, s
 
 #define LIT(s) { sizeof(s) - 1, (uint8_t *)(s) }
 
-/* Compiles, builds, runs and compares with the reference: 0 when every
- * output is within tolerance. fold_limit 0: the default. */
 static int verify_folding(mb *b, size_t fold_limit)
 {
-	char *dir = make_temp_dir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	if (fold_limit)
-		o.fold_limit = fold_limit;
-	mc_verify_opts v;
-	mc_verify_opts_init(&v);
-	v.rtol = 1e-4;
-	v.atol = 1e-5;
-	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
-	int rc = mc_verify(path, &o, &v);
-	rm_tree(dir);
-	free(dir);
-	mb_free(b);
-	return rc;
+	return verify_model(b, fold_limit);
 }
 
 static int verify(mb *b)
 {
-	return verify_folding(b, 0);
-}
-
-/* The program of a model, for looking at its kernels. */
-static mc_graph *program_of(mb *b, mc_program *p)
-{
-	mc_graph *g = mb_import(b, ".", NULL);
-	cr_assert_not_null(g);
-	cr_assert_eq(mc_infer_graph(g), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	cr_assert_eq(mc_build_program(g, &o, p), 0);
-	return g;
-}
-
-static char *dump(const mc_kernel *k)
-{
-	char *text;
-	size_t len;
-	FILE *f = open_memstream(&text, &len);
-	mc_kernel_dump(k, f);
-	fclose(f);
-	return text;
+	return verify_model(b, 0);
 }
 
 /* ---- recurrent layers ---- */
@@ -229,7 +187,7 @@ Test(lower_misc, rnn_runtime_lengths_are_checked)
 	mc_program p;
 	mc_graph *gr = program_of(b, &p);
 	cr_assert_eq(p.n_kernels, 1);
-	char *text = dump(p.kernels[0]);
+	char *text = kernel_text(p.kernels[0]);
 	cr_assert_not_null(strstr(text, "fail 4"), "a bad length fails with BAD_INPUT:\n%s", text);
 	free(text);
 	mc_program_free(&p);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 /* Deterministic weights in [-1, 1). */
@@ -57,51 +58,11 @@ static void attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char 
 	a->s.len = strlen(literal);
 }
 
-/* Compiles, builds, runs and compares with the reference: 0 when every
- * output is within tolerance. */
 static int verify(mb *b)
 {
-	char *dir = make_temp_dir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	mc_verify_opts v;
-	mc_verify_opts_init(&v);
-	v.rtol = 1e-4;
-	v.atol = 1e-5;
-	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
-	int rc = mc_verify(path, &o, &v);
-	rm_tree(dir);
-	free(dir);
-	mb_free(b);
-	return rc;
+	return verify_model(b, 0);
 }
 
-/* The program of a model, for looking at its kernels. */
-static mc_graph *program_of(mb *b, mc_program *p)
-{
-	mc_graph *g = mb_import(b, ".", NULL);
-	cr_assert_not_null(g);
-	cr_assert_eq(mc_infer_graph(g), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	cr_assert_eq(mc_build_program(g, &o, p), 0);
-	return g;
-}
-
-static char *dump(const mc_kernel *k)
-{
-	char *text;
-	size_t len;
-	FILE *f = open_memstream(&text, &len);
-	mc_kernel_dump(k, f);
-	fclose(f);
-	return text;
-}
 
 /* ---- convolutions ---- */
 
@@ -135,7 +96,7 @@ Test(lower_nn, conv_fuses_relu_and_has_no_padding_branches)
 	mc_program p;
 	mc_graph *g = program_of(b, &p);
 	cr_assert_eq(p.n_kernels, 1, "Conv + Relu is one kernel, got %d", p.n_kernels);
-	char *text = dump(p.kernels[0]);
+	char *text = kernel_text(p.kernels[0]);
 	cr_assert_null(strstr(text, "if "), "padding is handled by tap ranges:\n%s", text);
 	cr_assert_not_null(strstr(text, "+ Relu 'relu'"), "the Relu epilogue is inlined:\n%s", text);
 	free(text);

@@ -1,0 +1,52 @@
+/* Test support for the compiler (see compile_helpers.h). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "compile_helpers.h"
+
+int verify_model(mb *b, size_t fold_limit)
+{
+	char *dir = make_temp_dir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	if (fold_limit)
+		o.fold_limit = fold_limit;
+	mc_verify_opts v;
+	mc_verify_opts_init(&v);
+	v.rtol = 1e-4;
+	v.atol = 1e-5;
+	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
+	int rc = mc_verify(path, &o, &v);
+	rm_tree(dir);
+	free(dir);
+	mb_free(b);
+	return rc;
+}
+
+mc_graph *program_of(mb *b, mc_program *p)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	cr_assert_eq(mc_build_program(g, &o, p), 0);
+	return g;
+}
+
+char *kernel_text(const mc_kernel *k)
+{
+	char *text;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	cr_assert_not_null(f);
+	mc_kernel_dump(k, f);
+	fclose(f);
+	return text;
+}

@@ -1,0 +1,17 @@
+/* Test support for the compiler: compile a built model, build the C, run
+ * it and compare with the reference; or look at the program's kernels. */
+#ifndef COMPILE_HELPERS_H
+#define COMPILE_HELPERS_H
+
+#include "../../aot/aot.h"
+#include "model_builder.h"
+
+/* mc_verify on b's model (rtol 1e-4, atol 1e-5, -O1 -Werror); frees b.
+ * 0 when every output is within tolerance. fold_limit 0: the default. */
+int verify_model(mb *b, size_t fold_limit);
+/* Imports, infers and builds the program of b's model (b stays). */
+mc_graph *program_of(mb *b, mc_program *p);
+/* mc_kernel_dump as a malloc'd string. */
+char *kernel_text(const mc_kernel *k);
+
+#endif

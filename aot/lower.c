@@ -195,10 +195,12 @@ int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
 		return 0;
 	}
 	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
 	for (int i = 0; i < c->n_in; i++)
 		if (c->in[i])
-			args[i] = mc_lower_load(c, i, mc_lower_bcast(kb, &c->in[i]->shape, os, coords));
-	mc_lower_store(c, 0, coords, NULL, l->pointwise(c, args));
+			args[i] = mc_lower_load(c, i, mc_numel(&c->in[i]->shape) == n
+			                                  ? lin : mc_lower_bcast(kb, &c->in[i]->shape, os, coords));
+	mc_lower_store(c, 0, coords, lin, l->pointwise(c, args));
 	mc_kb_end_n(kb, os->rank);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* The compile pipeline: import, bind, infer, freeze, build the program,
  * emit the target's sources, then NAME.json and build.ninja. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -286,6 +287,85 @@ static int check_opts(const mc_compile_opts *o)
 	return 0;
 }
 
+/* Emission goes first into a staging directory beside DIR, so that a run
+ * that fails half-way leaves DIR as it was; a complete one is then moved
+ * in file by file, only the files whose content changed. */
+static int stage_name(const char *out_dir, char *stage, size_t n)
+{
+	size_t len = strlen(out_dir);
+	while (len > 1 && out_dir[len - 1] == '/')
+		len--;
+	if (snprintf(stage, n, "%.*s.modelc-tmp-%ld", (int)len, out_dir, (long)getpid()) >= (int)n) {
+		mc_error("path too long: %s", out_dir);
+		return -1;
+	}
+	return 0;
+}
+
+static void remove_stage(const char *stage)
+{
+	DIR *d = opendir(stage);
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[4608];
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof path, "%s/%s", stage, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(stage);
+}
+
+static int read_whole(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n = -1;
+	if (f && fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	if (!f || n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		mc_error("cannot read '%s': %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	*data = mc_xmalloc((size_t)n + 1);
+	*len = fread(*data, 1, (size_t)n, f);
+	fclose(f);
+	if (*len != (size_t)n) {
+		mc_error("cannot read '%s'", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int commit_stage(const char *stage, const char *out_dir)
+{
+	if (mc_mkdir_p(out_dir))
+		return -1;
+	DIR *d = opendir(stage);
+	if (!d) {
+		mc_error("cannot read '%s': %s", stage, strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *e;
+	char from[4608], to[4608];
+	while (rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(from, sizeof from, "%s/%s", stage, e->d_name);
+		snprintf(to, sizeof to, "%s/%s", out_dir, e->d_name);
+		char *data = NULL;
+		size_t len = 0;
+		rc = read_whole(from, &data, &len) || mc_write_if_changed(to, data, len) ? -1 : 0;
+		free(data);
+	}
+	closedir(d);
+	return rc;
+}
+
 int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
                      const mc_compile_opts *o_in)
 {
@@ -310,13 +390,20 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	double t_build = now_ms();
 	if (dump_kernels(&p, &o))
 		goto out;
-	char sha[65] = "";
-	if (mc_mkdir_p(out_dir) || (model_abs && file_sha256(model_abs, sha)))
+	char sha[65] = "", stage[4200];
+	if ((model_abs && file_sha256(model_abs, sha)) || stage_name(out_dir, stage, sizeof stage))
 		goto out;
-	if (mc_emit_c(&p, &o, out_dir) || write_json(&p, &o, model_abs ? model_abs : "", sha, out_dir) ||
-	    (model_abs && write_ninja(&o, model_abs, out_dir)) ||
-	    (o.harness && mc_emit_harness(&p, &o, out_dir)))
+	remove_stage(stage); /* a leftover of a killed run with this pid */
+	if (mc_mkdir_p(stage))
 		goto out;
+	bool emitted = !mc_emit_c(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
+	               !(model_abs && write_ninja(&o, model_abs, stage)) &&
+	               !(o.harness && mc_emit_harness(&p, &o, stage));
+	if (!emitted || commit_stage(stage, out_dir)) {
+		remove_stage(stage);
+		goto out;
+	}
+	remove_stage(stage);
 	if (o.stats) {
 		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t0, g->n_nodes);
 		fprintf(stderr, "modelc: stats: fusion+lowering+plan %.1f ms, %d kernels\n", t_build - t_freeze,

@@ -173,6 +173,8 @@ Test(compile, output_is_deterministic_and_rewritten_only_when_changed)
 	cr_assert_eq(mc_compile(model, b, &o), 0);
 	snprintf(cmd, sizeof cmd, "diff -r '%s' '%s' > /dev/null", a, b);
 	cr_assert_eq(system(cmd), 0, "two output directories differ");
+	snprintf(cmd, sizeof cmd, "ls '%s' | grep -q modelc-tmp", tmp);
+	cr_assert_neq(system(cmd), 0, "the staging directory was left behind");
 	char path[4200];
 	snprintf(path, sizeof path, "%s/det.c", a);
 	long before = mtime_ns(path);

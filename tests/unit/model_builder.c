@@ -260,6 +260,25 @@ void mb_initializer(mb *b, Onnx__GraphProto *g, Onnx__TensorProto *t)
 	APPEND(b, g->initializer, g->n_initializer, t);
 }
 
+Onnx__TensorProto *mb_init_ints(mb *b, Onnx__GraphProto *g, const char *name, int dtype,
+                                const char *dims, const int64_t *v, size_t n)
+{
+	Onnx__TensorProto *t = mb_tensor(b, name, dtype, dims);
+	if (dtype == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+		mb_int64_data(b, t, v, n);
+	} else { /* the narrower ints travel in int32_data */
+		int32_t *w = malloc((n ? n : 1) * sizeof *w);
+		if (!w)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			w[i] = (int32_t)v[i];
+		mb_int32_data(b, t, w, n);
+		free(w);
+	}
+	mb_initializer(b, g, t);
+	return t;
+}
+
 Onnx__TensorProto *mb_init_floats(mb *b, Onnx__GraphProto *g, const char *name,
                                   const char *dims, const float *v, size_t n)
 {
@@ -335,6 +354,14 @@ void mb_attr_int(mb *b, Onnx__NodeProto *n, const char *name, int64_t v)
 	Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	a->has_i = 1;
 	a->i = v;
+}
+
+void mb_attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a->has_s = 1;
+	a->s.data = (uint8_t *)pool_strdup(b, v);
+	a->s.len = strlen(v);
 }
 
 void mb_attr_float(mb *b, Onnx__NodeProto *n, const char *name, float v)

@@ -49,6 +49,11 @@ void mb_initializer(mb *b, Onnx__GraphProto *g, Onnx__TensorProto *t);
 Onnx__TensorProto *mb_init_floats(mb *b, Onnx__GraphProto *g, const char *name,
                                   const char *dims, const float *v, size_t n);
 
+/* Shortcut: an integer initializer (int64, or a narrower type through
+ * int32_data) from int64 values. */
+Onnx__TensorProto *mb_init_ints(mb *b, Onnx__GraphProto *g, const char *name, int dtype,
+                                const char *dims, const int64_t *v, size_t n);
+
 /* A node; inputs and outputs are comma-separated names ("" entries are
  * omitted optionals: "a,,c"). name may be NULL (no name in the file). */
 Onnx__NodeProto *mb_node(mb *b, Onnx__GraphProto *g, const char *op_type, const char *name,
@@ -58,6 +63,7 @@ void mb_attr_graph(mb *b, Onnx__NodeProto *n, const char *name, Onnx__GraphProto
 void mb_attr_tensor(mb *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
 void mb_attr_int(mb *b, Onnx__NodeProto *n, const char *name, int64_t v);
 void mb_attr_float(mb *b, Onnx__NodeProto *n, const char *name, float v);
+void mb_attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *v);
 void mb_attr_ints(mb *b, Onnx__NodeProto *n, const char *name, const int64_t *v, size_t count);
 
 /* A Constant node holding a bool scalar (If conditions). */

@@ -15,19 +15,6 @@
 
 /* ---- helpers ---- */
 
-/* A string attribute (the builder has none): made as an int attribute and
- * retyped; v must be a string literal (it is packed later). */
-static void attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *v)
-{
-	mb_attr_int(b, n, name, 0);
-	Onnx__AttributeProto *a = n->attribute[n->n_attribute - 1];
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_i = 0;
-	a->has_s = 1;
-	a->s.data = (uint8_t *)v;
-	a->s.len = strlen(v);
-}
-
 static char *write_model(mb *b, char **dir)
 {
 	*dir = make_temp_dir();
@@ -327,7 +314,7 @@ Test(lower_elementwise, unary_float_ops_match_reference)
 		mb_output(b, g, out);
 	}
 	Onnx__NodeProto *gelu = mb_node(b, g, "Gelu", NULL, "x", "gelu_tanh");
-	attr_string(b, gelu, "approximate", "tanh");
+	mb_attr_string(b, gelu, "approximate", "tanh");
 	mb_output(b, g, "gelu_tanh");
 	mb_node(b, g, "Gelu", NULL, "x", "gelu");
 	mb_output(b, g, "gelu");

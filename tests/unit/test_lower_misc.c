@@ -37,21 +37,11 @@ static void init_floats(mb *b, const char *name, const char *dims, const float *
 static void init_ints(mb *b, const char *name, mc_dtype t, const char *dims, const int64_t *v,
                       size_t n)
 {
-	Onnx__TensorProto *tp = mb_tensor(b, name, t, dims);
-	if (t == MC_INT64) {
-		mb_int64_data(b, tp, v, n);
-	} else { /* the narrower ints travel in int32_data */
-		int32_t w[64];
-		cr_assert_leq(n, 64);
-		for (size_t i = 0; i < n; i++)
-			w[i] = (int32_t)v[i];
-		mb_int32_data(b, tp, w, n);
-	}
-	mb_initializer(b, mb_main(b), tp);
+	mb_init_ints(b, mb_main(b), name, (int)t, dims, v, n);
 }
 
-/* String and list attributes (model_builder has none): an int attribute
- * turned into the wanted kind, pointing at literals that outlive the model. */
+/* List attributes model_builder lacks: an int attribute turned into the
+ * wanted kind, pointing at literals that outlive the model. */
 static Onnx__AttributeProto *retype(mb *b, Onnx__NodeProto *n, const char *name,
                                     Onnx__AttributeProto__AttributeType type)
 {
@@ -60,14 +50,6 @@ static Onnx__AttributeProto *retype(mb *b, Onnx__NodeProto *n, const char *name,
 	a->has_i = 0;
 	a->type = type;
 	return a;
-}
-
-static void attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *literal)
-{
-	Onnx__AttributeProto *a = retype(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-	a->has_s = 1;
-	a->s.data = (uint8_t *)literal;
-	a->s.len = strlen(literal);
 }
 
 static void attr_strings(mb *b, Onnx__NodeProto *n, const char *name, ProtobufCBinaryData *v,
@@ -117,7 +99,7 @@ static mb *lstm_model(int layout, bool clip)
 	Onnx__NodeProto *n = mb_node(b, g, "LSTM", "lstm", "x,w,r,bias,lens,h0,c0,p", "y,yh,yc");
 	mb_attr_int(b, n, "hidden_size", 4);
 	mb_attr_int(b, n, "layout", layout);
-	attr_string(b, n, "direction", "bidirectional");
+	mb_attr_string(b, n, "direction", "bidirectional");
 	if (clip)
 		mb_attr_float(b, n, "clip", 0.4f);
 	mb_output(b, g, "y");
@@ -146,7 +128,7 @@ Test(lower_misc, gru_reverse_runtime_lengths_linear_before_reset)
 		Onnx__NodeProto *n = mb_node(b, g, "GRU", "gru", "x,w,r,bias,lens", "y,yh");
 		mb_attr_int(b, n, "hidden_size", 5);
 		mb_attr_int(b, n, "linear_before_reset", lbr);
-		attr_string(b, n, "direction", "reverse");
+		mb_attr_string(b, n, "direction", "reverse");
 		mb_output(b, g, "y");
 		mb_output(b, g, "yh");
 		cr_assert_eq(verify(b), 0, "linear_before_reset=%d", lbr);
@@ -165,7 +147,7 @@ Test(lower_misc, rnn_activation_lists_with_alpha_beta)
 	init_random(b, "r", "2,4,4", 2 * 4 * 4, 9);
 	Onnx__NodeProto *n = mb_node(b, g, "RNN", "rnn", "x,w,r", "y");
 	mb_attr_int(b, n, "hidden_size", 4);
-	attr_string(b, n, "direction", "bidirectional");
+	mb_attr_string(b, n, "direction", "bidirectional");
 	attr_strings(b, n, "activations", acts, 2);
 	attr_floats(b, n, "activation_alpha", alpha, 2);
 	attr_floats(b, n, "activation_beta", beta, 1);
@@ -315,8 +297,8 @@ Test(lower_misc, grid_sample_modes_and_paddings)
 			fill(grid, 24, 13, -1.6f, 1.6f);
 			init_floats(b, "grid", "1,3,4,2", grid, 24);
 			Onnx__NodeProto *n = mb_node(b, g, "GridSample", "gs", "x,grid", "y");
-			attr_string(b, n, "mode", modes[m]);
-			attr_string(b, n, "padding_mode", pads[pd]);
+			mb_attr_string(b, n, "mode", modes[m]);
+			mb_attr_string(b, n, "padding_mode", pads[pd]);
 			mb_attr_int(b, n, "align_corners", pd == 1);
 			mb_output(b, g, "y");
 			cr_assert_eq(verify(b), 0, "mode %s, padding %s", modes[m], pads[pd]);
@@ -333,7 +315,7 @@ Test(lower_misc, roi_align_avg_and_max)
 		init_floats(b, "rois", "4,4", rois, 16);
 		init_ints(b, "bi", MC_INT64, "4", (int64_t[]){0, 1, 1, 0}, 4);
 		Onnx__NodeProto *n = mb_node(b, g, "RoiAlign", "roi", "x,rois,bi", "y");
-		attr_string(b, n, "mode", max ? "max" : "avg");
+		mb_attr_string(b, n, "mode", max ? "max" : "avg");
 		mb_attr_int(b, n, "output_height", 3);
 		mb_attr_int(b, n, "output_width", 2);
 		mb_attr_float(b, n, "spatial_scale", 0.9f);

@@ -32,30 +32,7 @@ static void init_random(mb *b, const char *name, const char *dims, size_t n, uns
 static void init_ints(mb *b, const char *name, mc_dtype t, const char *dims, const int64_t *v,
                       size_t n)
 {
-	Onnx__TensorProto *tp = mb_tensor(b, name, t, dims);
-	if (t == MC_INT64) {
-		mb_int64_data(b, tp, v, n);
-	} else { /* the narrower ints travel in int32_data */
-		int32_t w[64];
-		cr_assert_leq(n, 64);
-		for (size_t i = 0; i < n; i++)
-			w[i] = (int32_t)v[i];
-		mb_int32_data(b, tp, w, n);
-	}
-	mb_initializer(b, mb_main(b), tp);
-}
-
-/* A string attribute (model_builder has none): an int attribute turned
- * into a string one pointing at a literal, which outlives the model. */
-static void attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *literal)
-{
-	mb_attr_int(b, n, name, 0);
-	Onnx__AttributeProto *a = n->attribute[n->n_attribute - 1];
-	a->has_i = 0;
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_s = 1;
-	a->s.data = (uint8_t *)literal;
-	a->s.len = strlen(literal);
+	mb_init_ints(b, mb_main(b), name, (int)t, dims, v, n);
 }
 
 static int verify(mb *b)
@@ -114,7 +91,7 @@ Test(lower_nn, conv1d_depthwise_same_lower_runtime_weights)
 	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "x,w", "y");
 	mb_attr_int(b, n, "group", 3);
 	mb_attr_ints(b, n, "strides", (int64_t[]){2}, 1);
-	attr_string(b, n, "auto_pad", "SAME_LOWER");
+	mb_attr_string(b, n, "auto_pad", "SAME_LOWER");
 	mb_output(b, g, "y");
 	cr_assert_eq(verify(b), 0);
 }
@@ -356,10 +333,10 @@ Test(lower_nn, einsum_batch_matmul_diagonal_and_sum)
 	mb_input(b, g, "a", MC_FLOAT, "2,3,4");
 	mb_input(b, g, "b", MC_FLOAT, "2,4,5");
 	mb_input(b, g, "s", MC_FLOAT, "3,3");
-	attr_string(b, mb_node(b, g, "Einsum", "bmm", "a,b", "y"), "equation", "bij,bjk->bik");
-	attr_string(b, mb_node(b, g, "Einsum", "diag", "s", "d"), "equation", "ii->i");
-	attr_string(b, mb_node(b, g, "Einsum", "sum", "a", "t"), "equation", "...j->...");
-	attr_string(b, mb_node(b, g, "Einsum", "outer", "s,a", "o"), "equation", "ij,bkl->jbl");
+	mb_attr_string(b, mb_node(b, g, "Einsum", "bmm", "a,b", "y"), "equation", "bij,bjk->bik");
+	mb_attr_string(b, mb_node(b, g, "Einsum", "diag", "s", "d"), "equation", "ii->i");
+	mb_attr_string(b, mb_node(b, g, "Einsum", "sum", "a", "t"), "equation", "...j->...");
+	mb_attr_string(b, mb_node(b, g, "Einsum", "outer", "s,a", "o"), "equation", "ij,bkl->jbl");
 	mb_output(b, g, "y");
 	mb_output(b, g, "d");
 	mb_output(b, g, "t");

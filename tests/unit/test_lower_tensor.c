@@ -11,19 +11,6 @@
 #include "../../aot/aot.h"
 #include "model_builder.h"
 
-/* model_builder has no string attributes: one made from an int attribute,
- * its text a literal that outlives the builder. */
-static void attr_string(mb *b, Onnx__NodeProto *n, const char *name, const char *v)
-{
-	mb_attr_int(b, n, name, 0);
-	Onnx__AttributeProto *a = n->attribute[n->n_attribute - 1];
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_i = 0;
-	a->has_s = 1;
-	a->s.data = (uint8_t *)v;
-	a->s.len = strlen(v);
-}
-
 static void init_int64(mb *b, Onnx__GraphProto *g, const char *name, const char *dims,
                        const int64_t *v, size_t n)
 {
@@ -265,7 +252,7 @@ Test(lower_index, scatternd_add_with_repeats)
 	init_int64(b, g, "i", "3,1", (int64_t[]){1, 1, -1}, 3);
 	mb_init_floats(b, g, "u", "3", (float[]){10, 20, 30}, 3);
 	Onnx__NodeProto *n = mb_node(b, g, "ScatterND", "sc", "x,i,u", "y");
-	attr_string(b, n, "reduction", "add");
+	mb_attr_string(b, n, "reduction", "add");
 	mb_output(b, g, "y");
 	expect_run(b, (float[]){1, 2, 3, 4}, 4, (float[]){1, 32, 3, 34}, 4, 1);
 	mb_free(b);
@@ -295,7 +282,7 @@ Test(lower_index, pad_reflect_after_crop)
 	mb_input(b, g, "x", F, "5");
 	init_int64(b, g, "p", "2", (int64_t[]){2, -1}, 2);
 	Onnx__NodeProto *n = mb_node(b, g, "Pad", "pd", "x,p", "y");
-	attr_string(b, n, "mode", "reflect");
+	mb_attr_string(b, n, "mode", "reflect");
 	mb_output(b, g, "y");
 	expect_run(b, (float[]){1, 2, 3, 4, 9}, 5, (float[]){3, 2, 1, 2, 3, 4}, 6, 1);
 	mb_free(b);
@@ -309,7 +296,7 @@ Test(lower_index, resize_linear_upsample)
 	mb_input(b, g, "x", F, "1,1,2,2");
 	mb_init_floats(b, g, "s", "4", (float[]){1, 1, 2, 2}, 4);
 	Onnx__NodeProto *n = mb_node(b, g, "Resize", "rs", "x,,s", "y");
-	attr_string(b, n, "mode", "linear");
+	mb_attr_string(b, n, "mode", "linear");
 	mb_output(b, g, "y");
 	expect_run(b, (float[]){1, 2, 3, 4}, 4,
 	           (float[]){1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f,
@@ -326,8 +313,8 @@ Test(lower_index, resize_nearest_downsample_floor)
 	mb_input(b, g, "x", F, "5");
 	init_int64(b, g, "z", "1", (int64_t[]){3}, 1);
 	Onnx__NodeProto *n = mb_node(b, g, "Resize", "rs", "x,,,z", "y");
-	attr_string(b, n, "coordinate_transformation_mode", "asymmetric");
-	attr_string(b, n, "nearest_mode", "floor");
+	mb_attr_string(b, n, "coordinate_transformation_mode", "asymmetric");
+	mb_attr_string(b, n, "nearest_mode", "floor");
 	mb_output(b, g, "y");
 	expect_run(b, (float[]){0, 1, 2, 3, 4}, 5, (float[]){0, 1, 3}, 3, 1);
 	mb_free(b);
@@ -341,7 +328,7 @@ Test(lower_index, resize_antialias_with_too_many_taps_is_refused)
 	mb_input(b, g, "x", F, "10000");
 	init_int64(b, g, "z", "1", (int64_t[]){1}, 1);
 	Onnx__NodeProto *n = mb_node(b, g, "Resize", "rs", "x,,,z", "y");
-	attr_string(b, n, "mode", "linear");
+	mb_attr_string(b, n, "mode", "linear");
 	mb_attr_int(b, n, "antialias", 1);
 	mb_output(b, g, "y");
 	compiled c;
@@ -358,7 +345,7 @@ Test(lower_index, depth_to_space_crd)
 	mb_input(b, g, "x", F, "1,4,1,2");
 	Onnx__NodeProto *n = mb_node(b, g, "DepthToSpace", "d2s", "x", "y");
 	mb_attr_int(b, n, "blocksize", 2);
-	attr_string(b, n, "mode", "CRD");
+	mb_attr_string(b, n, "mode", "CRD");
 	mb_output(b, g, "y");
 	/* y[0, 0, i, w * 2 + j] = x[0, i * 2 + j, 0, w] */
 	expect_run(b, (float[]){0, 1, 2, 3, 4, 5, 6, 7}, 8, (float[]){0, 2, 1, 3, 4, 6, 5, 7}, 8, 1);

@@ -424,6 +424,15 @@ void mc_verify_opts_init(mc_verify_opts *v);
 /* 0: every output within tolerance; 1: beyond it; -1: error (reported). */
 int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v);
 
+/* Builds DIR's NAME.c, NAME_weights.c and the harness NAME_main.c with
+ * `cc cflags` (log in DIR/cc.log), runs it on `in` (g's inputs; log in
+ * DIR/run.log) and reads `out` typed as g's outputs. 0 on success; else,
+ * reported: MC_HARNESS_BUILD, MC_HARNESS_RUN (exit_status: the driver's
+ * exit status, 128 + signal number when killed), or -1. */
+enum { MC_HARNESS_BUILD = 1, MC_HARNESS_RUN = 2 };
+int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
+                   const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status);
+
 /* Builds the program from an inferred graph (fusion, plan, lowering); the
  * pieces used by mc_compile, exposed for tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);

@@ -57,12 +57,55 @@ static int write_file(const char *path, const void *data, size_t n)
 	return 0;
 }
 
-static int run_cmd(const char *cmd, const char *what)
+/* The first line of DIR/FILE, for a message. */
+static void first_log_line(const char *dir, const char *file, char *buf, size_t n)
 {
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)n, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
+                   const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status)
+{
+	char cmd[16384], line[512];
+	*exit_status = 0;
+	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",
+	         dir, cc, cflags, name, name, name, name);
+	if (system(cmd) != 0) {
+		first_log_line(dir, "cc.log", line, sizeof line);
+		mc_error("generated code does not compile: %s", line);
+		return MC_HARNESS_BUILD;
+	}
+	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./%s_main .", dir, name);
+	for (int i = 0; i < g->n_inputs; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/input_%d.bin", dir, i);
+		if (write_file(path, in[i]->data, in[i]->nbytes))
+			return -1;
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
+	}
+	snprintf(cmd + len, sizeof cmd - len, " > run.log 2>&1");
 	int ws = system(cmd);
 	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-		mc_error("%s failed (status %d): %s", what, ws == -1 ? -1 : WEXITSTATUS(ws), cmd);
-		return -1;
+		/* the shell reports a signal as 128 + its number */
+		*exit_status = ws != -1 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		first_log_line(dir, "run.log", line, sizeof line);
+		mc_error("the compiled model failed (exit status %d): %s", *exit_status, line);
+		return MC_HARNESS_RUN;
+	}
+	for (int k = 0; k < g->n_outputs; k++) {
+		const mc_value *v = &g->values[g->outputs[k]];
+		char path[4200];
+		snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
+		if (!(out[k] = mc_tensor_read_file(path, v->dtype, &v->shape)))
+			return -1;
 	}
 	return 0;
 }
@@ -107,31 +150,14 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	co.harness = true;
 	if (mc_compile(model, dir, &co))
 		goto out;
-	char cmd[16384];
-	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o run -lm", dir, v->cc,
-	         v->cflags, co.name, co.name, co.name);
-	if (run_cmd(cmd, "building the generated code"))
-		goto out;
-	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./run .", dir);
-	for (int i = 0; i < n_in; i++) {
-		char path[4200];
-		snprintf(path, sizeof path, "%s/input_%d.bin", dir, i);
-		if (write_file(path, in[i]->data, in[i]->nbytes))
-			goto out;
-		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
-	}
-	if (run_cmd(cmd, "running the generated code"))
+	int exit_status;
+	if (mc_run_harness(dir, co.name, v->cc, v->cflags, g, in, got, &exit_status))
 		goto out;
 	bool ok = true;
 	printf("%-32s %-10s %14s %14s %14s  %s\n", "output", "dtype", "max|ref|", "max|err|", "rel RMSE",
 	       "verdict");
 	for (int k = 0; k < g->n_outputs; k++) {
 		const mc_value *val = &g->values[g->outputs[k]];
-		char path[4200];
-		snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
-		got[k] = mc_tensor_read_file(path, val->dtype, &val->shape);
-		if (!got[k])
-			goto out;
 		double max_ref = 0, max_err = 0, se = 0, sr = 0;
 		bool nan_mismatch = false;
 		for (size_t i = 0; i < want[k]->numel; i++) {

@@ -269,15 +269,6 @@ static bool has_bindable_input(const mc_graph *g)
 	return false;
 }
 
-static int write_file(const char *path, const void *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return -1;
-	bool ok = fwrite(data, 1, n, f) == n;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 static int remove_tree(const char *dir)
 {
 	char cmd[4200];
@@ -301,8 +292,6 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	mc_compile_opts_init(&o);
 	o.name = "m";
 	o.harness = true;
-	/* Input values before freezing: their dtypes and shapes for the files. */
-	int n_in = g->n_inputs;
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
 		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)
@@ -310,53 +299,15 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 		goto done;
 	}
 	const char *cc = getenv("MODELC_CC"), *cflags = getenv("MODELC_CFLAGS");
-	char cmd[16384];
-	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s m.c m_weights.c m_main.c -o m_main -lm > cc.log 2>&1",
-	         dir, cc && *cc ? cc : "cc", cflags && *cflags ? cflags : "-std=c99 -O1 -Wall -Wextra -Werror");
-	if (system(cmd) != 0) {
-		char log[600] = "", path[4200];
-		snprintf(path, sizeof path, "%s/cc.log", dir);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			size_t r = fread(log, 1, sizeof log - 1, f);
-			log[r] = 0;
-			fclose(f);
-			for (char *c = log; *c; c++)
-				if (*c == '\n')
-					*c = ' ';
-		}
-		snprintf(msg, n, "generated code does not compile: %s", log);
+	int exit_status;
+	first_error[0] = 0;
+	int r = mc_run_harness(dir, o.name, cc && *cc ? cc : "cc",
+	                       cflags && *cflags ? cflags : "-std=c99 -O1 -Wall -Wextra -Werror", g, in, out,
+	                       &exit_status);
+	if (r) {
+		snprintf(msg, n, "%s", first_error);
+		status = r == MC_HARNESS_RUN && (exit_status > 128 || exit_status < 0) ? CRASH : FAIL;
 		goto done;
-	}
-	size_t len = strlen(cmd);
-	len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && ./m_main .", dir);
-	for (int i = 0; i < n_in; i++) {
-		char path[4200];
-		snprintf(path, sizeof path, "%s/input_%d.bin", dir, i);
-		if (write_file(path, in[i]->data, in[i]->nbytes)) {
-			snprintf(msg, n, "cannot write %s", path);
-			goto done;
-		}
-		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
-	}
-	snprintf(cmd + len, sizeof cmd - len, " > run.log 2>&1");
-	int ws = system(cmd);
-	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-		int code = ws != -1 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-		snprintf(msg, n, "compiled model failed (exit status %d)", code);
-		/* A shell reports a signal as 128 + signo. */
-		status = code > 128 || code < 0 ? CRASH : FAIL;
-		goto done;
-	}
-	for (int i = 0; i < g->n_outputs; i++) {
-		const mc_value *v = &g->values[g->outputs[i]];
-		char path[4200];
-		snprintf(path, sizeof path, "%s/output_%d.bin", dir, i);
-		out[i] = mc_tensor_read_file(path, v->dtype, &v->shape);
-		if (!out[i]) {
-			snprintf(msg, n, "output %d: %s", i, first_error);
-			goto done;
-		}
 	}
 	status = PASS;
 done:

@@ -31,34 +31,6 @@ static bool is_identifier(const char *s)
 	return true;
 }
 
-int mc_mkdir_p(const char *dir)
-{
-	char path[4096];
-	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-		mc_error("path too long: %s", dir);
-		return -1;
-	}
-	for (char *s = path + 1; ; s++) {
-		if (*s == '/' || *s == 0) {
-			char keep = *s;
-			*s = 0;
-			if (mkdir(path, 0777) && errno != EEXIST) {
-				mc_error("cannot create directory '%s': %s", path, strerror(errno));
-				return -1;
-			}
-			*s = keep;
-			if (!keep)
-				break;
-		}
-	}
-	struct stat st;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		mc_error("'%s' is not a directory", dir);
-		return -1;
-	}
-	return 0;
-}
-
 /* --bind NAME=VALUE: VALUE is a tensor file (raw or .npy) when one exists
  * by that name, else comma-separated numbers filling the input's shape. */
 static mc_tensor *bind_value(const mc_value *v, const char *text)
@@ -260,7 +232,7 @@ static int dump_kernels(const mc_program *p, const mc_compile_opts *o)
 		return 0;
 	if (strcmp(o->dump_after, "all") && strcmp(o->dump_after, "kernels"))
 		return 0;
-	if (mc_mkdir_p(o->dump_dir))
+	if (mc_mkdir_p(o->dump_dir, "dump directory"))
 		return -1;
 	char path[4096];
 	snprintf(path, sizeof path, "%s/90-kernels.txt", o->dump_dir);
@@ -342,7 +314,7 @@ static int read_whole(const char *path, char **data, size_t *len)
 
 static int commit_stage(const char *stage, const char *out_dir)
 {
-	if (mc_mkdir_p(out_dir))
+	if (mc_mkdir_p(out_dir, "output directory"))
 		return -1;
 	DIR *d = opendir(stage);
 	if (!d) {
@@ -394,7 +366,7 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if ((model_abs && file_sha256(model_abs, sha)) || stage_name(out_dir, stage, sizeof stage))
 		goto out;
 	remove_stage(stage); /* a leftover of a killed run with this pid */
-	if (mc_mkdir_p(stage))
+	if (mc_mkdir_p(stage, "staging directory"))
 		goto out;
 	bool emitted = !mc_emit_c(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
 	               !(model_abs && write_ninja(&o, model_abs, stage)) &&

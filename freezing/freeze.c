@@ -204,35 +204,10 @@ void mc_graph_dump(const mc_graph *g, FILE *f)
 
 /* ---- driver ---- */
 
-/* mkdir -p: the dump directory and its missing parents. */
-static int make_dirs(const char *path)
-{
-	char *p = mc_xstrdup(path);
-	int rc = 0;
-	for (char *s = p + 1; !rc; s++) {
-		bool end = *s == '\0';
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		struct stat st;
-		if (mkdir(p, 0777) && errno != EEXIST)
-			rc = -1;
-		else if (stat(p, &st) || !S_ISDIR(st.st_mode))
-			rc = (errno = ENOTDIR, -1);
-		if (end)
-			break;
-		*s = '/';
-	}
-	if (rc)
-		mc_error("cannot create dump directory '%s': %s", path, strerror(errno));
-	free(p);
-	return rc;
-}
-
 static int dump_file(const mc_graph *g, const mc_freeze_opts *o, int seq, const char *what)
 {
 	const char *dir = o->dump_dir && *o->dump_dir ? o->dump_dir : ".";
-	if (make_dirs(dir))
+	if (mc_mkdir_p(dir, "dump directory"))
 		return -1;
 	size_t len = strlen(dir) + strlen(what) + 32;
 	char *path = mc_xmalloc(len);

@@ -303,6 +303,9 @@ mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s);
 int mc_tensor_write_raw(const char *path, const mc_tensor *t);
 /* Output file name: every char outside [A-Za-z0-9_.-] becomes '_', + ".bin". */
 void mc_output_file_name(const char *value_name, char *buf, size_t n);
+/* mkdir -p: creates dir and its missing parents; -1 after reporting
+ * "cannot create <what> '<dir>': ...". */
+int mc_mkdir_p(const char *dir, const char *what);
 /* Parses "1x3x224x224" (or "scalar"); false on junk or overflow. */
 bool mc_parse_shape(const char *text, mc_shape *out);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "modelc.h"
@@ -230,4 +231,33 @@ bool mc_parse_shape(const char *text, mc_shape *out)
 		return false;
 	*out = s;
 	return true;
+}
+
+/* mkdir -p: every missing directory of the path. */
+int mc_mkdir_p(const char *dir, const char *what)
+{
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+		mc_error("cannot create %s '%s': path too long", what, dir);
+		return -1;
+	}
+	for (char *s = path + 1; ; s++) {
+		if (*s != '/' && *s != 0)
+			continue;
+		char keep = *s;
+		*s = 0;
+		struct stat st;
+		if (mkdir(path, 0777) && errno != EEXIST) {
+			mc_error("cannot create %s '%s': %s", what, dir, strerror(errno));
+			return -1;
+		}
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			mc_error("cannot create %s '%s': '%s' is not a directory", what, dir, path);
+			return -1;
+		}
+		*s = keep;
+		if (!keep)
+			break;
+	}
+	return 0;
 }

@@ -159,6 +159,9 @@ typedef struct mc_kpool mc_kpool;
 mc_kpool *mc_kpool_new(void);
 void mc_kpool_free(mc_kpool *p);
 void *mc_kpool_alloc(mc_kpool *p, size_t n); /* zeroed */
+/* arr (of *cap elements of elt bytes) grown to hold at least need, the new
+ * elements zeroed; aborts on OOM (IR-sized, never model-data-sized). */
+void *mc_grow_array(void *arr, int *cap, int need, size_t elt);
 char *mc_kpool_strdup(mc_kpool *p, const char *s);
 
 #define MC_KB_MAX_DEPTH 64

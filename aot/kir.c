@@ -115,7 +115,7 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k)
 		kb->tail[0] = &(*kb->tail[0])->next;
 }
 
-static void *grow(void *arr, int *cap, int need, size_t elt)
+void *mc_grow_array(void *arr, int *cap, int need, size_t elt)
 {
 	if (need <= *cap)
 		return arr;
@@ -140,7 +140,7 @@ int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written)
 			k->bufs[i].written |= written;
 			return i;
 		}
-	k->bufs = grow(k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof *k->bufs);
+	k->bufs = mc_grow_array(k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof *k->bufs);
 	mc_kbuf *b = &k->bufs[k->n_bufs];
 	b->value = value;
 	b->dtype = dtype;
@@ -157,7 +157,7 @@ int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count)
 static int new_var(mc_kb *kb, mc_ktype t, bool mutable_, bool is_loop)
 {
 	mc_kernel *k = kb->k;
-	k->vars = grow(k->vars, &k->cap_vars, k->n_vars + 1, sizeof *k->vars);
+	k->vars = mc_grow_array(k->vars, &k->cap_vars, k->n_vars + 1, sizeof *k->vars);
 	k->vars[k->n_vars] = (mc_kvar){ .type = t, .mutable_ = mutable_, .is_loop = is_loop };
 	return k->n_vars++;
 }

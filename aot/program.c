@@ -9,32 +9,14 @@
 
 #define ARENA_ALIGN 64
 
-static void *grow(void *arr, int *cap, int need, size_t elt)
-{
-	if (need <= *cap)
-		return arr;
-	int n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	arr = realloc(arr, (size_t)n * elt);
-	if (!arr) {
-		mc_error("out of memory");
-		abort();
-	}
-	*cap = n;
-	return arr;
-}
-
 static mc_kernel *new_kernel(mc_program *p, const char *name, const char *comment)
 {
 	mc_kernel *k = mc_kpool_alloc(p->pool, sizeof *k);
 	k->name = mc_kpool_strdup(p->pool, name);
 	k->comment = mc_kpool_strdup(p->pool, comment);
-	p->kernels = grow(p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+	p->kernels = mc_grow_array(p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
 	p->kernels[p->n_kernels++] = k;
-	p->steps = grow(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
-	p->steps[p->n_steps++] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = p->n_kernels - 1 };
-	return k;
+	return k; /* its step comes from make_steps, once every kernel exists */
 }
 
 void mc_program_free(mc_program *p)
@@ -177,7 +159,7 @@ static void copy_to_output(const mc_graph *g, mc_program *p, int v, int j)
 static int weight_of(const mc_graph *g, mc_program *p, value_maps *m, int v)
 {
 	if (m->weight[v] < 0) {
-		p->weights = grow(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
+		p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
 		p->weights[p->n_weights] = (mc_weight){ .t = g->values[v].konst, .align = ARENA_ALIGN };
 		p->weight_bytes += g->values[v].konst->nbytes;
 		m->weight[v] = p->n_weights++;
@@ -248,9 +230,8 @@ static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_m
 static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
                       const int *kguard, const bool *kelse)
 {
-	p->n_steps = 0;
 	for (int s = 0; s < p->n_kernels; ) {
-		p->steps = grow(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
+		p->steps = mc_grow_array(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
 		mc_step *st = &p->steps[p->n_steps++];
 		if (!kguard[s]) {
 			*st = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = s++ };
@@ -367,7 +348,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		if (m.root[v] != v || first[v] < 0 || !in_arena(g, &m, v))
 			continue;
 		const mc_value *val = &g->values[v];
-		reqs = grow(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
+		reqs = mc_grow_array(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
 		reqs[n_reqs] = (mc_mem_req){ .bytes = mc_numel(&val->shape) * mc_dtype_size(val->dtype),
 		                             .first = first[v], .last = last[v], .inplace_of = -1 };
 		m.req[v] = n_reqs++;
@@ -385,7 +366,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		mc_kernel *k = p->kernels[s];
 		for (int b = 0; b < k->n_bufs; b++)
 			if (k->bufs[b].value < 0 && k->bufs[b].loc.kind == MC_LOC_NONE) {
-				reqs = grow(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
+				reqs = mc_grow_array(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
 				reqs[n_reqs] = (mc_mem_req){ .bytes = k->bufs[b].count * mc_dtype_size(k->bufs[b].dtype),
 				                             .first = s, .last = s, .inplace_of = -1 };
 				k->bufs[b].loc.index = n_reqs++; /* request index until placed */

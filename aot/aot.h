@@ -462,5 +462,11 @@ extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
  * files into dir (targets/c/emit_c.c). */
 int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
+/* The same three files as text, written nowhere (the fuzzer, tests). */
+typedef struct {
+	mc_strbuf header, source, weights;
+} mc_c_sources;
+int mc_emit_c_sources(const mc_program *p, const mc_compile_opts *o, mc_c_sources *out);
+void mc_c_sources_free(mc_c_sources *s);
 
 #endif

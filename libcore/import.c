@@ -818,6 +818,12 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 		mc_node *n = &g->nodes[g->n_nodes++];
 		n->name = mc_xstrdup(np->name);
 		n->op_type = mc_xstrdup(np->op_type);
+		if (!n->op_type[0]) {
+			/* An empty op_type also marks a Constant turned into a value. */
+			mc_error("node '%s': op_type is empty", np->name ? np->name : "");
+			rc = -1;
+			break;
+		}
 		n->domain = mc_xstrdup(is_default_domain(np->domain) ? "" : np->domain);
 		n->opset = opset;
 		if (np->n_input > MC_MAX_NODE_IO || np->n_output > MC_MAX_NODE_IO) {
@@ -904,7 +910,8 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			rc = -1;
 			break;
 		}
-		for (int k = 0; k < n->op->min_inputs && !rc; k++)
+		int required = n->op->flags & MC_OP_VARIADIC ? n->n_inputs : n->op->min_inputs;
+		for (int k = 0; k < required && !rc; k++)
 			if (n->inputs[k] < 0) {
 				mc_error("%s: required input %d is missing (empty name)", where, k);
 				rc = -1;
@@ -920,11 +927,7 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 		for (int i = 0; i < g->n_nodes; i++) {
 			mc_node *n = &g->nodes[i];
 			if (n->op_type[0] == 0) {
-				free(n->name);
-				free(n->op_type);
-				free(n->domain);
-				free(n->inputs);
-				free(n->outputs);
+				mc_node_free(n);
 				newidx[i] = -1;
 				continue;
 			}

@@ -353,6 +353,8 @@ enum {
 	MC_OP_NO_FOLD = 1u << 1,
 	/* Holds subgraphs; the interpreter passes env. */
 	MC_OP_SUBGRAPH = 1u << 2,
+	/* Inputs are one variadic list: none of them may be omitted. */
+	MC_OP_VARIADIC = 1u << 3,
 };
 
 /* Finds the entry for op_type at the given opset; NULL if none. Sets

@@ -671,13 +671,13 @@ static const attr_spec mod_attrs[] = {{"fmod", 0, true}, {NULL, 0, false}};
 
 /* ---- the map op table ---- */
 
-#define MAP_OP(NAME, FIRST, MIN_IN, MAX_IN)                                                \
+#define MAP_OP(NAME, FIRST, MIN_IN, MAX_IN, FLAGS)                                          \
 	.op = {.name = NAME, .min_opset = FIRST, .max_opset = MC_MAX_OPSET,                 \
 	       .min_inputs = MIN_IN, .max_inputs = MAX_IN, .min_outputs = 1, .max_outputs = 1, \
-	       .parse = map_parse, .infer = map_infer, .eval = map_eval}
-#define UNARY(NAME, FIRST) MAP_OP(NAME, FIRST, 1, 1)
-#define BINARY(NAME, FIRST) MAP_OP(NAME, FIRST, 2, 2)
-#define VARIADIC(NAME, FIRST) MAP_OP(NAME, FIRST, 1, 1 << 20)
+	       .parse = map_parse, .infer = map_infer, .eval = map_eval, .flags = FLAGS}
+#define UNARY(NAME, FIRST) MAP_OP(NAME, FIRST, 1, 1, 0)
+#define BINARY(NAME, FIRST) MAP_OP(NAME, FIRST, 2, 2, 0)
+#define VARIADIC(NAME, FIRST) MAP_OP(NAME, FIRST, 1, 1 << 20, MC_OP_VARIADIC)
 
 static const ew_op op_relu = {UNARY("Relu", 1), .types = T_SIGNED, .un = un_relu};
 static const ew_op op_leaky_relu = {UNARY("LeakyRelu", 1), .types = T_FLOAT,

@@ -1810,6 +1810,7 @@ static const mc_op op_einsum = {
 	.name = "Einsum", .min_opset = 12, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 1, .max_inputs = EINSUM_MAX_INPUTS, .min_outputs = 1, .max_outputs = 1,
 	.parse = einsum_parse, .infer = einsum_infer, .eval = einsum_eval,
+	.flags = MC_OP_VARIADIC,
 };
 
 static const mc_op op_rms_normalization = {

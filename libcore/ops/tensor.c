@@ -983,7 +983,7 @@ static const mc_op op_transpose = {
 static const mc_op op_concat = {
 	.name = "Concat", .min_opset = 1, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 1, .max_inputs = INT_MAX, .min_outputs = 1, .max_outputs = 1,
-	.infer = concat_infer, .eval = concat_eval,
+	.infer = concat_infer, .eval = concat_eval, .flags = MC_OP_VARIADIC,
 };
 static const mc_op op_split = {
 	.name = "Split", .min_opset = 1, .max_opset = MC_MAX_OPSET,

@@ -1384,8 +1384,9 @@ static int write_file(const char *dir, const char *name, const char *suffix, con
 	return r;
 }
 
-int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
+int mc_emit_c_sources(const mc_program *p, const mc_compile_opts *o, mc_c_sources *out)
 {
+	*out = (mc_c_sources){0};
 	const char *name = p->prefix ? p->prefix : o ? o->name : NULL;
 	if (!is_identifier(name)) {
 		mc_error("C target: model name '%s' is not a C identifier (use --name)", name ? name : "");
@@ -1399,32 +1400,43 @@ int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	e.idx64 = max_index(p) >= INT32_MAX;
 	snprintf(e.idx_type, sizeof e.idx_type, "%s_idx", name);
 
-	mc_strbuf h = {0}, c = {0}, w = {0};
-	e.sb = &h;
+	e.sb = &out->header;
 	put_header(&e);
-	e.sb = &c;
+	e.sb = &out->source;
 	put_source(&e);
-	e.sb = &w;
+	e.sb = &out->weights;
 	if (!e.err)
 		e.err = put_weights(&e);
-	int r = e.err;
-	if (!r) {
-		size_t rt_len = strlen(mc_runtime_min_h);
-		size_t n = strlen(dir) + 16;
-		char *path = mc_xmalloc(n);
-		snprintf(path, n, "%s/modelc_rt.h", dir);
-		r = mc_write_if_changed(path, mc_runtime_min_h, rt_len);
-		free(path);
-	}
-	if (!r)
-		r = write_file(dir, name, ".h", &h);
-	if (!r)
-		r = write_file(dir, name, ".c", &c);
-	if (!r)
-		r = write_file(dir, name, "_weights.c", &w);
-	mc_sb_free(&h);
-	mc_sb_free(&c);
-	mc_sb_free(&w);
 	free(e.upper);
+	if (e.err)
+		mc_c_sources_free(out);
+	return e.err;
+}
+
+void mc_c_sources_free(mc_c_sources *s)
+{
+	mc_sb_free(&s->header);
+	mc_sb_free(&s->source);
+	mc_sb_free(&s->weights);
+}
+
+int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
+{
+	mc_c_sources src;
+	if (mc_emit_c_sources(p, o, &src))
+		return -1;
+	const char *name = p->prefix ? p->prefix : o->name;
+	size_t n = strlen(dir) + 16;
+	char *path = mc_xmalloc(n);
+	snprintf(path, n, "%s/modelc_rt.h", dir);
+	int r = mc_write_if_changed(path, mc_runtime_min_h, strlen(mc_runtime_min_h));
+	free(path);
+	if (!r)
+		r = write_file(dir, name, ".h", &src.header);
+	if (!r)
+		r = write_file(dir, name, ".c", &src.source);
+	if (!r)
+		r = write_file(dir, name, "_weights.c", &src.weights);
+	mc_c_sources_free(&src);
 	return r;
 }

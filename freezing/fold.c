@@ -51,6 +51,9 @@ static size_t sum_bytes(const mc_graph *g, const int *vals, int count, bool kons
 static bool within_cap(const mc_graph *g, const mc_node *n, size_t limit, size_t *out_bytes)
 {
 	*out_bytes = sum_bytes(g, n->outputs, n->n_outputs, false);
+	for (int k = 0; k < n->n_outputs; k++)
+		if (n->outputs[k] >= 0 && mc_shape_extent(&g->values[n->outputs[k]].shape) > limit)
+			return false;
 	if (*out_bytes <= limit)
 		return true;
 	size_t in_bytes = sum_bytes(g, n->inputs, n->n_inputs, true);

@@ -308,6 +308,15 @@ bool mc_shape_numel(const mc_shape *s, size_t *out)
 	return true;
 }
 
+size_t mc_shape_extent(const mc_shape *s)
+{
+	size_t n = 1;
+	for (int i = 0; i < s->rank && i < MC_MAX_RANK; i++)
+		if (s->dims[i] > 1 && !mc_mul_size(n, (size_t)s->dims[i], &n))
+			return SIZE_MAX;
+	return n;
+}
+
 size_t mc_numel(const mc_shape *s)
 {
 	size_t n = 1;

@@ -60,6 +60,12 @@ static bool foldable(const mc_graph *g, const mc_node *n)
 	}
 	if (bytes > INFER_FOLD_BYTES)
 		return false;
+	for (int k = 0; k < n->n_outputs; k++)
+		if (n->outputs[k] >= 0 && mc_shape_extent(&g->values[n->outputs[k]].shape) > INFER_FOLD_BYTES)
+			return false;
+	for (int k = 0; k < n->n_inputs; k++)
+		if (n->inputs[k] >= 0 && mc_shape_extent(&g->values[n->inputs[k]].shape) > INFER_FOLD_BYTES)
+			return false;
 	if (n->op->flags & MC_OP_SHAPE_ONLY)
 		return true;
 	for (int k = 0; k < n->n_inputs; k++)

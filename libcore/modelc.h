@@ -97,6 +97,10 @@ typedef struct {
 /* Element count; false if any dim is negative or the product overflows
  * (elements or bytes of the largest dtype must fit in size_t/int64). */
 bool mc_shape_numel(const mc_shape *s, size_t *out);
+/* Product of the dimensions with zeros counted as one (saturating): the
+ * work of a loop nest over the shape, which an empty tensor with huge
+ * other dimensions still costs. */
+size_t mc_shape_extent(const mc_shape *s);
 size_t mc_numel(const mc_shape *s);  /* caller knows it is valid */
 bool mc_shape_eq(const mc_shape *a, const mc_shape *b);
 /* "1x3x224x224", "scalar" */

@@ -186,7 +186,8 @@ static void json_stack(mc_strbuf *b, const mc_stack_usage *u)
 static void stats_stack(const mc_compile_opts *o, const mc_stack_usage *u)
 {
 	if (!u->measured) {
-		fprintf(stderr, "modelc: stats: stack of %s_run: not measured: %s\n", o->name, u->note);
+		fprintf(stderr, "modelc: stats: stack of %s_run: %s%s\n", o->name,
+		        strncmp(u->note, "not measured", 12) ? "not measured: " : "", u->note);
 		return;
 	}
 	if (u->bound.bounded)

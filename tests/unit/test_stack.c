@@ -249,6 +249,14 @@ Test(stack, measure_with_the_host_compiler)
 	mc_stack_usage_free(&u);
 	assert_no_temporaries(dir);
 
+	if (sh("clang --version > /dev/null 2>&1") == 0) { /* frames only: the sum */
+		mc_stack_measure(dir, "t", "clang", &u);
+		cr_assert(u.measured, "%s", u.note);
+		cr_assert_str_eq(u.method, "su-only");
+		cr_assert(u.bound.bounded);
+		cr_assert_geq(u.bound.bytes, 4096);
+		mc_stack_usage_free(&u);
+	}
 	mc_stack_measure(dir, "t", "/nonexistent/cc", &u);
 	cr_assert_not(u.measured);
 	cr_assert(strstr(u.note, "cannot run '/nonexistent/cc'"), "%s", u.note);

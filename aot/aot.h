@@ -396,6 +396,8 @@ typedef struct {
 	bool stats;                 /* per-pass metrics on stderr */
 	bool harness;               /* also write NAME_main.c, a test driver */
 	bool no_fuse;               /* each node its own kernel (debugging) */
+	bool no_stack_usage;        /* skip measuring NAME_run's stack (aot/stack.c) */
+	const char *stack_cc;       /* compiler (and flags) that measures it; "cc" */
 	const char *argv_line;      /* for NAME.json (reproducing the build) */
 } mc_compile_opts;
 
@@ -414,6 +416,76 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
  * never part of the library): NAME_main OUTDIR IN0.bin IN1.bin ... reads raw
  * inputs, runs, writes OUTDIR/output_K.bin; exit status = run status. */
 int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *dir);
+
+/* ---- stack usage of the run function (aot/stack.c) ----
+ * NAME.c is compiled with -fstack-usage (and, with gcc >= 10,
+ * -fcallgraph-info=su); the worst case of NAME_run is its own frame plus the
+ * deepest chain of functions it calls. A frame counts the bytes a function
+ * moves the stack pointer by, the return address its caller pushed included. */
+typedef enum {
+	MC_FRAME_STATIC,     /* a fixed frame */
+	MC_FRAME_BOUNDED,    /* variable, at most `bytes` ("dynamic,bounded") */
+	MC_FRAME_DYNAMIC,    /* variable without a bound (alloca, VLA) */
+	MC_FRAME_EXTERNAL,   /* defined elsewhere (libm's expf, memcpy): not counted */
+	MC_FRAME_INDIRECT,   /* a call through a pointer: callee unknown */
+} mc_frame_kind;
+
+typedef struct {
+	char *key;           /* .ci node title (static ones carry the file name) */
+	char *name;          /* the function's name */
+	mc_frame_kind kind;
+	size_t bytes;
+	int n_callees, cap_callees;
+	int *callees;        /* indices in the graph, one per call edge */
+} mc_stack_fn;
+
+typedef struct {
+	int n_fns, cap_fns;
+	mc_stack_fn *fns;
+	bool has_calls;      /* from a .ci: the call edges are known */
+} mc_stack_graph;
+
+/* Add a compiler's .su (one line per function: file:line[:col]:name, bytes,
+ * qualifiers) or .ci (gcc's VCG call graph) text to g. 0, or -1 with the
+ * reason in why. */
+int mc_stack_parse_su(mc_stack_graph *g, const char *text, char *why, size_t n);
+int mc_stack_parse_ci(mc_stack_graph *g, const char *text, char *why, size_t n);
+void mc_stack_graph_free(mc_stack_graph *g);
+
+typedef struct {
+	bool bounded;
+	size_t bytes;        /* bounded: the worst case */
+	char why[256];       /* unbounded, or no such root: why */
+	int n_excludes;
+	char **excludes;     /* external callees reachable from the root, sorted */
+} mc_stack_bound;
+
+/* The worst-case stack depth of root. With call edges: its frame plus the
+ * deepest path through its callees (recursion, an indirect call or a dynamic
+ * frame on the way: unbounded; external callees listed, not counted).
+ * Without (a .su alone): the sum of every frame, a bound because generated
+ * code never recurses. 0, or -1 when root is not in g (why says so). */
+int mc_stack_worst(const mc_stack_graph *g, const char *root, mc_stack_bound *b);
+void mc_stack_bound_free(mc_stack_bound *b);
+
+typedef struct {
+	bool measured;       /* false: note says why (no compiler, it failed, ...) */
+	char note[512];
+	mc_stack_bound bound; /* bound.bytes includes red_zone */
+	const char *method;  /* "callgraph" or "su-only" */
+	char compiler[64];   /* "gcc 12.2.0", "clang 14.0.6" */
+	char target[64];     /* the compiler's -dumpmachine */
+	char flags[512];     /* flags of the measuring compile */
+	size_t red_zone;     /* bytes below the stack pointer a leaf may use (x86-64 SysV: 128) */
+	double ms;           /* time taken */
+} mc_stack_usage;
+
+/* Measures NAME_run's stack from dir/NAME.c with cc ("gcc", or words such
+ * as "arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb"). Its temporary files
+ * (dir/NAME.stack-tmp.*) are removed. Never fails: u->note says why when
+ * nothing was measured. */
+void mc_stack_measure(const char *dir, const char *name, const char *cc, mc_stack_usage *u);
+void mc_stack_usage_free(mc_stack_usage *u);
 
 /* modelc verify (aot/verify.c). */
 typedef struct {

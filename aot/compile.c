@@ -19,6 +19,7 @@ void mc_compile_opts_init(mc_compile_opts *o)
 	o->name = "model";
 	o->target = "c";
 	o->fold_limit = MC_DEFAULT_FOLD_LIMIT;
+	o->stack_cc = "cc";
 }
 
 static bool is_identifier(const char *s)
@@ -149,9 +150,67 @@ static void json_io(mc_strbuf *b, const mc_io_desc *d, int n)
 	mc_sb_puts(b, n ? "\n  ]" : "]");
 }
 
+/* "stack": NAME_run's worst-case stack (aot/stack.c), or null and a note. */
+static void json_stack(mc_strbuf *b, const mc_stack_usage *u)
+{
+	if (!u->measured) {
+		mc_sb_puts(b, ",\n  \"stack\": null,\n  \"stack_note\": ");
+		json_string(b, u->note);
+		return;
+	}
+	if (u->bound.bounded) {
+		mc_sb_printf(b, ",\n  \"stack\": {\"run_bytes\": %zu", u->bound.bytes);
+	} else {
+		mc_sb_puts(b, ",\n  \"stack\": {\"run_bytes\": null, \"unbounded\": ");
+		json_string(b, u->bound.why);
+	}
+	mc_sb_printf(b, ", \"method\": \"%s\", \"compiler\": ", u->method);
+	json_string(b, u->compiler);
+	mc_sb_puts(b, ", \"target\": ");
+	json_string(b, u->target);
+	mc_sb_puts(b, ", \"flags\": ");
+	json_string(b, u->flags);
+	mc_sb_printf(b, ", \"red_zone\": %zu, \"excludes\": ", u->red_zone);
+	if (!u->bound.bounded || strcmp(u->method, "callgraph")) {
+		mc_sb_puts(b, "null}"); /* unknown: a .su does not name callees */
+		return;
+	}
+	mc_sb_puts(b, "[");
+	for (int i = 0; i < u->bound.n_excludes; i++) {
+		mc_sb_puts(b, i ? ", " : "");
+		json_string(b, u->bound.excludes[i]);
+	}
+	mc_sb_puts(b, "]}");
+}
+
+static void stats_stack(const mc_compile_opts *o, const mc_stack_usage *u)
+{
+	if (!u->measured) {
+		fprintf(stderr, "modelc: stats: stack of %s_run: %s%s\n", o->name,
+		        strncmp(u->note, "not measured", 12) ? "not measured: " : "", u->note);
+		return;
+	}
+	if (u->bound.bounded)
+		fprintf(stderr, "modelc: stats: stack of %s_run: %zu bytes", o->name, u->bound.bytes);
+	else
+		fprintf(stderr, "modelc: stats: stack of %s_run: unbounded (%s)", o->name, u->bound.why);
+	fprintf(stderr, " (%s, %s, %s", u->compiler, *u->target ? u->target : "unknown target", u->method);
+	for (int i = 0; i < u->bound.n_excludes; i++)
+		fprintf(stderr, "%s%s", i ? ", " : "; not counted: ", u->bound.excludes[i]);
+	fprintf(stderr, "), %.1f ms\n", u->ms);
+}
+
 static int write_json(const mc_program *p, const mc_compile_opts *o, const char *model_abs,
                       const char *sha, const char *dir)
 {
+	/* dir is the staging directory, where NAME.c already is. */
+	mc_stack_usage stack = { 0 };
+	if (o->no_stack_usage)
+		snprintf(stack.note, sizeof stack.note, "not measured (--no-stack-usage)");
+	else
+		mc_stack_measure(dir, o->name, o->stack_cc, &stack);
+	if (o->stats)
+		stats_stack(o, &stack);
 	mc_strbuf b = { 0 };
 	mc_sb_puts(&b, "{\n  \"name\": ");
 	json_string(&b, o->name);
@@ -165,9 +224,12 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_puts(&b, ",\n  \"outputs\": ");
 	json_io(&b, p->outputs, p->n_outputs);
 	mc_sb_printf(&b, ",\n  \"arena_bytes\": %zu,\n  \"arena_align\": %zu,\n  \"arena_lower_bound\": %zu,\n"
-	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d\n}\n",
+	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d",
 	             p->arena_bytes, p->arena_align, p->lower_bound, p->weight_bytes, p->n_weights,
 	             p->n_kernels);
+	json_stack(&b, &stack);
+	mc_stack_usage_free(&stack);
+	mc_sb_puts(&b, "\n}\n");
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s.json", dir, o->name);
 	int rc = mc_write_if_changed(path, b.data, b.len);

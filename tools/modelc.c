@@ -35,6 +35,9 @@ static void usage(FILE *f)
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
 	      "  --harness                 also write NAME_main.c, a test driver (not part of the library)\n"
+	      "  --stack-cc CC             the compiler (and flags) that measures NAME_run's stack usage\n"
+	      "                            for NAME.json, e.g. \"arm-none-eabi-gcc -mcpu=cortex-m4\" (default cc)\n"
+	      "  --no-stack-usage          do not measure it (NAME.json: \"stack\": null)\n"
 	      "\n"
 	      "shape options fix dimensions the model leaves symbolic:\n"
 	      "  --input-shape NAME=DIMS   the whole shape of input NAME\n"
@@ -63,11 +66,22 @@ typedef struct {
 	mc_verify_opts verify;
 } cli;
 
+/* A value with spaces (--stack-cc "gcc -m32") is single-quoted, since
+ * NAME.ninja hands the line to the shell. */
 static void note_option(cli *c, const char *opt, const char *val)
 {
 	size_t n = strlen(c->argv_line);
-	snprintf(c->argv_line + n, sizeof c->argv_line - n, "%s%s%s%s", n ? " " : "", opt,
-	         val ? " " : "", val ? val : "");
+	bool quote = val && val[strcspn(val, " \t'\"\\;&|<>()*?#~`")];
+	snprintf(c->argv_line + n, sizeof c->argv_line - n, "%s%s%s", n ? " " : "", opt,
+	         val ? (quote ? " '" : " ") : "");
+	for (; val && *val; val++) {
+		n = strlen(c->argv_line);
+		snprintf(c->argv_line + n, sizeof c->argv_line - n, *val == '\'' ? "'\\''" : "%c", *val);
+	}
+	if (quote) {
+		n = strlen(c->argv_line);
+		snprintf(c->argv_line + n, sizeof c->argv_line - n, "'");
+	}
 }
 
 static int split_eq(const char *arg, const char *opt, char **name, const char **rest)
@@ -121,6 +135,12 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--no-stack-usage") == 0) {
+		o->no_stack_usage = true;
+		note_option(c, a, NULL);
+	} else if (strcmp(a, "--stack-cc") == 0 && has_val) {
+		o->stack_cc = argv[++*i];
+		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--seed") == 0 && has_val) {
 		c->verify.seed = strtoull(argv[++*i], NULL, 10);
 	} else if (strcmp(a, "--scale") == 0 && has_val) {

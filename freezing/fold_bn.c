@@ -335,6 +335,14 @@ static bool fold_one(mc_graph *g, int i, const int *uses)
 	if (n->n_inputs < 1 || n->n_outputs < 1 || n->outputs[0] < 0)
 		return false;
 	bool bn = is_op(n, "BatchNormalization") && n->n_inputs == 5 && n->inputs[0] >= 0;
+	/* The producer first: the per-channel tables are sized by x's channel
+	 * dimension, which only a producer's constant weights vouch for. */
+	int var = 0;
+	if (!bn && n->n_inputs == 2 && n->inputs[0] >= 0 && g->values[n->inputs[0]].konst)
+		var = 1;
+	affine probe = {.x = n->inputs[var]};
+	if (probe.x < 0 || foldable_producer(g, &probe, uses) < 0)
+		return false;
 	if (!(bn ? bn_affine(g, n, &a) : binary_affine(g, n, &a)))
 		return false;
 	int pi = foldable_producer(g, &a, uses);

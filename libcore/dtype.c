@@ -301,8 +301,10 @@ bool mc_shape_numel(const mc_shape *s, size_t *out)
 		if (s->dims[i] < 0 || !mc_mul_size(n, (size_t)s->dims[i], &n))
 			return false;
 	}
-	/* Keep bytes of the widest dtype representable in int64 too. */
-	if (n > (size_t)INT64_MAX / 8)
+	/* Keep bytes of the widest dtype representable in int64 too; and for
+	 * an empty tensor the product of its other dimensions, so that any
+	 * partial product of dimensions (loop bounds, strides) fits as well. */
+	if (n > (size_t)INT64_MAX / 8 || mc_shape_extent(s) > (size_t)INT64_MAX / 8)
 		return false;
 	*out = n;
 	return true;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -616,6 +617,11 @@ static int commit_stage(const char *stage, const char *out_dir, const char *name
 	char manifest[300], tmp[4640];
 	snprintf(manifest, sizeof manifest, "%s.json", name);
 	int rc = mc_mkdir_p(out_dir, "output directory");
+	/* Two runs into one DIR commit one after the other, not interleaved;
+	 * where the file system has no locks, they go unlocked. */
+	int lock = rc == 0 ? open(out_dir, O_RDONLY | O_DIRECTORY) : -1;
+	if (lock >= 0)
+		flock(lock, LOCK_EX);
 	if (rc == 0) {
 		remove_stale_temporaries(out_dir, files, n);
 		rc = move_in(stage, out_dir, files, n, manifest) || put_in_place(out_dir, files, n, manifest) ? -1 : 0;
@@ -625,6 +631,8 @@ static int commit_stage(const char *stage, const char *out_dir, const char *name
 			temporary_path(tmp, sizeof tmp, out_dir, files[i].name);
 			unlink(tmp);
 		}
+	if (lock >= 0)
+		close(lock); /* and the lock with it */
 	free(files);
 	return rc;
 }

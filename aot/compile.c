@@ -3,8 +3,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -321,19 +324,67 @@ static int check_opts(const mc_compile_opts *o)
 	return 0;
 }
 
-/* Emission goes first into a staging directory beside DIR, so that a run
- * that fails half-way leaves DIR as it was; a complete one is then moved
- * in file by file, only the files whose content changed. */
-static int stage_name(const char *out_dir, char *stage, size_t n)
+/* Output discipline. Emission goes first into a staging directory beside
+ * DIR (DIR.modelc-tmp-PID; DIR/.modelc-tmp-PID where DIR's parent is not
+ * writable), so that a run that fails or is killed while emitting leaves
+ * DIR as it was. A complete stage is then committed in two steps:
+ *  1. each file whose content changed (and NAME.json with them) moves into
+ *     DIR as NAME.tmpPID: a rename, a copy where the stage is on another
+ *     file system. A failure here (a full disk) removes them again: DIR is
+ *     left untouched.
+ *  2. the old NAME.json is removed, then each file is renamed over its
+ *     name, in a fixed order: the ninja files, the sources, NAME.json last.
+ *     NAME.json is an output of the regeneration edge (model.ninja.in) and
+ *     holds the model's sha256: until the new one is in place, that edge
+ *     lacks an output, so it is out of date for ninja, and for any tool,
+ *     whatever the mtimes say (a model put in place with an old mtime).
+ * Files whose content is unchanged keep their mtime (restat). DIR itself
+ * is never swapped for the stage: ninja runs inside it, and its log and
+ * objects live there. The stages and temporaries of killed runs are
+ * removed by a later run once their process is gone. */
+#define STAGE_TAG ".modelc-tmp-"
+
+/* The pid in NAME if NAME is PREFIX followed by 1 to 9 digits, else 0. */
+static long tagged_pid(const char *name, const char *prefix)
 {
-	size_t len = strlen(out_dir);
-	while (len > 1 && out_dir[len - 1] == '/')
-		len--;
-	if (snprintf(stage, n, "%.*s.modelc-tmp-%ld", (int)len, out_dir, (long)getpid()) >= (int)n) {
-		mc_error("path too long: %s", out_dir);
-		return -1;
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) != 0 || strlen(name + n) < 1 || strlen(name + n) > 9)
+		return 0;
+	long pid = 0;
+	for (const char *s = name + n; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		pid = pid * 10 + (*s - '0');
 	}
-	return 0;
+	return pid;
+}
+
+/* A zombie (killed, its parent not yet told) writes nothing any more.
+ * Where /proc is missing it counts as alive. */
+static bool is_zombie(long pid)
+{
+	char path[64], stat_line[256];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(stat_line, 1, sizeof stat_line - 1, f);
+	fclose(f);
+	stat_line[n] = 0;
+	const char *comm_end = strrchr(stat_line, ')'); /* "pid (comm) state ..." */
+	return comm_end && comm_end[1] == ' ' && comm_end[2] == 'Z';
+}
+
+/* Whether the run that made a stage or temporary may still be writing it.
+ * Our own pid is an earlier process's. A pid reused by another process
+ * keeps a leftover until that one exits: harmless, it is never output. */
+static bool run_alive(long pid)
+{
+	if (pid == (long)getpid())
+		return false;
+	if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+		return false;
+	return !is_zombie(pid);
 }
 
 static void remove_stage(const char *stage)
@@ -352,51 +403,299 @@ static void remove_stage(const char *stage)
 	rmdir(stage);
 }
 
-static int read_whole(const char *path, char **data, size_t *len)
+/* Removes the stages of dead runs: the directories PREFIX<pid> in the
+ * directory of the path PREFIX. */
+static void remove_stale_stages(const char *prefix)
 {
-	FILE *f = fopen(path, "rb");
-	long n = -1;
-	if (f && fseek(f, 0, SEEK_END) == 0)
-		n = ftell(f);
-	if (!f || n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-		mc_error("cannot read '%s': %s", path, strerror(errno));
-		if (f)
-			fclose(f);
-		return -1;
+	const char *slash = strrchr(prefix, '/');
+	char dir[4200];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash > prefix ? (int)(slash - prefix) : 1, prefix);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[4608];
+	struct stat st;
+	while ((e = readdir(d))) {
+		long pid = tagged_pid(e->d_name, slash ? slash + 1 : prefix);
+		if (!pid || run_alive(pid) || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+			continue;
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_stage(path);
 	}
-	*data = mc_xmalloc((size_t)n + 1);
-	*len = fread(*data, 1, (size_t)n, f);
-	fclose(f);
-	if (*len != (size_t)n) {
-		mc_error("cannot read '%s'", path);
+	closedir(d);
+}
+
+/* The stage's path, beside DIR: DIR as given (less trailing slashes), or
+ * its real path where it ends in "." or "..", then STAGE_TAG and our pid. */
+static int stage_path(const char *out_dir, char *stage, size_t n, char *prefix, size_t n_prefix)
+{
+	size_t len = strlen(out_dir);
+	while (len > 1 && out_dir[len - 1] == '/')
+		len--;
+	size_t start = len;
+	while (start > 0 && out_dir[start - 1] != '/')
+		start--;
+	const char *base = out_dir, *last = out_dir + start;
+	size_t last_len = len - start; /* 0 for "/" */
+	char real[4096];
+	if (last_len == 0 || (last_len == 1 && last[0] == '.') ||
+	    (last_len == 2 && last[0] == '.' && last[1] == '.')) {
+		if (!realpath(out_dir, real)) {
+			mc_error("cannot open output directory '%s': %s", out_dir, strerror(errno));
+			return -1;
+		}
+		base = real;
+		len = strlen(real);
+	}
+	if (snprintf(prefix, n_prefix, "%.*s" STAGE_TAG, (int)len, base) >= (int)n_prefix ||
+	    snprintf(stage, n, "%s%ld", prefix, (long)getpid()) >= (int)n) {
+		mc_error("path too long: %s", out_dir);
 		return -1;
 	}
 	return 0;
 }
 
-static int commit_stage(const char *stage, const char *out_dir)
+/* Makes an empty stage for this run, first removing those of dead runs. */
+static int make_stage(const char *out_dir, char *stage, size_t n)
 {
-	if (mc_mkdir_p(out_dir, "output directory"))
+	char prefix[4200], inside_prefix[4200], inside[4240];
+	if (stage_path(out_dir, stage, n, prefix, sizeof prefix))
 		return -1;
+	remove_stale_stages(prefix);
+	snprintf(inside_prefix, sizeof inside_prefix, "%s/" STAGE_TAG, out_dir);
+	snprintf(inside, sizeof inside, "%s%ld", inside_prefix, (long)getpid());
+	remove_stale_stages(inside_prefix);
+	if (mkdir(stage, 0777) == 0)
+		return 0;
+	int err = errno;
+	if (err == ENOENT) /* DIR's parent does not exist yet */
+		return mc_mkdir_p(stage, "staging directory");
+	if ((err == EACCES || err == EPERM || err == EROFS) && strlen(inside) < n &&
+	    mkdir(inside, 0777) == 0) {
+		snprintf(stage, n, "%s", inside);
+		return 0;
+	}
+	mc_error("cannot create staging directory '%s': %s", stage, strerror(err));
+	return -1;
+}
+
+/* Whether two files hold the same bytes (false if either is unreadable). */
+static bool same_file_content(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	char ba[16384], bb[16384];
+	while (same) {
+		size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+		if (na != nb || memcmp(ba, bb, na) != 0 || ferror(fa) || ferror(fb))
+			same = false;
+		else if (na == 0)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* Copies FROM to TO; errors name SHOWN, the file the user knows. */
+static int copy_file(const char *from, const char *to, const char *shown)
+{
+	int in = open(from, O_RDONLY);
+	if (in < 0) {
+		mc_error("cannot read '%s': %s", from, strerror(errno));
+		return -1;
+	}
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	int read_err = 0, write_err = out < 0 ? errno : 0;
+	char buf[65536];
+	while (!read_err && !write_err) {
+		ssize_t got = read(in, buf, sizeof buf);
+		if (got < 0 && errno != EINTR)
+			read_err = errno;
+		if (got <= 0)
+			break;
+		for (ssize_t off = 0; off < got && !write_err;) {
+			ssize_t put = write(out, buf + off, (size_t)(got - off));
+			if (put < 0 && errno != EINTR)
+				write_err = errno;
+			else if (put > 0)
+				off += put;
+		}
+	}
+	close(in);
+	if (out >= 0 && close(out) != 0 && !write_err)
+		write_err = errno;
+	if (read_err)
+		mc_error("cannot read '%s': %s", from, strerror(read_err));
+	else if (write_err)
+		mc_error("cannot write '%s': %s", shown, strerror(write_err));
+	if ((read_err || write_err) && out >= 0)
+		unlink(to);
+	return read_err || write_err ? -1 : 0;
+}
+
+typedef struct {
+	char name[256];
+	bool moved; /* into DIR as NAME.tmpPID, not yet renamed over NAME */
+} staged_file;
+
+/* Commit order: the ninja files, then the rest by name, NAME.json last. */
+static int commit_rank(const char *file, const char *manifest)
+{
+	size_t n = strlen(file);
+	if (n > 6 && strcmp(file + n - 6, ".ninja") == 0)
+		return 0;
+	return strcmp(file, manifest) == 0 ? 2 : 1;
+}
+
+static bool commits_before(const char *a, const char *b, const char *manifest)
+{
+	int ra = commit_rank(a, manifest), rb = commit_rank(b, manifest);
+	return ra != rb ? ra < rb : strcmp(a, b) < 0;
+}
+
+/* The stage's regular files, in commit order; NULL on error. */
+static staged_file *list_stage(const char *stage, const char *name, int *n_files)
+{
 	DIR *d = opendir(stage);
 	if (!d) {
 		mc_error("cannot read '%s': %s", stage, strerror(errno));
-		return -1;
+		return NULL;
 	}
-	int rc = 0;
+	char manifest[300], path[4608];
+	snprintf(manifest, sizeof manifest, "%s.json", name);
+	staged_file *files = NULL;
+	int n = 0, cap = 0;
 	struct dirent *e;
-	char from[4608], to[4608];
-	while (rc == 0 && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+	struct stat st;
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof path, "%s/%s", stage, e->d_name);
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		snprintf(from, sizeof from, "%s/%s", stage, e->d_name);
-		snprintf(to, sizeof to, "%s/%s", out_dir, e->d_name);
-		char *data = NULL;
-		size_t len = 0;
-		rc = read_whole(from, &data, &len) || mc_write_if_changed(to, data, len) ? -1 : 0;
-		free(data);
+		files = mc_grow_array(files, &cap, n + 1, sizeof *files);
+		int at = n++;
+		while (at > 0 && commits_before(e->d_name, files[at - 1].name, manifest)) {
+			files[at] = files[at - 1];
+			at--;
+		}
+		snprintf(files[at].name, sizeof files[at].name, "%s", e->d_name);
+		files[at].moved = false;
 	}
 	closedir(d);
+	*n_files = n;
+	return files ? files : mc_xmalloc(sizeof *files);
+}
+
+/* Removes the NAME.tmp<pid> of dead runs in DIR, for the names we write. */
+static void remove_stale_temporaries(const char *out_dir, const staged_file *files, int n)
+{
+	DIR *d = opendir(out_dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char prefix[300], path[4608];
+	while ((e = readdir(d)))
+		for (int i = 0; i < n; i++) {
+			snprintf(prefix, sizeof prefix, "%s.tmp", files[i].name);
+			long pid = tagged_pid(e->d_name, prefix);
+			if (pid && !run_alive(pid)) {
+				snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+				unlink(path);
+			}
+		}
+	closedir(d);
+}
+
+static void temporary_path(char *tmp, size_t n, const char *out_dir, const char *file)
+{
+	snprintf(tmp, n, "%s/%s.tmp%ld", out_dir, file, (long)getpid());
+}
+
+/* Step 1: each changed file moves into DIR as NAME.tmpPID. The manifest
+ * (last) moves whenever another file did, even unchanged, so that step 2
+ * can take the old one out first. */
+static int move_in(const char *stage, const char *out_dir, staged_file *files, int n,
+                   const char *manifest)
+{
+	bool any = false;
+	char from[4608], to[4608], tmp[4640];
+	for (int i = 0; i < n; i++) {
+		snprintf(from, sizeof from, "%s/%s", stage, files[i].name);
+		snprintf(to, sizeof to, "%s/%s", out_dir, files[i].name);
+		temporary_path(tmp, sizeof tmp, out_dir, files[i].name);
+		if (same_file_content(to, from) && !(any && strcmp(files[i].name, manifest) == 0))
+			continue;
+		if (rename(from, tmp) != 0) {
+			int err = errno;
+			if (err != EXDEV)
+				mc_error("cannot write '%s': %s", to, strerror(err));
+			if (err != EXDEV || copy_file(from, tmp, to))
+				return -1;
+		}
+		files[i].moved = any = true;
+	}
+	return 0;
+}
+
+/* Step 2: the old manifest out, then every moved file over its name in
+ * order, the new manifest last. Killed in between, DIR lacks its manifest:
+ * out of date for ninja (a missing output) and for any other tool, whatever
+ * the mtimes say. */
+static int put_in_place(const char *out_dir, staged_file *files, int n, const char *manifest)
+{
+	char to[4608], tmp[4640];
+	snprintf(to, sizeof to, "%s/%s", out_dir, manifest);
+	if (n > 0 && files[n - 1].moved && strcmp(files[n - 1].name, manifest) == 0 &&
+	    unlink(to) != 0 && errno != ENOENT) {
+		mc_error("cannot write '%s': %s", to, strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!files[i].moved)
+			continue;
+		snprintf(to, sizeof to, "%s/%s", out_dir, files[i].name);
+		temporary_path(tmp, sizeof tmp, out_dir, files[i].name);
+		if (rename(tmp, to) != 0) {
+			mc_error("cannot write '%s': %s", to, strerror(errno));
+			return -1;
+		}
+		files[i].moved = false;
+	}
+	return 0;
+}
+
+static int commit_stage(const char *stage, const char *out_dir, const char *name)
+{
+	int n = 0;
+	staged_file *files = list_stage(stage, name, &n);
+	if (!files)
+		return -1;
+	char manifest[300], tmp[4640];
+	snprintf(manifest, sizeof manifest, "%s.json", name);
+	int rc = mc_mkdir_p(out_dir, "output directory");
+	/* Two runs into one DIR commit one after the other, not interleaved;
+	 * where the file system has no locks, they go unlocked. */
+	int lock = rc == 0 ? open(out_dir, O_RDONLY | O_DIRECTORY) : -1;
+	if (lock >= 0)
+		flock(lock, LOCK_EX);
+	if (rc == 0) {
+		remove_stale_temporaries(out_dir, files, n);
+		rc = move_in(stage, out_dir, files, n, manifest) || put_in_place(out_dir, files, n, manifest) ? -1 : 0;
+	}
+	for (int i = 0; i < n; i++)
+		if (files[i].moved) { /* after a failure */
+			temporary_path(tmp, sizeof tmp, out_dir, files[i].name);
+			unlink(tmp);
+		}
+	if (lock >= 0)
+		close(lock); /* and the lock with it */
+	free(files);
 	return rc;
 }
 
@@ -425,19 +724,15 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if (dump_kernels(&p, &o))
 		goto out;
 	char sha[65] = "", stage[4200];
-	if ((model_abs && file_sha256(model_abs, sha)) || stage_name(out_dir, stage, sizeof stage))
-		goto out;
-	remove_stage(stage); /* a leftover of a killed run with this pid */
-	if (mc_mkdir_p(stage, "staging directory"))
+	if ((model_abs && file_sha256(model_abs, sha)) || make_stage(out_dir, stage, sizeof stage))
 		goto out;
 	bool emitted = !mc_emit_c(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
 	               !(model_abs && write_ninja(&o, model_abs, stage)) &&
 	               !(o.harness && mc_emit_harness(&p, &o, stage));
-	if (!emitted || commit_stage(stage, out_dir)) {
-		remove_stage(stage);
-		goto out;
-	}
+	bool committed = emitted && !commit_stage(stage, out_dir, o.name);
 	remove_stage(stage);
+	if (!committed)
+		goto out;
 	if (o.stats) {
 		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t0, g->n_nodes);
 		fprintf(stderr, "modelc: stats: fusion+lowering+plan %.1f ms, %d kernels\n", t_build - t_freeze,

@@ -76,6 +76,10 @@ static bool same_content(const char *path, const void *data, size_t len)
 	return same && off == len;
 }
 
+/* Writes data to a temporary beside path, then renames it over path, so
+ * that path holds either its old or its new content, never a mixture.
+ * Every write error (ENOSPC, EFBIG, EIO) is caught, including those that
+ * only show when the buffer is flushed or the file closed. */
 int mc_write_if_changed(const char *path, const void *data, size_t len)
 {
 	if (same_content(path, data, len))
@@ -85,19 +89,29 @@ int mc_write_if_changed(const char *path, const void *data, size_t len)
 	char *tmp = mc_xmalloc(n);
 	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
 	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		mc_error("%s: cannot write: %s", tmp, strerror(errno));
-		free(tmp);
-		return -1;
+	int err = errno;
+	bool ok = f != NULL;
+	if (ok && fwrite(data, 1, len, f) != len) {
+		err = errno;
+		ok = false;
 	}
-	bool ok = fwrite(data, 1, len, f) == len;
-	ok = (fclose(f) == 0) && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		mc_error("%s: cannot write: %s", path, strerror(errno));
-		remove(tmp);
-		free(tmp);
-		return -1;
+	if (ok && fflush(f) != 0) {
+		err = errno;
+		ok = false;
+	}
+	if (f && fclose(f) != 0 && ok) {
+		err = errno;
+		ok = false;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		err = errno;
+		ok = false;
+	}
+	if (!ok) {
+		mc_error("cannot write '%s': %s", path, strerror(err));
+		if (f)
+			remove(tmp);
 	}
 	free(tmp);
-	return 0;
+	return ok ? 0 : -1;
 }

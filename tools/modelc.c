@@ -1,5 +1,6 @@
 /* modelc: the command-line tool. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,6 +530,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* A file-size limit (ulimit -f) then makes a write fail with EFBIG, which
+	 * is reported like a full disk, instead of killing modelc half-way. */
+	signal(SIGXFSZ, SIG_IGN);
 	cli c = {0};
 	mc_compile_opts_init(&c.compile);
 	mc_verify_opts_init(&c.verify);
@@ -547,5 +551,11 @@ int main(int argc, char **argv)
 		rc = 2;
 	}
 	free_cli(&c);
+	/* What inspect and run print must not be lost silently (a full disk, a
+	 * closed pipe). */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		mc_error("cannot write standard output: %s", strerror(errno));
+		rc = rc ? rc : 1;
+	}
 	return rc;
 }

@@ -526,7 +526,6 @@ void mc_sb_printf(mc_strbuf *b, const char *fmt, ...) __attribute__((format(prin
 void mc_sb_puts(mc_strbuf *b, const char *s);
 void mc_sb_free(mc_strbuf *b);
 
-void mc_sha256_hex(const void *data, size_t len, char hex[65]);
 /* Text embedded at build time (scripts/embed-text). */
 extern const char mc_model_ninja_in[];   /* aot/model.ninja.in */
 extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */

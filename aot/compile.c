@@ -724,7 +724,13 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if (dump_kernels(&p, &o))
 		goto out;
 	char sha[65] = "", stage[4200];
-	if ((model_abs && file_sha256(model_abs, sha)) || make_stage(out_dir, stage, sizeof stage))
+	/* The fingerprint of the bytes imported, when the graph came from a
+	 * file: the file may have changed since. */
+	if (g->sha256[0])
+		memcpy(sha, g->sha256, sizeof sha);
+	else if (model_abs && file_sha256(model_abs, sha))
+		goto out;
+	if (make_stage(out_dir, stage, sizeof stage))
 		goto out;
 	bool emitted = !mc_emit_c(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
 	               !(model_abs && write_ninja(&o, model_abs, stage)) &&

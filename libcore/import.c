@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1127,7 +1126,10 @@ static char *dir_of(const char *path)
 }
 
 /* Maps a whole file read-only; files up to SIZE_MAX are fine on 64-bit. */
-static const uint8_t *map_file(const char *path, size_t *len, const char *what)
+/* The whole file in memory, read rather than mapped: a file truncated or
+ * replaced while modelc reads it gives an error, not a fault, and what is
+ * fingerprinted is what was compiled. */
+static uint8_t *read_file(const char *path, size_t *len, const char *what)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block */
 	struct stat st;
@@ -1142,36 +1144,43 @@ static const uint8_t *map_file(const char *path, size_t *len, const char *what)
 		close(fd);
 		return NULL;
 	}
-	*len = (size_t)st.st_size;
-	if (*len == 0) {
+	size_t size = (size_t)st.st_size, got = 0;
+	uint8_t *buf = malloc(size + 1);
+	if (!buf) {
+		mc_error("%s '%s': %zu bytes do not fit in memory", what, path, size);
 		close(fd);
-		return (const uint8_t *)"";
-	}
-	void *p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		mc_error("cannot read %s '%s': %s", what, path, strerror(errno));
 		return NULL;
 	}
-	return p;
-}
-
-static void unmap_file(const uint8_t *p, size_t len)
-{
-	if (len)
-		munmap((void *)p, len);
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			mc_error("cannot read %s '%s': %s", what, path,
+			         n < 0 ? strerror(errno) : "the file shrank while it was read");
+			close(fd);
+			free(buf);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = size;
+	return buf;
 }
 
 mc_graph *mc_import_file(const char *path, const mc_import_opts *opts)
 {
 	size_t len;
-	const uint8_t *buf = map_file(path, &len, "model");
+	uint8_t *buf = read_file(path, &len, "model");
 	if (!buf)
 		return NULL;
 	char *dir = dir_of(path);
 	mc_graph *g = mc_import_buffer(buf, len, dir, opts);
+	if (g)
+		mc_sha256_hex(buf, len, g->sha256);
 	free(dir);
-	unmap_file(buf, len);
+	free(buf);
 	return g;
 }
 
@@ -1190,10 +1199,10 @@ mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len)
 mc_tensor *mc_tensor_from_pb_file(const char *path)
 {
 	size_t len;
-	const uint8_t *buf = map_file(path, &len, "tensor file");
+	uint8_t *buf = read_file(path, &len, "tensor file");
 	if (!buf)
 		return NULL;
 	mc_tensor *t = mc_tensor_from_pb(buf, len);
-	unmap_file(buf, len);
+	free(buf);
 	return t;
 }

@@ -238,6 +238,7 @@ typedef struct mc_graph {
 	int *outputs;
 	int opset;                 /* default-domain opset */
 	char *model_dir;           /* for external data; NULL in subgraphs */
+	char sha256[65];           /* of the model file's bytes as imported; "" if not from a file */
 } mc_graph;
 
 /* Looks a value up by name in this graph only; -1 if absent. */
@@ -274,6 +275,8 @@ typedef struct {
 	/* Unsupported ops are reported but do not fail import (inspect). */
 	bool allow_unsupported;
 } mc_import_opts;
+
+void mc_sha256_hex(const void *data, size_t len, char hex[65]);
 
 /* Reads, validates, resolves ops against the registry, sorts topologically.
  * Does not run shape inference. NULL after reporting an error. */

@@ -1,7 +1,9 @@
-/* SHA-256 (FIPS 180-4), for the model's fingerprint in NAME.json. */
+/* SHA-256 (FIPS 180-4): the model's fingerprint (NAME.json), taken of the
+ * very bytes that were imported. */
+#include <stdio.h>
 #include <string.h>
 
-#include "aot.h"
+#include "modelc.h"
 
 static const uint32_t k256[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,

@@ -79,6 +79,61 @@ void ge_replace_uses(mc_graph *g, int from, int to)
 	}
 }
 
+int *ge_renames_new(const mc_graph *g)
+{
+	int *to = mc_xmalloc(((size_t)g->n_values + 1) * sizeof *to);
+	for (int v = 0; v <= g->n_values; v++)
+		to[v] = -1;
+	return to;
+}
+
+int ge_renamed(int *to, int v)
+{
+	int last = v;
+	while (to[last] >= 0)
+		last = to[last];
+	while (to[v] >= 0) { /* shorten the chain for the next lookup */
+		int next = to[v];
+		to[v] = last;
+		v = next;
+	}
+	return last;
+}
+
+void ge_rename_reads(mc_node *n, int *to)
+{
+	for (int k = 0; k < n->n_inputs; k++)
+		if (n->inputs[k] >= 0)
+			n->inputs[k] = ge_renamed(to, n->inputs[k]);
+	bool any = false;
+	for (int k = 0; k < n->n_implicit; k++)
+		any |= to[n->implicit[k]] >= 0;
+	if (!any)
+		return;
+	/* replace_implicit rewrites the set: walk a copy */
+	int count = n->n_implicit;
+	int *was = mc_xmalloc((size_t)count * sizeof *was);
+	memcpy(was, n->implicit, (size_t)count * sizeof *was);
+	for (int k = 0; k < count; k++)
+		if (to[was[k]] >= 0)
+			replace_implicit(n, was[k], ge_renamed(to, was[k]));
+	free(was);
+}
+
+void ge_renames_apply(mc_graph *g, int *to)
+{
+	for (int i = 0; i < g->n_nodes; i++)
+		ge_rename_reads(&g->nodes[i], to);
+}
+
+bool *ge_output_marks(const mc_graph *g)
+{
+	bool *marks = mc_xcalloc((size_t)g->n_values + 1, sizeof *marks);
+	for (int i = 0; i < g->n_outputs; i++)
+		marks[g->outputs[i]] = true;
+	return marks;
+}
+
 void ge_node_free(mc_node *n)
 {
 	mc_node_free(n);

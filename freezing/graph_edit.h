@@ -20,6 +20,21 @@ int *ge_use_counts(const mc_graph *g);
  * are left alone: their names are the model's interface. */
 void ge_replace_uses(mc_graph *g, int from, int to);
 
+/* Deferred replacements, for a pass that replaces many values: one sweep
+ * of the graph each (ge_replace_uses) is quadratic on a chain of 100k
+ * Identity nodes. The pass records them in a table of n_values entries
+ * (to[v]: v's replacement, -1 none; a replacement may be replaced in
+ * turn), renames what each node reads as it walks the nodes in order
+ * (ge_rename_reads), then applies the table once to the whole graph
+ * (ge_renames_apply) for the nodes it had walked past. */
+int *ge_renames_new(const mc_graph *g);
+/* What v stands for after every replacement recorded in `to`. */
+int ge_renamed(int *to, int v);
+void ge_rename_reads(mc_node *n, int *to);
+void ge_renames_apply(mc_graph *g, int *to);
+/* marks[v] true if value v is one of g's outputs: n_values entries. */
+bool *ge_output_marks(const mc_graph *g);
+
 /* Frees what a node owns (not the node struct itself). */
 void ge_node_free(mc_node *n);
 /* Removes the nodes marked in dead[] (n_nodes entries), keeping the order of

@@ -79,13 +79,15 @@ static bool make_identity(mc_graph *g, int i)
 	return true;
 }
 
-/* Removes no-op node i (x -> y). Returns 1 if the graph changed. */
-static int remove_noop(mc_graph *g, int i, int *uses, bool *dead)
+/* Removes no-op node i (x -> y), recording in `to` the values replaced.
+ * Returns 1 if the graph changed. */
+static int remove_noop(mc_graph *g, int i, int *uses, bool *dead, int *to,
+                       const bool *is_output)
 {
 	mc_node *n = &g->nodes[i];
 	int x = n->inputs[0], y = n->outputs[0];
-	if (!ge_is_graph_output(g, y)) {
-		ge_replace_uses(g, y, x);
+	if (!is_output[y]) {
+		to[y] = x;
 		uses[x] += uses[y] - 1;
 		uses[y] = 0;
 		dead[i] = true;
@@ -94,13 +96,13 @@ static int remove_noop(mc_graph *g, int i, int *uses, bool *dead)
 	/* y names a graph output and must stay: x's producer writes y instead,
 	 * when x is an ordinary intermediate */
 	int p = g->values[x].producer;
-	if (g->values[x].kind != MC_VAL_NODE || p < 0 || ge_is_graph_output(g, x))
+	if (g->values[x].kind != MC_VAL_NODE || p < 0 || is_output[x])
 		return make_identity(g, i);
 	mc_node *pn = &g->nodes[p];
 	for (int k = 0; k < pn->n_outputs; k++)
 		if (pn->outputs[k] == x)
 			pn->outputs[k] = y;
-	ge_replace_uses(g, x, y);
+	to[x] = y; /* readers before node i too: ge_renames_apply */
 	g->values[y].producer = p;
 	g->values[x].producer = -1;
 	uses[y] += uses[x] - 1;
@@ -117,10 +119,17 @@ int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o)
 		return -1;
 	int *uses = ge_use_counts(g);
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
-	for (int i = 0; i < g->n_nodes; i++)
+	bool *is_output = ge_output_marks(g);
+	int *to = ge_renames_new(g);
+	for (int i = 0; i < g->n_nodes; i++) {
+		ge_rename_reads(&g->nodes[i], to);
 		if (is_noop(g, &g->nodes[i], uses))
-			changes += remove_noop(g, i, uses, dead);
+			changes += remove_noop(g, i, uses, dead, to, is_output);
+	}
+	ge_renames_apply(g, to);
 	ge_remove_nodes(g, dead);
+	free(to);
+	free(is_output);
 	free(dead);
 	free(uses);
 	return changes;
@@ -245,10 +254,10 @@ static bool cse_candidate(const mc_node *n)
 }
 
 /* Merging n into an earlier node would rename a graph output. */
-static bool writes_graph_output(const mc_graph *g, const mc_node *n)
+static bool writes_graph_output(const bool *is_output, const mc_node *n)
 {
 	for (int k = 0; k < n->n_outputs; k++)
-		if (n->outputs[k] >= 0 && ge_is_graph_output(g, n->outputs[k]))
+		if (n->outputs[k] >= 0 && is_output[n->outputs[k]])
 			return true;
 	return false;
 }
@@ -341,6 +350,8 @@ static bool same_const(const void *ctx, int a, int b)
 static int merge_constants(mc_graph *g)
 {
 	int *uses = ge_use_counts(g);
+	bool *is_output = ge_output_marks(g);
+	int *to = ge_renames_new(g);
 	table t = table_new(g->n_values);
 	int merged = 0;
 	for (int v = 0; v < g->n_values; v++) {
@@ -350,12 +361,15 @@ static int merge_constants(mc_graph *g)
 		int first = table_find_or_add(&t, hash_tensor(0xcbf29ce484222325ull, val->konst), v,
 		                              same_const, g);
 		/* uses by graph outputs stay: only node readers move */
-		if (first >= 0 && uses[v] > (ge_is_graph_output(g, v) ? 1 : 0)) {
-			ge_replace_uses(g, v, first);
+		if (first >= 0 && uses[v] > (is_output[v] ? 1 : 0)) {
+			to[v] = first;
 			merged++;
 		}
 	}
+	ge_renames_apply(g, to);
 	table_free(&t);
+	free(to);
+	free(is_output);
 	free(uses);
 	return merged;
 }
@@ -366,21 +380,28 @@ static int merge_nodes(mc_graph *g)
 {
 	table t = table_new(g->n_nodes);
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
+	bool *is_output = ge_output_marks(g);
+	int *to = ge_renames_new(g);
 	int merged = 0;
 	for (int i = 0; i < g->n_nodes; i++) {
 		mc_node *n = &g->nodes[i];
+		/* readers come after writers: renamed before they are compared */
+		ge_rename_reads(n, to);
 		if (!cse_candidate(n))
 			continue;
 		int first = table_find_or_add(&t, node_hash(n), i, same_node, g);
-		if (first < 0 || writes_graph_output(g, n))
+		if (first < 0 || writes_graph_output(is_output, n))
 			continue;
 		for (int k = 0; k < n->n_outputs; k++)
 			if (n->outputs[k] >= 0)
-				ge_replace_uses(g, n->outputs[k], g->nodes[first].outputs[k]);
+				to[n->outputs[k]] = g->nodes[first].outputs[k];
 		dead[i] = true;
 		merged++;
 	}
+	ge_renames_apply(g, to);
 	ge_remove_nodes(g, dead);
+	free(to);
+	free(is_output);
 	free(dead);
 	table_free(&t);
 	return merged;

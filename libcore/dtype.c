@@ -294,19 +294,24 @@ bool mc_add_size(size_t a, size_t b, size_t *out)
 
 bool mc_shape_numel(const mc_shape *s, size_t *out)
 {
-	size_t n = 1;
+	size_t nonzero = 1; /* product of the non-zero dims: the largest stride */
+	bool empty = false;
 	if (s->rank < 0 || s->rank > MC_MAX_RANK)
 		return false;
 	for (int i = 0; i < s->rank; i++) {
-		if (s->dims[i] < 0 || !mc_mul_size(n, (size_t)s->dims[i], &n))
+		if (s->dims[i] < 0)
+			return false;
+		if (s->dims[i] == 0)
+			empty = true;
+		else if (!mc_mul_size(nonzero, (size_t)s->dims[i], &nonzero))
 			return false;
 	}
-	/* Keep bytes of the widest dtype representable in int64 too; and for
-	 * an empty tensor the product of its other dimensions, so that any
+	/* Keep bytes of the widest dtype representable in int64 too; for an
+	 * empty tensor, the product of its other dimensions, so that any
 	 * partial product of dimensions (loop bounds, strides) fits as well. */
-	if (n > (size_t)INT64_MAX / 8 || mc_shape_extent(s) > (size_t)INT64_MAX / 8)
+	if (nonzero > (size_t)INT64_MAX / 8)
 		return false;
-	*out = n;
+	*out = empty ? 0 : nonzero;
 	return true;
 }
 

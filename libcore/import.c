@@ -65,6 +65,12 @@ static int index_get(const name_index *ix, const mc_graph *g, const char *name)
 	return -1;
 }
 
+/* Counts over the whole model, subgraphs included. */
+typedef struct {
+	int unsupported; /* nodes whose op is not supported */
+	long nodes;
+} import_totals;
+
 /* Import state for one graph scope. */
 typedef struct scope {
 	mc_graph *g;
@@ -73,7 +79,7 @@ typedef struct scope {
 	const mc_import_opts *opts;
 	int opset;
 	const char *model_dir; /* NULL: external data not allowed */
-	int *unsupported;      /* shared counter */
+	import_totals *totals; /* shared by every scope of the model */
 } scope;
 
 static int add_named(scope *s, const char *name, mc_value_kind kind)
@@ -495,7 +501,7 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 /* ---- graphs ---- */
 static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth,
                             const mc_import_opts *opts, int opset, const char *model_dir,
-                            int *unsupported);
+                            import_totals *totals);
 
 /* Finds a name in this scope, else captures it from an enclosing one. */
 static int resolve(scope *s, const char *name)
@@ -546,19 +552,19 @@ static int load_attr(scope *s, const mc_node *n, const Onnx__AttributeProto *ap,
 			return -1;
 		}
 		a->g = load_graph(ap->g, s, s->g->depth + 1, s->opts, s->opset, s->model_dir,
-		                  s->unsupported);
+		                  s->totals);
 		if (!a->g)
 			return -1;
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
 		a->n = ap->n_floats;
-		a->floats = mc_xmalloc(a->n * sizeof *a->floats);
+		a->floats = mc_xcalloc(a->n, sizeof *a->floats);
 		if (a->n)
 			memcpy(a->floats, ap->floats, a->n * sizeof *a->floats);
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 		a->n = ap->n_ints;
-		a->ints = mc_xmalloc(a->n * sizeof *a->ints);
+		a->ints = mc_xcalloc(a->n, sizeof *a->ints);
 		if (a->n)
 			memcpy(a->ints, ap->ints, a->n * sizeof *a->ints);
 		break;
@@ -599,23 +605,25 @@ static int load_constant(scope *s, const Onnx__NodeProto *np, const mc_node *n, 
 		if (!t)
 			return -1;
 	} else if (strcmp(an, "value_float") == 0) {
-		t = mc_tensor_new(MC_FLOAT, &s0);
-		((float *)t->data)[0] = ap->f;
+		if ((t = mc_tensor_new(MC_FLOAT, &s0)))
+			((float *)t->data)[0] = ap->f;
 	} else if (strcmp(an, "value_int") == 0) {
-		t = mc_tensor_new(MC_INT64, &s0);
-		((int64_t *)t->data)[0] = ap->i;
+		if ((t = mc_tensor_new(MC_INT64, &s0)))
+			((int64_t *)t->data)[0] = ap->i;
 	} else if (strcmp(an, "value_floats") == 0) {
 		s1.dims[0] = (int64_t)ap->n_floats;
-		t = mc_tensor_new(MC_FLOAT, &s1);
-		if (ap->n_floats)
+		if ((t = mc_tensor_new(MC_FLOAT, &s1)) && ap->n_floats)
 			memcpy(t->data, ap->floats, t->nbytes);
 	} else if (strcmp(an, "value_ints") == 0) {
 		s1.dims[0] = (int64_t)ap->n_ints;
-		t = mc_tensor_new(MC_INT64, &s1);
-		if (ap->n_ints)
+		if ((t = mc_tensor_new(MC_INT64, &s1)) && ap->n_ints)
 			memcpy(t->data, ap->ints, t->nbytes);
 	} else {
 		mc_error("%s: value attribute '%s' is not supported", where, an);
+		return -1;
+	}
+	if (!t) {
+		mc_error("%s: cannot allocate its value", where);
 		return -1;
 	}
 	mc_value *v = &s->g->values[out];
@@ -746,7 +754,7 @@ static void add_implicit(mc_node *n, const mc_graph *sub)
 
 static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth,
                             const mc_import_opts *opts, int opset, const char *model_dir,
-                            int *unsupported)
+                            import_totals *totals)
 {
 	if (depth > MC_MAX_GRAPH_DEPTH) {
 		mc_error("graph '%s': subgraphs are nested more than %d deep", gp->name ? gp->name : "",
@@ -759,7 +767,7 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 	g->depth = depth;
 	g->opset = opset;
 	scope s = {.g = g, .parent = parent, .opts = opts, .opset = opset, .model_dir = model_dir,
-	           .unsupported = unsupported};
+	           .totals = totals};
 	int rc = 0;
 
 	for (size_t i = 0; i < gp->n_initializer && !rc; i++) {
@@ -806,12 +814,21 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 	/* Pass 1: every node output becomes a value, so that nodes may appear
 	 * in any order in the file. */
 	size_t nn = gp->n_node;
-	g->nodes = mc_xcalloc(nn, sizeof *g->nodes);
-	g->cap_nodes = (int)nn;
-	if (nn > INT_MAX / 4) {
-		mc_error("graph '%s': too many nodes (%zu)", g->name, nn);
+	if (!rc && nn > (size_t)(MC_MAX_NODES - totals->nodes)) {
+		if (totals->nodes)
+			mc_error("graph '%s' has %zu nodes, which makes %zu in the model; at most %d "
+			         "are supported (all graphs together)", g->name, nn,
+			         nn + (size_t)totals->nodes, MC_MAX_NODES);
+		else
+			mc_error("graph '%s' has %zu nodes; at most %d are supported", g->name, nn,
+			         MC_MAX_NODES);
 		rc = -1;
 	}
+	if (rc)
+		nn = 0;
+	totals->nodes += (long)nn;
+	g->nodes = mc_xcalloc(nn, sizeof *g->nodes);
+	g->cap_nodes = (int)nn;
 	for (size_t i = 0; i < nn && !rc; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
 		mc_node *n = &g->nodes[g->n_nodes++];
@@ -885,12 +902,23 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			n->op_type[0] = 0; /* marked for removal below */
 			continue;
 		}
+		if (np->n_attribute > MC_MAX_NODE_ATTRS) {
+			mc_error("%s: has %zu attributes; at most %d are supported", where,
+			         np->n_attribute, MC_MAX_NODE_ATTRS);
+			rc = -1;
+			break;
+		}
 		n->n_attrs = (int)np->n_attribute;
 		n->attrs = mc_xcalloc(np->n_attribute, sizeof *n->attrs);
-		for (size_t k = 0; k < np->n_attribute && !rc; k++) {
+		for (int k = 0; k < n->n_attrs && !rc; k++) {
 			rc = load_attr(&s, n, np->attribute[k], &n->attrs[k]);
 			if (!rc && n->attrs[k].g)
 				add_implicit(n, n->attrs[k].g);
+			for (int j = 0; j < k && !rc; j++)
+				if (!strcmp(n->attrs[j].name, n->attrs[k].name)) {
+					mc_error("%s: attribute '%s' is given twice", where, n->attrs[k].name);
+					rc = -1;
+				}
 		}
 		if (rc)
 			break;
@@ -898,7 +926,7 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 		n->op = n->domain[0] ? NULL : mc_registry_find(n->op_type, n->opset, &known);
 		if (!n->op) {
 			report_unsupported(n, known);
-			++*unsupported;
+			totals->unsupported++;
 			continue;
 		}
 		if (n->n_inputs < n->op->min_inputs || n->n_inputs > n->op->max_inputs ||
@@ -1013,6 +1041,47 @@ static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return false;
 }
 
+/* Reads one field: its key, and for a length-delimited field (wire type
+ * 2) where its payload lies. False on malformed data. */
+static bool pb_field(const uint8_t **p, const uint8_t *end, uint64_t *key,
+                     const uint8_t **payload, uint64_t *len)
+{
+	uint64_t v;
+	*len = 0;
+	if (!pb_varint(p, end, key))
+		return false;
+	switch (*key & 7) {
+	case 0:
+		return pb_varint(p, end, &v);
+	case 1:
+		if (end - *p < 8)
+			return false;
+		*p += 8;
+		return true;
+	case 5:
+		if (end - *p < 4)
+			return false;
+		*p += 4;
+		return true;
+	case 2:
+		if (!pb_varint(p, end, len) || *len > (uint64_t)(end - *p))
+			return false;
+		*payload = *p;
+		*p += *len;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static const ProtobufCFieldDescriptor *pb_field_desc(const ProtobufCMessageDescriptor *d,
+                                                     uint64_t key)
+{
+	return (key >> 3) <= 0x1fffffff
+		? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+		: NULL;
+}
+
 static bool pb_too_deep(const ProtobufCMessageDescriptor *d, const uint8_t *p,
                         const uint8_t *end, int depth)
 {
@@ -1020,41 +1089,54 @@ static bool pb_too_deep(const ProtobufCMessageDescriptor *d, const uint8_t *p,
 		return true;
 	while (p < end) {
 		uint64_t key, len;
-		if (!pb_varint(&p, end, &key))
+		const uint8_t *payload;
+		if (!pb_field(&p, end, &key, &payload, &len))
 			return false;
-		switch (key & 7) {
-		case 0:
-			if (!pb_varint(&p, end, &len))
-				return false;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2: {
-			if (!pb_varint(&p, end, &len) || len > (uint64_t)(end - p))
-				return false;
-			const ProtobufCFieldDescriptor *f =
-				(key >> 3) <= 0x1fffffff
-					? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-					: NULL;
-			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-			    pb_too_deep(f->descriptor, p, p + len, depth + 1))
-				return true;
-			p += len;
-			break;
-		}
-		default:
-			return false;
-		}
+		const ProtobufCFieldDescriptor *f = (key & 7) == 2 ? pb_field_desc(d, key) : NULL;
+		if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+		    pb_too_deep(f->descriptor, payload, payload + len, depth + 1))
+			return true;
 	}
 	return false;
+}
+
+/* The wire type a field is written with (repeated numbers may also come
+ * packed, as wire type 2). */
+static uint64_t pb_wire_type(const ProtobufCFieldDescriptor *f)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_SFIXED64: case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_DOUBLE:
+		return 1;
+	case PROTOBUF_C_TYPE_SFIXED32: case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_FLOAT:
+		return 5;
+	case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_BYTES: case PROTOBUF_C_TYPE_MESSAGE:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* For data the parser refused: when it is a well-formed protobuf message
+ * all through its top level, the number of its first field that a
+ * message of type d cannot hold (a message of another type given as the
+ * model); else 0 (damaged data). */
+static unsigned pb_foreign_field(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+                                 const uint8_t *end)
+{
+	unsigned foreign = 0;
+	while (p < end) {
+		uint64_t key, len;
+		const uint8_t *payload;
+		if (!pb_field(&p, end, &key, &payload, &len) || (key >> 3) == 0)
+			return 0;
+		const ProtobufCFieldDescriptor *f = pb_field_desc(d, key);
+		uint64_t want = f ? pb_wire_type(f) : key & 7;
+		bool packed = f && f->label == PROTOBUF_C_LABEL_REPEATED && want != 2 &&
+		              (key & 7) == 2;
+		if (!foreign && (key & 7) != want && !packed)
+			foreign = (unsigned)(key >> 3);
+	}
+	return foreign;
 }
 
 mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir,
@@ -1073,6 +1155,12 @@ mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir
 		return NULL;
 	}
 	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	unsigned foreign = m ? 0 : pb_foreign_field(&onnx__model_proto__descriptor, buf, buf + len);
+	if (foreign) {
+		mc_error("not an ONNX model: the file holds a protobuf message of another type (its "
+		         "field %u does not fit a ModelProto)", foreign);
+		return NULL;
+	}
 	if (!m) {
 		mc_error("not a valid ONNX model: the protobuf data is truncated or malformed");
 		return NULL;
@@ -1087,11 +1175,12 @@ mc_graph *mc_import_buffer(const uint8_t *buf, size_t len, const char *model_dir
 	} else if (m->n_functions) {
 		mc_error("model-local functions are not supported (%zu defined)", m->n_functions);
 	} else if (!model_opset(m, &opset)) {
-		int unsupported = 0;
-		g = load_graph(m->graph, NULL, 0, opts, opset, model_dir, &unsupported);
-		if (g && unsupported && !opts->allow_unsupported) {
-			mc_error("%d node%s use%s unsupported ops", unsupported,
-			         unsupported == 1 ? "" : "s", unsupported == 1 ? "s" : "");
+		import_totals totals = {0};
+		g = load_graph(m->graph, NULL, 0, opts, opset, model_dir, &totals);
+		if (g && totals.unsupported && !opts->allow_unsupported) {
+			/* Each node was named; a count adds to that only for several. */
+			if (totals.unsupported > 1)
+				mc_error("%d nodes use unsupported ops", totals.unsupported);
 			mc_graph_free(g);
 			g = NULL;
 		}

@@ -17,6 +17,12 @@
 #define MC_MAX_GRAPH_DEPTH 32
 /* Inputs or outputs of one node; evaluation keeps them on the stack. */
 #define MC_MAX_NODE_IO 4096
+/* Attributes of one node (ONNX ops have a few dozen at most): names are
+ * checked for duplicates pairwise. */
+#define MC_MAX_NODE_ATTRS 1024
+/* Nodes of a whole model, subgraphs included: the passes are linear or a
+ * little more in the node count, so this bounds compile time and memory. */
+#define MC_MAX_NODES 100000
 
 /* ---- dtypes: numbered as ONNX TensorProto.DataType ----
  * In memory (mc_tensor) every dtype below 8 bits and every 8-bit float takes
@@ -95,7 +101,9 @@ typedef struct {
 } mc_shape;
 
 /* Element count; false if any dim is negative or the product overflows
- * (elements or bytes of the largest dtype must fit in size_t/int64). */
+ * (elements or bytes of the largest dtype must fit in size_t/int64). A
+ * zero dim does not hide the others: their product (every stride) must fit
+ * too. */
 bool mc_shape_numel(const mc_shape *s, size_t *out);
 /* Product of the dimensions with zeros counted as one (saturating): the
  * work of a loop nest over the shape, which an empty tensor with huge
@@ -379,6 +387,8 @@ int mc_attr_string(const mc_node *n, const char *name, const char *dflt, const c
 /* *out points into the attribute; *count = 0 and *out = NULL if absent. */
 int mc_attr_ints(const mc_node *n, const char *name, const int64_t **out, size_t *count);
 int mc_attr_floats(const mc_node *n, const char *name, const float **out, size_t *count);
+/* *out = NULL if absent. */
+int mc_attr_graph(const mc_node *n, const char *name, mc_graph **out);
 /* Reports "node '...' (Op, opset N): <msg>" and returns -1. */
 int mc_node_error(const mc_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Normalises a possibly negative axis against rank; -1 after reporting. */

@@ -89,6 +89,14 @@ int mc_attr_floats(const mc_node *n, const char *name, const float **out, size_t
 	return err;
 }
 
+int mc_attr_graph(const mc_node *n, const char *name, mc_graph **out)
+{
+	int err;
+	const mc_attr *a = typed(n, name, MC_ATTR_GRAPH, &err);
+	*out = a ? a->g : NULL;
+	return err;
+}
+
 int mc_norm_axis(const mc_node *n, int64_t axis, int rank, int *out)
 {
 	if (axis < -(int64_t)rank || axis >= (int64_t)rank)

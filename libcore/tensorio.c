@@ -22,13 +22,14 @@ static unsigned char *slurp(const char *path, size_t *len)
 		n += r;
 		if (n < cap)
 			break;
-		cap *= 2;
-		buf = realloc(buf, cap);
-		if (!buf) {
+		unsigned char *grown = NULL;
+		if (!mc_mul_size(cap, 2, &cap) || !(grown = realloc(buf, cap))) {
 			mc_error("'%s' is too large to read", path);
 			fclose(f);
+			free(buf);
 			return NULL;
 		}
+		buf = grown;
 	}
 	if (ferror(f)) {
 		mc_error("reading '%s' failed", path);
@@ -69,6 +70,10 @@ static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_
 		return -1;
 	}
 	size_t hlen, hoff;
+	if (buf[6] < 1 || buf[6] > 3) {
+		mc_error("'%s': unsupported .npy version %d", path, buf[6]);
+		return -1;
+	}
 	if (buf[6] == 1) {
 		hlen = buf[8] | (size_t)buf[9] << 8;
 		hoff = 10;
@@ -119,8 +124,9 @@ static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_
 		if (*p == ')')
 			break;
 		char *end;
+		errno = 0;
 		long long v = strtoll(p, &end, 10);
-		if (end == p || v < 0 || got.rank == MC_MAX_RANK) {
+		if (errno || end == p || v < 0 || got.rank == MC_MAX_RANK) {
 			mc_error("'%s': malformed .npy shape", path);
 			goto out;
 		}

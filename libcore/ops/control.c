@@ -6,13 +6,15 @@
 
 static int if_parse(mc_node *n)
 {
-	const mc_attr *t = mc_attr_find(n, "then_branch"), *e = mc_attr_find(n, "else_branch");
-	if (!t || !e || t->type != MC_ATTR_GRAPH || e->type != MC_ATTR_GRAPH)
+	mc_graph *t, *e;
+	if (mc_attr_graph(n, "then_branch", &t) || mc_attr_graph(n, "else_branch", &e))
+		return -1;
+	if (!t || !e)
 		return mc_node_error(n, "needs graph attributes then_branch and else_branch");
-	if (t->g->n_outputs != n->n_outputs || e->g->n_outputs != n->n_outputs)
+	if (t->n_outputs != n->n_outputs || e->n_outputs != n->n_outputs)
 		return mc_node_error(n, "has %d outputs but its branches produce %d and %d",
-		                     n->n_outputs, t->g->n_outputs, e->g->n_outputs);
-	if (t->g->n_inputs || e->g->n_inputs)
+		                     n->n_outputs, t->n_outputs, e->n_outputs);
+	if (t->n_inputs || e->n_inputs)
 		return mc_node_error(n, "branches must not declare inputs");
 	return 0;
 }

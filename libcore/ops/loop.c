@@ -15,8 +15,9 @@
 #include "ops.h"
 
 /* A loop whose inputs are all compile-time constants is evaluated while
- * compiling (folding); past this many iterations that is refused rather
- * than hanging the compiler on a hostile trip count. */
+ * compiling (folding); past this many body iterations, those of loops
+ * nested in its body included, that is refused rather than hanging the
+ * compiler on a hostile trip count. */
 #define FOLD_MAX_ITERS (1 << 20)
 /* Static stacked outputs: an iteration count beyond this is a shape
  * overflow even when the stacked slices are empty. */
@@ -191,12 +192,39 @@ static void emit_state(mc_tensor **out, mc_tensor *const *state, int n)
 			memcpy(out[k]->data, state[k]->data, state[k]->nbytes);
 }
 
-static int fold_budget(const mc_node *n, bool folding, int64_t iter)
+/* The folding in progress: the outermost constant Loop or Scan being run
+ * while compiling, and the body iterations run so far. A loop nested in
+ * its body need not be constant itself (it may read the outer body's
+ * inputs), and nesting multiplies: every iteration counts. */
+static struct {
+	const mc_node *node;
+	int64_t iters;
+} folding_run;
+
+/* Starts the count when n folds and no folding is in progress; true if
+ * it did (the caller then calls fold_end). */
+static bool fold_begin(const mc_node *n, bool folding)
 {
-	if (folding && iter >= FOLD_MAX_ITERS)
-		return mc_node_error(n, "its inputs are all compile-time constants but it runs more "
-		                     "than %d iterations; refusing to evaluate it while compiling",
-		                     FOLD_MAX_ITERS);
+	if (!folding || folding_run.node)
+		return false;
+	folding_run.node = n;
+	folding_run.iters = 0;
+	return true;
+}
+
+static void fold_end(bool began)
+{
+	if (began)
+		folding_run.node = NULL;
+}
+
+/* Counts one body iteration against the folding in progress, if any. */
+static int fold_budget(void)
+{
+	if (folding_run.node && ++folding_run.iters > FOLD_MAX_ITERS)
+		return mc_node_error(folding_run.node, "its inputs are all compile-time constants "
+		                     "but it runs more than %d iterations (nested loops included); "
+		                     "refusing to evaluate it while compiling", FOLD_MAX_ITERS);
 	return 0;
 }
 
@@ -222,7 +250,9 @@ typedef struct {
 
 static int loop_parse(mc_node *n)
 {
-	const mc_graph *body = body_of(n);
+	mc_graph *body;
+	if (mc_attr_graph(n, "body", &body))
+		return -1;
 	if (!body)
 		return mc_node_error(n, "needs a graph attribute 'body'");
 	if (n->n_inputs < 2)
@@ -374,8 +404,9 @@ static int loop_execute(loop_run *r)
 		if (!args[k])
 			rc = mc_node_error(n, "out of memory");
 	int64_t i = 0;
+	bool began = fold_begin(n, r->folding);
 	for (; !rc && go && i < trip; i++) {
-		if ((rc = fold_budget(n, r->folding, i)) || (rc = loop_step(r, i, args, res)))
+		if ((rc = fold_budget()) || (rc = loop_step(r, i, args, res)))
 			break;
 		if (r->cond)
 			go = mc_get_i(res[0], 0) != 0;
@@ -394,6 +425,7 @@ static int loop_execute(loop_run *r)
 			rc = loop_store_scan(r, res, i);
 		free_all(res, nb_out);
 	}
+	fold_end(began);
 	r->iters = i;
 	if (!rc && r->scan_out) {
 		for (int k = 0; k < r->n_scan; k++)
@@ -717,9 +749,11 @@ static int scan_ints_attr(mc_node *n, const char *name, int count, int *dst, int
 
 static int scan_parse(mc_node *n)
 {
-	const mc_graph *body = body_of(n);
+	mc_graph *body;
 	bool v8 = n->opset < 9;
 	int64_t m;
+	if (mc_attr_graph(n, "body", &body))
+		return -1;
 	if (!body)
 		return mc_node_error(n, "needs a graph attribute 'body'");
 	if (mc_attr_int(n, "num_scan_inputs", -1, &m))
@@ -915,7 +949,6 @@ typedef struct scan_seq {
 	mc_tensor **scan_out;             /* n_scan_out, entries may be NULL */
 	int64_t batch_index;              /* opset 8 */
 	int64_t len;                      /* iterations to run */
-	int64_t *budget;                  /* iterations run so far (fold bound) */
 } scan_seq;
 
 /* Position of iteration t's slice in a sequence of len, given direction. */
@@ -962,7 +995,7 @@ static int scan_run_seq(const scan_seq *s, mc_tensor **states)
 			rc = mc_node_error(s->node, "out of memory");
 	}
 	for (int64_t t = 0; t < s->len && !rc; t++) {
-		if ((rc = fold_budget(s->node, p->folding, (*s->budget)++)))
+		if ((rc = fold_budget()))
 			break;
 		for (int k = 0; k < p->n_state; k++)
 			args[k] = states[k];
@@ -1008,10 +1041,9 @@ static int scan9_eval(mc_eval_ctx *c, const scan_params *p)
 	for (int k = 0; k < p->n_state; k++)
 		if (!(states[k] = mc_tensor_clone(c->in[k])))
 			rc = mc_node_error(c->node, "out of memory");
-	int64_t budget = 0;
 	scan_seq s = {.node = c->node, .body = body_of(c->node), .p = p, .env = c->env,
 	              .scan_in = c->in + p->n_state, .scan_out = c->out + p->n_state,
-	              .len = p->seq_len, .budget = &budget};
+	              .len = p->seq_len};
 	if (!rc)
 		rc = scan_run_seq(&s, states);
 	if (!rc)
@@ -1028,7 +1060,6 @@ static int scan8_eval(mc_eval_ctx *c, const scan_params *p)
 	const mc_node *n = c->node;
 	const mc_graph *body = body_of(n);
 	mc_tensor *states[p->n_state + 1];
-	int64_t budget = 0;
 	int rc = 0;
 	for (int64_t b = 0; b < p->batch && !rc; b++) {
 		int64_t len = c->in[0] ? mc_get_i(c->in[0], (size_t)b) : p->seq_len;
@@ -1048,7 +1079,7 @@ static int scan8_eval(mc_eval_ctx *c, const scan_params *p)
 		}
 		scan_seq s = {.node = n, .body = body, .p = p, .env = c->env,
 		              .scan_in = c->in + 1 + p->n_state, .scan_out = c->out + p->n_state,
-		              .batch_index = b, .len = len, .budget = &budget};
+		              .batch_index = b, .len = len};
 		rc = scan_run_seq(&s, states);
 		for (int k = 0; k < p->n_state && !rc; k++) {
 			if (!c->out[k])
@@ -1065,7 +1096,10 @@ static int scan8_eval(mc_eval_ctx *c, const scan_params *p)
 static int scan_eval(mc_eval_ctx *c)
 {
 	const scan_params *p = c->node->params;
-	return c->node->opset < 9 ? scan8_eval(c, p) : scan9_eval(c, p);
+	bool began = fold_begin(c->node, p->folding);
+	int rc = c->node->opset < 9 ? scan8_eval(c, p) : scan9_eval(c, p);
+	fold_end(began);
+	return rc;
 }
 
 static const mc_op op_scan8 = {

@@ -830,20 +830,21 @@ static void scan_block(emitter *e, const mc_kstmt *s)
 }
 
 /* ---- kernels ---- */
-/* Text safe inside a block comment: no comment terminator, no trigraph,
- * printable ASCII only. */
+/* Text safe inside a block comment: no comment terminator or opener
+ * (-Wcomment), no trigraph, no backslash (which would join a line to the
+ * next), printable ASCII only. */
 static void put_comment_text(mc_strbuf *sb, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		if (c == '*' && s[1] == '/')
-			mc_sb_puts(sb, "* ");
+		if ((c == '*' && s[1] == '/') || (c == '/' && s[1] == '*'))
+			mc_sb_printf(sb, "%c ", c);
 		else if (c == '?' && s[1] == '?')
 			mc_sb_puts(sb, "?_");
 		else if (c == '\n')
 			mc_sb_puts(sb, "\n * ");
-		else if (c < 32 || c > 126)
-			mc_sb_puts(sb, "?");
+		else if (c < 32 || c > 126 || c == '\\')
+			mc_sb_puts(sb, "_");
 		else
 			mc_sb_printf(sb, "%c", c);
 	}

@@ -1,5 +1,7 @@
 /* Writes the hostile corpus into DIR and prints a manifest on stdout, one
- * line per file: FILE <tab> EXPECTED-ERROR-TEXT. Used by tests/hostile/check.
+ * line per file: FILE <tab> exact|part <tab> inspect|compile <tab>
+ * EXPECTED-ERROR-TEXT (see corpus.h; "compile": only compiling refuses
+ * it). Used by tests/hostile/check.
  * Companion files of some cases go into DIR's parent, so give a DIR of its
  * own inside a scratch directory. */
 #include <stdio.h>
@@ -20,7 +22,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gen: cannot write '%s'\n", path);
 			return 1;
 		}
-		printf("%s\t%s\n", c->file, c->expect);
+		printf("%s\t%s\t%s\t%s\n", c->file, c->how & EXACT ? "exact" : "part",
+		       c->how & COMPILE_ONLY ? "compile" : "inspect", c->expect);
 	}
 	return 0;
 }

@@ -58,7 +58,7 @@ static mc_kernel *add_kernel(fixture *f, mc_kb *kb, const char *name)
 {
 	mc_kernel *k = mc_kpool_alloc(f->p.pool, sizeof *k);
 	k->name = mc_kpool_strdup(f->p.pool, name);
-	k->comment = mc_kpool_strdup(f->p.pool, "test kernel */ with ?\?= odd text");
+	k->comment = mc_kpool_strdup(f->p.pool, "test kernel */ with ?\?= odd text /* \\\n*\\?\?/");
 	mc_kb_begin(kb, f->p.pool, k);
 	f->steps[f->p.n_steps++] = (mc_step){.kind = MC_STEP_KERNEL, .kernel = f->p.n_kernels};
 	f->kernels[f->p.n_kernels++] = k;

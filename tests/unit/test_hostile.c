@@ -1,8 +1,9 @@
 /* Hostile models (tests/hostile/corpus.c), imported in-process the way
- * `modelc inspect` does it: each must give exactly one error line with the
- * expected text. Each case runs in its own process (Criterion), so a crash
- * is reported against the case that caused it. tests/hostile/check runs the
- * same corpus through the built modelc binary. */
+ * `modelc inspect` does it (and compiled, for those only compiling can
+ * refuse): each must give exactly one error line with the expected text.
+ * Each case runs in its own process (Criterion), so a crash is reported
+ * against the case that caused it. tests/hostile/check runs the same
+ * corpus through the built modelc binary. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../../aot/aot.h"
 
 /* configure builds only the .c files of tests/unit: the corpus is compiled in here. */
 #include "../hostile/corpus.c"
@@ -58,6 +61,22 @@ static void inspect(const char *path)
 	mc_graph_free(g);
 }
 
+/* The expected text with every "{dir}" replaced by dir. */
+static const char *expected_text(const char *expect, const char *dir)
+{
+	static char buf[16384];
+	size_t len = 0;
+	const char *p = expect, *mark;
+	while ((mark = strstr(p, "{dir}"))) {
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%.*s%s", (int)(mark - p), p,
+		                        dir);
+		cr_assert_lt(len, sizeof buf);
+		p = mark + strlen("{dir}");
+	}
+	snprintf(buf + len, sizeof buf - len, "%s", p);
+	return buf;
+}
+
 /* Criterion may run each case in a freshly started process (other
  * addresses): pass indices, not pointers. */
 static int case_index[256];
@@ -84,16 +103,29 @@ ParameterizedTest(int *index, hostile, corpus, .timeout = 60)
 
 	diag_capture();
 	inspect(path);
+	if (c->how & COMPILE_ONLY) {
+		cr_expect_eq(diag_count(), 0, "%s: inspect should accept it, got:\n%s", c->file,
+		             diag_all());
+		char out[4300];
+		snprintf(out, sizeof out, "%s/out", dir);
+		mc_compile_opts opts;
+		mc_compile_opts_init(&opts);
+		opts.name = "m";
+		diag_capture();
+		cr_expect_neq(mc_compile(path, out, &opts), 0, "%s: compiled", c->file);
+		cr_expect_neq(access(out, F_OK), 0, "%s: a failed compile created %s", c->file, out);
+	}
 	cr_expect_eq(diag_count(), 1, "%s: want exactly one error line, got:\n%s", c->file,
 	             diag_all());
 	const char *line = diag_line(0);
 	const char *prefix = "modelc: error: ";
+	const char *want = expected_text(c->expect, sub);
 	cr_expect_eq(strncmp(line, prefix, strlen(prefix)), 0, "%s: %s", c->file, line);
-	if (c->exact)
-		cr_expect_str_eq(line + strlen(prefix), c->expect, "%s", c->file);
+	if (c->how & EXACT)
+		cr_expect_str_eq(line + strlen(prefix), want, "%s", c->file);
 	else
-		cr_expect_not_null(strstr(line, c->expect), "%s: '%s' does not contain '%s'", c->file,
-		                   line, c->expect);
+		cr_expect_not_null(strstr(line, want), "%s: '%s' does not contain '%s'", c->file,
+		                   line, want);
 	rm_tree(dir);
 	free(dir);
 }

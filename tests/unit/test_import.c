@@ -305,11 +305,11 @@ Test(import, node_of_other_domain_is_named)
 	mb_output(b, mb_main(b), "y");
 	mc_graph *g = mb_import(b, NULL, NULL);
 	cr_assert_null(g);
-	cr_assert_eq(diag_count(), 2, "%s", diag_all());
+	/* one node: its own line says it all, no count follows */
+	cr_assert_eq(diag_count(), 1, "%s", diag_all());
 	cr_assert_eq(diag_count_with("node 'f1' (com.example:Fancy"), 1, "%s", diag_all());
 	cr_assert_eq(diag_count_with("operator domain 'com.example' is not supported"), 1, "%s",
 	             diag_all());
-	cr_assert_str_eq(diag_line(1), "modelc: error: 1 node uses unsupported ops");
 	mb_free(b);
 }
 
@@ -801,10 +801,9 @@ Test(import, unsupported_op_is_named)
 	mb_output(b, mb_main(b), "y");
 	mc_graph *g = mb_import(b, NULL, NULL);
 	cr_assert_null(g);
-	cr_assert_eq(diag_count(), 2, "%s", diag_all());
+	cr_assert_eq(diag_count(), 1, "%s", diag_all());
 	cr_assert_str_eq(diag_line(0),
 	                 "modelc: error: node 'mystery' (NoSuchOp, opset 17): unsupported op");
-	cr_assert_str_eq(diag_line(1), "modelc: error: 1 node uses unsupported ops");
 	mb_free(b);
 }
 

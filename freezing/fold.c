@@ -310,7 +310,7 @@ static int fold_sweep(mc_graph *g, size_t limit, int *capped)
 		size_t bytes;
 		if (!evaluable(n) || !inputs_known(g, n))
 			continue;
-		if (!within_cap(g, n, limit, &bytes)) {
+		if (!within_cap(g, n, limit, &bytes) || (!outputs_known(g, n) && !mc_fold_take(g, bytes))) {
 			++*capped;
 			continue;
 		}

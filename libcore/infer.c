@@ -44,7 +44,43 @@ static int check_input(const mc_value *v)
 	return -1;
 }
 
-static bool foldable(const mc_graph *g, const mc_node *n)
+#define FOLD_BUDGET_BASE ((size_t)256 << 20)
+
+static size_t constant_bytes(const mc_graph *g)
+{
+	size_t total = 0;
+	for (int v = 0; v < g->n_values; v++) {
+		const mc_tensor *t = g->values[v].konst;
+		size_t b;
+		if (t && mc_mul_size(t->numel, mc_dtype_size(t->dtype), &b) && !mc_add_size(total, b, &total))
+			return SIZE_MAX;
+	}
+	return total;
+}
+
+bool mc_fold_take(mc_graph *g, size_t bytes)
+{
+	while (g->parent)
+		g = g->parent;
+	if (!g->fold_budget) {
+		size_t own = constant_bytes(g), budget;
+		if (!mc_mul_size(own, 4, &own) || !mc_add_size(FOLD_BUDGET_BASE, own, &budget))
+			budget = SIZE_MAX;
+		g->fold_budget = budget;
+	}
+	if (bytes > g->fold_budget - g->folded_bytes) {
+		if (!g->fold_budget_spent)
+			mc_warn("compile-time evaluation stopped after %zu bytes (its budget: 256 MiB plus "
+			        "4x the model's constants); the rest is computed at run time",
+			        g->folded_bytes);
+		g->fold_budget_spent = true;
+		return false;
+	}
+	g->folded_bytes += bytes;
+	return true;
+}
+
+static bool foldable(mc_graph *g, const mc_node *n)
 {
 	if (n->op->flags & MC_OP_NO_FOLD)
 		return false;
@@ -67,14 +103,14 @@ static bool foldable(const mc_graph *g, const mc_node *n)
 		if (n->inputs[k] >= 0 && mc_shape_extent(&g->values[n->inputs[k]].shape) > INFER_FOLD_BYTES)
 			return false;
 	if (n->op->flags & MC_OP_SHAPE_ONLY)
-		return true;
+		return mc_fold_take(g, bytes);
 	for (int k = 0; k < n->n_inputs; k++)
 		if (n->inputs[k] >= 0 && !g->values[n->inputs[k]].konst)
 			return false;
 	for (int k = 0; k < n->n_implicit; k++)
 		if (!g->values[n->implicit[k]].konst)
 			return false;
-	return true;
+	return mc_fold_take(g, bytes);
 }
 
 /* Evaluates one node on constant inputs; outputs become constants. */

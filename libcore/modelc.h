@@ -247,6 +247,10 @@ typedef struct mc_graph {
 	int opset;                 /* default-domain opset */
 	char *model_dir;           /* for external data; NULL in subgraphs */
 	char sha256[65];           /* of the model file's bytes as imported; "" if not from a file */
+	/* Root graph: bytes compile-time evaluation may produce in all (set
+	 * on first use) and has produced (mc_fold_take). */
+	size_t fold_budget, folded_bytes;
+	bool fold_budget_spent;
 } mc_graph;
 
 /* Looks a value up by name in this graph only; -1 if absent. */
@@ -300,6 +304,13 @@ mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len);
  * known and that the registry can evaluate get their outputs computed
  * (shape subgraphs), unless the result exceeds fold_limit bytes. */
 int mc_infer_graph(mc_graph *g);
+/* Compile-time evaluation (inference and the freezing passes) shares one
+ * budget per model, 256 MiB plus four times the model's own constant
+ * bytes, so that a small file cannot make modelc evaluate gigabytes (a
+ * chain of Adds on one large constant). True if bytes more may be
+ * produced, and counts them; once spent, says so once (a warning) and
+ * the rest is left to run time. */
+bool mc_fold_take(mc_graph *g, size_t bytes);
 /* Count of unsupported nodes (reported once each, all at once). */
 int mc_report_unsupported(const mc_graph *g);
 

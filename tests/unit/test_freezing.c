@@ -872,3 +872,39 @@ Test(freezing, node_count_includes_subgraphs)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* ---- the budget of compile-time evaluation ---- */
+
+/* 300 doublings of a 1 MiB constant made from a 32-byte file: evaluating
+ * them all would produce 300 MiB; the budget (256 MiB plus 4x the model's
+ * constants) stops it, says so once, and the rest stays for run time. */
+Test(freezing, fold_budget_stops_a_chain_of_large_constants)
+{
+	mb *b = mb_new(OPSET);
+	Onnx__GraphProto *g = mb_main(b);
+	int64_t shape = 262144;
+	mb_init_ints(b, g, "shape", MC_INT64, "1", &shape, 1);
+	mb_node(b, g, "ConstantOfShape", "fill", "shape", "v0");
+	char in[32], out[32];
+	enum { CHAIN = 300 };
+	for (int i = 0; i < CHAIN; i++) {
+		snprintf(in, sizeof in, "v%d,v%d", i, i);
+		snprintf(out, sizeof out, "v%d", i + 1);
+		mb_node(b, g, "Add", NULL, in, out);
+	}
+	mb_input(b, g, "x", MC_FLOAT, "262144");
+	snprintf(in, sizeof in, "x,v%d", CHAIN);
+	mb_node(b, g, "Add", "last", in, "y");
+	mb_output(b, g, "y");
+	mc_graph *m = typed(b);
+	mc_freeze_opts fo = {0};
+	cr_assert_eq(mc_freeze(m, &fo), 0, "%s", diag_all());
+	cr_assert_leq(m->folded_bytes, m->fold_budget);
+	cr_assert_eq(m->fold_budget, ((size_t)256 << 20) + 4 * 8, "the model's own constants are 8 bytes");
+	cr_assert(m->fold_budget_spent);
+	cr_assert_not_null(strstr(diag_all(), "compile-time evaluation stopped after"), "%s", diag_all());
+	/* Every Add the budget did not cover is still there, to run. */
+	cr_assert_gt(mc_graph_node_count(m), CHAIN - 256);
+	mc_graph_free(m);
+	mb_free(b);
+}

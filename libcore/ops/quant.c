@@ -220,7 +220,8 @@ int mc_qlayout_infer(const mc_node *n, const qdq_params *p, const mc_shape *x,
 	}
 	bool ok = s->rank == x->rank;
 	for (int d = 0; ok && d < x->rank; d++) {
-		int64_t want = d == l->axis ? (x->dims[d] + p->block_size - 1) / p->block_size
+		/* Ceiling division that cannot overflow (block_size up to INT64_MAX). */
+		int64_t want = d == l->axis ? x->dims[d] / p->block_size + (x->dims[d] % p->block_size != 0)
 		                            : x->dims[d];
 		ok = s->dims[d] == want;
 	}
@@ -684,6 +685,9 @@ int mc_conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, con
 	if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0)
 		return mc_node_error(n, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
 		                     auto_pad);
+	for (int d = 0; d < g->nsp; d++)
+		if (g->stride[d] > ((int64_t)1 << 40) || g->dil[d] > ((int64_t)1 << 40))
+			return mc_node_error(n, "strides and dilations must be at most 2^40");
 	for (int d = 0; d < g->nsp; d++) {
 		int64_t in = x->dims[d + 2], k = w->dims[d + 2], s = g->stride[d];
 		g->in[d] = in;

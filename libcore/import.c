@@ -943,6 +943,11 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 				mc_error("%s: required input %d is missing (empty name)", where, k);
 				rc = -1;
 			}
+		for (int k = 0; k < n->op->min_outputs && !rc; k++)
+			if (n->outputs[k] < 0) {
+				mc_error("%s: required output %d is missing (empty name)", where, k);
+				rc = -1;
+			}
 		if (!rc && n->op->parse)
 			rc = n->op->parse(n);
 	}

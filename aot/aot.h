@@ -409,7 +409,8 @@ int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opt
 int mc_apply_binds(mc_graph *g, const mc_compile_opts *o);
 /* The pipeline from an inferred graph (after import, --bind and
  * inference): freezing, program, emission. model_abs (may be NULL) names the
- * model file for NAME.json and NAME.ninja. */
+ * model file for NAME.json and NAME.ninja; NAME.json's sha256 is g->sha256,
+ * the digest mc_import_file took of the bytes it imported. */
 int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
                      const mc_compile_opts *o);
 /* NAME_main.c: a test driver for the compiled model (stdio and malloc, so

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,28 +99,6 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int file_sha256(const char *path, char hex[65])
-{
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st)) {
-		mc_error("cannot read '%s': %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	void *m = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-	close(fd);
-	if (st.st_size && m == MAP_FAILED) {
-		mc_error("cannot map '%s'", path);
-		return -1;
-	}
-	mc_sha256_hex(m ? m : "", (size_t)st.st_size, hex);
-	if (m)
-		munmap(m, (size_t)st.st_size);
-	return 0;
 }
 
 static void json_string(mc_strbuf *b, const char *s)
@@ -724,12 +701,9 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if (dump_kernels(&p, &o))
 		goto out;
 	char sha[65] = "", stage[4200];
-	/* The fingerprint of the bytes imported, when the graph came from a
-	 * file: the file may have changed since. */
-	if (g->sha256[0])
-		memcpy(sha, g->sha256, sizeof sha);
-	else if (model_abs && file_sha256(model_abs, sha))
-		goto out;
+	/* The fingerprint of the bytes imported (the file may have changed
+	 * since); empty for a graph that did not come from a file. */
+	memcpy(sha, g->sha256, sizeof sha);
 	if (make_stage(out_dir, stage, sizeof stage))
 		goto out;
 	bool emitted = !mc_emit_c(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&

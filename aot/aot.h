@@ -42,6 +42,8 @@ typedef enum {
 	MC_KE_SELECT,  /* a ? b : c */
 	MC_KE_CAST,    /* to type; float->int truncates, x->bool is x != 0 */
 	MC_KE_FMA,     /* a * b + c */
+	MC_KE_SPLAT,   /* the scalar a in every lane */
+	MC_KE_LANE,    /* lane i of the vector a (a scalar) */
 } mc_kexpr_kind;
 
 typedef enum {
@@ -78,8 +80,20 @@ typedef struct mc_kexpr {
 	double f;                /* CONST of a float type */
 	int var;                 /* VAR: variable id in the kernel */
 	int buf;                 /* LOAD: buffer id in the kernel */
+	int lanes;               /* > 1: a vector (see "vectors" below); 0, 1: scalar */
 	struct mc_kexpr *a, *b, *c; /* operands; LOAD's index is a */
 } mc_kexpr;
+
+/* ---- kernel IR: vectors ----
+ * An expression (or variable) with lanes > 1 holds that many f32 values:
+ * f32 is the only vector element type so far. A vector load or store
+ * touches `lanes` consecutive elements of an f32 buffer starting at its
+ * index (no alignment required). ADD, SUB, MUL, DIV, MIN, MAX, FMA, NEG and
+ * SELECT work lane by lane, and so do the compares, whose vector of bools
+ * may only feed a SELECT's condition. The builder splats a scalar operand
+ * of a vector operation. Which lane counts exist is the target ISA's
+ * (mc_isa_has_lanes); lowerings ask before building vectors, and build
+ * scalar code (lanes 1) for the generic ISA and for tails. */
 
 /* ---- kernel IR: statements ---- */
 typedef enum {
@@ -134,12 +148,17 @@ typedef struct {
 	size_t count;     /* elements */
 	bool written;     /* the kernel stores into it */
 	mc_loc loc;       /* filled in by the plan before emission */
+	/* A constant the lowering made (weights re-laid at generation time in
+	 * the order the kernel reads them): value is -1, the kernel owns it,
+	 * and it becomes one of the program's weights. */
+	mc_tensor *packed;
 } mc_kbuf;
 
 typedef struct {
 	mc_ktype type;
 	bool mutable_;    /* assigned after its declaration */
 	bool is_loop;     /* FOR variable */
+	int lanes;        /* > 1: a vector variable */
 } mc_kvar;
 
 typedef struct mc_kernel {
@@ -151,6 +170,34 @@ typedef struct mc_kernel {
 	mc_kvar *vars;
 	mc_kstmt *body;
 } mc_kernel;
+
+/* ---- target instruction sets (--isa) ----
+ * What a CPU target offers the kernel generators: the f32 vector widths the
+ * emitter can print and how many vector (or, for scalar ISAs, float)
+ * registers register blocking may fill. The generators choose tiles from
+ * this; the C emitter prints vectors as the ISA's intrinsics. */
+typedef enum {
+	MC_ISA_GENERIC,   /* portable C99, scalar code */
+	MC_ISA_AVX2,      /* x86-64 AVX2 + FMA: 8 and 4 lanes, 16 registers */
+	MC_ISA_AVX512,    /* x86-64 AVX-512F/VL: 16, 8 and 4 lanes, 32 registers */
+	MC_ISA_NEON,      /* AArch64 Advanced SIMD: 4 lanes, 32 registers */
+	MC_ISA_CORTEX_M,  /* Cortex-M4F/M7 FPU: scalar, 32 single registers */
+} mc_isa_kind;
+
+typedef struct {
+	mc_isa_kind kind;
+	const char *name;       /* as --isa spells it */
+	int max_lanes;          /* widest f32 vector; 1: no vectors */
+	int vregs;              /* registers a micro-kernel may fill */
+} mc_isa;
+
+/* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
+ * machine runs. NULL if unknown. */
+const mc_isa *mc_isa_find(const char *name);
+/* True if vectors of `lanes` f32 exist on isa (1 is always true). */
+bool mc_isa_has_lanes(const mc_isa *isa, int lanes);
+/* The widest lane count of isa that is <= n (1 if none). */
+int mc_isa_lanes_upto(const mc_isa *isa, int64_t n);
 
 /* ---- kernel builder: appends statements at a cursor, like LLVM's
  * IRBuilder. All IR memory comes from the builder's pool and lives until
@@ -172,6 +219,7 @@ typedef struct mc_kb {
 	mc_kstmt **tail[MC_KB_MAX_DEPTH];
 	mc_kstmt *open[MC_KB_MAX_DEPTH]; /* FOR/IF owning block d, NULL at 0 */
 	int depth;
+	const mc_isa *isa;       /* the target's; never NULL (generic by default) */
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
@@ -179,6 +227,8 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
  * kernel-private arena area the plan allocates for this kernel only. */
 int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written);
 int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count);
+/* A constant made by the lowering (takes ownership of t): see mc_kbuf.packed. */
+int mc_kb_packed(mc_kb *kb, mc_tensor *t);
 
 /* Expressions. Integer helpers fold constants (0 + x, 1 * x, 2 * 3) so that
  * the printed index arithmetic stays readable. */
@@ -201,6 +251,11 @@ mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_addi(mc_kb *kb, mc_kexpr *a, int64_t c);
 mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c);
 bool mc_k_is_const(const mc_kexpr *e, int64_t *v);
+/* Vectors (see above). */
+mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes);
+mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes);
+mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane);
+int mc_k_lanes(const mc_kexpr *e); /* 1 for a scalar */
 
 /* Statements. mc_kb_for opens a loop and returns its variable (as an
  * expression); mc_kb_if opens the then-block; mc_kb_else switches to the
@@ -312,6 +367,13 @@ mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
  * epilogue to output 0 and converts to the storage dtype. */
 void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
                     mc_kexpr *value);
+/* The same for a vector value: its lanes are consecutive elements of output
+ * k along its last dim, coords (and lin) those of the first lane. Fused
+ * epilogues apply lane-wise where each epilogue op has a vector form and
+ * each of its other operands is contiguous or constant along the last dim;
+ * otherwise lane by lane. */
+void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
+                        mc_kexpr *value);
 /* The elementwise kernel of a pointwise op (l->pointwise) as anchor. */
 int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
 /* Output 0 = input 0, element by element: the `lower` of alias ops. */
@@ -378,6 +440,8 @@ typedef struct {
 	size_t arena_bytes, arena_align, lower_bound;
 	size_t weight_bytes;
 	int64_t max_index;          /* largest element count of any buffer */
+	const mc_isa *isa;          /* what the kernels were built for */
+	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
 } mc_program;
 
 void mc_program_free(mc_program *p);
@@ -386,6 +450,8 @@ void mc_program_free(mc_program *p);
 typedef struct {
 	const char *name;           /* prefix of every generated identifier/file */
 	const char *target;         /* "c" */
+	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" */
+	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */
 	const char **bind_values;

@@ -298,6 +298,15 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown target '%s' (this build knows: c)", o->target);
 		return -1;
 	}
+	if (o->isa && !mc_isa_find(o->isa)) {
+		mc_error("unknown --isa '%s' (known: generic, avx2, avx512, neon, cortex-m, native)", o->isa);
+		return -1;
+	}
+	if (o->layout && strcmp(o->layout, "auto") && strcmp(o->layout, "nchw") &&
+	    strcmp(o->layout, "nhwc")) {
+		mc_error("unknown --layout '%s' (known: auto, nchw, nhwc)", o->layout);
+		return -1;
+	}
 	return 0;
 }
 
@@ -691,7 +700,8 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	int rc = -1;
 	mc_program p = { 0 };
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .dump_after = o.dump_after,
-	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL };
+	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
+	                      .layout = o.layout };
 	if (mc_freeze(g, &fo))
 		goto out;
 	double t_freeze = now_ms();

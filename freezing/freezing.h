@@ -17,6 +17,7 @@ typedef struct {
 	const char *dump_after;   /* a pass name or "all"; NULL: none */
 	const char *dump_dir;     /* directory for dumps (created if missing) */
 	FILE *stats;              /* per-pass time and node counts; NULL: none */
+	const char *layout;       /* "auto", "nchw", "nhwc"; NULL: "auto" (mc_pass_layout) */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)

@@ -35,6 +35,11 @@ static void usage(FILE *f)
 	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
+	      "  --isa ISA                 generic (portable C99, default), avx2, avx512, neon,\n"
+	      "                            cortex-m, or native (the widest this machine runs)\n"
+	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
+	      "                            from its convolutions); inputs and outputs keep the model's\n"
+	      "                            own layout\n"
 	      "  --harness                 also write NAME_main.c, a test driver (not part of the library)\n"
 	      "  --stack-cc CC             the compiler (and flags) that measures NAME_run's stack usage\n"
 	      "                            for NAME.json, e.g. \"arm-none-eabi-gcc -mcpu=cortex-m4\" (default cc)\n"
@@ -136,6 +141,12 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--isa") == 0 && has_val) {
+		o->isa = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--layout") == 0 && has_val) {
+		o->layout = argv[++*i];
+		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--no-stack-usage") == 0) {
 		o->no_stack_usage = true;
 		note_option(c, a, NULL);

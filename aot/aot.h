@@ -380,6 +380,18 @@ int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
 int mc_lower_copy(mc_lower_ctx *c);
 /* Lowers group gr into the kernel kb builds (registers its buffers). */
 int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lowering *l);
+/* Fast kernels (aot/kern_*.c), tried first by the lowerings of their ops:
+ * 0 done, 1 not handled here (the caller builds its plain kernel), -1 after
+ * reporting. They choose tiles from kb->isa and pack weights at generation
+ * time (mc_kb_packed). */
+int mc_kern_conv_nhwc(mc_lower_ctx *c);    /* NhwcConv, dense (group 1) */
+int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
+int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
+int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
+/* Multiply-accumulates of one run of g (Conv, ConvTranspose, Gemm, MatMul
+ * and their internal forms), for --stats, NAME.json and the benchmarks. */
+double mc_graph_macs(const mc_graph *g);
+
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* "node 'x' (Op, opset N): <msg>" like mc_node_error. */

@@ -111,6 +111,7 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k)
 	kb->pool = pool;
 	kb->k = k;
 	kb->tail[0] = &k->body;
+	kb->isa = mc_isa_find("generic");
 	while (*kb->tail[0])
 		kb->tail[0] = &(*kb->tail[0])->next;
 }
@@ -154,6 +155,22 @@ int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count)
 	return mc_kb_buf(kb, -1, dtype, count, true);
 }
 
+int mc_kb_packed(mc_kb *kb, mc_tensor *t)
+{
+	int b = mc_kb_buf(kb, -1, t->dtype, mc_numel(&t->shape), false);
+	kb->k->bufs[b].packed = t;
+	/* not scratch: the program turns it into a weight */
+	kb->k->bufs[b].loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = -1 };
+	return b;
+}
+
+/* Misuse of vectors is a bug in a lowering, not in the model. */
+static void vector_bug(const char *what)
+{
+	mc_error("internal: kernel IR: %s", what);
+	abort();
+}
+
 static int new_var(mc_kb *kb, mc_ktype t, bool mutable_, bool is_loop)
 {
 	mc_kernel *k = kb->k;
@@ -168,6 +185,71 @@ static mc_kexpr *expr(mc_kb *kb, mc_kexpr_kind kind, mc_ktype t)
 	e->kind = kind;
 	e->type = t;
 	return e;
+}
+
+int mc_k_lanes(const mc_kexpr *e)
+{
+	return e->lanes > 1 ? e->lanes : 1;
+}
+
+mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes)
+{
+	if (lanes <= 1)
+		return scalar;
+	if (mc_k_lanes(scalar) != 1)
+		vector_bug("splat of a vector");
+	mc_kexpr *e = expr(kb, MC_KE_SPLAT, MC_KT_F32);
+	e->a = mc_k_cast(kb, MC_KT_F32, scalar);
+	e->lanes = lanes;
+	return e;
+}
+
+mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane)
+{
+	if (mc_k_lanes(vec) == 1)
+		return vec;
+	if (lane < 0 || lane >= vec->lanes)
+		vector_bug("lane out of range");
+	if (vec->kind == MC_KE_SPLAT)
+		return vec->a;
+	mc_kexpr *e = expr(kb, MC_KE_LANE, vec->type);
+	e->a = vec;
+	e->i = lane;
+	return e;
+}
+
+mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes)
+{
+	mc_kexpr *e = mc_k_load(kb, buf, index);
+	if (lanes > 1) {
+		if (kb->k->bufs[buf].dtype != MC_FLOAT)
+			vector_bug("vector load from a buffer that is not float32");
+		e->lanes = lanes;
+	}
+	return e;
+}
+
+/* The lane count of an operation on a and b (and c): all vectors must
+ * agree; scalars are splat to it. */
+static int common_lanes(mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
+{
+	int l = 1;
+	mc_kexpr *ops[3] = { a, b, c };
+	for (int i = 0; i < 3; i++) {
+		if (!ops[i] || mc_k_lanes(ops[i]) == 1)
+			continue;
+		if (l != 1 && l != ops[i]->lanes)
+			vector_bug("operands of different lane counts");
+		l = ops[i]->lanes;
+	}
+	return l;
+}
+
+static mc_kexpr *to_lanes(mc_kb *kb, mc_kexpr *x, int lanes)
+{
+	if (mc_k_lanes(x) == lanes)
+		return x;
+	return mc_k_splat(kb, mc_k_cast(kb, MC_KT_F32, x), lanes);
 }
 
 mc_kexpr *mc_k_int(mc_kb *kb, mc_ktype t, int64_t v)
@@ -203,6 +285,7 @@ mc_kexpr *mc_k_var(mc_kb *kb, int var)
 {
 	mc_kexpr *e = expr(kb, MC_KE_VAR, kb->k->vars[var].type);
 	e->var = var;
+	e->lanes = kb->k->vars[var].lanes;
 	return e;
 }
 
@@ -224,6 +307,9 @@ mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a)
 	mc_kexpr *e = expr(kb, MC_KE_UN, is_bool_result((int)op) ? MC_KT_BOOL : a->type);
 	e->op = (int)op;
 	e->a = a;
+	e->lanes = a->lanes;
+	if (mc_k_lanes(a) > 1 && op != MC_KU_NEG)
+		vector_bug("only NEG has a vector form among unary operations");
 	return e;
 }
 
@@ -243,8 +329,25 @@ static bool is_compare(mc_kbinop op)
 
 /* Index arithmetic is folded; value arithmetic only where it cannot change
  * the result (x + 0, x * 1 on integers). */
+static mc_kexpr *vector_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b, int lanes)
+{
+	if (op > MC_KB_MAX && !is_compare(op))
+		vector_bug("this binary operation has no vector form");
+	mc_kexpr *e = expr(kb, MC_KE_BIN, is_compare(op) ? MC_KT_BOOL : MC_KT_F32);
+	e->op = (int)op;
+	e->a = to_lanes(kb, a, lanes);
+	e->b = to_lanes(kb, b, lanes);
+	e->lanes = lanes;
+	if (op == MC_KB_REM || op == MC_KB_FMOD || op == MC_KB_POW || op == MC_KB_ATAN2)
+		vector_bug("this binary operation has no vector form");
+	return e;
+}
+
 mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b)
 {
+	int lanes = common_lanes(a, b, NULL);
+	if (lanes > 1)
+		return vector_bin(kb, op, a, b, lanes);
 	int64_t x = 0, y = 0;
 	/* A constant takes the other side's type; otherwise b follows a. */
 	if (a->type != b->type) {
@@ -304,6 +407,17 @@ mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c)
 
 mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b)
 {
+	int lanes = common_lanes(cond, a, b);
+	if (lanes > 1) {
+		if (mc_k_lanes(cond) != lanes || cond->type != MC_KT_BOOL)
+			vector_bug("a vector select needs a vector compare as its condition");
+		mc_kexpr *e = expr(kb, MC_KE_SELECT, MC_KT_F32);
+		e->a = cond;
+		e->b = to_lanes(kb, a, lanes);
+		e->c = to_lanes(kb, b, lanes);
+		e->lanes = lanes;
+		return e;
+	}
 	mc_kexpr *e = expr(kb, MC_KE_SELECT, a->type);
 	e->a = mc_k_cast(kb, MC_KT_BOOL, cond);
 	e->b = a;
@@ -315,6 +429,8 @@ mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a)
 {
 	if (a->type == t)
 		return a;
+	if (mc_k_lanes(a) > 1)
+		vector_bug("vectors are float32 only: no casts");
 	if (a->kind == MC_KE_CONST && !mc_ktype_is_float(a->type) && !mc_ktype_is_float(t) &&
 	    t != MC_KT_BOOL && (t == MC_KT_INDEX || t == MC_KT_I64))
 		return mc_k_int(kb, t, a->i);
@@ -325,6 +441,15 @@ mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a)
 
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
 {
+	int lanes = common_lanes(a, b, c);
+	if (lanes > 1) {
+		mc_kexpr *e = expr(kb, MC_KE_FMA, MC_KT_F32);
+		e->a = to_lanes(kb, a, lanes);
+		e->b = to_lanes(kb, b, lanes);
+		e->c = to_lanes(kb, c, lanes);
+		e->lanes = lanes;
+		return e;
+	}
 	mc_kexpr *e = expr(kb, MC_KE_FMA, c->type);
 	e->a = a;
 	e->b = b;
@@ -405,6 +530,7 @@ static mc_kexpr *decl(mc_kb *kb, mc_kexpr *init, bool mutable_)
 {
 	mc_kstmt *s = append(kb, MC_KS_DECL);
 	s->var = new_var(kb, init->type, mutable_, false);
+	kb->k->vars[s->var].lanes = init->lanes;
 	s->a = init;
 	return mc_k_var(kb, s->var);
 }
@@ -425,6 +551,11 @@ void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value)
 {
 	mc_kstmt *s = append(kb, MC_KS_ASSIGN);
 	s->var = var->var;
+	int lanes = kb->k->vars[var->var].lanes > 1 ? kb->k->vars[var->var].lanes : 1;
+	if (lanes > 1)
+		value = to_lanes(kb, value, lanes);
+	else if (mc_k_lanes(value) > 1)
+		vector_bug("a vector assigned to a scalar");
 	s->a = mc_k_cast(kb, var->type, value);
 }
 
@@ -433,6 +564,8 @@ void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value)
 	mc_kstmt *s = append(kb, MC_KS_STORE);
 	s->buf = buf;
 	s->a = mc_k_cast(kb, MC_KT_INDEX, index);
+	if (mc_k_lanes(value) > 1 && kb->k->bufs[buf].dtype != MC_FLOAT)
+		vector_bug("vector store into a buffer that is not float32");
 	s->b = mc_k_cast(kb, mc_ktype_of(kb->k->bufs[buf].dtype), value);
 }
 
@@ -471,7 +604,19 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 	case MC_KE_LOAD:
 		fprintf(f, "b%d[", e->buf);
 		dump_expr(e->a, f);
+		if (mc_k_lanes(e) > 1)
+			fprintf(f, " +%d", e->lanes);
 		fputc(']', f);
+		break;
+	case MC_KE_SPLAT:
+		fprintf(f, "splat%d(", e->lanes);
+		dump_expr(e->a, f);
+		fputc(')', f);
+		break;
+	case MC_KE_LANE:
+		fputc('(', f);
+		dump_expr(e->a, f);
+		fprintf(f, ").%lld", (long long)e->i);
 		break;
 	case MC_KE_UN:
 		fprintf(f, "%s(", un_names[e->op]);
@@ -527,8 +672,11 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 			fprintf(f, "%*s}\n", ind * 2, "");
 			break;
 		case MC_KS_DECL:
-			fprintf(f, "%s v%d: %s = ", k->vars[s->var].mutable_ ? "var" : "let", s->var,
+			fprintf(f, "%s v%d: %s", k->vars[s->var].mutable_ ? "var" : "let", s->var,
 			        mc_ktype_name(k->vars[s->var].type));
+			if (k->vars[s->var].lanes > 1)
+				fprintf(f, "x%d", k->vars[s->var].lanes);
+			fputs(" = ", f);
 			dump_expr(s->a, f);
 			fputc('\n', f);
 			break;

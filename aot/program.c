@@ -24,6 +24,8 @@ void mc_program_free(mc_program *p)
 	if (!p)
 		return;
 	for (int i = 0; i < p->n_kernels; i++) {
+		for (int b = 0; b < p->kernels[i]->n_bufs; b++)
+			mc_tensor_free(p->kernels[i]->bufs[b].packed);
 		free(p->kernels[i]->bufs);
 		free(p->kernels[i]->vars);
 	}
@@ -262,6 +264,12 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
+	p->isa = mc_isa_find(o->isa);
+	if (!p->isa) {
+		mc_error("unknown --isa '%s'", o->isa);
+		return -1;
+	}
+	p->macs = mc_graph_macs(g);
 	if (inline_runtime_ifs(g) || check_lowerings(g))
 		return -1;
 	mc_group *groups;
@@ -307,6 +315,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		mc_kernel *k = new_kernel(p, name, comment);
 		mc_kb kb;
 		mc_kb_begin(&kb, p->pool, k);
+		kb.isa = p->isa;
 		const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
 		unsigned long errors = mc_error_count();
 		if (mc_lower_group(g, gr, &kb, l) || mc_error_count() != errors)
@@ -386,6 +395,14 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 			mc_kbuf *kb = &k->bufs[b];
 			if ((int64_t)kb->count > p->max_index)
 				p->max_index = (int64_t)kb->count;
+			if (kb->packed) {
+				p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1,
+				                           sizeof *p->weights);
+				p->weights[p->n_weights] = (mc_weight){ .t = kb->packed, .align = ARENA_ALIGN };
+				p->weight_bytes += kb->packed->nbytes;
+				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = p->n_weights++ };
+				continue;
+			}
 			if (kb->value < 0) {
 				if (kb->loc.kind == MC_LOC_NONE)
 					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };

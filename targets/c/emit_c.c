@@ -695,6 +695,9 @@ static void put_expr(emitter *e, const mc_kexpr *x, bool top)
 		put_bin(e, &add, top);
 		return;
 	}
+	case MC_KE_SPLAT:
+	case MC_KE_LANE:
+		break;
 	}
 	fail(e, "unknown expression kind");
 }

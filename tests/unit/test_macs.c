@@ -45,6 +45,31 @@ Test(macs, conv_dense_padded)
 	cr_assert_float_eq(got, 256.0 * 27, 0, "got %.0f", got);
 }
 
+Test(macs, nhwc_conv_counts_like_conv)
+{
+	/* The layout pass's NhwcConv: data [N, H, W, C], weight still OIHW.
+	 * Made here by relabelling an inferred Conv (the pass may not run on
+	 * a graph this small): Y [1,8,8,4] is the same 256 outputs x 27. */
+	mb *b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "x", 1, "1,3,8,8");
+	zeros(b, mb_main(b), "w", "4,3,3,3", 108);
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "Conv", "c", "x,w", "y");
+	mb_attr_ints(b, n, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_output(b, mb_main(b), "y");
+	mc_graph *g = mb_import(b, NULL, NULL);
+	cr_assert_not_null(g, "import failed:\n%s", diag_all());
+	cr_assert_eq(mc_infer_graph(g), 0, "inference failed:\n%s", diag_all());
+	mc_node *conv = &g->nodes[0];
+	free(conv->op_type);
+	conv->op_type = mc_xstrdup("NhwcConv");
+	g->values[conv->inputs[0]].shape = (mc_shape){ 4, { 1, 8, 8, 3 } };
+	g->values[conv->outputs[0]].shape = (mc_shape){ 4, { 1, 8, 8, 4 } };
+	double got = mc_graph_macs(g);
+	mc_graph_free(g);
+	mb_free(b);
+	cr_assert_float_eq(got, 256.0 * 27, 0, "got %.0f", got);
+}
+
 Test(macs, conv_depthwise_strided)
 {
 	/* group 8, stride 2, no pads: Y [1,8,3,3] = 72 outputs x 1 x 3x3. */

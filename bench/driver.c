@@ -8,7 +8,7 @@
  *
  * Commands, one per line; every answer is one line:
  *   run N      runs the model N times; answers "ok T1 T2 ..." (ns per call)
- *   write DIR  runs once and writes output k to DIR/k.bin; answers "ok"
+ *   write DIR  runs once, writes output k to DIR/k.bin; answers "ok T"
  *   quit       exits
  * A failed run answers "error ..." (the status NAME_run returned). */
 #define _POSIX_C_SOURCE 200112L
@@ -121,7 +121,9 @@ static void cmd_run(long n)
 
 static void cmd_write(const char *dir)
 {
+	int64_t t0 = now_ns();
 	int rc = RUN(arena, inputs, outputs);
+	int64_t t = now_ns() - t0;
 	if (rc != MODELC_OK) {
 		printf("error status %d\n", rc);
 		return;
@@ -136,7 +138,7 @@ static void cmd_write(const char *dir)
 			return;
 		}
 	}
-	printf("ok\n");
+	printf("ok %lld\n", (long long)t);
 }
 
 int main(int argc, char **argv)

@@ -250,7 +250,7 @@ function checkOutputs(manifest, outDir, results, maskFlips) {
 		const isFloat = Ctor === Float32Array || Ctor === Float64Array;
 		const r = compareOne(ref.data, out, isFloat, 1e-4, maskFlips[o.name] || 0);
 		if (r.error) bad.push(`${o.name}: ${r.error}`);
-		else if (!r.pass) bad.push(`${o.name}: ${r.over} over the bound, max|diff|/max|ref| ${r.ratio.toExponential(1)}${r.flips ? `, ${r.flips} flips` : ''}`);
+		else if (!r.pass) bad.push(`${o.name}: ${r.over} element(s) over the bound, max diff / max ref ${r.ratio.toExponential(1)}${r.flips ? `, ${r.flips} masked flips` : ''}`);
 		else worst = Math.max(worst, r.ratio);
 	});
 	return bad.length ? {pass: false, text: bad.join('; ')} : {pass: true, text: worst.toExponential(1)};
@@ -273,111 +273,130 @@ function repsFor(opts, t) {
 	return Math.max(opts.minReps, Math.ceil(opts.budget * 1e9 / Math.max(t, 1)));
 }
 
-async function benchModel(ort, identity, idFeeds, m, opts) {
+const sessionOptions = {
+	intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
+	graphOptimizationLevel: 'all', logSeverityLevel: 3,
+};
+
+// ORT's session and the seeded inputs; row.ortError says why not.
+async function openOrt(ort, m, row) {
+	let session;
+	try {
+		session = await ort.InferenceSession.create(m.model, sessionOptions);
+	} catch (e) {
+		row.ortError = `ORT cannot load the model: ${e.message.split('\n')[0]}`;
+		return {};
+	}
+	try {
+		return {session, feeds: makeFeeds(ort, session, parsePins(m.pins), Number(m.seed), Number(m.scale))};
+	} catch (e) {
+		row.ortError = e.message;
+		return {session};
+	}
+}
+
+// The driver on ORT's inputs (written as files in NAME.json's input order).
+function startDriver(m, row, feeds) {
+	const inDir = path.join(m.dir, 'inputs');
+	fs.mkdirSync(inDir, {recursive: true});
+	const files = [];
+	for (const [i, d] of row.manifest.inputs.entries()) {
+		const t = feeds[d.name];
+		if (!t) {
+			row.modelcError = `ORT has no input '${d.name}'`;
+			return null;
+		}
+		files.push(path.join(inDir, `${i}.bin`));
+		fs.writeFileSync(files[i], Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+	}
+	return new Driver(path.join(m.dir, 'driver'), files);
+}
+
+// Warm-up, which also gives the outputs to check and a first estimate of
+// a call (ns); a second call refines the estimate where it is cheap.
+async function warmModelc(driver, m, row, opts) {
+	const outDir = path.join(m.dir, 'out');
+	fs.mkdirSync(outDir, {recursive: true});
+	try {
+		let est = Number(await driver.ok(`write ${outDir}`));
+		if (est < opts.budget * 1e9 / 4) est = (await driver.run(1))[0];
+		return {est, outDir};
+	} catch (e) {
+		row.modelcError = `run failed: ${e.message}`;
+		return {};
+	}
+}
+
+async function warmOrt(session, feeds, row, opts) {
+	try {
+		const t0 = process.hrtime.bigint();
+		const results = await session.run(feeds);
+		let est = Number(process.hrtime.bigint() - t0);
+		if (est < opts.budget * 1e9 / 4) est = (await timeSession(session, feeds, 1))[0];
+		return {est, results};
+	} catch (e) {
+		row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
+		return {};
+	}
+}
+
+// Interleaved rounds of batches; the order flips every round so that
+// neither side always runs right after the other. Fills t.
+async function timeRounds(driver, ort, identity, reps, row, t) {
+	const rounds = Math.max(1, Math.min(10, ...[reps.modelc, reps.ort].filter((r) => r > 0)));
+	const batch = {modelc: Math.ceil(reps.modelc / rounds), ort: Math.ceil(reps.ort / rounds)};
+	batch.identity = Math.max(batch.ort, 50);
+	const steps = {
+		modelc: async () => { if (reps.modelc && !row.modelcError) t.modelc.push(...await driver.run(batch.modelc)); },
+		ort: async () => { if (reps.ort) t.ort.push(...await timeSession(ort.session, ort.feeds, batch.ort)); },
+		identity: async () => { if (reps.ort) t.identity.push(...await timeSession(identity.session, identity.feeds, batch.identity)); },
+	};
+	for (let r = 0; r < rounds; r++) {
+		for (const side of r % 2 ? ['identity', 'ort', 'modelc'] : ['modelc', 'ort', 'identity']) {
+			try {
+				await steps[side]();
+			} catch (e) {
+				if (side === 'modelc') row.modelcError = `run failed: ${e.message}`;
+				else throw e;
+			}
+		}
+	}
+}
+
+async function benchModel(ort, identity, m, opts) {
 	const row = {name: m.name, macs: null};
 	const manifestPath = path.join(m.dir, `${m.name}.json`);
 	if (fs.existsSync(manifestPath)) row.manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
 	row.macs = row.manifest && typeof row.manifest.macs === 'number' ? row.manifest.macs : null;
-	let session;
-	try {
-		session = await ort.InferenceSession.create(m.model, {
-			intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
-			graphOptimizationLevel: 'all', logSeverityLevel: 3,
-		});
-	} catch (e) {
-		row.ortError = `ORT cannot load the model: ${e.message.split('\n')[0]}`;
-	}
-	let feeds = null;
-	if (session) {
-		try {
-			feeds = makeFeeds(ort, session, parsePins(m.pins), Number(m.seed), Number(m.scale));
-		} catch (e) {
-			row.ortError = e.message;
-		}
-	}
+	const {session, feeds} = await openOrt(ort, m, row);
 	if (m.status !== 'ok') row.modelcError = m.status;
 	else if (!feeds) row.modelcError = 'no inputs (see ORT)';
-	let driver = null;
-	if (!row.modelcError) {
-		const inDir = path.join(m.dir, 'inputs');
-		fs.mkdirSync(inDir, {recursive: true});
-		const files = row.manifest.inputs.map((d, i) => {
-			const f = path.join(inDir, `${i}.bin`), t = feeds[d.name];
-			if (!t) throw new Error(`${m.name}: ORT has no input '${d.name}'`);
-			fs.writeFileSync(f, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-			return f;
-		});
-		driver = new Driver(path.join(m.dir, 'driver'), files);
-	}
+	const driver = row.modelcError ? null : startDriver(m, row, feeds);
+	const mw = driver ? await warmModelc(driver, m, row, opts) : {};
+	const ow = feeds ? await warmOrt(session, feeds, row, opts) : {};
+	await timeSession(identity.session, identity.feeds, 50);
+	if (mw.outDir && ow.results) row.check = checkOutputs(row.manifest, mw.outDir, ow.results, parseMaskFlips(m.compare));
+	const reps = {modelc: row.modelcError ? 0 : repsFor(opts, mw.est), ort: row.ortError || !feeds ? 0 : repsFor(opts, ow.est)};
 	const t = {modelc: [], ort: [], identity: []};
-	// Warm-up: one call each, then one more as the estimate of a call.
-	let est = {modelc: 0, ort: 0};
-	let refResults = null;
-	if (driver) {
-		try {
-			await driver.run(1);
-			est.modelc = (await driver.run(1))[0];
-		} catch (e) {
-			row.modelcError = `run failed: ${e.message}`;
-		}
+	try {
+		await timeRounds(driver, {session, feeds}, identity, reps, row, t);
+	} finally {
+		if (driver) driver.close();
+		if (session) await session.release();
 	}
-	if (feeds && !row.ortError) {
-		try {
-			refResults = await session.run(feeds);
-			est.ort = (await timeSession(session, feeds, 1))[0];
-		} catch (e) {
-			row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
-		}
-	}
-	await timeSession(identity, idFeeds, 50);
-	// Correctness, once, against ORT's outputs.
-	if (driver && !row.modelcError && refResults) {
-		const outDir = path.join(m.dir, 'out');
-		fs.mkdirSync(outDir, {recursive: true});
-		try {
-			await driver.ok(`write ${outDir}`);
-			row.check = checkOutputs(row.manifest, outDir, refResults, parseMaskFlips(m.compare));
-		} catch (e) {
-			row.modelcError = `run failed: ${e.message}`;
-		}
-	}
-	const doModelc = driver && !row.modelcError, doOrt = feeds && !row.ortError;
-	const reps = {modelc: doModelc ? repsFor(opts, est.modelc) : 0, ort: doOrt ? repsFor(opts, est.ort) : 0};
-	const rounds = Math.max(1, Math.min(10, ...[reps.modelc, reps.ort].filter((r) => r > 0)));
-	const batch = {modelc: Math.ceil(reps.modelc / rounds), ort: Math.ceil(reps.ort / rounds)};
-	batch.identity = Math.max(batch.ort, 50);
-	// Interleaved rounds; the order flips every round so that neither side
-	// always follows the other.
-	const steps = {
-		modelc: async () => { if (doModelc && !row.modelcError) t.modelc.push(...await driver.run(batch.modelc)); },
-		ort: async () => { if (doOrt) t.ort.push(...await timeSession(session, feeds, batch.ort)); },
-		identity: async () => { if (doOrt) t.identity.push(...await timeSession(identity, idFeeds, batch.identity)); },
-	};
-	for (let r = 0; r < rounds; r++) {
-		const order = r % 2 ? ['identity', 'ort', 'modelc'] : ['modelc', 'ort', 'identity'];
-		for (const side of order) {
-			try {
-				await steps[side]();
-			} catch (e) {
-				row.modelcError = `run failed: ${e.message}`;
-			}
-		}
-	}
-	if (driver) driver.close();
-	if (session) await session.release();
 	if (t.modelc.length && !row.modelcError) row.modelc = {median: median(t.modelc), n: t.modelc.length};
 	if (t.ort.length) {
-		const id = median(t.identity);
-		row.ort = {median: median(t.ort) - id, raw: median(t.ort), n: t.ort.length};
-		row.identity = id;
+		row.identity = median(t.identity);
+		row.ort = {median: median(t.ort) - row.identity, raw: median(t.ort), n: t.ort.length};
 	}
 	return row;
 }
 
 // ---- the table ----
 
-function fmt(x, digits) {
-	return x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits);
+// x / div with the given digits; '-' when x is missing.
+function fmt(x, digits, div = 1) {
+	return typeof x !== 'number' || !Number.isFinite(x) ? '-' : (x / div).toFixed(digits);
 }
 
 function gflops(macs, ns) {
@@ -401,7 +420,7 @@ function tableLines(rows, peak) {
 		// A wrong result must not look fast: its figures are struck out.
 		const wrong = r.check && !r.check.pass;
 		const strike = (s) => wrong && s !== '-' ? `~~${s}~~` : s;
-		lines.push(`| ${r.name} | ${fmt(r.macs / 1e6, 1)} | ${strike(fmt(mc / 1e3, 1))} | ${fmt(or / 1e3, 1)} | ` +
+		lines.push(`| ${r.name} | ${fmt(r.macs, 1, 1e6)} | ${strike(fmt(mc, 1, 1e3))} | ${fmt(or, 1, 1e3)} | ` +
 			`${strike(fmt(mc && or ? mc / or : null, 2))} | ${strike(fmt(gm, 1))} | ${fmt(go, 1)} | ` +
 			`${strike(fmt(gm && peak ? 100 * gm / peak : null, 1))} | ${fmt(go && peak ? 100 * go / peak : null, 1)} | ` +
 			`${check} | ${r.modelc ? r.modelc.n : 0}/${r.ort ? r.ort.n : 0} |`);
@@ -413,7 +432,7 @@ function report(rows, opts) {
 	const ids = rows.map((r) => r.identity).filter((x) => x);
 	const lines = tableLines(rows, opts.peak);
 	lines.push('');
-	lines.push(`- ORT Identity overhead (Node binding, per call, subtracted): ${ids.length ? ids.map((x) => fmt(x / 1e3, 1)).join(', ') + ' us (per model)' : '-'}`);
+	lines.push(`- ORT Identity overhead (Node binding, per call, subtracted): ${ids.length ? ids.map((x) => fmt(x, 1, 1e3)).join(', ') + ' us (per model)' : '-'}`);
 	lines.push(`- peak: ${fmt(opts.peak, 1)} GFLOP/s f32 FMA, one core (bench/peak.c)`);
 	for (const i of opts.info) {
 		const eq = i.indexOf('=');
@@ -452,14 +471,15 @@ async function main() {
 		const [name, status, dir, model, pins, seed, scale, compare] = l.split('\t');
 		return {name, status, dir, model, pins, seed, scale, compare};
 	});
-	const sessionOpts = {intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3};
-	const identity = await ort.InferenceSession.create(identityModel(), sessionOpts);
-	const idFeeds = {x: new ort.Tensor('float32', new Float32Array([1]), [1])};
+	const identity = {
+		session: await ort.InferenceSession.create(identityModel(), sessionOptions),
+		feeds: {x: new ort.Tensor('float32', new Float32Array([1]), [1])},
+	};
 	const rows = [];
 	for (const m of plan) {
 		const t0 = Date.now();
 		process.stderr.write(`bench: ${m.name} ...`);
-		rows.push(await benchModel(ort, identity, idFeeds, m, opts));
+		rows.push(await benchModel(ort, identity, m, opts));
 		process.stderr.write(` ${((Date.now() - t0) / 1e3).toFixed(1)} s\n`);
 	}
 	const table = report(rows, opts);

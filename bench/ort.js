@@ -135,6 +135,9 @@ function identityModel() {
 
 // ---- the C driver, one line per command ----
 
+// How long one call may take before the driver counts as hung.
+const driverTimeoutMs = 1e3 * Number(process.env.MODELC_RUN_TIMEOUT || 300);
+
 class Driver {
 	constructor(exe, inputFiles) {
 		this.proc = spawn(exe, inputFiles, {stdio: ['pipe', 'pipe', 'pipe']});
@@ -156,22 +159,32 @@ class Driver {
 		for (const w of this.waiting.splice(0)) w.reject(new Error(`driver ${this.exited}`));
 	}
 
-	ask(command) {
+	// One command, its answer line; a driver silent for timeoutMs (a hung
+	// kernel) is killed, which fails this and every later command.
+	ask(command, timeoutMs) {
 		if (this.exited) return Promise.reject(new Error(`driver ${this.exited}`));
 		return new Promise((resolve, reject) => {
-			this.waiting.push({resolve, reject});
+			const timer = setTimeout(() => {
+				this.fail(`gave no answer to '${command}' in ${timeoutMs / 1e3} s (killed)`);
+				this.proc.kill('SIGKILL');
+				// Whatever it started must not keep this process waiting.
+				for (const s of [this.proc.stdin, this.proc.stdout, this.proc.stderr]) s.destroy();
+			}, timeoutMs);
+			const done = (f) => (x) => { clearTimeout(timer); f(x); };
+			this.waiting.push({resolve: done(resolve), reject: done(reject)});
 			this.proc.stdin.write(command + '\n');
 		});
 	}
 
-	async ok(command) {
-		const line = await this.ask(command);
+	async ok(command, timeoutMs = driverTimeoutMs) {
+		const line = await this.ask(command, timeoutMs);
 		if (!line.startsWith('ok')) throw new Error(`driver: ${command}: ${line}`);
 		return line.slice(2).trim();
 	}
 
+	// n calls, each given the time limit of one first call.
 	async run(n) {
-		return (await this.ok(`run ${n}`)).split(' ').map(Number);
+		return (await this.ok(`run ${n}`, n * driverTimeoutMs)).split(' ').map(Number);
 	}
 
 	close() {
@@ -357,7 +370,10 @@ async function timeRounds(driver, ort, identity, reps, row, t) {
 				await steps[side]();
 			} catch (e) {
 				if (side === 'modelc') row.modelcError = `run failed: ${e.message}`;
-				else throw e;
+				else {
+					row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
+					reps.ort = 0;
+				}
 			}
 		}
 	}

@@ -353,10 +353,14 @@ async function warmOrt(session, feeds, row, opts) {
 	}
 }
 
+// Rounds of batches: more rounds interleave the sides more finely, against
+// drifting load; each batch still long enough that switching costs nothing.
+const maxRounds = 20;
+
 // Interleaved rounds of batches; the order flips every round so that
 // neither side always runs right after the other. Fills t.
 async function timeRounds(driver, ort, identity, reps, row, t) {
-	const rounds = Math.max(1, Math.min(10, ...[reps.modelc, reps.ort].filter((r) => r > 0)));
+	const rounds = Math.max(1, Math.min(maxRounds, ...[reps.modelc, reps.ort].filter((r) => r > 0)));
 	const batch = {modelc: Math.ceil(reps.modelc / rounds), ort: Math.ceil(reps.ort / rounds)};
 	batch.identity = Math.max(batch.ort, 50);
 	const steps = {

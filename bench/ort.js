@@ -8,6 +8,7 @@
 //
 // usage: node bench/ort.js PLAN --peak GFLOPS [--budget S] [--reps N]
 //                 [--min-reps N] [--info KEY=VALUE]... [--write RESULTS.md]
+//                 [--json FILE]
 //
 // PLAN: tab-separated lines NAME STATUS DIR MODEL PINS SEED SCALE COMPARE,
 // as bench/run writes them (STATUS "ok", or why the model has no driver).
@@ -15,7 +16,8 @@
 // --reps N: exactly N timed calls per side instead; never fewer than
 // --min-reps (default 5). --info lines go under the table. --write puts the
 // table into RESULTS.md (its "Latest" section) and appends it to its
-// history. Exit status: 0 (a model that fails shows in its row), 2 on a
+// history. --json writes every figure (per side: min, p10, median, p90 of
+// the per-call times in ns) for scripts. Exit status: 0 (a model that fails shows in its row), 2 on a
 // harness error.
 'use strict';
 const fs = require('fs');
@@ -32,7 +34,7 @@ function die(msg, code = 2) {
 }
 
 function parseArgs(argv) {
-	const a = {budget: 2, reps: 0, minReps: 5, peak: 0, info: [], write: null, pos: []};
+	const a = {budget: 2, reps: 0, minReps: 5, peak: 0, info: [], write: null, json: null, pos: []};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		const next = () => {
@@ -45,6 +47,7 @@ function parseArgs(argv) {
 		else if (arg === '--peak') a.peak = Number(next());
 		else if (arg === '--info') a.info.push(next());
 		else if (arg === '--write') a.write = next();
+		else if (arg === '--json') a.json = next();
 		else if (arg.startsWith('--')) die(`unknown option '${arg}'`);
 		else a.pos.push(arg);
 	}
@@ -277,6 +280,14 @@ function median(xs) {
 	return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+// Min, 10th percentile, median, 90th percentile of per-call times (ns):
+// the spread that says how noisy a run was.
+function spread(xs) {
+	const s = [...xs].sort((a, b) => a - b);
+	const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+	return {n: s.length, min: s[0], p10: at(0.1), median: median(s), p90: at(0.9)};
+}
+
 // ---- one model ----
 
 // Calls per side: enough to fill the budget at the per-call time t (ns),
@@ -404,10 +415,11 @@ async function benchModel(ort, identity, m, opts) {
 		if (driver) driver.close();
 		if (session) await session.release();
 	}
-	if (t.modelc.length && !row.modelcError) row.modelc = {median: median(t.modelc), n: t.modelc.length};
+	if (t.modelc.length && !row.modelcError) row.modelc = spread(t.modelc);
 	if (t.ort.length) {
 		row.identity = median(t.identity);
-		row.ort = {median: median(t.ort) - row.identity, raw: median(t.ort), n: t.ort.length};
+		row.ortRaw = spread(t.ort);
+		row.ort = {median: row.ortRaw.median - row.identity, n: t.ort.length};
 	}
 	return row;
 }
@@ -503,6 +515,11 @@ async function main() {
 		process.stderr.write(` ${((Date.now() - t0) / 1e3).toFixed(1)} s\n`);
 	}
 	const table = report(rows, opts);
+	if (opts.json) {
+		const figures = rows.map(({manifest, ...r}) => ({...r, gflopsModelc: r.modelc ? gflops(r.macs, r.modelc.median) : null,
+			gflopsOrt: r.ort ? gflops(r.macs, r.ort.median) : null}));
+		fs.writeFileSync(opts.json, JSON.stringify({peak: opts.peak, info: opts.info, models: figures}, null, 1) + '\n');
+	}
 	process.stdout.write('\n' + table);
 	if (opts.write) {
 		const info = Object.fromEntries(opts.info.map((i) => [i.slice(0, i.indexOf('=')), i.slice(i.indexOf('=') + 1)]));

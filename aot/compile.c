@@ -204,9 +204,9 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_puts(&b, ",\n  \"outputs\": ");
 	json_io(&b, p->outputs, p->n_outputs);
 	mc_sb_printf(&b, ",\n  \"arena_bytes\": %zu,\n  \"arena_align\": %zu,\n  \"arena_lower_bound\": %zu,\n"
-	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d",
+	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d,\n  \"macs\": %.0f",
 	             p->arena_bytes, p->arena_align, p->lower_bound, p->weight_bytes, p->n_weights,
-	             p->n_kernels);
+	             p->n_kernels, p->macs);
 	json_stack(&b, &stack);
 	mc_stack_usage_free(&stack);
 	mc_sb_puts(&b, "\n}\n");

@@ -6,20 +6,23 @@
 // in interleaved batches over many rounds, on the same seeded inputs; the
 // outputs are compared once. Prints the markdown table.
 //
-// usage: node bench/ort.js PLAN --peak GFLOPS [--peak-cmd PEAK] [--budget S] [--reps N]
-//                 [--min-reps N] [--info KEY=VALUE]... [--write RESULTS.md]
-//                 [--json FILE]
+// usage: node bench/ort.js PLAN --peak GFLOPS [--peak-cmd PEAK] [--budget S]
+//                 [--reps N] [--min-reps N] [--info KEY=VALUE]...
+//                 [--write RESULTS.md] [--json FILE]
 //
 // PLAN: tab-separated lines NAME STATUS DIR MODEL PINS SEED SCALE COMPARE,
 // as bench/run writes them (STATUS "ok", or why the model has no driver).
 // --budget S: seconds of timed calls per side per model (default 2);
 // --reps N: exactly N timed calls per side instead; never fewer than
 // --min-reps (default 5). --peak-cmd: bench/peak.c's binary, run again
-// after every model; the best of its figures and --peak is the peak. --info lines go under the table. --write puts the
-// table into RESULTS.md (its "Latest" section) and appends it to its
-// history. --json writes every figure (per side: min, p10, median, p90 of
-// the per-call times in ns) for scripts. Exit status: 0 (a model that fails shows in its row), 2 on a
-// harness error.
+// after every model; the best of its figures and --peak is the peak.
+// --info lines go under the table. --write puts the table into RESULTS.md
+// (its "Latest" section) and appends it to its history. --json writes every
+// figure (per side: min, p10, median, p90 of the per-call times in ns).
+// Environment: MODELC_RUN_TIMEOUT, seconds one modelc call may take before
+// its driver counts as hung and is killed (default 300).
+// Exit status: 0 (a model that fails shows in its row), 2 on a harness
+// error (the table is still printed when only some models hit one).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -152,7 +155,7 @@ class Driver {
 		this.waiting = [];
 		this.exited = null;
 		this.proc.on('error', (e) => this.fail(`cannot start: ${e.message}`));
-		this.proc.on('exit', (code, signal) => this.fail(`exited (${signal || 'status ' + code}) ${this.stderr.trim()}`));
+		this.proc.on('exit', (code, signal) => this.fail(`exited (${signal || 'status ' + code})${this.stderr.trim() ? ': ' + this.stderr.trim() : ''}`));
 		readline.createInterface({input: this.proc.stdout}).on('line', (line) => {
 			const w = this.waiting.shift();
 			if (w) w.resolve(line);
@@ -339,13 +342,14 @@ function startDriver(m, row, feeds) {
 }
 
 // Warm-up, which also gives the outputs to check and a first estimate of
-// a call (ns); a second call refines the estimate where it is cheap.
+// a call (ns); where calls are cheap, the best of three more refines it (a
+// call the scheduler preempted would otherwise cut the reps short).
 async function warmModelc(driver, m, row, opts) {
 	const outDir = path.join(m.dir, 'out');
 	fs.mkdirSync(outDir, {recursive: true});
 	try {
 		let est = Number(await driver.ok(`write ${outDir}`));
-		if (est < opts.budget * 1e9 / 4) est = (await driver.run(1))[0];
+		if (est < opts.budget * 1e9 / 4) est = Math.min(...await driver.run(3));
 		return {est, outDir};
 	} catch (e) {
 		row.modelcError = `run failed: ${e.message}`;
@@ -358,7 +362,7 @@ async function warmOrt(session, feeds, row, opts) {
 		const t0 = process.hrtime.bigint();
 		const results = await session.run(feeds);
 		let est = Number(process.hrtime.bigint() - t0);
-		if (est < opts.budget * 1e9 / 4) est = (await timeSession(session, feeds, 1))[0];
+		if (est < opts.budget * 1e9 / 4) est = Math.min(...await timeSession(session, feeds, 3));
 		return {est, results};
 	} catch (e) {
 		row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
@@ -404,14 +408,15 @@ async function benchModel(ort, identity, m, opts) {
 	const {session, feeds} = await openOrt(ort, m, row);
 	if (m.status !== 'ok') row.modelcError = m.status;
 	else if (!feeds) row.modelcError = 'no inputs (see ORT)';
-	const driver = row.modelcError ? null : startDriver(m, row, feeds);
-	const mw = driver ? await warmModelc(driver, m, row, opts) : {};
-	const ow = feeds ? await warmOrt(session, feeds, row, opts) : {};
-	await timeSession(identity.session, identity.feeds, 50);
-	if (mw.outDir && ow.results) row.check = checkOutputs(row.manifest, mw.outDir, ow.results, parseMaskFlips(m.compare));
-	const reps = {modelc: row.modelcError ? 0 : repsFor(opts, mw.est), ort: row.ortError || !feeds ? 0 : repsFor(opts, ow.est)};
+	let driver = null;
 	const t = {modelc: [], ort: [], identity: []};
 	try {
+		driver = row.modelcError ? null : startDriver(m, row, feeds);
+		const mw = driver ? await warmModelc(driver, m, row, opts) : {};
+		const ow = feeds ? await warmOrt(session, feeds, row, opts) : {};
+		await timeSession(identity.session, identity.feeds, 50);
+		if (mw.outDir && ow.results) row.check = checkOutputs(row.manifest, mw.outDir, ow.results, parseMaskFlips(m.compare));
+		const reps = {modelc: row.modelcError ? 0 : repsFor(opts, mw.est), ort: row.ortError || !feeds ? 0 : repsFor(opts, ow.est)};
 		await timeRounds(driver, {session, feeds}, identity, reps, row, t);
 	} finally {
 		if (driver) driver.close();
@@ -526,7 +531,14 @@ async function main() {
 	for (const m of plan) {
 		const t0 = Date.now();
 		process.stderr.write(`bench: ${m.name} ...`);
-		rows.push(await benchModel(ort, identity, m, opts));
+		try {
+			rows.push(await benchModel(ort, identity, m, opts));
+		} catch (e) {
+			// This file's own fault: the row says so, the others still run.
+			rows.push({name: m.name, macs: null, modelcError: `harness error: ${e.message.split('\n')[0]}`});
+			process.stderr.write(`\n${e.stack}\n`);
+			process.exitCode = 2;
+		}
 		if (opts.peakCmd) peaks.push(measurePeak(opts.peakCmd));
 		process.stderr.write(` ${((Date.now() - t0) / 1e3).toFixed(1)} s\n`);
 	}

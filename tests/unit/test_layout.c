@@ -269,8 +269,9 @@ static void check_lowered(mb *b, const char *isa)
 	o.no_stack_usage = true;
 	cr_assert_eq(mc_compile_graph(g, NULL, dir, &o), 0, "%s", diag_all());
 	int status;
-	cr_assert_eq(mc_run_harness(dir, "t", "cc", "-std=c99 -O1 -Wall -Wextra -Werror", g, in, got,
-	                            &status), 0, "%s", diag_all());
+	const char *flags = strcmp(isa, "generic") ? "-std=c99 -O1 -march=native -Wall -Wextra -Werror"
+	                                           : "-std=c99 -O1 -Wall -Wextra -Werror";
+	cr_assert_eq(mc_run_harness(dir, "t", "cc", flags, g, in, got, &status), 0, "%s", diag_all());
 	for (size_t i = 0; i < want[0]->numel; i++)
 		cr_assert_float_eq(mc_get_f(got[0], i), mc_get_f(want[0], i), 1e-5, "element %zu", i);
 	rm_tree(dir);

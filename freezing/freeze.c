@@ -251,6 +251,9 @@ static int run_pass(mc_graph *g, const mc_freeze_opts *o, const mc_pass *p, int 
 	double ms = now_ms() - t0;
 	if (rc < 0)
 		return -1;
+	/* the layout pass is reported where it converted something */
+	if (p->run == mc_pass_layout && !rc)
+		return 0;
 	(*seq)++;
 	if (o->stats)
 		fprintf(o->stats, "freeze: %-8s %9.3f ms  %d -> %d nodes\n", p->name, ms, before,

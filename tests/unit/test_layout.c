@@ -237,10 +237,6 @@ static void init_random(mb *b, const char *name, const char *dims, size_t n, uns
 	free(v);
 }
 
-/* Node 0 of b's model, an ONNX Conv or pool whose input the model already
- * declares channels-last, becomes its internal op; the graph is compiled
- * (isa as given), run on random inputs and compared with the reference
- * interpreter. */
 /* True if this machine runs the vector code of isa (else the check is
  * skipped: a CI machine may lack AVX-512). */
 static bool host_runs(const char *isa)
@@ -253,6 +249,10 @@ static bool host_runs(const char *isa)
 	return want->kind == host->kind;
 }
 
+/* Node 0 of b's model, an ONNX Conv or pool whose input the model already
+ * declares channels-last, becomes its internal op; the graph is compiled
+ * (isa as given), run on random inputs and compared with the reference
+ * interpreter. */
 static void check_lowered(mb *b, const char *isa)
 {
 	if (!host_runs(isa)) {

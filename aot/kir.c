@@ -304,6 +304,8 @@ static bool is_bool_result(int op)
 
 mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a)
 {
+	if (mc_k_lanes(a) > 1 && op == MC_KU_ISNAN) /* x != x */
+		return mc_k_bin(kb, MC_KB_NE, a, a);
 	mc_kexpr *e = expr(kb, MC_KE_UN, is_bool_result((int)op) ? MC_KT_BOOL : a->type);
 	e->op = (int)op;
 	e->a = a;

@@ -162,6 +162,136 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 	mc_kb_store(kb, c->out_buf[k], lin, value);
 }
 
+/* Epilogue ops whose pointwise form the vector IR can build lane-wise. */
+static bool has_vector_form(const mc_node *n)
+{
+	static const char *const ops[] = { "Relu", "LeakyRelu", "Clip", "Add", "Sub", "Mul", "Div",
+	                                   "Max", "Min", "Sum", "Mean", "PRelu", "HardSigmoid",
+	                                   "HardSwish", "Neg", NULL };
+	if (n->opset < 7) /* legacy broadcasting */
+		return false;
+	for (int i = 0; ops[i]; i++)
+		if (strcmp(n->op_type, ops[i]) == 0)
+			return true;
+	return false;
+}
+
+/* How an epilogue operand shaped vs varies along the output's last dim:
+ * 1 contiguous (a vector load), 0 constant (a scalar splat), -1 neither. */
+static int lane_stride(const mc_shape *vs, const mc_shape *os)
+{
+	if (mc_numel(vs) == 1 || vs->rank == 0 || vs->dims[vs->rank - 1] == 1)
+		return 0;
+	if (os->rank >= 1 && vs->dims[vs->rank - 1] == os->dims[os->rank - 1])
+		return 1;
+	return -1;
+}
+
+/* have_coords: the store knows the first lane's coordinates, so operands
+ * broadcast along other dims can be indexed; else only full-size and
+ * single-element operands can. */
+static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
+{
+	const mc_group *gr = c->group;
+	const mc_shape *os = &c->out[0]->shape;
+	if (c->out[0]->dtype != MC_FLOAT)
+		return false;
+	for (int e = 0; e < gr->n_epi; e++) {
+		const mc_node *en = &c->g->nodes[gr->epi[e]];
+		if (!has_vector_form(en))
+			return false;
+		for (int i = 0; i < en->n_inputs; i++) {
+			int v = en->inputs[i];
+			if (v < 0)
+				continue;
+			const mc_value *val = &c->g->values[v];
+			if (val->dtype != MC_FLOAT)
+				return false;
+			if (i == gr->epi_chain_in[e])
+				continue;
+			size_t m = mc_numel(&val->shape);
+			if (m != mc_numel(os) && m != 1 && (!have_coords || lane_stride(&val->shape, os) < 0))
+				return false;
+		}
+		for (int i = 0; i < en->n_outputs; i++)
+			if (en->outputs[i] >= 0 && c->g->values[en->outputs[i]].dtype != MC_FLOAT)
+				return false;
+	}
+	return true;
+}
+
+void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr *lin,
+                        mc_kexpr *value)
+{
+	mc_kb *kb = c->kb;
+	int lanes = mc_k_lanes(value);
+	const mc_shape *os = &c->out[k]->shape;
+	const mc_group *gr = c->group;
+	bool epilogue = k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor];
+	mc_kexpr *coords[MC_MAX_RANK];
+	if (coords_in)
+		memcpy(coords, coords_in, sizeof(mc_kexpr *) * (size_t)os->rank);
+	if (lanes == 1 || (epilogue && !epilogue_vectorises(c, coords_in != NULL))) {
+		/* lane by lane through the scalar path */
+		if (!coords_in) {
+			lin = mc_kb_let(kb, lin);
+			for (int j = 0; j < lanes; j++)
+				mc_lower_store(c, k, NULL, mc_k_addi(kb, lin, j), mc_k_lane(kb, value, j));
+			return;
+		}
+		value = mc_kb_let(kb, value);
+		mc_kexpr *last = coords[os->rank - 1];
+		for (int j = 0; j < lanes; j++) {
+			coords[os->rank - 1] = mc_k_addi(kb, last, j);
+			mc_lower_store(c, k, coords, NULL, mc_k_lane(kb, value, j));
+		}
+		return;
+	}
+	if (!lin)
+		lin = mc_lower_linear(kb, os, coords);
+	lin = mc_kb_let(kb, lin);
+	if (epilogue) {
+		value = mc_kb_let(kb, value);
+		for (int e = 0; e < gr->n_epi; e++) {
+			const mc_node *en = &c->g->nodes[gr->epi[e]];
+			mc_lower_ctx ec;
+			node_ctx(c, en, gr->epi_chain_in[e], &ec);
+			const mc_lowering *l = mc_lowering_find(en->op_type);
+			mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
+			for (int i = 0; i < en->n_inputs; i++) {
+				if (!ec.in[i])
+					continue;
+				if (i == gr->epi_chain_in[e]) {
+					args[i] = value;
+					continue;
+				}
+				const mc_shape *vs = &ec.in[i]->shape;
+				mc_kexpr *idx = mc_numel(vs) == mc_numel(os) ? lin : mc_lower_bcast(kb, vs, os, coords);
+				bool whole = mc_numel(vs) == mc_numel(os);
+				args[i] = whole || lane_stride(vs, os) == 1 ? mc_k_vload(kb, ec.in_buf[i], idx, lanes)
+				                                            : mc_k_load(kb, ec.in_buf[i], idx);
+			}
+			value = mc_kb_let(kb, l->pointwise(&ec, args));
+		}
+	}
+	mc_kb_store(kb, c->out_buf[k], lin, value);
+}
+
+/* Lanes of the flat pointwise loop: the ISA's widest when the op and its
+ * fused epilogue have vector forms on float32; else 1. */
+static int flat_lanes(const mc_lower_ctx *c, size_t n)
+{
+	int lanes = mc_isa_lanes_upto(c->kb->isa, (int64_t)n);
+	if (lanes == 1 || !has_vector_form(c->node) || c->out[0]->dtype != MC_FLOAT)
+		return 1;
+	for (int i = 0; i < c->n_in; i++)
+		if (c->in[i] && c->in[i]->dtype != MC_FLOAT)
+			return 1;
+	if (c->group && c->group->n_epi && !epilogue_vectorises(c, false))
+		return 1;
+	return lanes;
+}
+
 /* The elementwise kernel of a pointwise anchor: one flat loop when every
  * operand is full-size or a scalar, else one loop per output dim. */
 int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
@@ -186,7 +316,28 @@ int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
 	mc_kexpr *coords[MC_MAX_RANK], *lin;
 	mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(c->n_in + 1));
 	if (flat) {
-		lin = mc_kb_fori(kb, (int64_t)n, MC_KF_PARALLEL | MC_KF_VECTOR);
+		/* vectors over the flat index, then a scalar tail */
+		int lanes = flat_lanes(c, n);
+		int64_t body = (int64_t)n / lanes;
+		if (lanes > 1 && body > 0) {
+			mc_kexpr *v = mc_kb_fori(kb, body, MC_KF_PARALLEL);
+			mc_kexpr *base = mc_kb_let(kb, mc_k_muli(kb, v, lanes));
+			for (int i = 0; i < c->n_in; i++)
+				if (c->in[i])
+					args[i] = mc_numel(&c->in[i]->shape) == n ? mc_k_vload(kb, c->in_buf[i], base, lanes)
+					                                          : mc_lower_load(c, i, mc_k_index(kb, 0));
+			mc_kexpr *value = l->pointwise(c, args);
+			if (mc_k_lanes(value) == 1)
+				value = mc_k_splat(kb, value, lanes);
+			mc_lower_store_vec(c, 0, NULL, base, value);
+			mc_kb_end(kb);
+			if (body * lanes == (int64_t)n)
+				return 0;
+		} else {
+			body = 0;
+		}
+		lin = mc_kb_for(kb, mc_k_index(kb, body * lanes), mc_k_index(kb, (int64_t)n),
+		                MC_KF_PARALLEL | MC_KF_VECTOR);
 		for (int i = 0; i < c->n_in; i++)
 			if (c->in[i])
 				args[i] = mc_lower_load(c, i, mc_numel(&c->in[i]->shape) == n ? lin : mc_k_index(kb, 0));

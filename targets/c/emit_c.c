@@ -650,8 +650,220 @@ static void put_load(emitter *e, const mc_kexpr *x)
 		mc_sb_puts(e->sb, " != 0)");
 }
 
+/* ---- vectors: printed as the ISA's intrinsics ---- */
+typedef struct {
+	const char *type, *mask;   /* vector and compare-result C types */
+	const char *pre;           /* intrinsic prefix: _mm512_, _mm256_, _mm_, v */
+} vec_names;
+
+static bool vec_names_of(const emitter *e, int lanes, vec_names *n)
+{
+	mc_isa_kind k = e->p->isa ? e->p->isa->kind : MC_ISA_GENERIC;
+	if (k == MC_ISA_AVX512 && lanes == 16)
+		*n = (vec_names){ "__m512", "__mmask16", "_mm512_" };
+	else if ((k == MC_ISA_AVX512 || k == MC_ISA_AVX2) && lanes == 8)
+		*n = (vec_names){ "__m256", "__m256", "_mm256_" };
+	else if ((k == MC_ISA_AVX512 || k == MC_ISA_AVX2) && lanes == 4)
+		*n = (vec_names){ "__m128", "__m128", "_mm_" };
+	else if (k == MC_ISA_NEON && lanes == 4)
+		*n = (vec_names){ "float32x4_t", "uint32x4_t", "" };
+	else
+		return false;
+	return true;
+}
+
+static bool is_neon(const emitter *e)
+{
+	return e->p->isa && e->p->isa->kind == MC_ISA_NEON;
+}
+
+static const char *vtype(emitter *e, const mc_kvar *v)
+{
+	vec_names n;
+	if (!vec_names_of(e, v->lanes, &n)) {
+		fail(e, "vector width the ISA does not have");
+		return "void";
+	}
+	return v->type == MC_KT_BOOL ? n.mask : n.type;
+}
+
+/* pre##op(a, b) for x86; NEON's own names. */
+static void put_vcall(emitter *e, const vec_names *n, const char *op, const mc_kexpr *a,
+                      const mc_kexpr *b)
+{
+	mc_sb_printf(e->sb, "%s%s(", n->pre, op);
+	put_expr(e, a, true);
+	if (b) {
+		mc_sb_puts(e->sb, ", ");
+		put_expr(e, b, true);
+	}
+	mc_sb_puts(e->sb, ")");
+}
+
+static void put_vec_compare(emitter *e, const vec_names *n, const mc_kexpr *x)
+{
+	if (is_neon(e)) {
+		static const char *const fns[] = { "vcltq_f32", "vcleq_f32", "vcgtq_f32",
+		                                   "vcgeq_f32", "vceqq_f32", "vceqq_f32" };
+		if (x->op == MC_KB_NE)
+			mc_sb_puts(e->sb, "vmvnq_u32(");
+		put_vcall(e, n, fns[x->op - MC_KB_LT], x->a, x->b);
+		if (x->op == MC_KB_NE)
+			mc_sb_puts(e->sb, ")");
+		return;
+	}
+	/* ordered predicates like C's <, except != which is true for NaN */
+	static const char *const preds[] = { "_CMP_LT_OQ", "_CMP_LE_OQ", "_CMP_GT_OQ",
+	                                     "_CMP_GE_OQ", "_CMP_EQ_OQ", "_CMP_NEQ_UQ" };
+	bool mask = strcmp(n->pre, "_mm512_") == 0;
+	mc_sb_printf(e->sb, "%s%s(", n->pre, mask ? "cmp_ps_mask" : "cmp_ps");
+	put_expr(e, x->a, true);
+	mc_sb_puts(e->sb, ", ");
+	put_expr(e, x->b, true);
+	mc_sb_printf(e->sb, ", %s)", preds[x->op - MC_KB_LT]);
+}
+
+static void put_vec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
+{
+	if (x->op >= MC_KB_LT && x->op <= MC_KB_NE) {
+		put_vec_compare(e, n, x);
+		return;
+	}
+	if (is_neon(e)) {
+		switch (x->op) {
+		case MC_KB_ADD: put_vcall(e, n, "vaddq_f32", x->a, x->b); return;
+		case MC_KB_SUB: put_vcall(e, n, "vsubq_f32", x->a, x->b); return;
+		case MC_KB_MUL: put_vcall(e, n, "vmulq_f32", x->a, x->b); return;
+		case MC_KB_DIV: put_vcall(e, n, "vdivq_f32", x->a, x->b); return;
+		case MC_KB_MIN: case MC_KB_MAX: /* a < b ? a : b, as the scalar code */
+			mc_sb_printf(e->sb, "vbslq_f32(%s(", x->op == MC_KB_MIN ? "vcltq_f32" : "vcgtq_f32");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, "), ");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, ")");
+			return;
+		default: break;
+		}
+	} else {
+		/* minps/maxps return the second operand when either is NaN: the
+		 * scalar a < b ? a : b exactly */
+		static const char *const ops[] = { [MC_KB_ADD] = "add_ps", [MC_KB_SUB] = "sub_ps",
+			[MC_KB_MUL] = "mul_ps", [MC_KB_DIV] = "div_ps", [MC_KB_MIN] = "min_ps",
+			[MC_KB_MAX] = "max_ps" };
+		if (x->op <= MC_KB_MAX && ops[x->op]) {
+			put_vcall(e, n, ops[x->op], x->a, x->b);
+			return;
+		}
+	}
+	fail(e, "binary operation without a vector form");
+}
+
+static void put_vec_expr(emitter *e, const mc_kexpr *x)
+{
+	vec_names n;
+	if (!vec_names_of(e, x->lanes, &n)) {
+		fail(e, "vector width the ISA does not have");
+		return;
+	}
+	bool neon = is_neon(e);
+	switch (x->kind) {
+	case MC_KE_VAR:
+		mc_sb_printf(e->sb, "v%d", x->var);
+		return;
+	case MC_KE_LOAD:
+		if (neon)
+			mc_sb_printf(e->sb, "vld1q_f32(&b%d[", x->buf);
+		else
+			mc_sb_printf(e->sb, "%sloadu_ps(&b%d[", n.pre, x->buf);
+		put_expr(e, x->a, true);
+		mc_sb_puts(e->sb, "])");
+		return;
+	case MC_KE_SPLAT:
+		put_vcall(e, &n, neon ? "vdupq_n_f32" : "set1_ps", x->a, NULL);
+		return;
+	case MC_KE_BIN:
+		put_vec_bin(e, &n, x);
+		return;
+	case MC_KE_UN: /* NEG: -0.0f - a flips the sign of zeros too */
+		if (neon) {
+			put_vcall(e, &n, "vnegq_f32", x->a, NULL);
+			return;
+		}
+		mc_sb_printf(e->sb, "%ssub_ps(%sset1_ps(-0.0f), ", n.pre, n.pre);
+		put_expr(e, x->a, true);
+		mc_sb_puts(e->sb, ")");
+		return;
+	case MC_KE_FMA:
+		if (neon) { /* vfmaq_f32(c, a, b) = c + a * b */
+			mc_sb_puts(e->sb, "vfmaq_f32(");
+			put_expr(e, x->c, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, ")");
+			return;
+		}
+		mc_sb_printf(e->sb, "%sfmadd_ps(", n.pre);
+		put_expr(e, x->a, true);
+		mc_sb_puts(e->sb, ", ");
+		put_expr(e, x->b, true);
+		mc_sb_puts(e->sb, ", ");
+		put_expr(e, x->c, true);
+		mc_sb_puts(e->sb, ")");
+		return;
+	case MC_KE_SELECT:
+		if (neon) {
+			mc_sb_puts(e->sb, "vbslq_f32(");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->c, true);
+			mc_sb_puts(e->sb, ")");
+		} else if (x->lanes == 16) { /* blend takes the mask's set lanes from its 2nd vector */
+			mc_sb_puts(e->sb, "_mm512_mask_blend_ps(");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->c, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, ")");
+		} else {
+			mc_sb_printf(e->sb, "%sblendv_ps(", n.pre);
+			put_expr(e, x->c, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->b, true);
+			mc_sb_puts(e->sb, ", ");
+			put_expr(e, x->a, true);
+			mc_sb_puts(e->sb, ")");
+		}
+		return;
+	default:
+		break;
+	}
+	fail(e, "expression without a vector form");
+}
+
+/* Lane i of a vector: the runtime's modelc_laneN helpers (emitted by
+ * put_vector_prelude). */
+static void put_lane(emitter *e, const mc_kexpr *x)
+{
+	mc_sb_printf(e->sb, "modelc_lane%d(", x->a->lanes);
+	put_expr(e, x->a, true);
+	mc_sb_printf(e->sb, ", %lld)", (long long)x->i);
+}
+
 static void put_expr(emitter *e, const mc_kexpr *x, bool top)
 {
+	if (x->lanes > 1) {
+		put_vec_expr(e, x);
+		return;
+	}
 	switch (x->kind) {
 	case MC_KE_CONST:
 		if (mc_ktype_is_float(x->type))
@@ -695,8 +907,10 @@ static void put_expr(emitter *e, const mc_kexpr *x, bool top)
 		put_bin(e, &add, top);
 		return;
 	}
-	case MC_KE_SPLAT:
 	case MC_KE_LANE:
+		put_lane(e, x);
+		return;
+	case MC_KE_SPLAT:
 		break;
 	}
 	fail(e, "unknown expression kind");
@@ -725,6 +939,22 @@ static void put_block(emitter *e, const mc_kstmt *s, int depth);
 
 static void put_store(emitter *e, const mc_kstmt *s)
 {
+	if (s->b->lanes > 1) {
+		vec_names n;
+		if (!vec_names_of(e, s->b->lanes, &n)) {
+			fail(e, "vector width the ISA does not have");
+			return;
+		}
+		if (is_neon(e))
+			mc_sb_printf(e->sb, "vst1q_f32(&b%d[", s->buf);
+		else
+			mc_sb_printf(e->sb, "%sstoreu_ps(&b%d[", n.pre, s->buf);
+		put_expr(e, s->a, true);
+		mc_sb_puts(e->sb, "], ");
+		put_expr(e, s->b, true);
+		mc_sb_puts(e->sb, ");\n");
+		return;
+	}
 	const char *fn = store_fn(e->k->bufs[s->buf].dtype);
 	mc_sb_printf(e->sb, "b%d[", s->buf);
 	put_expr(e, s->a, true);
@@ -755,7 +985,8 @@ static void put_stmt(emitter *e, const mc_kstmt *s, int depth)
 		mc_sb_puts(e->sb, "}\n");
 		return;
 	case MC_KS_DECL:
-		mc_sb_printf(e->sb, "%s%s v%d = ", v->mutable_ ? "" : "const ", ctype(e, v->type), s->var);
+		mc_sb_printf(e->sb, "%s%s v%d = ", v->mutable_ ? "" : "const ",
+		             v->lanes > 1 ? vtype(e, v) : ctype(e, v->type), s->var);
 		put_expr(e, s->a, true);
 		mc_sb_puts(e->sb, ";\n");
 		if (e->var_reads[s->var] == 0) { /* keeps -Wunused-variable quiet */
@@ -1222,12 +1453,54 @@ static void put_desc_table(emitter *e, const char *kind, const char *table, cons
 	mc_sb_puts(e->sb, "};\n\n");
 }
 
+/* What vector code needs: the ISA check, its intrinsics header and the
+ * lane extraction helpers (memory round trips compilers turn into shuffles). */
+static void put_vector_prelude(emitter *e)
+{
+	const mc_isa *isa = e->p->isa;
+	if (!isa || isa->max_lanes <= 1)
+		return;
+	mc_strbuf *sb = e->sb;
+	static const struct {
+		mc_isa_kind kind;
+		const char *cond, *flags, *header;
+	} checks[] = {
+		{ MC_ISA_AVX512, "!defined(__AVX512F__) || !defined(__AVX512VL__)", "-mavx512f -mavx512vl -mfma",
+		  "immintrin.h" },
+		{ MC_ISA_AVX2, "!defined(__AVX2__) || !defined(__FMA__)", "-mavx2 -mfma", "immintrin.h" },
+		{ MC_ISA_NEON, "!defined(__ARM_NEON) || !defined(__aarch64__)", "an AArch64 compiler",
+		  "arm_neon.h" },
+	};
+	for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+		if (checks[i].kind != isa->kind)
+			continue;
+		mc_sb_printf(sb, "/* Generated with --isa %s. */\n#if %s\n", isa->name, checks[i].cond);
+		mc_sb_printf(sb, "#error \"%s.c was generated with --isa %s: build it with %s "
+		                 "(or -march=native on such a machine)\"\n#endif\n",
+		             e->name, isa->name, checks[i].flags);
+		mc_sb_printf(sb, "#include <%s>\n\n", checks[i].header);
+	}
+	for (int lanes = 4; lanes <= isa->max_lanes; lanes *= 2) {
+		vec_names n;
+		if (!vec_names_of(e, lanes, &n))
+			continue;
+		mc_sb_printf(sb, "static inline float modelc_lane%d(%s v, int i)\n{\n\tfloat t[%d];\n",
+		             lanes, n.type, lanes);
+		if (is_neon(e))
+			mc_sb_puts(sb, "\tvst1q_f32(t, v);\n");
+		else
+			mc_sb_printf(sb, "\t%sstoreu_ps(t, v);\n", n.pre);
+		mc_sb_puts(sb, "\treturn t[i];\n}\n\n");
+	}
+}
+
 static void put_source(emitter *e)
 {
 	const mc_program *p = e->p;
 	mc_strbuf *sb = e->sb;
 	mc_sb_printf(sb, "/* %s.c: generated by modelc " MC_VERSION "; do not edit. */\n", e->name);
 	mc_sb_printf(sb, "#include \"%s.h\"\n\n", e->name);
+	put_vector_prelude(e);
 	mc_sb_puts(sb, "/* Element indices: wide enough for every buffer of the model. */\n");
 	mc_sb_printf(sb, "typedef %s %s;\n\n", e->idx64 ? "int64_t" : "int32_t", e->idx_type);
 	bool any = false;

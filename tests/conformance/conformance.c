@@ -293,6 +293,8 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	o.name = "m";
 	o.harness = true;
 	o.no_stack_usage = true; /* a compile of NAME.c per test, for a figure nobody reads */
+	o.isa = getenv("MODELC_ISA");       /* NULL: generic */
+	o.layout = getenv("MODELC_LAYOUT"); /* NULL: auto */
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
 		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)

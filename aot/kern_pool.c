@@ -58,7 +58,7 @@ static void pixel_chunk(void *ctx, mc_kexpr *c0, int lanes)
 	mc_kexpr *i = mc_k_add(kb, mc_k_add(kb, row, mc_k_muli(kb, iw, g->c)), c0);
 	mc_kexpr *v = mc_kb_let(kb, mc_nhwc_vload(kb, p->c->in_buf[0], i, lanes));
 	if (p->max)
-		mc_kb_assign(kb, acc, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, acc), v, acc));
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_MAX, v, acc)); /* v > acc ? v : acc */
 	else
 		mc_kb_assign(kb, acc, mc_k_add(kb, acc, v));
 	mc_kb_end_n(kb, depth);

@@ -1,14 +1,9 @@
 /* Window geometry and channel chunking of the channels-last kernels (see
- * aot/kern_nhwc.h). The tap ranges are those of lower_nn.c's windows:
- * computed once per output position, so reduction loops never branch on
- * padding. */
+ * aot/kern_nhwc.h). The tap ranges are the plain lowerings' own
+ * (lower_window.h): computed once per output position, so reduction loops
+ * never branch on padding. */
 #include "kern_nhwc.h"
-#include "../libcore/ops/nn.h"
-
-static mc_kexpr *idx(mc_kb *kb, int64_t v)
-{
-	return mc_k_index(kb, v);
-}
+#include "lower_window.h"
 
 int mc_nhwc_geom_of(const mc_lower_ctx *c, const int64_t *kernel, mc_nhwc_geom *g)
 {
@@ -53,52 +48,28 @@ void mc_nhwc_interior(const mc_nhwc_dim *d, int64_t *lo, int64_t *hi)
 	*hi = b > a ? b : a;
 }
 
-/* floor(a / b) for b > 0, where min_a bounds a from below at compile
- * time: the division runs on a non-negative number, where C's truncation
- * is the floor. */
-static mc_kexpr *floor_div(mc_kb *kb, mc_kexpr *a, int64_t b, int64_t min_a)
+static dim_geom dim_of(const mc_nhwc_dim *d)
 {
-	if (b == 1)
-		return a;
-	int64_t bias = min_a < 0 ? (-min_a + b - 1) / b : 0;
-	mc_kexpr *q = mc_k_div(kb, mc_k_addi(kb, a, bias * b), idx(kb, b));
-	return mc_k_addi(kb, q, -bias);
+	return (dim_geom){ d->in, d->out, d->k, d->s, d->d, d->pb };
 }
 
-void mc_nhwc_taps_at(mc_kb *kb, const mc_nhwc_dim *g, mc_kexpr *o, mc_nhwc_taps *t)
+void mc_nhwc_taps_at(mc_kb *kb, const mc_nhwc_dim *d, mc_kexpr *o, mc_nhwc_taps *t)
 {
-	int64_t last = (g->out - 1) * g->s - g->pb; /* start of the last window */
-	t->start = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, o, g->s), -g->pb));
-	t->lo = idx(kb, 0);
-	t->hi = idx(kb, g->k);
-	if (g->pb > 0) /* lo = ceil(-start / d) where positive */
-		t->lo = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, idx(kb, 0),
-		                               floor_div(kb, mc_k_sub(kb, idx(kb, g->d - 1), t->start),
-		                                         g->d, g->d - 1 - last)));
-	if (last + (g->k - 1) * g->d >= g->in) /* hi = ceil((in - start) / d) where below k */
-		t->hi = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MIN, idx(kb, g->k),
-		                               floor_div(kb, mc_k_sub(kb, idx(kb, g->in + g->d - 1),
-		                                                      t->start),
-		                                         g->d, g->in + g->d - 1 - last)));
+	dim_geom g = dim_of(d);
+	taps tp;
+	fwd_taps(kb, &g, o, &tp);
+	*t = (mc_nhwc_taps){ tp.start, tp.lo, tp.hi };
 }
 
-mc_kexpr *mc_nhwc_padded_taps(mc_kb *kb, const mc_nhwc_dim *g, mc_kexpr *o)
+mc_kexpr *mc_nhwc_padded_taps(mc_kb *kb, const mc_nhwc_dim *d, mc_kexpr *o)
 {
-	/* start + pb = o*s >= 0: only the end can cut (ceil mode) */
-	int64_t lim = g->in + g->pb + g->pe, last = (g->out - 1) * g->s;
-	if (last + (g->k - 1) * g->d < lim)
-		return idx(kb, g->k);
-	mc_kexpr *room = mc_k_sub(kb, idx(kb, lim + g->d - 1), mc_k_muli(kb, o, g->s));
-	return mc_k_bin(kb, MC_KB_MIN, idx(kb, g->k), floor_div(kb, room, g->d, lim + g->d - 1 - last));
+	dim_geom g = dim_of(d);
+	return padded_taps(kb, &g, d->pe, o);
 }
 
 mc_kexpr *mc_nhwc_range(mc_kb *kb, mc_kexpr *lo, mc_kexpr *hi, unsigned flags, int *depth)
 {
-	int64_t a, b;
-	if (mc_k_is_const(lo, &a) && mc_k_is_const(hi, &b) && b - a == 1)
-		return lo;
-	(*depth)++;
-	return mc_kb_for(kb, lo, hi, flags);
+	return range(kb, lo, hi, flags, depth);
 }
 
 void mc_nhwc_chunks(mc_kb *kb, int64_t c, mc_nhwc_chunk_fn fn, void *ctx)

@@ -17,7 +17,7 @@
 
 typedef enum { EPI_NONE, EPI_RELU, EPI_RELU6, EPI_ADD } epilogue;
 
-/* One depthwise Conv or pool on x [1, (h,) w, c]: window k x k (k on a
+/* One depthwise Conv or pool on x [batch, (h,) w, c]: window k x k (k on a
  * rank-3 input), stride s, dilation d, pads {top, left, bottom, right}
  * (rank 3: {left, right} in pads[1] and pads[3]). */
 typedef struct {
@@ -25,6 +25,7 @@ typedef struct {
 	int64_t c, h, w, k, s, d, pads[4];
 	bool bias;
 	epilogue epi;
+	int64_t batch;
 } win_case;
 
 static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe)
@@ -52,10 +53,11 @@ static void init_random(mb *b, const char *name, const char *dims, size_t n, uns
 /* "1,h,w,c" or "1,w,c" */
 static void data_dims(const win_case *wc, int64_t h, int64_t w, char *buf, size_t n)
 {
+	long long nb = wc->batch;
 	if (wc->rank == 4)
-		snprintf(buf, n, "1,%lld,%lld,%lld", (long long)h, (long long)w, (long long)wc->c);
+		snprintf(buf, n, "%lld,%lld,%lld,%lld", nb, (long long)h, (long long)w, (long long)wc->c);
 	else
-		snprintf(buf, n, "1,%lld,%lld", (long long)w, (long long)wc->c);
+		snprintf(buf, n, "%lld,%lld,%lld", nb, (long long)w, (long long)wc->c);
 }
 
 static void window_attrs(mb *b, Onnx__NodeProto *n, const win_case *wc)
@@ -244,11 +246,11 @@ static void check_all_isas(const win_case *cases, int n, const char *pool, bool 
 /* blazeface and mlsd's shapes: 3x3, stride 1 pads 1 and stride 2 pads
  * [0,0,1,1], with bias, Relu / ReLU6 / residual Add fused. */
 static const win_case dw_models[] = {
-	{ 4, 24, 9, 11, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_RELU },
-	{ 4, 28, 8, 8, 3, 2, 1, { 0, 0, 1, 1 }, true, EPI_RELU6 },
-	{ 4, 42, 6, 13, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_ADD },
-	{ 4, 96, 5, 5, 3, 1, 1, { 1, 1, 1, 1 }, false, EPI_NONE },
-	{ 4, 32, 9, 9, 3, 2, 1, { 0, 0, 1, 1 }, true, EPI_NONE },
+	{ 4, 24, 9, 11, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_RELU, 1 },
+	{ 4, 28, 8, 8, 3, 2, 1, { 0, 0, 1, 1 }, true, EPI_RELU6, 1 },
+	{ 4, 42, 6, 13, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_ADD, 1 },
+	{ 4, 96, 5, 5, 3, 1, 1, { 1, 1, 1, 1 }, false, EPI_NONE, 1 },
+	{ 4, 32, 9, 9, 3, 2, 1, { 0, 0, 1, 1 }, true, EPI_NONE, 1 },
 };
 
 Test(kern_dw, model_shapes_fused_epilogues)
@@ -259,18 +261,19 @@ Test(kern_dw, model_shapes_fused_epilogues)
 /* Odd channel counts (every chunk width and the scalar tail), 3x3 and
  * 5x5, strides 1 and 2, asymmetric pads, dilation 2. */
 static const win_case dw_odd[] = {
-	{ 4, 1, 7, 9, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_NONE },
-	{ 4, 3, 6, 10, 3, 2, 1, { 1, 0, 0, 2 }, false, EPI_RELU },
-	{ 4, 5, 9, 7, 5, 1, 1, { 2, 2, 2, 2 }, true, EPI_NONE },
-	{ 4, 17, 11, 12, 5, 2, 1, { 1, 2, 2, 0 }, true, EPI_RELU6 },
-	{ 4, 24, 9, 10, 3, 1, 2, { 2, 2, 2, 2 }, true, EPI_NONE },
-	{ 4, 28, 12, 9, 5, 2, 2, { 3, 1, 0, 4 }, false, EPI_NONE },
-	{ 4, 42, 5, 17, 3, 1, 1, { 0, 2, 1, 0 }, true, EPI_NONE },
-	{ 4, 20, 4, 30, 3, 1, 1, { 0, 0, 0, 0 }, true, EPI_NONE },
-	{ 4, 13, 3, 3, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_NONE },
-	{ 4, 9, 6, 14, 11, 1, 1, { 5, 5, 5, 5 }, true, EPI_NONE },
-	{ 3, 17, 1, 20, 5, 1, 1, { 0, 2, 0, 2 }, true, EPI_NONE },
-	{ 3, 8, 1, 33, 3, 2, 2, { 0, 1, 0, 3 }, false, EPI_RELU },
+	{ 4, 1, 7, 9, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_NONE, 1 },
+	{ 4, 3, 6, 10, 3, 2, 1, { 1, 0, 0, 2 }, false, EPI_RELU, 1 },
+	{ 4, 5, 9, 7, 5, 1, 1, { 2, 2, 2, 2 }, true, EPI_NONE, 1 },
+	{ 4, 17, 11, 12, 5, 2, 1, { 1, 2, 2, 0 }, true, EPI_RELU6, 1 },
+	{ 4, 24, 9, 10, 3, 1, 2, { 2, 2, 2, 2 }, true, EPI_NONE, 1 },
+	{ 4, 28, 12, 9, 5, 2, 2, { 3, 1, 0, 4 }, false, EPI_NONE, 1 },
+	{ 4, 42, 5, 17, 3, 1, 1, { 0, 2, 1, 0 }, true, EPI_NONE, 1 },
+	{ 4, 20, 4, 30, 3, 1, 1, { 0, 0, 0, 0 }, true, EPI_NONE, 1 },
+	{ 4, 13, 3, 3, 3, 1, 1, { 1, 1, 1, 1 }, true, EPI_NONE, 1 },
+	{ 4, 9, 6, 14, 11, 1, 1, { 5, 5, 5, 5 }, true, EPI_NONE, 1 },
+	{ 3, 17, 1, 20, 5, 1, 1, { 0, 2, 0, 2 }, true, EPI_NONE, 1 },
+	{ 3, 8, 1, 33, 3, 2, 2, { 0, 1, 0, 3 }, false, EPI_RELU, 1 },
+	{ 4, 20, 5, 6, 3, 2, 1, { 1, 1, 1, 1 }, true, EPI_ADD, 3 },
 };
 
 Test(kern_dw, odd_channels_windows_strides_dilations)
@@ -308,14 +311,15 @@ Test(kern_dw, packed_weight_no_branches_fused_relu)
 /* ---- pools ---- */
 
 static const win_case pool_cases[] = {
-	{ 4, 1, 7, 9, 3, 2, 1, { 1, 1, 1, 1 }, false, EPI_NONE },
-	{ 4, 5, 6, 10, 3, 2, 1, { 1, 0, 0, 2 }, false, EPI_NONE },
-	{ 4, 17, 9, 7, 2, 2, 1, { 0, 0, 0, 0 }, false, EPI_NONE },
-	{ 4, 24, 11, 12, 5, 1, 1, { 2, 1, 2, 2 }, false, EPI_NONE },
-	{ 4, 28, 9, 10, 3, 2, 2, { 2, 2, 1, 1 }, false, EPI_NONE },
-	{ 4, 42, 8, 8, 2, 2, 1, { 0, 0, 1, 1 }, false, EPI_NONE },
-	{ 3, 3, 1, 20, 3, 2, 1, { 0, 1, 0, 2 }, false, EPI_NONE },
-	{ 3, 20, 1, 15, 4, 3, 2, { 0, 0, 0, 3 }, false, EPI_NONE },
+	{ 4, 1, 7, 9, 3, 2, 1, { 1, 1, 1, 1 }, false, EPI_NONE, 1 },
+	{ 4, 5, 6, 10, 3, 2, 1, { 1, 0, 0, 2 }, false, EPI_NONE, 1 },
+	{ 4, 17, 9, 7, 2, 2, 1, { 0, 0, 0, 0 }, false, EPI_NONE, 1 },
+	{ 4, 24, 11, 12, 5, 1, 1, { 2, 1, 2, 2 }, false, EPI_NONE, 1 },
+	{ 4, 28, 9, 10, 3, 2, 2, { 2, 2, 1, 1 }, false, EPI_NONE, 1 },
+	{ 4, 42, 8, 8, 2, 2, 1, { 0, 0, 1, 1 }, false, EPI_NONE, 1 },
+	{ 3, 3, 1, 20, 3, 2, 1, { 0, 1, 0, 2 }, false, EPI_NONE, 1 },
+	{ 3, 20, 1, 15, 4, 3, 2, { 0, 0, 0, 3 }, false, EPI_NONE, 1 },
+	{ 4, 12, 5, 6, 3, 2, 1, { 1, 1, 1, 1 }, false, EPI_NONE, 2 },
 };
 
 Test(kern_pool, maxpool)

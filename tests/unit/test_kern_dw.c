@@ -274,6 +274,8 @@ static const win_case dw_odd[] = {
 	{ 3, 17, 1, 20, 5, 1, 1, { 0, 2, 0, 2 }, true, EPI_NONE, 1 },
 	{ 3, 8, 1, 33, 3, 2, 2, { 0, 1, 0, 3 }, false, EPI_RELU, 1 },
 	{ 4, 20, 5, 6, 3, 2, 1, { 1, 1, 1, 1 }, true, EPI_ADD, 3 },
+	{ 4, 7, 2, 3, 5, 1, 1, { 2, 2, 2, 2 }, true, EPI_NONE, 1 },
+	{ 4, 16, 10, 19, 3, 3, 3, { 1, 2, 3, 4 }, true, EPI_NONE, 1 },
 };
 
 Test(kern_dw, odd_channels_windows_strides_dilations)
@@ -320,6 +322,7 @@ static const win_case pool_cases[] = {
 	{ 3, 3, 1, 20, 3, 2, 1, { 0, 1, 0, 2 }, false, EPI_NONE, 1 },
 	{ 3, 20, 1, 15, 4, 3, 2, { 0, 0, 0, 3 }, false, EPI_NONE, 1 },
 	{ 4, 12, 5, 6, 3, 2, 1, { 1, 1, 1, 1 }, false, EPI_NONE, 2 },
+	{ 4, 6, 2, 3, 3, 1, 1, { 1, 1, 1, 1 }, false, EPI_NONE, 1 },
 };
 
 Test(kern_pool, maxpool)

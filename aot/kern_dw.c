@@ -20,6 +20,10 @@
 
 /* Kernel columns unrolled in a block; wider windows loop over them. */
 #define DW_UNROLL_KW 8
+/* Taps of a block unrolled whole (kernel rows too) in interior rows, with
+ * 32 registers (measured on Zen 4: 10% faster with AVX-512, 15% slower
+ * with AVX2's 16). */
+#define DW_UNROLL_TAPS 25
 /* Most pixels of a block (measured on Zen 4, 3x3 on 64x64x24 and
  * 16x16x96: 8 beats 4, 6 and 12 with AVX-512; AVX2's 16 registers allow 6
  * at stride 1, and 6 beats 4 there). */
@@ -149,14 +153,25 @@ static void block_chunk(void *ctx, mc_kexpr *c0, int lanes)
 	for (int r = 0; r < d->mr; r++)
 		acc[r] = acc_init(d, c0, lanes);
 	mc_kexpr *iw0 = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, d->ow, d->g.w.s), -d->g.w.pb));
-	int depth = 0;
-	mc_kexpr *kh = mc_nhwc_range(kb, d->th.lo, d->th.hi, MC_KF_REDUCE, &depth);
-	mc_kexpr *row = x_row(d, mc_k_add(kb, d->th.start, mc_k_muli(kb, kh, d->g.h.d)));
-	if (unrolled(d))
-		block_row_unrolled(d, row, kh, iw0, c0, lanes, acc);
-	else
-		block_row_loop(d, row, kh, iw0, c0, lanes, acc);
-	mc_kb_end_n(kb, depth);
+	int64_t kh_lo, kh_hi;
+	if (unrolled(d) && d->c->kb->isa->vregs >= 32 && mc_k_is_const(d->th.lo, &kh_lo) &&
+	    mc_k_is_const(d->th.hi, &kh_hi) && (kh_hi - kh_lo) * d->g.w.k <= DW_UNROLL_TAPS) {
+		/* every kernel row in straight-line code: the weights of the
+		 * chunk are the same for every block, loads the compiler may keep */
+		for (int64_t kh = kh_lo; kh < kh_hi; kh++) {
+			mc_kexpr *ih = mc_k_add(kb, d->th.start, idx(kb, kh * d->g.h.d));
+			block_row_unrolled(d, x_row(d, ih), idx(kb, kh), iw0, c0, lanes, acc);
+		}
+	} else {
+		int depth = 0;
+		mc_kexpr *kh = mc_nhwc_range(kb, d->th.lo, d->th.hi, MC_KF_REDUCE, &depth);
+		mc_kexpr *row = x_row(d, mc_k_add(kb, d->th.start, mc_k_muli(kb, kh, d->g.h.d)));
+		if (unrolled(d))
+			block_row_unrolled(d, row, kh, iw0, c0, lanes, acc);
+		else
+			block_row_loop(d, row, kh, iw0, c0, lanes, acc);
+		mc_kb_end_n(kb, depth);
+	}
 	for (int r = 0; r < d->mr; r++)
 		store_pixel(d, mc_k_addi(kb, d->ow, r), c0, acc[r]);
 }
@@ -228,6 +243,25 @@ static void gen_row(dw_gen *d)
 	border_pixels(d, hi, d->g.w.out);
 }
 
+/* Output rows [lo, hi): interior ones read every kernel row (a range known
+ * now, which blocks unroll), the others their own range of kernel rows. */
+static void rows(dw_gen *d, int64_t lo, int64_t hi, bool interior)
+{
+	if (lo >= hi)
+		return;
+	mc_kb *kb = d->c->kb;
+	int depth = 0;
+	d->oh = mc_nhwc_range(kb, idx(kb, lo), idx(kb, hi), MC_KF_PARALLEL, &depth);
+	if (interior)
+		d->th = (mc_nhwc_taps){ mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, d->oh, d->g.h.s),
+		                                                -d->g.h.pb)),
+		                        idx(kb, 0), idx(kb, d->g.h.k) };
+	else
+		mc_nhwc_taps_at(kb, &d->g.h, d->oh, &d->th);
+	gen_row(d);
+	mc_kb_end_n(kb, depth);
+}
+
 /* Whether the node is a float32 depthwise convolution this kernel does:
  * group == C == M, one input channel per group, constant weight. */
 static bool is_depthwise(const mc_lower_ctx *c, const mc_nhwc_geom *g)
@@ -262,9 +296,11 @@ int mc_kern_dwconv_nhwc(mc_lower_ctx *c)
 	d.wbuf = mc_kb_packed(kb, packed);
 	int depth = 0;
 	d.n = mc_nhwc_range(kb, idx(kb, 0), idx(kb, g.n), MC_KF_PARALLEL, &depth);
-	d.oh = mc_nhwc_range(kb, idx(kb, 0), idx(kb, g.h.out), MC_KF_PARALLEL, &depth);
-	mc_nhwc_taps_at(kb, &g.h, d.oh, &d.th);
-	gen_row(&d);
+	int64_t lo, hi;
+	mc_nhwc_interior(&g.h, &lo, &hi);
+	rows(&d, 0, lo, false);
+	rows(&d, lo, hi, true);
+	rows(&d, hi, g.h.out, false);
 	mc_kb_end_n(kb, depth);
 	return 0;
 }

@@ -7,8 +7,9 @@
  * Channels are the vector dim (kern_nhwc.h's chunks: the widest vectors,
  * narrower tails, then scalars). The weight is packed at generation time
  * as [kH][kW][Cpad], so each tap of a channel chunk is one vector load.
- * Rows: the kernel rows inside the input are a range computed once per
- * output row. Columns: the interior ones (whole window inside the input)
+ * Rows: border rows compute their range of kernel rows inside the input
+ * once per row; interior rows read all of them (with 32 registers, blocks
+ * unroll them too). Columns: the interior ones (whole window inside the input)
  * go in blocks of MR output pixels, unrolled over the pixels and the kernel
  * columns: each weight vector feeds MR FMAs and each input vector is loaded
  * once for every tap that reads it; the border columns are done one by one

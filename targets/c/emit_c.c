@@ -1492,7 +1492,9 @@ static void put_vector_prelude(emitter *e)
 		vec_names n;
 		if (!vec_names_of(e, lanes, &n))
 			continue;
-		mc_sb_printf(sb, "static inline float modelc_lane%d(%s v, int i)\n{\n\tfloat t[%d];\n",
+		/* unused ones must not warn (clang -Wunused-function) */
+		mc_sb_printf(sb, "__attribute__((unused)) static inline float modelc_lane%d(%s v, int i)\n"
+		                 "{\n\tfloat t[%d];\n",
 		             lanes, n.type, lanes);
 		if (is_neon(e))
 			mc_sb_puts(sb, "\tvst1q_f32(t, v);\n");

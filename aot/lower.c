@@ -8,9 +8,13 @@
 
 #include "aot.h"
 
+/* The internal channels-last ops (aot/lower_nhwc.c); declared here rather
+ * than in aot.h because only this table names them. */
+extern const mc_lowering *const mc_lower_nhwc[];
+
 static const mc_lowering *const *const families[] = {
 	mc_lower_elementwise, mc_lower_nn, mc_lower_tensor, mc_lower_index,
-	mc_lower_reduce, mc_lower_misc,
+	mc_lower_reduce, mc_lower_misc, mc_lower_nhwc,
 };
 
 const mc_lowering *mc_lowering_find(const char *op_type)

@@ -381,11 +381,16 @@ enum {
 	MC_OP_SUBGRAPH = 1u << 2,
 	/* Inputs are one variadic list: none of them may be omitted. */
 	MC_OP_VARIADIC = 1u << 3,
+	/* Made by modelc's own passes (NhwcConv...), never by a model:
+	 * mc_registry_find skips it, mc_registry_find_internal finds it. */
+	MC_OP_INTERNAL = 1u << 4,
 };
 
 /* Finds the entry for op_type at the given opset; NULL if none. Sets
  * *known_name if some entry has this name (unsupported opset vs unknown). */
 const mc_op *mc_registry_find(const char *op_type, int opset, bool *known_name);
+/* An internal op (MC_OP_INTERNAL) by name; NULL if none. */
+const mc_op *mc_registry_find_internal(const char *op_type);
 /* All entries, for inspect/tests. */
 const mc_op *const *mc_registry_all(int *count);
 

@@ -17,6 +17,7 @@ extern const mc_op *const mc_ops_signal[];      /* DFT, STFT, windows, MelWeight
 extern const mc_op *const mc_ops_loss[];        /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
 extern const mc_op *const mc_ops_quant[];       /* QuantizeLinear, DequantizeLinear, integer matmul/conv */
 extern const mc_op *const mc_ops_extra[];       /* Einsum, attention-era ops, GridSample, ... */
+extern const mc_op *const mc_ops_nhwc[];        /* internal: NhwcConv, NhwcMaxPool, NhwcAveragePool */
 
 /* Typical inference for ops whose outputs are shaped like input 0. */
 int mc_infer_same_as_input0(mc_infer_ctx *c);

@@ -1,0 +1,223 @@
+/* Lowerings of the internal channels-last ops (libcore/ops/nhwc.c):
+ * NhwcConv, NhwcMaxPool, NhwcAveragePool. Data is [N, D1.., C]; the Conv
+ * weight stays [M, C/group, k...] and the bias [M].
+ *
+ * Each tries its fast kernel first (aot/kern_*.c: 0 done, 1 not handled)
+ * and otherwise builds a plain, correct kernel in the style of lower_nn.c:
+ * one output element at a time in a local accumulator, stored once through
+ * mc_lower_store so that fused epilogues apply; the valid taps of each
+ * spatial dim come from the shared window helpers (lower_window.h), so the
+ * reduction loops never test padding. The geometry is the registry's
+ * (mc_win_setup / mc_win_forward on the channels-first view of the input). */
+#include <string.h>
+
+#include "aot.h"
+#include "lower_window.h"
+
+/* The channels-first view [N, C, D1..] of a channels-last shape. */
+static mc_shape nchw_view(const mc_shape *s)
+{
+	mc_shape r = {.rank = s->rank};
+	r.dims[0] = s->dims[0];
+	r.dims[1] = s->dims[s->rank - 1];
+	for (int i = 2; i < s->rank; i++)
+		r.dims[i] = s->dims[i - 1];
+	return r;
+}
+
+/* The window of the node on input 0; kernel from the weight (NULL: pools). */
+static int nhwc_geom(mc_lower_ctx *c, const int64_t *kernel, win_geom *g)
+{
+	const nn_params *p = c->node->params;
+	mc_shape xs = nchw_view(&c->in[0]->shape);
+	if (c->in[0]->shape.rank < 3)
+		return mc_lower_error(c, "input must have rank 3 or more");
+	return mc_win_setup(c->node, p, &xs, kernel, g) || mc_win_forward(c->node, p, g) ? -1 : 0;
+}
+
+/* The loops over every element of s (extent-1 dims get no loop). */
+static int out_loops(mc_kb *kb, const mc_shape *s, mc_kexpr **coords)
+{
+	int depth = 0;
+	for (int d = 0; d < s->rank; d++)
+		coords[d] = range(kb, idx(kb, 0), idx(kb, s->dims[d]), MC_KF_PARALLEL, &depth);
+	return depth;
+}
+
+/* Linear index of pixel pos[0..nsp) of batch nb in a channels-last input
+ * of spatial extents in[] and `ch` channels: its first channel. */
+static mc_kexpr *pixel_base(mc_kb *kb, mc_kexpr *nb, mc_kexpr *const *pos, const int64_t *in,
+                            int nsp, int64_t ch)
+{
+	mc_kexpr *lin = nb;
+	for (int i = 0; i < nsp; i++)
+		lin = mc_k_add(kb, mc_k_muli(kb, lin, in[i]), pos[i]);
+	return mc_k_muli(kb, lin, ch);
+}
+
+/* The taps of every spatial dim at the output position coords[1..nsp]. */
+static void window_taps(mc_kb *kb, const win_geom *g, mc_kexpr *const *coords, dim_geom *dims,
+                        taps *tp)
+{
+	for (int i = 0; i < g->nsp; i++) {
+		dims[i] = dim_of_win(g, i);
+		fwd_taps(kb, &dims[i], coords[1 + i], &tp[i]);
+	}
+}
+
+/* Opens the tap loops; pos[i] gets the input position of each dim and
+ * tap[i] the tap. Returns the blocks opened. */
+static int open_taps(mc_kb *kb, const win_geom *g, const taps *tp, mc_kexpr **pos,
+                     mc_kexpr **tap)
+{
+	int depth = 0;
+	for (int i = 0; i < g->nsp; i++) {
+		tap[i] = range(kb, tp[i].lo, tp[i].hi, MC_KF_REDUCE, &depth);
+		pos[i] = mc_kb_let(kb, mc_k_add(kb, tp[i].start, mc_k_muli(kb, tap[i], g->d[i])));
+	}
+	return depth;
+}
+
+/* ---- NhwcConv ---- */
+
+static bool is_depthwise(const mc_lower_ctx *c, int64_t group)
+{
+	const mc_shape *xs = &c->in[0]->shape, *ws = &c->in[1]->shape;
+	return group > 1 && xs->dims[xs->rank - 1] == group && ws->dims[0] == group;
+}
+
+/* y[n, o.., m] = b[m] + sum over the group's channels and the window of
+ * x[n, o*s + t*d - pb, first + ic] * w[m, ic, t]. The channel loop is
+ * innermost: it reads x contiguously. */
+static int plain_conv(mc_lower_ctx *c, const win_geom *g, int64_t group)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[0]->shape, *xs = &c->in[0]->shape;
+	int nsp = g->nsp;
+	int64_t cin = xs->dims[xs->rank - 1], cout = os->dims[os->rank - 1];
+	int64_t cg = cin / group, mg = cout / group, ksize = 1;
+	for (int i = 0; i < nsp; i++)
+		ksize *= g->k[i];
+	mc_ktype t = mc_ktype_of(c->out[0]->dtype);
+	mc_kexpr *coords[MC_MAX_RANK];
+	int depth = out_loops(kb, os, coords);
+	mc_kexpr *m = coords[os->rank - 1];
+	dim_geom dims[MAX_SP];
+	taps tp[MAX_SP];
+	window_taps(kb, g, coords, dims, tp);
+	bool has_bias = c->n_in > 2 && c->in[2];
+	mc_kexpr *acc = mc_kb_local(kb, has_bias ? mc_k_cast(kb, t, mc_lower_load(c, 2, m))
+	                                         : mc_k_const_as(kb, t, 0));
+	mc_kexpr *first = group > 1 ? mc_kb_let(kb, mc_k_muli(kb, mc_k_div(kb, m, idx(kb, mg)), cg))
+	                            : idx(kb, 0);
+	mc_kexpr *pos[MAX_SP], *tap[MAX_SP];
+	int inner = open_taps(kb, g, tp, pos, tap);
+	mc_kexpr *x_base = mc_kb_let(kb, mc_k_add(kb, pixel_base(kb, coords[0], pos, g->in, nsp, cin),
+	                                          first));
+	mc_kexpr *tap_lin = idx(kb, 0);
+	for (int i = 0; i < nsp; i++)
+		tap_lin = mc_k_add(kb, mc_k_muli(kb, tap_lin, g->k[i]), tap[i]);
+	mc_kexpr *w_base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, m, cg * ksize), tap_lin));
+	mc_kexpr *ic = range(kb, idx(kb, 0), idx(kb, cg), MC_KF_REDUCE, &inner);
+	mc_kexpr *xv = mc_k_cast(kb, t, mc_lower_load(c, 0, mc_k_add(kb, x_base, ic)));
+	mc_kexpr *wv = mc_k_cast(kb, t, mc_lower_load(c, 1, mc_k_add(kb, w_base,
+	                                                              mc_k_muli(kb, ic, ksize))));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_mul(kb, xv, wv)));
+	mc_kb_end_n(kb, inner);
+	mc_lower_store(c, 0, coords, NULL, acc);
+	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
+static int lower_nhwc_conv(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	const nn_params *p = c->node->params;
+	win_geom g;
+	if (nhwc_geom(c, c->in[1]->shape.dims + 2, &g))
+		return -1;
+	int rc = 1;
+	if (is_depthwise(c, p->group))
+		rc = mc_kern_dwconv_nhwc(c);
+	else if (p->group == 1)
+		rc = mc_kern_conv_nhwc(c);
+	return rc == 1 ? plain_conv(c, &g, p->group) : rc;
+}
+
+/* ---- NhwcMaxPool, NhwcAveragePool ---- */
+
+/* y[n, o.., ch] = max or mean over the window of x[n, o*s + t*d - pb, ch];
+ * the mean counts the taps in the image, or in the explicitly padded
+ * image with count_include_pad (as lower_nn.c's pools). */
+static int plain_pool(mc_lower_ctx *c, const win_geom *g, bool is_max)
+{
+	mc_kb *kb = c->kb;
+	const nn_params *p = c->node->params;
+	const mc_shape *os = &c->out[0]->shape;
+	int nsp = g->nsp;
+	int64_t ch = os->dims[os->rank - 1];
+	mc_ktype t = mc_ktype_of(c->in[0]->dtype);
+	mc_kexpr *coords[MC_MAX_RANK];
+	int depth = out_loops(kb, os, coords);
+	dim_geom dims[MAX_SP];
+	taps tp[MAX_SP];
+	window_taps(kb, g, coords, dims, tp);
+	mc_kexpr *acc = mc_kb_local(kb, is_max ? lowest(kb, t) : mc_k_const_as(kb, t, 0));
+	mc_kexpr *pos[MAX_SP], *tap[MAX_SP];
+	int inner = open_taps(kb, g, tp, pos, tap);
+	mc_kexpr *xi = mc_k_add(kb, pixel_base(kb, coords[0], pos, g->in, nsp, ch),
+	                        coords[os->rank - 1]);
+	mc_kexpr *v = mc_kb_let(kb, mc_lower_load(c, 0, xi));
+	if (is_max)
+		mc_kb_assign(kb, acc, mc_k_select(kb, mc_k_bin(kb, MC_KB_GT, v, acc), v, acc));
+	else
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, v));
+	mc_kb_end_n(kb, inner);
+	mc_kexpr *result = acc;
+	if (!is_max) {
+		mc_kexpr *count = idx(kb, 1);
+		for (int i = 0; i < nsp; i++) {
+			mc_kexpr *n = p->count_include_pad
+			                      ? padded_taps(kb, &dims[i], g->pe[i], coords[1 + i])
+			                      : imax(kb, idx(kb, 0), mc_k_sub(kb, tp[i].hi, tp[i].lo));
+			count = mc_k_mul(kb, count, n);
+		}
+		result = mc_k_div(kb, acc, mc_k_cast(kb, t, count));
+	}
+	mc_lower_store(c, 0, coords, NULL, result);
+	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
+static int lower_nhwc_pool(mc_lower_ctx *c, bool is_max)
+{
+	if (!c->out[0])
+		return 0;
+	win_geom g;
+	if (nhwc_geom(c, NULL, &g))
+		return -1;
+	int rc = mc_kern_pool_nhwc(c);
+	return rc == 1 ? plain_pool(c, &g, is_max) : rc;
+}
+
+static int lower_nhwc_maxpool(mc_lower_ctx *c)
+{
+	return lower_nhwc_pool(c, true);
+}
+
+static int lower_nhwc_avgpool(mc_lower_ctx *c)
+{
+	return lower_nhwc_pool(c, false);
+}
+
+#define LOWERING(var, name, fn) static const mc_lowering var = { name, fn, NULL, MC_LOWER_EPILOGUE }
+
+LOWERING(l_nhwc_conv, "NhwcConv", lower_nhwc_conv);
+LOWERING(l_nhwc_maxpool, "NhwcMaxPool", lower_nhwc_maxpool);
+LOWERING(l_nhwc_avgpool, "NhwcAveragePool", lower_nhwc_avgpool);
+
+const mc_lowering *const mc_lower_nhwc[] = {
+	&l_nhwc_conv, &l_nhwc_maxpool, &l_nhwc_avgpool,
+	NULL,
+};

@@ -1,0 +1,337 @@
+/* Channels-last layout: the internal ops NhwcConv, NhwcMaxPool and
+ * NhwcAveragePool (libcore/ops/nhwc.c) against their ONNX ops on
+ * transposed data, their lowerings (aot/lower_nhwc.c) against the
+ * reference, and the layout pass (freezing/layout.c). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../aot/aot.h"
+#include "compile_helpers.h"
+#include "model_builder.h"
+#include "op_harness.h"
+
+/* ---- running one node of a given registry entry ---- */
+
+/* parse, infer and eval of op on inputs in[0..n_in) (all runtime values);
+ * the single output, or NULL after an error. */
+static mc_tensor *run_entry(const mc_op *op, const char *op_type, mc_attr *attrs, int n_attrs,
+                            mc_tensor *const *in, int n_in)
+{
+	cr_assert_not_null(op, "%s is not registered", op_type);
+	int inputs[4], outputs[1] = {4};
+	mc_value vin[4], vout = {.name = (char *)"out"};
+	const mc_value *pin[4];
+	mc_value *pout[1] = {&vout};
+	for (int k = 0; k < n_in; k++) {
+		inputs[k] = k;
+		vin[k] = (mc_value){.name = (char *)"in", .kind = MC_VAL_INPUT, .dtype = in[k]->dtype,
+		                    .shape = in[k]->shape, .typed = true};
+		pin[k] = &vin[k];
+	}
+	mc_node n = {.name = (char *)"n", .op_type = (char *)op_type, .domain = (char *)"",
+	             .opset = 19, .op = op, .n_inputs = n_in, .n_outputs = 1, .inputs = inputs,
+	             .outputs = outputs, .n_attrs = n_attrs, .attrs = attrs};
+	capture_diags();
+	mc_tensor *y = NULL;
+	int rc = op->parse ? op->parse(&n) : 0;
+	mc_infer_ctx ic = {.node = &n, .n_in = n_in, .n_out = 1, .in = pin, .out = pout};
+	if (!rc)
+		rc = op->infer(&ic);
+	if (!rc) {
+		y = mc_tensor_new(vout.dtype, &vout.shape);
+		mc_eval_ctx ec = {.node = &n, .n_in = n_in, .n_out = 1,
+		                  .in = (const mc_tensor *const *)in, .out = &y};
+		rc = op->eval(&ec);
+	}
+	free(n.params);
+	if (rc) {
+		mc_tensor_free(y);
+		return NULL;
+	}
+	return y;
+}
+
+/* t with its dims reordered: result dim i is t's dim perm[i]. */
+static mc_tensor *permute(const mc_tensor *t, const int *perm)
+{
+	int rank = t->shape.rank;
+	mc_shape s = {.rank = rank};
+	for (int i = 0; i < rank; i++)
+		s.dims[i] = t->shape.dims[perm[i]];
+	mc_tensor *r = mc_tensor_new(t->dtype, &s);
+	int64_t st[MC_MAX_RANK], pos[MC_MAX_RANK] = {0};
+	mc_strides(&t->shape, st);
+	for (size_t k = 0; k < r->numel; k++) {
+		int64_t off = 0;
+		for (int i = 0; i < rank; i++)
+			off += pos[i] * st[perm[i]];
+		mc_set_f(r, k, mc_get_f(t, (size_t)off));
+		for (int i = rank - 1; i >= 0 && ++pos[i] == s.dims[i]; i--)
+			pos[i] = 0;
+	}
+	return r;
+}
+
+static mc_tensor *to_nhwc(const mc_tensor *t)
+{
+	int perm[MC_MAX_RANK] = {0}, r = t->shape.rank;
+	for (int i = 1; i < r - 1; i++)
+		perm[i] = i + 1;
+	perm[r - 1] = 1;
+	return permute(t, perm);
+}
+
+static mc_tensor *to_nchw(const mc_tensor *t)
+{
+	int perm[MC_MAX_RANK] = {0}, r = t->shape.rank;
+	perm[1] = r - 1;
+	for (int i = 2; i < r; i++)
+		perm[i] = i - 1;
+	return permute(t, perm);
+}
+
+static mc_tensor *random_tensor(int rank, const int64_t *dims, unsigned seed)
+{
+	mc_tensor *t = tensor(MC_FLOAT, rank, dims, NULL);
+	uint32_t s = seed * 2654435761u + 7u;
+	for (size_t i = 0; i < t->numel; i++) {
+		s = s * 1664525u + 1013904223u;
+		mc_set_f(t, i, (double)(s >> 8) / 16777216.0 * 2.0 - 1.0);
+	}
+	return t;
+}
+
+/* The ONNX op on x (NCHW) and the internal op on x transposed give the
+ * same values (the internal one transposed back). */
+static void check_same(const char *onnx, mc_attr *attrs, int n_attrs, mc_tensor **in, int n_in)
+{
+	char internal[64];
+	snprintf(internal, sizeof internal, "Nhwc%s", onnx);
+	mc_tensor *want = run_entry(mc_registry_find(onnx, 19, NULL), onnx, attrs, n_attrs, in, n_in);
+	cr_assert_not_null(want, "%s: %s", onnx, last_error);
+	mc_tensor *nin[4];
+	for (int k = 0; k < n_in; k++)
+		nin[k] = k == 0 ? to_nhwc(in[0]) : in[k];
+	mc_tensor *got = run_entry(mc_registry_find_internal(internal), internal, attrs, n_attrs, nin,
+	                           n_in);
+	cr_assert_not_null(got, "%s: %s", internal, last_error);
+	mc_tensor *back = to_nchw(got);
+	cr_assert(mc_shape_eq(&back->shape, &want->shape));
+	for (size_t i = 0; i < want->numel; i++)
+		cr_assert_float_eq(mc_get_f(back, i), mc_get_f(want, i), 1e-6, "%s element %zu", internal,
+		                   i);
+	mc_tensor_free(nin[0]);
+	mc_tensor_free(got);
+	mc_tensor_free(back);
+	mc_tensor_free(want);
+	free_all(in, n_in);
+}
+
+/* ---- the registry ---- */
+
+Test(layout, internal_ops_are_hidden_from_models)
+{
+	static const char *const names[] = {"NhwcConv", "NhwcMaxPool", "NhwcAveragePool"};
+	for (int i = 0; i < 3; i++) {
+		bool known = true;
+		cr_assert_null(mc_registry_find(names[i], 19, &known));
+		cr_assert(!known, "%s is not a name a model may use", names[i]);
+		const mc_op *op = mc_registry_find_internal(names[i]);
+		cr_assert_not_null(op);
+		cr_assert(op->flags & MC_OP_INTERNAL);
+	}
+	cr_assert_null(mc_registry_find_internal("Conv"), "ONNX ops are not internal");
+}
+
+/* ---- eval against the ONNX ops ---- */
+
+Test(layout, conv_dense_pads_strides_bias)
+{
+	mc_attr a[] = {attr_ints("pads", (int64_t[]){1, 0, 2, 1}, 4),
+	               attr_ints("strides", (int64_t[]){2, 1}, 2)};
+	mc_tensor *in[] = {random_tensor(4, (int64_t[]){2, 3, 7, 6}, 1),
+	                   random_tensor(4, (int64_t[]){5, 3, 3, 2}, 2),
+	                   random_tensor(1, (int64_t[]){5}, 3)};
+	check_same("Conv", a, 2, in, 3);
+}
+
+Test(layout, conv_depthwise_same_upper_dilated)
+{
+	mc_attr a[] = {attr_int("group", 4), attr_string("auto_pad", "SAME_UPPER"),
+	               attr_ints("dilations", (int64_t[]){2, 1}, 2)};
+	mc_tensor *in[] = {random_tensor(4, (int64_t[]){1, 4, 6, 5}, 4),
+	                   random_tensor(4, (int64_t[]){4, 1, 3, 3}, 5)};
+	check_same("Conv", a, 3, in, 2);
+}
+
+Test(layout, conv_grouped)
+{
+	mc_attr a[] = {attr_int("group", 2)};
+	mc_tensor *in[] = {random_tensor(4, (int64_t[]){1, 4, 5, 5}, 6),
+	                   random_tensor(4, (int64_t[]){6, 2, 2, 3}, 7),
+	                   random_tensor(1, (int64_t[]){6}, 8)};
+	check_same("Conv", a, 1, in, 3);
+}
+
+Test(layout, conv_1d_strided)
+{
+	mc_attr a[] = {attr_ints("strides", (int64_t[]){3}, 1)};
+	mc_tensor *in[] = {random_tensor(3, (int64_t[]){1, 2, 20}, 9),
+	                   random_tensor(3, (int64_t[]){3, 2, 5}, 10)};
+	check_same("Conv", a, 1, in, 2);
+}
+
+Test(layout, maxpool_ceil_pads)
+{
+	mc_attr a[] = {attr_ints("kernel_shape", (int64_t[]){3, 3}, 2),
+	               attr_ints("strides", (int64_t[]){2, 2}, 2),
+	               attr_ints("pads", (int64_t[]){1, 1, 0, 0}, 4), attr_int("ceil_mode", 1)};
+	mc_tensor *in[] = {random_tensor(4, (int64_t[]){2, 3, 8, 7}, 11)};
+	check_same("MaxPool", a, 4, in, 1);
+}
+
+Test(layout, averagepool_count_include_pad)
+{
+	mc_attr a[] = {attr_ints("kernel_shape", (int64_t[]){3, 2}, 2),
+	               attr_ints("pads", (int64_t[]){1, 1, 1, 0}, 4),
+	               attr_int("count_include_pad", 1)};
+	mc_tensor *in[] = {random_tensor(4, (int64_t[]){1, 3, 5, 6}, 12)};
+	check_same("AveragePool", a, 3, in, 1);
+}
+
+Test(layout, averagepool_1d_excluding_pads)
+{
+	mc_attr a[] = {attr_ints("kernel_shape", (int64_t[]){4}, 1),
+	               attr_ints("strides", (int64_t[]){2}, 1),
+	               attr_ints("pads", (int64_t[]){2, 2}, 2)};
+	mc_tensor *in[] = {random_tensor(3, (int64_t[]){1, 3, 9}, 13)};
+	check_same("AveragePool", a, 3, in, 1);
+}
+
+Test(layout, infer_refuses_rank_2)
+{
+	mc_attr a[] = {attr_ints("kernel_shape", (int64_t[]){2}, 1)};
+	mc_tensor *x = random_tensor(2, (int64_t[]){3, 4}, 14);
+	mc_tensor *y = run_entry(mc_registry_find_internal("NhwcMaxPool"), "NhwcMaxPool", a, 1, &x, 1);
+	cr_assert_null(y);
+	cr_assert_not_null(strstr(last_error, "rank 3"), "%s", last_error);
+	mc_tensor_free(x);
+}
+
+/* ---- lowerings: compiled code against the reference ---- */
+
+/* Deterministic float initializer. */
+static void init_random(mb *b, const char *name, const char *dims, size_t n, unsigned seed)
+{
+	float *v = malloc(n * sizeof *v);
+	uint32_t s = seed * 2654435761u + 12345u;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		v[i] = (float)((double)(s >> 8) / 16777216.0 * 2.0 - 1.0);
+	}
+	mb_init_floats(b, mb_main(b), name, dims, v, n);
+	free(v);
+}
+
+/* Node 0 of b's model, an ONNX Conv or pool whose input the model already
+ * declares channels-last, becomes its internal op; the graph is compiled
+ * (isa as given), run on random inputs and compared with the reference
+ * interpreter. */
+static void check_lowered(mb *b, const char *isa)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	mc_node *n = &g->nodes[0];
+	char internal[64];
+	snprintf(internal, sizeof internal, "Nhwc%s", n->op_type);
+	free(n->op_type);
+	n->op_type = mc_xstrdup(internal);
+	n->op = mc_registry_find_internal(internal);
+	cr_assert_not_null(n->op);
+	cr_assert_eq(n->op->parse(n), 0);
+	cr_assert_eq(mc_infer_graph(g), 0, "%s", diag_all());
+	mc_tensor *in[4] = {0}, *want[2] = {0}, *got[2] = {0};
+	for (int i = 0; i < g->n_inputs; i++) {
+		const mc_value *v = &g->values[g->inputs[i]];
+		in[i] = random_tensor(v->shape.rank, v->shape.dims, 20u + (unsigned)i);
+	}
+	cr_assert_eq(mc_interp_run(g, in, want, NULL), 0);
+	char *dir = make_temp_dir();
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	o.harness = true;
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile_graph(g, NULL, dir, &o), 0, "%s", diag_all());
+	int status;
+	cr_assert_eq(mc_run_harness(dir, "t", "cc", "-std=c99 -O1 -Wall -Wextra -Werror", g, in, got,
+	                            &status), 0, "%s", diag_all());
+	for (size_t i = 0; i < want[0]->numel; i++)
+		cr_assert_float_eq(mc_get_f(got[0], i), mc_get_f(want[0], i), 1e-5, "element %zu", i);
+	rm_tree(dir);
+	free(dir);
+	mc_tensor_free(in[0]);
+	mc_tensor_free(want[0]);
+	mc_tensor_free(got[0]);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+/* x [1,7,6,4] NHWC, weight [M, 4/group, 3, 3], pads, stride, Relu. */
+static mb *nhwc_conv_model(int64_t group, int64_t m)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	char wdims[64], bdims[32];
+	snprintf(wdims, sizeof wdims, "%lld,%lld,3,3", (long long)m, (long long)(4 / group));
+	snprintf(bdims, sizeof bdims, "%lld", (long long)m);
+	mb_input(b, g, "x", MC_FLOAT, "1,7,6,4");
+	init_random(b, "w", wdims, (size_t)(m * (4 / group) * 9), 1);
+	init_random(b, "bias", bdims, (size_t)m, 2);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "x,w,bias", "c");
+	mb_attr_int(b, n, "group", group);
+	mb_attr_ints(b, n, "strides", (int64_t[]){2, 1}, 2);
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 0, 1, 2}, 4);
+	mb_node(b, g, "Relu", "relu", "c", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(layout, lowered_conv_dense)
+{
+	check_lowered(nhwc_conv_model(1, 6), "generic");
+	check_lowered(nhwc_conv_model(1, 6), "avx512");
+}
+
+Test(layout, lowered_conv_depthwise_and_grouped)
+{
+	check_lowered(nhwc_conv_model(4, 4), "generic");
+	check_lowered(nhwc_conv_model(2, 6), "avx2");
+}
+
+static mb *nhwc_pool_model(const char *op, bool include_pad)
+{
+	mb *b = mb_new(19);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,7,6,3");
+	Onnx__NodeProto *n = mb_node(b, g, op, "pool", "x", "y");
+	mb_attr_ints(b, n, "kernel_shape", (int64_t[]){3, 3}, 2);
+	mb_attr_ints(b, n, "strides", (int64_t[]){2, 2}, 2);
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 0}, 4);
+	mb_attr_int(b, n, "ceil_mode", 1);
+	if (include_pad)
+		mb_attr_int(b, n, "count_include_pad", 1);
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(layout, lowered_pools)
+{
+	check_lowered(nhwc_pool_model("MaxPool", false), "generic");
+	check_lowered(nhwc_pool_model("AveragePool", false), "avx512");
+	check_lowered(nhwc_pool_model("AveragePool", true), "generic");
+}

@@ -241,6 +241,35 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Runs one pass: timing, stats and dump. Its changes, or -1. */
+static int run_pass(mc_graph *g, const mc_freeze_opts *o, const mc_pass *p, int *seq)
+{
+	int before = mc_graph_node_count(g);
+	double t0 = now_ms();
+	/* the fold cap is reported once, after the last round */
+	int rc = p->run == mc_pass_fold ? freeze_fold(g, o, false) : p->run(g, o);
+	double ms = now_ms() - t0;
+	if (rc < 0)
+		return -1;
+	(*seq)++;
+	if (o->stats)
+		fprintf(o->stats, "freeze: %-8s %9.3f ms  %d -> %d nodes\n", p->name, ms, before,
+		        mc_graph_node_count(g));
+	if (dumps_after(o, p->name) && dump_file(g, o, *seq, p->name))
+		return -1;
+	return rc;
+}
+
+/* After the fixed point: the layout, then what it leaves behind (unused
+ * transposes, no-op ones, duplicates). */
+static const mc_pass layout_passes[] = {
+	{"layout", mc_pass_layout},
+	{"identity", mc_pass_identity},
+	{"cse", mc_pass_cse},
+	{"dce", mc_pass_dce},
+	{NULL, NULL},
+};
+
 int mc_freeze(mc_graph *g, const mc_freeze_opts *opts)
 {
 	mc_freeze_opts o = opts ? *opts : (mc_freeze_opts){0};
@@ -251,24 +280,20 @@ int mc_freeze(mc_graph *g, const mc_freeze_opts *opts)
 	for (int round = 0; round < MAX_ROUNDS; round++) {
 		int changes = 0;
 		for (const mc_pass *p = mc_freeze_passes; p->name; p++) {
-			int before = mc_graph_node_count(g);
-			double t0 = now_ms();
-			/* the fold cap is reported once, after the last round */
-			int rc = p->run == mc_pass_fold ? freeze_fold(g, &o, false) : p->run(g, &o);
-			double ms = now_ms() - t0;
+			int rc = run_pass(g, &o, p, &seq);
 			if (rc < 0)
 				return -1;
 			changes += rc;
-			seq++;
-			if (o.stats)
-				fprintf(o.stats, "freeze: %-8s %9.3f ms  %d -> %d nodes\n", p->name, ms, before,
-				        mc_graph_node_count(g));
-			if (dumps_after(&o, p->name) && dump_file(g, &o, seq, p->name))
-				return -1;
 		}
 		if (!changes)
 			break;
 	}
+	int rc = run_pass(g, &o, &layout_passes[0], &seq);
+	for (const mc_pass *p = layout_passes + 1; rc > 0 && p->name; p++)
+		if (run_pass(g, &o, p, &seq) < 0)
+			return -1;
+	if (rc < 0)
+		return -1;
 	freeze_fold_report(g, &o);
 	return 0;
 }

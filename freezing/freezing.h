@@ -45,6 +45,10 @@ int mc_pass_fold_bn(mc_graph *g, const mc_freeze_opts *o);    /* BN, per-channel
 int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o);   /* Identity, Dropout, no-op Reshape/Cast/Transpose */
 int mc_pass_dce(mc_graph *g, const mc_freeze_opts *o);
 int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o);
+/* Channels-last layout (o->layout): Conv and pools to their Nhwc forms,
+ * transposes sunk to the graph's boundary (freezing/layout.c). mc_freeze
+ * runs it once, after the other passes' fixed point. */
+int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o);
 
 /* Readable text of the graph: one line per node with input/output names,
  * dtypes and shapes; constants summarised. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../aot/aot.h"
+#include "../../freezing/freezing.h"
 #include "compile_helpers.h"
 #include "model_builder.h"
 #include "op_harness.h"
@@ -334,4 +335,141 @@ Test(layout, lowered_pools)
 	check_lowered(nhwc_pool_model("MaxPool", false), "generic");
 	check_lowered(nhwc_pool_model("AveragePool", false), "avx512");
 	check_lowered(nhwc_pool_model("AveragePool", true), "generic");
+}
+
+/* ---- the layout pass ---- */
+
+static int count_ops(const mc_graph *g, const char *op)
+{
+	int count = 0;
+	for (int i = 0; i < g->n_nodes; i++)
+		count += !strcmp(g->nodes[i].op_type, op);
+	return count;
+}
+
+/* Frozen graph of b's model with the given --layout. */
+static mc_graph *frozen(mb *b, const char *layout)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0, "%s", diag_all());
+	mc_freeze_opts o = {.layout = layout};
+	cr_assert_eq(mc_freeze(g, &o), 0, "%s", diag_all());
+	return g;
+}
+
+/* x [1,8,9,9] -> Conv 3x3 (8->16) -> Relu -> depthwise Conv -> Add(residual
+ * with a per-channel constant) -> MaxPool -> Concat(zeros on channels) ->
+ * Pad(H, W) -> Slice(channels) -> y; and a Softmax over channels (which
+ * needs the channels-first value) -> z. */
+static mb *chain_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,8,9,9");
+	init_random(b, "w1", "16,8,3,3", 16 * 8 * 9, 3);
+	init_random(b, "b1", "16", 16, 4);
+	init_random(b, "w2", "16,1,3,3", 16 * 9, 5);
+	init_random(b, "k", "16,1,1", 16, 6);
+	mb_init_floats(b, g, "zeros", "1,4,4,4", (float[64]){0}, 64);
+	mb_init_ints(b, g, "pads", MC_INT64, "8", (int64_t[]){0, 0, 1, 2, 0, 0, 2, 1}, 8);
+	mb_init_ints(b, g, "starts", MC_INT64, "1", (int64_t[]){2}, 1);
+	mb_init_ints(b, g, "ends", MC_INT64, "1", (int64_t[]){15}, 1);
+	mb_init_ints(b, g, "axes", MC_INT64, "1", (int64_t[]){1}, 1);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "c1", "x,w1,b1", "a");
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+	mb_node(b, g, "Relu", "r", "a", "ra");
+	n = mb_node(b, g, "Conv", "c2", "ra,w2", "d");
+	mb_attr_int(b, n, "group", 16);
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+	mb_node(b, g, "Add", "add", "d,k", "e");
+	n = mb_node(b, g, "MaxPool", "mp", "e", "f");
+	mb_attr_ints(b, n, "kernel_shape", (int64_t[]){2, 2}, 2);
+	mb_attr_ints(b, n, "strides", (int64_t[]){2, 2}, 2);
+	n = mb_node(b, g, "Concat", "cat", "f,zeros", "h");
+	mb_attr_int(b, n, "axis", 1);
+	mb_node(b, g, "Pad", "pad", "h,pads", "p");
+	mb_node(b, g, "Slice", "sl", "p,starts,ends,axes", "y");
+	n = mb_node(b, g, "Softmax", "sm", "e", "z");
+	mb_attr_int(b, n, "axis", 1);
+	mb_output(b, g, "y");
+	mb_output(b, g, "z");
+	return b;
+}
+
+Test(layout, pass_keeps_transposes_at_the_boundary)
+{
+	mb *b = chain_model();
+	mc_graph *g = frozen(b, NULL);
+	cr_assert_eq(count_ops(g, "NhwcConv"), 2);
+	cr_assert_eq(count_ops(g, "NhwcMaxPool"), 1);
+	cr_assert_eq(count_ops(g, "Conv"), 0);
+	/* x in, y out, e back for the Softmax */
+	cr_assert_eq(count_ops(g, "Transpose"), 3, "got %d", count_ops(g, "Transpose"));
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+Test(layout, pass_nchw_leaves_the_graph)
+{
+	mb *b = chain_model();
+	mc_graph *g = frozen(b, "nchw");
+	cr_assert_eq(count_ops(g, "NhwcConv"), 0);
+	cr_assert_eq(count_ops(g, "Transpose"), 0);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+static mb *narrow_conv_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,4,6,6");
+	init_random(b, "w", "6,4,3,3", 6 * 4 * 9, 1);
+	mb_node(b, g, "Conv", "conv", "x,w", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(layout, pass_auto_skips_narrow_convolutions)
+{
+	mb *b = narrow_conv_model(); /* 6 output channels */
+	mc_graph *g = frozen(b, NULL);
+	cr_assert_eq(count_ops(g, "NhwcConv"), 0);
+	mc_graph_free(g);
+	mb_free(b);
+	b = narrow_conv_model();
+	g = frozen(b, "nhwc");
+	cr_assert_eq(count_ops(g, "NhwcConv"), 1);
+	cr_assert_eq(count_ops(g, "Transpose"), 2);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+Test(layout, pass_compiled_matches_reference)
+{
+	cr_assert_eq(verify_model(chain_model(), 0), 0);
+}
+
+/* 1-D: Unsqueeze -> Conv(k 8, stride 3, 12 channels) -> Unsqueeze ->
+ * Transpose(0,1,3,2), as melspectrogram. */
+Test(layout, pass_1d_conv_unsqueeze_transpose)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,40");
+	mb_init_ints(b, g, "ax", MC_INT64, "1", (int64_t[]){1}, 1);
+	init_random(b, "w", "12,1,8", 96, 7);
+	mb_node(b, g, "Unsqueeze", "u1", "x,ax", "xu");
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "c", "xu,w", "c");
+	mb_attr_ints(b, n, "strides", (int64_t[]){3}, 1);
+	mb_node(b, g, "Unsqueeze", "u2", "c,ax", "cu");
+	n = mb_node(b, g, "Transpose", "t", "cu", "y");
+	mb_attr_ints(b, n, "perm", (int64_t[]){0, 1, 3, 2}, 4);
+	mb_output(b, g, "y");
+	mc_graph *fg = frozen(b, NULL);
+	cr_assert_eq(count_ops(fg, "NhwcConv"), 1);
+	cr_assert_eq(count_ops(fg, "Transpose"), 0, "the output transpose cancels");
+	mc_graph_free(fg);
+	cr_assert_eq(verify_model(b, 0), 0);
 }

@@ -164,11 +164,12 @@ int mc_kb_packed(mc_kb *kb, mc_tensor *t)
 	return b;
 }
 
-/* Misuse of vectors is a bug in a lowering, not in the model. */
+/* Misuse of vectors is a bug in a lowering, not in the model: reported
+ * (which fails the compile: the program builder counts errors) rather than
+ * aborting; the builder goes on with a well-formed tree nobody prints. */
 static void vector_bug(const char *what)
 {
 	mc_error("internal: kernel IR: %s", what);
-	abort();
 }
 
 static int new_var(mc_kb *kb, mc_ktype t, bool mutable_, bool is_loop)
@@ -411,8 +412,11 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b)
 {
 	int lanes = common_lanes(cond, a, b);
 	if (lanes > 1) {
-		if (mc_k_lanes(cond) != lanes || cond->type != MC_KT_BOOL)
-			vector_bug("a vector select needs a vector compare as its condition");
+		/* a scalar condition picks one whole vector or the other */
+		if (mc_k_lanes(cond) == 1)
+			cond = mc_k_cast(kb, MC_KT_BOOL, cond);
+		else if (mc_k_lanes(cond) != lanes || cond->type != MC_KT_BOOL)
+			vector_bug("a vector select needs a compare of its lane count as its condition");
 		mc_kexpr *e = expr(kb, MC_KE_SELECT, MC_KT_F32);
 		e->a = cond;
 		e->b = to_lanes(kb, a, lanes);

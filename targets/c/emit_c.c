@@ -817,7 +817,15 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 		mc_sb_puts(e->sb, ")");
 		return;
 	case MC_KE_SELECT:
-		if (neon) {
+		if (mc_k_lanes(x->a) == 1) { /* one whole vector or the other */
+			mc_sb_puts(e->sb, "(");
+			put_expr(e, x->a, false);
+			mc_sb_puts(e->sb, " ? ");
+			put_expr(e, x->b, false);
+			mc_sb_puts(e->sb, " : ");
+			put_expr(e, x->c, false);
+			mc_sb_puts(e->sb, ")");
+		} else if (neon) {
 			mc_sb_puts(e->sb, "vbslq_f32(");
 			put_expr(e, x->a, true);
 			mc_sb_puts(e->sb, ", ");

@@ -1,8 +1,269 @@
-/* Fast kernel: stub until its generator lands (see aot/aot.h). */
-#include "aot.h"
+/* Fast kernel for dense channels-last convolutions (NhwcConv, group 1,
+ * float32, 1-D or 2-D; see aot/aot.h: mc_kern_conv_nhwc).
+ *
+ * The weight [M, C, kH, kW] is packed at generation time into column
+ * panels of output channels, [panel][kH][kW][C][width] (kern.h), the bias
+ * into the accumulators' initial values. A 1x1 convolution with stride 1
+ * and no padding is one flat GEMM over the pixels. Any other is an
+ * implicit GEMM without an im2col buffer, one output row at a time: the
+ * pixels of the row whose taps along W all lie inside the input go in
+ * register tiles of mr pixels; the border pixels go one by one with their
+ * own tap ranges (computed per pixel: the reduction loops never branch).
+ * Along H the tap range is computed once per row and serves every tile. */
+#include <string.h>
+
+#include "kern.h"
+#include "lower_window.h"
+
+/* The geometry as 2-D: a 1-D convolution has H = kH = 1. */
+typedef struct {
+	int nsp;
+	int64_t batch, cin, cout;
+	dim_geom h, w;
+	const kt_cols *cols;
+	int w_buf, bias_buf;
+} conv_geom;
+
+/* ---- packing ---- */
+
+typedef struct {
+	const mc_tensor *w;
+	int64_t cin, kh, kw;
+} w_source;
+
+/* Reduction index kk = (tap_h * kW + tap_w) * C + c; column m. */
+static double w_at(const void *ctx, int64_t kk, int64_t m)
+{
+	const w_source *s = ctx;
+	int64_t c = kk % s->cin, tap = kk / s->cin;
+	int64_t th = tap / s->kw, tw = tap % s->kw;
+	return mc_get_f(s->w, (size_t)(((m * s->cin + c) * s->kh + th) * s->kw + tw));
+}
+
+static double bias_at(const void *ctx, int64_t kk, int64_t m)
+{
+	(void)kk;
+	return mc_get_f(ctx, (size_t)m);
+}
+
+/* ---- the implicit GEMM ---- */
+
+/* The reduction of one tile over taps [hlo, hhi) x [wlo, whi) and every
+ * channel: with dilation 1 along W the taps of one kernel row and their
+ * channels are one contiguous run of the input and of the packed weight. */
+static void conv_reduce(mc_kb *kb, const conv_geom *cg, kt_tile *t, const taps *th,
+                        mc_kexpr *wlo, mc_kexpr *whi)
+{
+	int64_t C = cg->cin, row = cg->w.in * C;
+	int depth = 0;
+	mc_kexpr *kh = range(kb, th->lo, th->hi, MC_KF_REDUCE, &depth);
+	mc_kexpr *a_h = mc_k_muli(kb, kh, cg->h.d * row), *b_h = mc_k_muli(kb, kh, cg->w.k * C);
+	if (cg->w.d == 1) {
+		mc_kexpr *j = range(kb, mc_k_muli(kb, wlo, C), mc_k_muli(kb, whi, C), MC_KF_REDUCE,
+		                    &depth);
+		kt_tile_step(kb, t, 0, mc_k_add(kb, a_h, j), mc_k_add(kb, b_h, j));
+	} else {
+		mc_kexpr *kw = range(kb, wlo, whi, MC_KF_REDUCE, &depth);
+		mc_kexpr *ch = range(kb, idx(kb, 0), idx(kb, C), MC_KF_REDUCE, &depth);
+		mc_kexpr *a = mc_k_add(kb, a_h, mc_k_add(kb, mc_k_muli(kb, kw, cg->w.d * C), ch));
+		mc_kexpr *b = mc_k_add(kb, b_h, mc_k_add(kb, mc_k_muli(kb, kw, C), ch));
+		kt_tile_step(kb, t, 0, a, b);
+	}
+	mc_kb_end_n(kb, depth);
+}
+
+/* A tile of mr pixels ow0.. of output row (nb, oh) on one panel; wt gives
+ * the W taps of pixel ow0 (all pixels of a tile share their tap range). */
+static void conv_tile(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_kexpr *nb,
+                      mc_kexpr *oh, const taps *th, mc_kexpr *ow0, const taps *wt, int mr)
+{
+	mc_kb *kb = c->kb;
+	kt_tile t = { .panel = panel, .mr = mr, .sets = 1, .a_buf = c->in_buf[0], .b_buf = cg->w_buf };
+	/* input pixel of tap (0, 0) of ow0; later pixels are s_w pixels apart */
+	mc_kexpr *in_row = mc_k_add(kb, mc_k_muli(kb, nb, cg->h.in), th->start);
+	mc_kexpr *pix0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, in_row, cg->w.in),
+	                                                      wt->start), cg->cin));
+	mc_kexpr *out_row = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, nb, cg->h.out), oh),
+	                                             cg->w.out));
+	mc_kexpr *lin[KT_MAX_MR], **coords[KT_MAX_MR];
+	for (int r = 0; r < mr; r++) {
+		t.a_row[r] = mc_k_addi(kb, pix0, r * cg->w.s * cg->cin);
+		mc_kexpr *ow = mc_kb_let(kb, mc_k_addi(kb, ow0, r));
+		lin[r] = mc_k_muli(kb, mc_k_add(kb, out_row, ow), cg->cout);
+		coords[r] = mc_kpool_alloc(kb->pool, sizeof *coords[r] * MC_MAX_RANK);
+		coords[r][0] = nb;
+		if (cg->nsp == 2)
+			coords[r][1] = oh;
+		coords[r][cg->nsp] = ow;
+		coords[r][cg->nsp + 1] = idx(kb, 0);
+	}
+	kt_tile_init(kb, &t, cg->bias_buf);
+	conv_reduce(kb, cg, &t, th, wt->lo, wt->hi);
+	kt_tile_store(c, &t, lin, coords);
+}
+
+/* Output pixels [lo, hi) of a row one at a time, each with its W taps. */
+static void border_pixels(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_kexpr *nb,
+                          mc_kexpr *oh, const taps *th, int64_t lo, int64_t hi)
+{
+	mc_kb *kb = c->kb;
+	if (lo >= hi)
+		return;
+	int depth = 0;
+	mc_kexpr *ow = range(kb, idx(kb, lo), idx(kb, hi), MC_KF_PARALLEL, &depth);
+	taps wt;
+	fwd_taps(kb, &cg->w, ow, &wt);
+	conv_tile(c, cg, panel, nb, oh, th, ow, &wt, 1);
+	mc_kb_end_n(kb, depth);
+}
+
+/* Pixels [lo, hi) whose W taps are all inside: tiles of mr, then the rest. */
+static void inner_pixels(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_kexpr *nb,
+                         mc_kexpr *oh, const taps *th, int64_t lo, int64_t hi)
+{
+	mc_kb *kb = c->kb;
+	int mr = panel.shape->mr;
+	int64_t blocks = (hi - lo) / mr, rest = (hi - lo) % mr;
+	for (int part = 0; part < 2; part++) {
+		int64_t n = part == 0 ? blocks : (rest > 0);
+		if (n == 0)
+			continue;
+		int depth = 0;
+		mc_kexpr *b = range(kb, idx(kb, 0), idx(kb, n), MC_KF_PARALLEL, &depth);
+		mc_kexpr *ow0 = part == 0 ? mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, b, mr), lo))
+		                          : idx(kb, lo + blocks * mr);
+		taps wt = { mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, ow0, cg->w.s), -cg->w.pb)),
+		            idx(kb, 0), idx(kb, cg->w.k) };
+		conv_tile(c, cg, panel, nb, oh, th, ow0, &wt, part == 0 ? mr : (int)rest);
+		mc_kb_end_n(kb, depth);
+	}
+}
+
+/* The output positions along W whose taps all lie inside the input:
+ * [*lo, *hi) (empty when none). */
+static void inner_range(const dim_geom *w, int64_t *lo, int64_t *hi)
+{
+	*lo = (w->pb + w->s - 1) / w->s;
+	int64_t room = w->in - 1 - (w->k - 1) * w->d + w->pb; /* last start + pb */
+	*hi = room < 0 ? 0 : room / w->s + 1;
+	if (*hi > w->out)
+		*hi = w->out;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/* One output row of one panel: border, inner tiles, border. */
+static void row_panel(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_kexpr *nb,
+                      mc_kexpr *oh, const taps *th)
+{
+	int64_t lo, hi;
+	inner_range(&cg->w, &lo, &hi);
+	border_pixels(c, cg, panel, nb, oh, th, 0, lo);
+	inner_pixels(c, cg, panel, nb, oh, th, lo, hi);
+	border_pixels(c, cg, panel, nb, oh, th, hi, cg->w.out);
+}
+
+static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)
+{
+	mc_kb *kb = c->kb;
+	const kt_cols *cols = cg->cols;
+	int depth = 0;
+	mc_kexpr *nb = range(kb, idx(kb, 0), idx(kb, cg->batch), MC_KF_PARALLEL, &depth);
+	mc_kexpr *oh = range(kb, idx(kb, 0), idx(kb, cg->h.out), MC_KF_PARALLEL, &depth);
+	taps th;
+	fwd_taps(kb, &cg->h, oh, &th);
+	if (cols->n_main > 0) {
+		int pd = 0;
+		mc_kexpr *p = range(kb, idx(kb, 0), idx(kb, cols->n_main), MC_KF_PARALLEL, &pd);
+		row_panel(c, cg, kt_main_panel(kb, cols, p), nb, oh, &th);
+		mc_kb_end_n(kb, pd);
+	}
+	if (cols->tail.nvec > 0)
+		row_panel(c, cg, kt_tail_panel(kb, cols), nb, oh, &th);
+	mc_kb_end_n(kb, depth);
+}
+
+/* ---- entry ---- */
+
+static bool is_f32(const mc_value *v)
+{
+	return v && v->dtype == MC_FLOAT;
+}
+
+/* The channels-first view [N, C, D1..] of a channels-last shape. */
+static mc_shape nchw_view(const mc_shape *s)
+{
+	mc_shape r = { .rank = s->rank };
+	r.dims[0] = s->dims[0];
+	r.dims[1] = s->dims[s->rank - 1];
+	for (int i = 2; i < s->rank; i++)
+		r.dims[i] = s->dims[i - 1];
+	return r;
+}
+
+/* 1x1, stride 1, no padding: the output pixels are the input pixels. */
+static bool is_pointwise(const win_geom *g)
+{
+	for (int i = 0; i < g->nsp; i++)
+		if (g->k[i] != 1 || g->s[i] != 1 || g->pb[i] != 0 || g->in[i] != g->out[i])
+			return false;
+	return true;
+}
+
+static int conv_geom_of(mc_lower_ctx *c, win_geom *g, conv_geom *cg)
+{
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	mc_shape view = nchw_view(xs);
+	if (mc_win_setup(c->node, c->node->params, &view, c->in[1]->shape.dims + 2, g) ||
+	    mc_win_forward(c->node, c->node->params, g))
+		return -1;
+	memset(cg, 0, sizeof *cg);
+	cg->nsp = g->nsp;
+	cg->batch = xs->dims[0];
+	cg->cin = xs->dims[xs->rank - 1];
+	cg->cout = os->dims[os->rank - 1];
+	cg->h = (dim_geom){ 1, 1, 1, 1, 1, 0 };
+	if (g->nsp == 2)
+		cg->h = dim_of_win(g, 0);
+	cg->w = dim_of_win(g, g->nsp - 1);
+	return 0;
+}
 
 int mc_kern_conv_nhwc(mc_lower_ctx *c)
 {
-	(void)c;
-	return 1;
+	const nn_params *p = c->node->params;
+	if (!c->out[0] || p->group != 1 || !is_f32(c->out[0]) || !is_f32(c->in[0]) ||
+	    !is_f32(c->in[1]))
+		return 1;
+	int rank = c->in[0]->shape.rank;
+	const mc_tensor *w = mc_lower_const(c, 1);
+	const mc_value *bv = c->n_in > 2 ? c->in[2] : NULL;
+	const mc_tensor *bias = bv ? mc_lower_const(c, 2) : NULL;
+	if ((rank != 3 && rank != 4) || !w || (bv && (!bias || !is_f32(bv))) ||
+	    mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0)
+		return 1;
+	win_geom g;
+	conv_geom cg;
+	if (conv_geom_of(c, &g, &cg))
+		return -1;
+	mc_kb *kb = c->kb;
+	int64_t k = cg.h.k * cg.w.k * cg.cin;
+	bool flat = is_pointwise(&g);
+	int64_t rows = flat ? cg.batch * cg.h.out * cg.w.out : cg.w.out;
+	kt_cols cols;
+	kt_plan(kb->isa, cg.cout, k, rows, &cols);
+	w_source ws = { w, cg.cin, cg.h.k, cg.w.k };
+	cg.cols = &cols;
+	cg.w_buf = kt_pack(kb, &cols, w_at, &ws);
+	cg.bias_buf = bias ? kt_pack_bias(kb, &cols, bias_at, bias) : -1;
+	if (cg.w_buf < 0 || (bias && cg.bias_buf < 0))
+		return 1;
+	if (flat) {
+		kt_gemm gm = { .rows = rows, .k = k, .a_buf = c->in_buf[0], .b_buf = cg.w_buf,
+		               .bias_buf = cg.bias_buf, .cols = &cols };
+		kt_gemm_emit(c, &gm);
+		return 0;
+	}
+	implicit_gemm(c, &cg);
+	return 0;
 }

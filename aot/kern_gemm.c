@@ -1,8 +1,219 @@
-/* Fast kernel: stub until its generator lands (see aot/aot.h). */
-#include "aot.h"
+/* Fast kernel for Gemm and MatMul with a constant B (see aot/aot.h:
+ * mc_kern_gemm): B packed into column panels at generation time, alpha
+ * folded into it and beta * C into a packed bias, and the register-tiled
+ * micro-kernel of kern.h over the rows of A. */
+#include <string.h>
+
+#include "kern.h"
+#include "../libcore/ops/nn.h"
+
+/* Rows of A a chunk takes: about 32 KB of A, so that a chunk read by the
+ * first panel is still in L1/L2 for the next ones. */
+#define CHUNK_BYTES 32768
+
+/* The output coords of row `row` (its dims but the last; extent-1 dims
+ * at 0), the last left for the store to fill. */
+static mc_kexpr **row_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *row)
+{
+	mc_kexpr **co = mc_kpool_alloc(kb->pool, sizeof *co * MC_MAX_RANK);
+	mc_kexpr *rest = row;
+	for (int d = os->rank - 2; d >= 0; d--) {
+		int64_t e = os->dims[d];
+		if (e == 1) {
+			co[d] = mc_k_index(kb, 0);
+			continue;
+		}
+		bool outer = true;
+		for (int o = 0; o < d; o++)
+			outer = outer && os->dims[o] == 1;
+		if (outer) { /* the outermost dim that is not 1: the rest */
+			co[d] = rest;
+			continue;
+		}
+		co[d] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, rest, mc_k_index(kb, e)));
+		rest = mc_kb_let(kb, mc_k_div(kb, rest, mc_k_index(kb, e)));
+	}
+	co[os->rank - 1] = mc_k_index(kb, 0);
+	return co;
+}
+
+/* One tile: rows [r0, r0 + mr) of a panel. */
+static void gemm_tile(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kexpr *r0, int mr)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[0]->shape;
+	int64_t n = g->cols->n;
+	kt_tile t = { .panel = panel, .mr = mr, .a_buf = g->a_buf, .b_buf = g->b_buf };
+	t.sets = kt_sets(kb->isa, mr, panel.shape->nvec, g->k);
+	mc_kexpr *lin[KT_MAX_MR], **coords[KT_MAX_MR];
+	for (int r = 0; r < mr; r++) {
+		mc_kexpr *row = mc_kb_let(kb, mc_k_addi(kb, r0, r));
+		t.a_row[r] = mc_kb_let(kb, mc_k_muli(kb, row, g->k));
+		lin[r] = mc_k_muli(kb, row, n);
+		coords[r] = row_coords(kb, os, row);
+	}
+	kt_tile_init(kb, &t, g->bias_buf);
+	kt_tile_reduce(kb, &t, g->k, 1);
+	kt_tile_store(c, &t, lin, coords);
+}
+
+/* Rows [r0, r0 + nrows) of one panel: full tiles in a loop, then the rest. */
+static void panel_rows(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kexpr *r0,
+                       int64_t nrows)
+{
+	mc_kb *kb = c->kb;
+	int mr = panel.shape->mr;
+	int64_t blocks = nrows / mr, rest = nrows % mr;
+	if (blocks > 0) {
+		mc_kexpr *b = blocks == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, blocks, MC_KF_PARALLEL);
+		gemm_tile(c, g, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr);
+		if (blocks > 1)
+			mc_kb_end(kb);
+	}
+	if (rest > 0)
+		gemm_tile(c, g, panel, mc_kb_let(kb, mc_k_addi(kb, r0, blocks * mr)), (int)rest);
+}
+
+/* Rows [r0, r0 + nrows) of every panel. */
+static void chunk_rows(mc_lower_ctx *c, const kt_gemm *g, mc_kexpr *r0, int64_t nrows)
+{
+	mc_kb *kb = c->kb;
+	const kt_cols *cols = g->cols;
+	if (cols->n_main > 0) {
+		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0)
+		                                : mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
+		panel_rows(c, g, kt_main_panel(kb, cols, p), r0, nrows);
+		if (cols->n_main > 1)
+			mc_kb_end(kb);
+	}
+	if (cols->tail.nvec > 0)
+		panel_rows(c, g, kt_tail_panel(kb, cols), r0, nrows);
+}
+
+void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
+{
+	mc_kb *kb = c->kb;
+	int64_t mr = g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
+	int64_t chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
+	chunk = chunk < mr ? mr : chunk / mr * mr;
+	if (chunk >= g->rows) {
+		chunk_rows(c, g, mc_k_index(kb, 0), g->rows);
+		return;
+	}
+	int64_t full = g->rows / chunk, rest = g->rows % chunk;
+	mc_kexpr *ch = mc_kb_fori(kb, full, MC_KF_PARALLEL);
+	chunk_rows(c, g, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+	mc_kb_end(kb);
+	if (rest > 0)
+		chunk_rows(c, g, mc_k_index(kb, full * chunk), rest);
+}
+
+/* ---- Gemm and MatMul ---- */
+
+/* B (k x n, or n x k transposed) times alpha, for kt_pack. */
+typedef struct {
+	const mc_tensor *b;
+	bool trans;
+	int64_t k, n;
+	double alpha;
+} b_source;
+
+static double b_at(const void *ctx, int64_t kk, int64_t j)
+{
+	const b_source *s = ctx;
+	size_t i = (size_t)(s->trans ? j * s->k + kk : kk * s->n + j);
+	return s->alpha * mc_get_f(s->b, i);
+}
+
+/* beta * C along the columns (C one value or one per column). */
+typedef struct {
+	const mc_tensor *c;
+	double beta;
+} bias_source;
+
+static double bias_at(const void *ctx, int64_t kk, int64_t j)
+{
+	(void)kk;
+	const bias_source *s = ctx;
+	return s->beta * mc_get_f(s->c, s->c->numel == 1 ? 0 : (size_t)j);
+}
+
+static bool is_f32(const mc_value *v)
+{
+	return v && v->dtype == MC_FLOAT;
+}
+
+/* C constant along the rows: a scalar, [n] or [1, n]. */
+static bool bias_by_column(const mc_tensor *t, int64_t n)
+{
+	if (t->numel == 1)
+		return true;
+	if ((int64_t)t->numel != n)
+		return false;
+	return t->shape.rank == 1 || (t->shape.rank == 2 && t->shape.dims[0] == 1);
+}
+
+/* Packs B (and the bias) and emits the product; 1 where a packed constant
+ * could not be made (the plain lowering then runs). */
+static int emit_product(mc_lower_ctx *c, int64_t rows, int64_t k, int64_t n, const b_source *bs,
+                        const bias_source *cs)
+{
+	mc_kb *kb = c->kb;
+	kt_cols cols;
+	kt_plan(kb->isa, n, k, rows, &cols);
+	kt_gemm g = { .rows = rows, .k = k, .a_buf = c->in_buf[0], .bias_buf = -1, .cols = &cols };
+	g.b_buf = kt_pack(kb, &cols, b_at, bs);
+	if (g.b_buf < 0)
+		return 1;
+	if (cs) {
+		g.bias_buf = kt_pack_bias(kb, &cols, bias_at, cs);
+		if (g.bias_buf < 0)
+			return 1;
+	}
+	kt_gemm_emit(c, &g);
+	return 0;
+}
+
+static int kern_gemm(mc_lower_ctx *c)
+{
+	const nn_params *p = c->node->params;
+	const mc_tensor *b = mc_lower_const(c, 1);
+	const mc_value *cv = c->n_in > 2 ? c->in[2] : NULL;
+	if (p->trans_a || !b || c->in[0]->shape.rank != 2 || c->in[1]->shape.rank != 2)
+		return 1;
+	int64_t m = c->in[0]->shape.dims[0], k = c->in[0]->shape.dims[1];
+	int64_t n = c->out[0]->shape.dims[1];
+	b_source bs = { b, p->trans_b, k, n, p->alpha };
+	bias_source cs = { NULL, p->beta };
+	if (cv && p->beta != 0) {
+		cs.c = mc_lower_const(c, 2);
+		if (!is_f32(cv) || !cs.c || !bias_by_column(cs.c, n))
+			return 1;
+	}
+	return emit_product(c, m, k, n, &bs, cs.c ? &cs : NULL);
+}
+
+static int kern_matmul(mc_lower_ctx *c)
+{
+	const mc_tensor *b = mc_lower_const(c, 1);
+	const mc_shape *as = &c->in[0]->shape;
+	if (!b || c->in[1]->shape.rank != 2 || as->rank < 1)
+		return 1;
+	int64_t k = c->in[1]->shape.dims[0], n = c->in[1]->shape.dims[1];
+	if (as->dims[as->rank - 1] != k)
+		return 1;
+	int64_t rows = k > 0 ? (int64_t)mc_numel(as) / k : 0;
+	b_source bs = { b, false, k, n, 1.0 };
+	return emit_product(c, rows, k, n, &bs, NULL);
+}
 
 int mc_kern_gemm(mc_lower_ctx *c)
 {
-	(void)c;
-	return 1;
+	if (!c->out[0] || !is_f32(c->out[0]) || !is_f32(c->in[0]) || !is_f32(c->in[1]))
+		return 1;
+	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||
+	    mc_numel(&c->in[1]->shape) == 0)
+		return 1;
+	bool gemm = strcmp(c->node->op_type, "Gemm") == 0;
+	return gemm ? kern_gemm(c) : kern_matmul(c);
 }

@@ -662,6 +662,9 @@ static int lower_matmul(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
+	int fast = mc_kern_gemm(c);
+	if (fast != 1)
+		return fast;
 	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape;
 	mm_dims md;
 	mc_shape out;
@@ -778,6 +781,9 @@ static int lower_gemm(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
+	int fast = mc_kern_gemm(c);
+	if (fast != 1)
+		return fast;
 	mc_kb *kb = c->kb;
 	const nn_params *p = c->node->params;
 	const mc_value *cv = present(c, 2) ? c->in[2] : NULL;

@@ -1,0 +1,102 @@
+/* The register-tiled micro-kernel shared by the dense fast kernels
+ * (aot/kern_gemm.c, aot/kern_conv.c): C[rows][n] += A[rows][K] * B[K][n]
+ * where B is a constant packed at generation time into column panels.
+ *
+ * A panel is a few vectors side by side (their lane counts need not be
+ * equal: 16 + 8 + 4 covers 28 columns); packed, it is [K][width], zero
+ * padded where its last vector reaches past n. A tile holds mr rows x the
+ * panel's vectors in accumulators; each reduction step loads the panel's
+ * vectors once, broadcasts one A element per row and multiply-adds: the
+ * block is straight-line code, the reduction loops stay loops. */
+#ifndef MODELC_KERN_H
+#define MODELC_KERN_H
+
+#include "aot.h"
+
+#define KT_MAX_MR 12    /* rows of a tile */
+#define KT_MAX_VEC 8    /* vectors of a panel */
+#define KT_MAX_SETS 4   /* accumulator sets (independent chains along K) */
+
+/* How one panel is cut into vectors, and the rows of its full tiles. */
+typedef struct {
+	int nvec;
+	int lanes[KT_MAX_VEC];
+	int valid[KT_MAX_VEC];   /* columns of each vector inside n (< lanes: padding) */
+	int64_t width;           /* sum of lanes: the packed row length */
+	int mr;
+	int sets;                /* accumulator sets a tile of this panel keeps */
+} kt_shape;
+
+/* The columns [0, n) of the output: n_main panels shaped `main`, then one
+ * panel shaped `tail` (tail.nvec 0: none). */
+typedef struct {
+	int64_t n, k;
+	int64_t n_main;
+	kt_shape main, tail;
+} kt_cols;
+
+/* Chooses panels and tile rows for n columns, `rows` rows (an upper bound
+ * on the rows one tile may take) and a reduction of length k on isa. */
+void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
+
+/* Accumulator sets for a tile of mr rows x nvec vectors over a reduction
+ * of length k (independent FMA chains where the tile alone has too few). */
+int kt_sets(const mc_isa *isa, int mr, int nvec, int64_t k);
+
+/* B's element at reduction index k and column j (scaled as the kernel
+ * wants it), for packing. */
+typedef double (*kt_get_fn)(const void *ctx, int64_t k, int64_t j);
+
+/* The packed B of cols as a kernel buffer (mc_kb_packed). -1 on OOM. */
+int kt_pack(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx);
+/* A packed copy of a per-column bias (zero padded like B); -1 on OOM. */
+int kt_pack_bias(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx);
+
+/* Where panel p starts in the packed B and in the output columns. */
+typedef struct {
+	const kt_shape *shape;
+	mc_kexpr *col0;          /* first output column */
+	mc_kexpr *b0;            /* packed B index of (k = 0, column col0) */
+} kt_panel;
+
+/* The main panel number `p` (an index expression), or the tail. */
+kt_panel kt_main_panel(mc_kb *kb, const kt_cols *cols, mc_kexpr *p);
+kt_panel kt_tail_panel(mc_kb *kb, const kt_cols *cols);
+
+/* One register tile: mr rows of a panel. */
+typedef struct {
+	kt_panel panel;
+	int mr, sets;
+	int a_buf, b_buf;
+	mc_kexpr *a_row[KT_MAX_MR];   /* A index of each row at reduction offset 0 */
+	mc_kexpr *acc[KT_MAX_SETS][KT_MAX_MR][KT_MAX_VEC];
+} kt_tile;
+
+/* Declares the accumulators: the packed bias (bias_buf, -1: zero) in set
+ * 0, zero in the others. a_row[] must be filled by the caller. */
+void kt_tile_init(mc_kb *kb, kt_tile *t, int bias_buf);
+/* One reduction step into set `set`: every row reads A at a_row[r] + a_off,
+ * the panel reads B at b0 + b_k * width. */
+void kt_tile_step(mc_kb *kb, kt_tile *t, int set, mc_kexpr *a_off, mc_kexpr *b_k);
+/* Steps over k in [0, len): the loop unrolled by t->sets (one set per
+ * copy), the rest into set 0. a_off(k) = k * a_step, b_k = k. */
+void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step);
+/* Stores the tile (sets summed) through the node's output 0: row r's
+ * column 0 is at linear index row_lin[r]; row_coords[r] (NULL: none) are
+ * the output coords of that element, the last one replaced per vector. */
+void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
+                   mc_kexpr **const *row_coords);
+
+/* A whole product C[rows][n] = A[rows][k] * B (+ bias) stored through the
+ * node's output 0 (laid out [rows][n], row-major): the rows in chunks that
+ * stay in cache, each chunk panel by panel, each panel tile by tile.
+ * Shared by Gemm, MatMul and 1x1 convolutions. */
+typedef struct {
+	int64_t rows, k;
+	int a_buf;               /* A: rows x k floats, row-major */
+	int b_buf, bias_buf;     /* packed by kt_pack / kt_pack_bias; bias -1: none */
+	const kt_cols *cols;
+} kt_gemm;
+void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
+
+#endif

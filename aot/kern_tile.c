@@ -1,0 +1,283 @@
+/* The register-tiled micro-kernel of the dense fast kernels (see kern.h). */
+#include <string.h>
+
+#include "kern.h"
+
+/* ---- planning ---- */
+
+static void add_vec(kt_shape *s, int lanes, int valid)
+{
+	s->lanes[s->nvec] = lanes;
+	s->valid[s->nvec] = valid;
+	s->nvec++;
+	s->width += lanes;
+}
+
+/* Vectors per main panel: an even split of the full vectors where one
+ * exists, else 4 with the rest in the tail. Four 16-lane vectors x 6 rows
+ * fill AVX-512's 32 registers; more vectors leave too few rows. */
+static int choose_nv(int64_t nvt)
+{
+	if (nvt <= 4)
+		return (int)nvt;
+	if (nvt % 4 == 0)
+		return 4;
+	if (nvt % 3 == 0)
+		return 3;
+	return 4;
+}
+
+/* Rows a tile of nvec vectors may take: the accumulators, the panel's
+ * vectors and one broadcast fit in the registers. Scalar ISAs take 4 rows
+ * (a 4 x 4 block; the compiler spills little of it). */
+static int rows_for(const mc_isa *isa, int nvec, int64_t rows)
+{
+	int mr = isa->max_lanes == 1 ? 4 : (isa->vregs - 1 - nvec) / nvec;
+	if (mr > KT_MAX_MR)
+		mr = KT_MAX_MR;
+	if (mr > rows)
+		mr = (int)rows;
+	return mr < 1 ? 1 : mr;
+}
+
+/* Accumulator sets for a tile of mr rows x nvec vectors over a reduction
+ * of k: enough independent FMA chains to hide the FMA latency (about 8 on
+ * current x86 cores) where k is long and registers allow. */
+int kt_sets(const mc_isa *isa, int mr, int nvec, int64_t k)
+{
+	if (isa->max_lanes == 1 || k < 32)
+		return 1;
+	int s = 1;
+	while (s < KT_MAX_SETS && mr * nvec * s < 8 &&
+	       mr * nvec * (s + 1) + nvec + 1 <= isa->vregs)
+		s++;
+	return s;
+}
+
+static void finish_shape(const mc_isa *isa, kt_shape *s, int64_t k, int64_t rows)
+{
+	if (s->nvec == 0)
+		return;
+	s->mr = rows_for(isa, s->nvec, rows);
+	s->sets = kt_sets(isa, s->mr, s->nvec, k);
+}
+
+void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+{
+	memset(cols, 0, sizeof *cols);
+	cols->n = n;
+	cols->k = k;
+	int lanes = isa->max_lanes;
+	if (lanes == 1) {
+		/* scalar: panels of 4 columns, the rest one column each */
+		cols->n_main = n / 4;
+		for (int j = 0; j < 4 && cols->n_main > 0; j++)
+			add_vec(&cols->main, 1, 1);
+		for (int j = 0; j < n % 4; j++)
+			add_vec(&cols->tail, 1, 1);
+	} else {
+		int64_t nvt = n / lanes;
+		int64_t rem = n % lanes;
+		int nv = choose_nv(nvt);
+		cols->n_main = nv ? nvt / nv : 0;
+		for (int j = 0; j < nv; j++)
+			add_vec(&cols->main, lanes, lanes);
+		for (int64_t j = cols->n_main * nv; j < nvt; j++)
+			add_vec(&cols->tail, lanes, lanes);
+		/* the rest: narrower full vectors, then one padded vector */
+		for (int l = lanes / 2; l >= 4; l /= 2)
+			if (rem >= l && mc_isa_has_lanes(isa, l)) {
+				add_vec(&cols->tail, l, l);
+				rem -= l;
+			}
+		if (rem > 0) {
+			int l = 4;
+			while (!mc_isa_has_lanes(isa, l) || l < rem)
+				l *= 2;
+			add_vec(&cols->tail, l, (int)rem);
+		}
+	}
+	finish_shape(isa, &cols->main, k, rows);
+	finish_shape(isa, &cols->tail, k, rows);
+}
+
+/* ---- packing ---- */
+
+/* Columns [col0, col0 + s->width) of row kk laid out at dst, padding 0. */
+static void pack_row(float *dst, const kt_shape *s, int64_t col0, int64_t kk, kt_get_fn get,
+                     const void *ctx)
+{
+	int64_t off = 0;
+	for (int v = 0; v < s->nvec; v++) {
+		for (int l = 0; l < s->lanes[v]; l++)
+			dst[off + l] = l < s->valid[v] ? (float)get(ctx, kk, col0 + off + l) : 0.0f;
+		off += s->lanes[v];
+	}
+}
+
+static mc_tensor *new_floats(int64_t n)
+{
+	mc_shape s = { .rank = 1 };
+	s.dims[0] = n;
+	return mc_tensor_new(MC_FLOAT, &s);
+}
+
+static int64_t packed_cols(const kt_cols *cols)
+{
+	return cols->n_main * cols->main.width + cols->tail.width;
+}
+
+int kt_pack(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
+{
+	mc_tensor *t = new_floats(cols->k * packed_cols(cols));
+	if (!t)
+		return -1;
+	float *d = t->data;
+	int64_t w = cols->main.width;
+	for (int64_t p = 0; p < cols->n_main; p++)
+		for (int64_t kk = 0; kk < cols->k; kk++)
+			pack_row(d + (p * cols->k + kk) * w, &cols->main, p * w, kk, get, ctx);
+	float *tail = d + cols->n_main * cols->k * w;
+	for (int64_t kk = 0; kk < cols->k && cols->tail.nvec; kk++)
+		pack_row(tail + kk * cols->tail.width, &cols->tail, cols->n_main * w, kk, get, ctx);
+	return mc_kb_packed(kb, t);
+}
+
+int kt_pack_bias(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
+{
+	mc_tensor *t = new_floats(packed_cols(cols));
+	if (!t)
+		return -1;
+	float *d = t->data;
+	int64_t w = cols->main.width;
+	for (int64_t p = 0; p < cols->n_main; p++)
+		pack_row(d + p * w, &cols->main, p * w, 0, get, ctx);
+	if (cols->tail.nvec)
+		pack_row(d + cols->n_main * w, &cols->tail, cols->n_main * w, 0, get, ctx);
+	return mc_kb_packed(kb, t);
+}
+
+/* ---- panels and tiles ---- */
+
+kt_panel kt_main_panel(mc_kb *kb, const kt_cols *cols, mc_kexpr *p)
+{
+	int64_t w = cols->main.width;
+	return (kt_panel){ &cols->main, mc_kb_let(kb, mc_k_muli(kb, p, w)),
+	                   mc_kb_let(kb, mc_k_muli(kb, p, w * cols->k)) };
+}
+
+kt_panel kt_tail_panel(mc_kb *kb, const kt_cols *cols)
+{
+	int64_t w = cols->main.width;
+	return (kt_panel){ &cols->tail, mc_k_index(kb, cols->n_main * w),
+	                   mc_k_index(kb, cols->n_main * w * cols->k) };
+}
+
+/* Offset of vector v within its panel. */
+static int64_t vec_off(const kt_shape *s, int v)
+{
+	int64_t off = 0;
+	for (int j = 0; j < v; j++)
+		off += s->lanes[j];
+	return off;
+}
+
+static mc_kexpr *fzero(mc_kb *kb, int lanes)
+{
+	return mc_k_splat(kb, mc_k_float(kb, MC_KT_F32, 0), lanes);
+}
+
+void kt_tile_init(mc_kb *kb, kt_tile *t, int bias_buf)
+{
+	const kt_shape *s = t->panel.shape;
+	if (t->sets < 1)
+		t->sets = 1;
+	for (int v = 0; v < s->nvec; v++) {
+		mc_kexpr *init = fzero(kb, s->lanes[v]);
+		if (bias_buf >= 0)
+			init = mc_kb_let(kb, mc_k_vload(kb, bias_buf,
+			                                mc_k_addi(kb, t->panel.col0, vec_off(s, v)),
+			                                s->lanes[v]));
+		for (int set = 0; set < t->sets; set++)
+			for (int r = 0; r < t->mr; r++)
+				t->acc[set][r][v] = mc_kb_local(kb, set == 0 ? init : fzero(kb, s->lanes[v]));
+	}
+}
+
+void kt_tile_step(mc_kb *kb, kt_tile *t, int set, mc_kexpr *a_off, mc_kexpr *b_k)
+{
+	const kt_shape *s = t->panel.shape;
+	mc_kexpr *bv[KT_MAX_VEC];
+	mc_kexpr *brow = mc_k_add(kb, t->panel.b0, mc_k_muli(kb, b_k, s->width));
+	for (int v = 0; v < s->nvec; v++)
+		bv[v] = mc_kb_let(kb, mc_k_vload(kb, t->b_buf, mc_k_addi(kb, brow, vec_off(s, v)),
+		                                 s->lanes[v]));
+	for (int r = 0; r < t->mr; r++) {
+		mc_kexpr *a = mc_kb_let(kb, mc_k_load(kb, t->a_buf, mc_k_add(kb, t->a_row[r], a_off)));
+		for (int v = 0; v < s->nvec; v++) {
+			mc_kexpr *acc = t->acc[set][r][v];
+			mc_kb_assign(kb, acc, mc_k_fma(kb, a, bv[v], acc));
+		}
+	}
+}
+
+void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step)
+{
+	int sets = t->sets;
+	int64_t full = len / sets;
+	if (full > 0) {
+		mc_kexpr *kk = full == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, full, MC_KF_REDUCE);
+		for (int set = 0; set < sets; set++) {
+			mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, kk, sets), set));
+			kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
+		}
+		if (full > 1)
+			mc_kb_end(kb);
+	}
+	for (int64_t k = full * sets; k < len; k++)
+		kt_tile_step(kb, t, (int)(k - full * sets), mc_k_index(kb, k * a_step),
+		             mc_k_index(kb, k));
+}
+
+/* Lane by lane: a padded vector's columns inside the output. */
+static void store_lanes(mc_lower_ctx *c, mc_kexpr *v, int valid, mc_kexpr **coords,
+                        mc_kexpr *lin)
+{
+	mc_kb *kb = c->kb;
+	int last = c->out[0]->shape.rank - 1;
+	mc_kexpr *col = coords ? coords[last] : NULL;
+	for (int l = 0; l < valid; l++) {
+		if (coords)
+			coords[last] = mc_k_addi(kb, col, l);
+		mc_lower_store(c, 0, coords, mc_k_addi(kb, lin, l), mc_k_lane(kb, v, l));
+	}
+}
+
+void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
+                   mc_kexpr **const *row_coords)
+{
+	mc_kb *kb = c->kb;
+	const kt_shape *s = t->panel.shape;
+	int rank = c->out[0]->shape.rank;
+	for (int r = 0; r < t->mr; r++) {
+		for (int v = 0; v < s->nvec; v++) {
+			mc_kexpr *sum = t->acc[0][r][v];
+			for (int set = 1; set < t->sets; set++)
+				sum = mc_k_add(kb, sum, t->acc[set][r][v]);
+			mc_kexpr *col = mc_kb_let(kb, mc_k_addi(kb, t->panel.col0, vec_off(s, v)));
+			mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, row_lin[r], col));
+			mc_kexpr *coords[MC_MAX_RANK], **cp = NULL;
+			if (row_coords && row_coords[r]) {
+				memcpy(coords, row_coords[r], sizeof *coords * (size_t)rank);
+				coords[rank - 1] = col;
+				cp = coords;
+			}
+			if (s->lanes[v] == 1)
+				mc_lower_store(c, 0, cp, lin, sum);
+			else if (s->valid[v] == s->lanes[v])
+				mc_lower_store_vec(c, 0, cp, lin, sum);
+			else
+				store_lanes(c, mc_kb_let(kb, sum), s->valid[v], cp, lin);
+		}
+	}
+}

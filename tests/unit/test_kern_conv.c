@@ -1,0 +1,277 @@
+/* The fast dense channels-last convolution (aot/kern_conv.c): models whose
+ * Conv nodes become NhwcConv (their inputs declared channels-last) with odd
+ * shapes (M = 1, 3, 17, 24, 28, 42, 257; C = 1, 3, 5; pads, strides 2,
+ * dilations 2, auto_pad, kernels 1x1, 1x3, 3x1, 3x3, 5x5, 1-D k = 512
+ * stride 160; fused Relu and residual Add), compiled for generic, avx2 and
+ * avx512, built with -march=native, run, and compared with the reference
+ * interpreter; and a check that the fast kernel is the one used. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../aot/aot.h"
+#include "compile_helpers.h"
+#include "model_builder.h"
+
+static const char *const isas[] = { "generic", "avx2", "avx512" };
+
+static void init_random(mb *b, const char *name, const char *dims, size_t n, unsigned seed)
+{
+	float *v = malloc((n ? n : 1) * sizeof *v);
+	uint32_t s = seed * 2654435761u + 12345u;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		v[i] = (float)((double)(s >> 8) / 16777216.0 * 2.0 - 1.0);
+	}
+	mb_init_floats(b, mb_main(b), name, dims, v, n);
+	free(v);
+}
+
+static mc_tensor *random_tensor(const mc_shape *s, unsigned seed)
+{
+	mc_tensor *t = mc_tensor_new(MC_FLOAT, s);
+	uint32_t x = seed * 2654435761u + 7u;
+	for (size_t i = 0; i < t->numel; i++) {
+		x = x * 1664525u + 1013904223u;
+		mc_set_f(t, i, (double)(x >> 8) / 16777216.0 * 2.0 - 1.0);
+	}
+	return t;
+}
+
+/* One convolution: input [n, h, w, c] channels-last (h 0: 1-D [n, w, c]),
+ * weight [m, c, kh, kw]. */
+typedef struct {
+	int64_t n, h, w, c, m, kh, kw, sh, sw, dh, dw;
+	int64_t pads[4];          /* h begin, w begin, h end, w end */
+	const char *auto_pad;     /* NULL: explicit pads */
+	bool bias;
+	const char *epi;          /* NULL, "Relu" or "Add" (residual input r<i>, then Relu) */
+} conv_case;
+
+static void dims_str(char *buf, size_t len, const int64_t *d, int n)
+{
+	buf[0] = 0;
+	for (int i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", i ? "," : "", (long long)d[i]);
+}
+
+static int64_t out_extent(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                          const char *auto_pad)
+{
+	if (auto_pad)
+		return (in + s - 1) / s;
+	return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
+}
+
+/* Adds case i's input x<i>, weight, bias and Conv (+ epilogue), output y<i>. */
+static void add_case(mb *b, int i, const conv_case *cc)
+{
+	Onnx__GraphProto *g = mb_main(b);
+	bool one_d = cc->h == 0;
+	char x[16], w[16], bias[16], y[16], c[16], r[16], a[16], d[128], ins[64];
+	snprintf(x, sizeof x, "x%d", i);
+	snprintf(w, sizeof w, "w%d", i);
+	snprintf(bias, sizeof bias, "b%d", i);
+	snprintf(y, sizeof y, "y%d", i);
+	snprintf(c, sizeof c, "c%d", i);
+	snprintf(r, sizeof r, "r%d", i);
+	snprintf(a, sizeof a, "a%d", i);
+	int64_t xd[4] = { cc->n, cc->h, cc->w, cc->c }, x1[3] = { cc->n, cc->w, cc->c };
+	dims_str(d, sizeof d, one_d ? x1 : xd, one_d ? 3 : 4);
+	mb_input(b, g, x, MC_FLOAT, d);
+	int64_t wd[4] = { cc->m, cc->c, cc->kh, cc->kw }, w1[3] = { cc->m, cc->c, cc->kw };
+	dims_str(d, sizeof d, one_d ? w1 : wd, one_d ? 3 : 4);
+	init_random(b, w, d, (size_t)(cc->m * cc->c * cc->kh * cc->kw), 10u + (unsigned)i);
+	snprintf(ins, sizeof ins, "%s,%s", x, w);
+	if (cc->bias) {
+		dims_str(d, sizeof d, &cc->m, 1);
+		init_random(b, bias, d, (size_t)cc->m, 50u + (unsigned)i);
+		snprintf(ins, sizeof ins, "%s,%s,%s", x, w, bias);
+	}
+	const char *conv_out = cc->epi ? c : y;
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", NULL, ins, conv_out);
+	if (one_d) {
+		mb_attr_ints(b, n, "strides", &cc->sw, 1);
+		mb_attr_ints(b, n, "dilations", &cc->dw, 1);
+		if (!cc->auto_pad)
+			mb_attr_ints(b, n, "pads", (int64_t[]){ cc->pads[1], cc->pads[3] }, 2);
+	} else {
+		mb_attr_ints(b, n, "strides", (int64_t[]){ cc->sh, cc->sw }, 2);
+		mb_attr_ints(b, n, "dilations", (int64_t[]){ cc->dh, cc->dw }, 2);
+		if (!cc->auto_pad)
+			mb_attr_ints(b, n, "pads", cc->pads, 4);
+	}
+	if (cc->auto_pad)
+		mb_attr_string(b, n, "auto_pad", cc->auto_pad);
+	if (cc->epi && strcmp(cc->epi, "Add") == 0) {
+		int64_t oh = one_d ? 1 : out_extent(cc->h, cc->kh, cc->sh, cc->dh, cc->pads[0],
+		                                    cc->pads[2], cc->auto_pad);
+		int64_t ow = out_extent(cc->w, cc->kw, cc->sw, cc->dw, cc->pads[1], cc->pads[3],
+		                        cc->auto_pad);
+		int64_t od[4] = { cc->n, oh, ow, cc->m }, o1[3] = { cc->n, ow, cc->m };
+		dims_str(d, sizeof d, one_d ? o1 : od, one_d ? 3 : 4);
+		mb_input(b, g, r, MC_FLOAT, d);
+		char add_in[40];
+		snprintf(add_in, sizeof add_in, "%s,%s", c, r);
+		mb_node(b, g, "Add", NULL, add_in, a);
+		mb_node(b, g, "Relu", NULL, a, y);
+	} else if (cc->epi) {
+		mb_node(b, g, cc->epi, NULL, c, y);
+	}
+	mb_output(b, g, y);
+}
+
+/* Every Conv of g becomes NhwcConv (its input is already channels-last). */
+static void to_internal(mc_graph *g)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		if (strcmp(n->op_type, "Conv") != 0)
+			continue;
+		free(n->op_type);
+		n->op_type = mc_xstrdup("NhwcConv");
+		free(n->params);
+		n->params = NULL;
+		n->op = mc_registry_find_internal("NhwcConv");
+		cr_assert_not_null(n->op);
+		cr_assert_eq(n->op->parse(n), 0);
+	}
+}
+
+/* The model of cases compiled for isa, run, compared with the reference:
+ * max|err| <= 1e-5 + 1e-4 * max|ref| per output. */
+static void check_cases(const conv_case *cases, int n_cases, const char *isa)
+{
+	mb *b = mb_new(17);
+	for (int i = 0; i < n_cases; i++)
+		add_case(b, i, &cases[i]);
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	to_internal(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_tensor *in[32] = { 0 }, *want[16] = { 0 }, *got[16] = { 0 };
+	cr_assert(g->n_inputs <= 32 && g->n_outputs <= 16);
+	for (int i = 0; i < g->n_inputs; i++)
+		in[i] = random_tensor(&g->values[g->inputs[i]].shape, 20u + (unsigned)i);
+	cr_assert_eq(mc_interp_run(g, in, want, NULL), 0);
+	char *dir = make_temp_dir();
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	o.harness = true;
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile_graph(g, NULL, dir, &o), 0);
+	int status;
+	cr_assert_eq(mc_run_harness(dir, "t", "cc", "-std=c99 -O1 -march=native -Wall -Wextra -Werror",
+	                            g, in, got, &status), 0, "--isa %s", isa);
+	for (int k = 0; k < g->n_outputs; k++) {
+		double ref = 0, err = 0;
+		for (size_t i = 0; i < want[k]->numel; i++) {
+			ref = fmax(ref, fabs(mc_get_f(want[k], i)));
+			err = fmax(err, fabs(mc_get_f(got[k], i) - mc_get_f(want[k], i)));
+		}
+		cr_expect(err <= 1e-5 + 1e-4 * ref, "--isa %s output %d: max|err| %g, max|ref| %g", isa,
+		          k, err, ref);
+	}
+	rm_tree(dir);
+	free(dir);
+	for (int i = 0; i < g->n_inputs; i++)
+		mc_tensor_free(in[i]);
+	for (int k = 0; k < g->n_outputs; k++) {
+		mc_tensor_free(want[k]);
+		mc_tensor_free(got[k]);
+	}
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+static void check_all_isas(const conv_case *cases, int n)
+{
+	for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
+		check_cases(cases, n, isas[i]);
+}
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof *(a)))
+
+/* 2-D windows: pads, strides, dilations, odd kernels and channel counts. */
+Test(kern_conv, windows_2d)
+{
+	static const conv_case cases[] = {
+		{ 1, 9, 11, 5, 24, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Relu" },
+		{ 1, 7, 6, 3, 17, 3, 3, 2, 2, 1, 1, { 1, 0, 1, 2 }, NULL, true, NULL },
+		{ 1, 12, 13, 1, 3, 5, 5, 1, 1, 2, 2, { 2, 2, 2, 2 }, NULL, false, NULL },
+		{ 2, 5, 9, 5, 1, 1, 3, 1, 1, 1, 1, { 0, 1, 0, 1 }, NULL, true, NULL },
+		{ 1, 6, 4, 3, 257, 3, 1, 1, 1, 1, 1, { 0, 0, 0, 0 }, NULL, false, NULL },
+		{ 1, 9, 7, 3, 24, 3, 3, 2, 2, 1, 1, { 0 }, "SAME_UPPER", true, NULL },
+		{ 1, 8, 10, 3, 28, 3, 3, 1, 2, 2, 1, { 1, 2, 0, 1 }, NULL, true, NULL },
+		{ 1, 6, 20, 5, 24, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Add" },
+	};
+	check_all_isas(cases, N_OF(cases));
+}
+
+/* 1x1: the flat GEMM (stride 1, no pads) and the strided one. */
+Test(kern_conv, pointwise)
+{
+	static const conv_case cases[] = {
+		{ 2, 5, 7, 5, 42, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, "Relu" },
+		{ 1, 7, 7, 3, 28, 1, 1, 2, 2, 1, 1, { 0 }, NULL, false, NULL },
+		{ 1, 16, 16, 96, 96, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, "Add" },
+		{ 1, 3, 3, 17, 3, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, NULL },
+	};
+	check_all_isas(cases, N_OF(cases));
+}
+
+/* 1-D: the STFT-like k = 512 stride 160 (padded and not), dilation 2. */
+Test(kern_conv, windows_1d)
+{
+	static const conv_case cases[] = {
+		{ 1, 0, 1600, 1, 17, 1, 512, 1, 160, 1, 1, { 0, 256, 0, 256 }, NULL, false, NULL },
+		{ 1, 0, 1200, 1, 24, 1, 512, 1, 160, 1, 1, { 0 }, NULL, true, NULL },
+		{ 2, 0, 11, 3, 5, 1, 3, 1, 1, 1, 2, { 0, 2, 0, 1 }, NULL, true, "Relu" },
+	};
+	check_all_isas(cases, N_OF(cases));
+}
+
+/* The dense 3x3 of the speed target (64 -> 64 on 40x40). */
+Test(kern_conv, dense_64x64_3x3)
+{
+	static const conv_case cases[] = {
+		{ 1, 40, 40, 64, 64, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Relu" },
+	};
+	check_all_isas(cases, N_OF(cases));
+}
+
+/* The fast kernel runs: a packed weight, and 16-lane vectors on avx512. */
+Test(kern_conv, packs_weights_and_vectorises)
+{
+	static const conv_case cc = { 1, 6, 6, 8, 32, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true,
+	                              NULL };
+	mb *b = mb_new(17);
+	add_case(b, 0, &cc);
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	to_internal(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = "avx512";
+	mc_program p;
+	cr_assert_eq(mc_build_program(g, &o, &p), 0);
+	cr_assert_eq(p.n_kernels, 1);
+	const mc_kernel *k = p.kernels[0];
+	char *text = kernel_text(k);
+	cr_expect_not_null(strstr(text, "x16"), "16-lane vectors:\n%s", text);
+	int packed = 0;
+	for (int i = 0; i < k->n_bufs; i++)
+		packed += k->bufs[i].packed != NULL;
+	cr_expect_eq(packed, 2, "weight and bias packed:\n%s", text);
+	cr_expect_null(strstr(text, "if "), "no branch on padding:\n%s", text);
+	free(text);
+	mc_program_free(&p);
+	mc_graph_free(g);
+	mb_free(b);
+}

@@ -1,0 +1,208 @@
+/* The fast Gemm/MatMul kernel (aot/kern_gemm.c, aot/kern_tile.c): small
+ * models with odd shapes (N = 1, 3, 17, 24, 28, 42, 257; GEMV rows; batched
+ * MatMul; fused epilogues) compiled for generic, avx2 and avx512, built
+ * with -march=native, run and compared with the reference interpreter; and
+ * checks that the fast kernel is the one used. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../aot/aot.h"
+#include "compile_helpers.h"
+#include "model_builder.h"
+
+static const char *const isas[] = { "generic", "avx2", "avx512" };
+
+/* Deterministic values in [-1, 1). */
+static void fill(float *v, size_t n, unsigned seed)
+{
+	uint32_t s = seed * 2654435761u + 12345u;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		v[i] = (float)((double)(s >> 8) / 16777216.0 * 2.0 - 1.0);
+	}
+}
+
+static void init_random(mb *b, const char *name, const char *dims, size_t n, unsigned seed)
+{
+	float *v = malloc((n ? n : 1) * sizeof *v);
+	fill(v, n, seed);
+	mb_init_floats(b, mb_main(b), name, dims, v, n);
+	free(v);
+}
+
+/* mc_verify of b's model for isa, built for this machine; frees b. */
+static int verify_isa(mb *b, const char *isa)
+{
+	char *dir = make_temp_dir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	mc_verify_opts v;
+	mc_verify_opts_init(&v);
+	v.rtol = 1e-4;
+	v.atol = 1e-5;
+	v.cflags = "-std=c99 -O1 -march=native -Wall -Wextra -Werror";
+	int rc = mc_verify(path, &o, &v);
+	rm_tree(dir);
+	free(dir);
+	mb_free(b);
+	return rc;
+}
+
+/* The program of b's model for isa (b stays). */
+static mc_graph *program_isa(mb *b, const char *isa, mc_program *p)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	cr_assert_eq(mc_build_program(g, &o, p), 0);
+	return g;
+}
+
+static char *dims2(int64_t a, int64_t b)
+{
+	static char buf[4][32];
+	static int next;
+	char *s = buf[next++ % 4];
+	snprintf(s, sizeof buf[0], "%lld,%lld", (long long)a, (long long)b);
+	return s;
+}
+
+/* A Gemm per case: N = 1, 3, 17, 24, 257, 42, 28 with and without transB,
+ * alpha/beta, C as [1], none, [1,N], scalar, [N], [M,N] (not handled: the
+ * plain lowering), a fused Relu and a fused residual Add. */
+static mb *gemm_model(int64_t m, int64_t k)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "a", MC_FLOAT, dims2(m, k));
+	mb_input(b, g, "r", MC_FLOAT, dims2(m, 28));
+	init_random(b, "w1", dims2(1, k), (size_t)k, 1);
+	init_random(b, "c1", "1", 1, 2);
+	Onnx__NodeProto *n = mb_node(b, g, "Gemm", "g1", "a,w1,c1", "y1");
+	mb_attr_int(b, n, "transB", 1);
+	init_random(b, "w2", dims2(k, 3), (size_t)k * 3, 3);
+	mb_node(b, g, "Gemm", "g2", "a,w2", "y2");
+	init_random(b, "w3", dims2(17, k), (size_t)k * 17, 4);
+	init_random(b, "c3", "1,17", 17, 5);
+	n = mb_node(b, g, "Gemm", "g3", "a,w3,c3", "y3");
+	mb_attr_int(b, n, "transB", 1);
+	mb_attr_float(b, n, "alpha", 0.5f);
+	mb_attr_float(b, n, "beta", -2.0f);
+	mb_node(b, g, "Relu", "relu3", "y3", "y3r");
+	init_random(b, "w4", dims2(k, 24), (size_t)k * 24, 6);
+	init_random(b, "c4", "", 1, 7);
+	mb_node(b, g, "Gemm", "g4", "a,w4,c4", "y4");
+	init_random(b, "w5", dims2(257, k), (size_t)k * 257, 8);
+	init_random(b, "c5", "257", 257, 9);
+	n = mb_node(b, g, "Gemm", "g5", "a,w5,c5", "y5");
+	mb_attr_int(b, n, "transB", 1);
+	init_random(b, "w6", dims2(k, 42), (size_t)k * 42, 10);
+	init_random(b, "c6", dims2(m, 42), (size_t)m * 42, 11);
+	mb_node(b, g, "Gemm", "g6", "a,w6,c6", "y6");
+	init_random(b, "w7", dims2(k, 28), (size_t)k * 28, 12);
+	mb_node(b, g, "Gemm", "g7", "a,w7", "y7");
+	mb_node(b, g, "Add", "res7", "y7,r", "y7a");
+	const char *outs[] = { "y1", "y2", "y3r", "y4", "y5", "y6", "y7a" };
+	for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+		mb_output(b, g, outs[i]);
+	return b;
+}
+
+static void check_gemm(int64_t m, int64_t k)
+{
+	for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
+		cr_expect_eq(verify_isa(gemm_model(m, k), isas[i]), 0, "M %lld K %lld --isa %s",
+		             (long long)m, (long long)k, isas[i]);
+}
+
+Test(kern_gemm, gemv_long_k)
+{
+	check_gemm(1, 1536);
+}
+
+Test(kern_gemm, few_rows_short_k)
+{
+	check_gemm(3, 5);
+}
+
+Test(kern_gemm, rows_past_a_tile)
+{
+	check_gemm(13, 37);
+}
+
+Test(kern_gemm, k_one)
+{
+	check_gemm(7, 1);
+}
+
+/* Rows in several cache chunks (K 600: 13 rows a chunk), and their rest. */
+Test(kern_gemm, rows_in_chunks)
+{
+	check_gemm(31, 600);
+}
+
+/* MatMul: melspectrogram's [1,1,5,257] x [257,32]; batched A with a fused
+ * Relu; a 1-D A; a runtime B (the plain lowering). */
+static mb *matmul_model(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "a", MC_FLOAT, "1,1,5,257");
+	mb_input(b, g, "a2", MC_FLOAT, "2,3,7,9");
+	mb_input(b, g, "v", MC_FLOAT, "9");
+	mb_input(b, g, "rb", MC_FLOAT, "9,5");
+	init_random(b, "w", "257,32", 257 * 32, 1);
+	init_random(b, "w2", "9,17", 9 * 17, 2);
+	mb_node(b, g, "MatMul", "mm", "a,w", "y");
+	mb_node(b, g, "MatMul", "mm2", "a2,w2", "y2");
+	mb_node(b, g, "Relu", "relu2", "y2", "y2r");
+	mb_node(b, g, "MatMul", "mv", "v,w2", "z");
+	mb_node(b, g, "MatMul", "mr", "a2,rb", "u");
+	mb_output(b, g, "y");
+	mb_output(b, g, "y2r");
+	mb_output(b, g, "z");
+	mb_output(b, g, "u");
+	return b;
+}
+
+Test(kern_gemm, matmul_batched_vector_and_runtime_b)
+{
+	for (size_t i = 0; i < sizeof isas / sizeof *isas; i++)
+		cr_expect_eq(verify_isa(matmul_model(), isas[i]), 0, "--isa %s", isas[i]);
+}
+
+/* The fast kernel runs: the weights are packed (a program weight the model
+ * does not have) and, on avx512, the kernel is made of vectors. */
+Test(kern_gemm, packs_b_and_vectorises)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "a", MC_FLOAT, "1,64");
+	init_random(b, "w", "64,32", 64 * 32, 1);
+	mb_node(b, g, "MatMul", "mm", "a,w", "y");
+	mb_output(b, g, "y");
+	mc_program p;
+	mc_graph *gr = program_isa(b, "avx512", &p);
+	cr_assert_eq(p.n_kernels, 1);
+	char *text = kernel_text(p.kernels[0]);
+	cr_expect_not_null(strstr(text, "x16"), "16-lane vectors:\n%s", text);
+	bool packed = false;
+	for (int i = 0; i < p.kernels[0]->n_bufs; i++)
+		packed = packed || p.kernels[0]->bufs[i].packed != NULL;
+	cr_expect(packed, "B is packed:\n%s", text);
+	free(text);
+	mc_program_free(&p);
+	mc_graph_free(gr);
+	mb_free(b);
+}

@@ -385,6 +385,7 @@ int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lo
  * reporting. They choose tiles from kb->isa and pack weights at generation
  * time (mc_kb_packed). */
 int mc_kern_conv_nhwc(mc_lower_ctx *c);    /* NhwcConv, dense (group 1) */
+int mc_kern_wino_nhwc(mc_lower_ctx *c);    /* NhwcConv 3x3 stride 1, Winograd F(2x2, 3x3) */
 int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
 int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */

@@ -19,12 +19,14 @@
 #include "kern.h"
 #include "lower_window.h"
 
-#define TILES_PER_BLOCK 32
+/* tiles per block: about this many, a multiple of the micro-kernel's rows */
+#define BLOCK_TILES 40
 
 typedef struct {
 	int64_t batch, ih, iw, oh, ow, cin, cout, pt, pl;
 	int64_t th, tw;              /* tiles along H and W */
 	int64_t mpad;                /* row length of X: the packed panels' width */
+	int64_t tb;                  /* tiles per block */
 	const kt_cols *cols;
 	int u_buf, v_buf, x_buf, bias_buf;
 } wino;
@@ -94,7 +96,7 @@ static void input_chunk(mc_lower_ctx *c, const wino *w, mc_kexpr *nb, mc_kexpr *
 		bt_apply(kb, u[r], v[r]);
 	for (int r = 0; r < 4; r++)
 		for (int q = 0; q < 4; q++) {
-			mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, j, (4 * r + q) * TILES_PER_BLOCK),
+			mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, j, (4 * r + q) * w->tb),
 			                                      w->cin), c0);
 			mc_kb_store(kb, w->v_buf, at, v[r][q]);
 		}
@@ -148,7 +150,7 @@ static void gemm_rows(mc_kb *kb, const wino *w, kt_panel panel, mc_kexpr *xi, mc
 {
 	const kt_shape *s = panel.shape;
 	kt_tile t = { .panel = panel, .mr = mr, .sets = 1, .a_buf = w->v_buf, .b_buf = w->u_buf };
-	mc_kexpr *xrow = mc_kb_let(kb, mc_k_muli(kb, xi, TILES_PER_BLOCK));
+	mc_kexpr *xrow = mc_kb_let(kb, mc_k_muli(kb, xi, w->tb));
 	for (int r = 0; r < mr; r++)
 		t.a_row[r] = mc_k_muli(kb, mc_k_add(kb, xrow, mc_k_addi(kb, row0, r)), w->cin);
 	kt_tile_init(kb, &t, -1);
@@ -209,7 +211,7 @@ static void output_fn(mc_lower_ctx *c, const wino *w, void *ctx, mc_kexpr *m0, i
 	mc_kexpr *x[4][4], *u[2][4], *y[2][2];
 	for (int r = 0; r < 4; r++)
 		for (int q = 0; q < 4; q++) {
-			mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, t->j, (4 * r + q) * TILES_PER_BLOCK),
+			mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, t->j, (4 * r + q) * w->tb),
 			                                      w->mpad), m0);
 			x[r][q] = mc_kb_let(kb, lanes > 1 ? mc_k_vload(kb, w->x_buf, at, lanes)
 			                                  : mc_k_load(kb, w->x_buf, at));
@@ -311,7 +313,9 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 	w.th = (w.oh + 1) / 2;
 	w.tw = (w.ow + 1) / 2;
 	kt_cols cols;
-	kt_plan(kb->isa, w.cout, 16 * w.cin, TILES_PER_BLOCK, &cols);
+	kt_plan(kb->isa, w.cout, 16 * w.cin, BLOCK_TILES, &cols);
+	int mr = cols.n_main > 0 ? cols.main.mr : cols.tail.mr;
+	w.tb = (BLOCK_TILES + mr - 1) / mr * mr;
 	u_source us = { wt, w.cin };
 	w.cols = &cols;
 	w.mpad = cols.n_main * cols.main.width + (cols.tail.nvec ? cols.tail.width : 0);
@@ -319,17 +323,17 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 	if (w.u_buf < 0)
 		return 1;
 	w.bias_buf = bias ? c->in_buf[2] : -1;
-	w.v_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * TILES_PER_BLOCK * w.cin));
-	w.x_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * TILES_PER_BLOCK * w.mpad));
-	int64_t tiles = w.th * w.tw, full = tiles / TILES_PER_BLOCK, rest = tiles % TILES_PER_BLOCK;
+	w.v_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * w.tb * w.cin));
+	w.x_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * w.tb * w.mpad));
+	int64_t tiles = w.th * w.tw, full = tiles / w.tb, rest = tiles % w.tb;
 	mc_kexpr *nb = mc_kb_fori(kb, w.batch, MC_KF_PARALLEL);
 	if (full > 0) {
 		mc_kexpr *b = mc_kb_fori(kb, full, MC_KF_PARALLEL);
-		block(c, &w, nb, mc_kb_let(kb, mc_k_muli(kb, b, TILES_PER_BLOCK)), TILES_PER_BLOCK);
+		block(c, &w, nb, mc_kb_let(kb, mc_k_muli(kb, b, w.tb)), w.tb);
 		mc_kb_end(kb);
 	}
 	if (rest > 0)
-		block(c, &w, nb, idx(kb, full * TILES_PER_BLOCK), rest);
+		block(c, &w, nb, idx(kb, full * w.tb), rest);
 	mc_kb_end(kb);
 	return 0;
 }

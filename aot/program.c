@@ -227,6 +227,32 @@ static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_m
 	return 0;
 }
 
+/* Marks in used[] (n_bufs entries) the buffers a statement of k loads or
+ * stores: a fast kernel reading a packed copy leaves the original weight
+ * registered but unread, and an unread constant must not become a weight. */
+static void mark_expr(const mc_kexpr *x, bool *used)
+{
+	for (; x; x = x->b) {
+		if (x->kind == MC_KE_LOAD)
+			used[x->buf] = true;
+		mark_expr(x->a, used);
+		mark_expr(x->c, used);
+	}
+}
+
+static void mark_block(const mc_kstmt *s, bool *used)
+{
+	for (; s; s = s->next) {
+		if (s->kind == MC_KS_STORE)
+			used[s->buf] = true;
+		mark_expr(s->a, used);
+		mark_expr(s->b, used);
+		mark_expr(s->c, used);
+		mark_block(s->body, used);
+		mark_block(s->orelse, used);
+	}
+}
+
 /* The run function's steps: kernels in order; the kernels of an If's
  * branches (contiguous: then, then else) become one IF step. */
 static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
@@ -391,8 +417,15 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	/* Places. */
 	for (int s = 0; s < p->n_kernels; s++) {
 		mc_kernel *k = p->kernels[s];
+		bool *used = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+		mark_block(k->body, used);
 		for (int b = 0; b < k->n_bufs; b++) {
 			mc_kbuf *kb = &k->bufs[b];
+			if (!used[b] && kb->value >= 0 && g->values[kb->value].kind == MC_VAL_CONST &&
+			    !kb->packed) {
+				kb->loc = (mc_loc){ .kind = MC_LOC_NONE };
+				continue;
+			}
 			if ((int64_t)kb->count > p->max_index)
 				p->max_index = (int64_t)kb->count;
 			if (kb->packed) {
@@ -409,11 +442,13 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 				continue;
 			}
 			if (value_loc(g, p, &m, &plan, m.root[kb->value], &kb->loc)) {
+				free(used);
 				mc_mem_plan_free(&plan);
 				free(reqs);
 				goto out;
 			}
 		}
+		free(used);
 	}
 	if (make_steps(g, p, &m, &plan, kguard, kelse)) {
 		mc_mem_plan_free(&plan);

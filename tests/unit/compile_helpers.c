@@ -5,6 +5,16 @@
 
 #include "compile_helpers.h"
 
+bool host_runs_isa(const char *isa)
+{
+	const mc_isa *want = mc_isa_find(isa), *host = mc_isa_find("native");
+	switch (want->kind) {
+	case MC_ISA_GENERIC: case MC_ISA_CORTEX_M: return true;
+	case MC_ISA_AVX2: return host->kind == MC_ISA_AVX2 || host->kind == MC_ISA_AVX512;
+	default: return want->kind == host->kind;
+	}
+}
+
 int verify_model(mb *b, size_t fold_limit)
 {
 	char *dir = make_temp_dir();

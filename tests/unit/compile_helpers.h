@@ -11,6 +11,9 @@
 int verify_model(mb *b, size_t fold_limit);
 /* Imports, infers and builds the program of b's model (b stays). */
 mc_graph *program_of(mb *b, mc_program *p);
+/* True if this machine runs code built for isa with -march=native (tests
+ * skip the vector ISAs it lacks: a CI machine may have no AVX-512). */
+bool host_runs_isa(const char *isa);
 /* mc_kernel_dump as a malloc'd string. */
 char *kernel_text(const mc_kernel *k);
 

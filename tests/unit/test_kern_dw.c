@@ -193,6 +193,8 @@ static mc_tensor *random_input(const mc_value *v, unsigned seed)
  * interpreter's. */
 static void check_isa(mb *b, const char *isa)
 {
+	if (!host_runs_isa(isa))
+		return; /* the caller frees b */
 	mc_graph *g = nhwc_graph(b);
 	cr_assert_leq(g->n_inputs, MAX_IO);
 	mc_tensor *in[MAX_IO] = { 0 }, *want[MAX_IO] = { 0 }, *got[MAX_IO] = { 0 };

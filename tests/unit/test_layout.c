@@ -237,25 +237,13 @@ static void init_random(mb *b, const char *name, const char *dims, size_t n, uns
 	free(v);
 }
 
-/* True if this machine runs the vector code of isa (else the check is
- * skipped: a CI machine may lack AVX-512). */
-static bool host_runs(const char *isa)
-{
-	const mc_isa *want = mc_isa_find(isa), *host = mc_isa_find("native");
-	if (want->kind == MC_ISA_GENERIC)
-		return true;
-	if (want->kind == MC_ISA_AVX2)
-		return host->kind == MC_ISA_AVX2 || host->kind == MC_ISA_AVX512;
-	return want->kind == host->kind;
-}
-
 /* Node 0 of b's model, an ONNX Conv or pool whose input the model already
  * declares channels-last, becomes its internal op; the graph is compiled
  * (isa as given), run on random inputs and compared with the reference
  * interpreter. */
 static void check_lowered(mb *b, const char *isa)
 {
-	if (!host_runs(isa)) {
+	if (!host_runs_isa(isa)) {
 		mb_free(b);
 		return;
 	}

@@ -128,6 +128,51 @@ static void node_ctx(mc_lower_ctx *base, const mc_node *n, int skip_in, mc_lower
 	}
 }
 
+static int lane_stride(const mc_shape *vs, const mc_shape *os);
+
+/* The group's epilogue applied to the anchor's value of the output element
+ * at lin (coords: made from lin on first need). A vector value (the caller
+ * checked that every epilogue op and operand allows it) loads operands
+ * contiguous along the last dim as vectors, the others as scalars to splat. */
+static mc_kexpr *apply_epilogue(mc_lower_ctx *c, mc_kexpr *value, mc_kexpr **coords,
+                                bool *have_coords, mc_kexpr *lin)
+{
+	mc_kb *kb = c->kb;
+	const mc_group *gr = c->group;
+	const mc_shape *os = &c->out[0]->shape;
+	int lanes = mc_k_lanes(value);
+	value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(c->out[0]->dtype), value));
+	for (int e = 0; e < gr->n_epi; e++) {
+		const mc_node *en = &c->g->nodes[gr->epi[e]];
+		mc_lower_ctx ec;
+		node_ctx(c, en, gr->epi_chain_in[e], &ec);
+		const mc_lowering *l = mc_lowering_find(en->op_type);
+		mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
+		for (int i = 0; i < en->n_inputs; i++) {
+			if (!ec.in[i])
+				continue;
+			if (i == gr->epi_chain_in[e]) {
+				args[i] = value;
+				continue;
+			}
+			const mc_shape *vs = &ec.in[i]->shape;
+			mc_kexpr *idx = operand_index(kb, vs, os, coords, have_coords, lin);
+			bool contiguous = mc_numel(vs) == mc_numel(os) || lane_stride(vs, os) == 1;
+			args[i] = lanes > 1 && contiguous ? mc_k_vload(kb, ec.in_buf[i], idx, lanes)
+			                                  : mc_k_load(kb, ec.in_buf[i], idx);
+		}
+		value = l->pointwise(&ec, args);
+		value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(ec.out[0]->dtype), value));
+	}
+	return value;
+}
+
+static bool has_epilogue(const mc_lower_ctx *c, int k)
+{
+	const mc_group *gr = c->group;
+	return k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor];
+}
+
 void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr *lin,
                     mc_kexpr *value)
 {
@@ -140,29 +185,8 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 	if (!lin)
 		lin = mc_lower_linear(kb, os, coords);
 	lin = mc_kb_let(kb, lin);
-	const mc_group *gr = c->group;
-	if (k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor]) {
-		value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(c->out[0]->dtype), value));
-		for (int e = 0; e < gr->n_epi; e++) {
-			const mc_node *en = &c->g->nodes[gr->epi[e]];
-			mc_lower_ctx ec;
-			node_ctx(c, en, gr->epi_chain_in[e], &ec);
-			const mc_lowering *l = mc_lowering_find(en->op_type);
-			mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
-			for (int i = 0; i < en->n_inputs; i++) {
-				if (!ec.in[i])
-					continue;
-				if (i == gr->epi_chain_in[e]) {
-					args[i] = value;
-					continue;
-				}
-				mc_kexpr *idx = operand_index(kb, &ec.in[i]->shape, os, coords, &have_coords, lin);
-				args[i] = mc_k_load(kb, ec.in_buf[i], idx);
-			}
-			value = l->pointwise(&ec, args);
-			value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(ec.out[0]->dtype), value));
-		}
-	}
+	if (has_epilogue(c, k))
+		value = apply_epilogue(c, value, coords, &have_coords, lin);
 	mc_kb_store(kb, c->out_buf[k], lin, value);
 }
 
@@ -230,8 +254,7 @@ void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_k
 	mc_kb *kb = c->kb;
 	int lanes = mc_k_lanes(value);
 	const mc_shape *os = &c->out[k]->shape;
-	const mc_group *gr = c->group;
-	bool epilogue = k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor];
+	bool epilogue = has_epilogue(c, k);
 	mc_kexpr *coords[MC_MAX_RANK];
 	if (coords_in)
 		memcpy(coords, coords_in, sizeof(mc_kexpr *) * (size_t)os->rank);
@@ -254,30 +277,9 @@ void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_k
 	if (!lin)
 		lin = mc_lower_linear(kb, os, coords);
 	lin = mc_kb_let(kb, lin);
-	if (epilogue) {
-		value = mc_kb_let(kb, value);
-		for (int e = 0; e < gr->n_epi; e++) {
-			const mc_node *en = &c->g->nodes[gr->epi[e]];
-			mc_lower_ctx ec;
-			node_ctx(c, en, gr->epi_chain_in[e], &ec);
-			const mc_lowering *l = mc_lowering_find(en->op_type);
-			mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
-			for (int i = 0; i < en->n_inputs; i++) {
-				if (!ec.in[i])
-					continue;
-				if (i == gr->epi_chain_in[e]) {
-					args[i] = value;
-					continue;
-				}
-				const mc_shape *vs = &ec.in[i]->shape;
-				mc_kexpr *idx = mc_numel(vs) == mc_numel(os) ? lin : mc_lower_bcast(kb, vs, os, coords);
-				bool whole = mc_numel(vs) == mc_numel(os);
-				args[i] = whole || lane_stride(vs, os) == 1 ? mc_k_vload(kb, ec.in_buf[i], idx, lanes)
-				                                            : mc_k_load(kb, ec.in_buf[i], idx);
-			}
-			value = mc_kb_let(kb, l->pointwise(&ec, args));
-		}
-	}
+	bool have_coords = coords_in != NULL;
+	if (epilogue)
+		value = apply_epilogue(c, value, coords, &have_coords, lin);
 	mc_kb_store(kb, c->out_buf[k], lin, value);
 }
 

@@ -700,6 +700,20 @@ static void put_vcall(emitter *e, const vec_names *n, const char *op, const mc_k
 	mc_sb_puts(e->sb, ")");
 }
 
+/* pre##fn(a, b, c) */
+static void put_call3(emitter *e, const char *pre, const char *fn, const mc_kexpr *a,
+                      const mc_kexpr *b, const mc_kexpr *c)
+{
+	const mc_kexpr *args[3] = { a, b, c };
+	mc_sb_printf(e->sb, "%s%s(", pre, fn);
+	for (int i = 0; i < 3; i++) {
+		if (i)
+			mc_sb_puts(e->sb, ", ");
+		put_expr(e, args[i], true);
+	}
+	mc_sb_puts(e->sb, ")");
+}
+
 static void put_vec_compare(emitter *e, const vec_names *n, const mc_kexpr *x)
 {
 	if (is_neon(e)) {
@@ -797,24 +811,11 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 		put_expr(e, x->a, true);
 		mc_sb_puts(e->sb, ")");
 		return;
-	case MC_KE_FMA:
-		if (neon) { /* vfmaq_f32(c, a, b) = c + a * b */
-			mc_sb_puts(e->sb, "vfmaq_f32(");
-			put_expr(e, x->c, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->a, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
-			mc_sb_puts(e->sb, ")");
-			return;
-		}
-		mc_sb_printf(e->sb, "%sfmadd_ps(", n.pre);
-		put_expr(e, x->a, true);
-		mc_sb_puts(e->sb, ", ");
-		put_expr(e, x->b, true);
-		mc_sb_puts(e->sb, ", ");
-		put_expr(e, x->c, true);
-		mc_sb_puts(e->sb, ")");
+	case MC_KE_FMA: /* vfmaq_f32(c, a, b) = c + a * b */
+		if (neon)
+			put_call3(e, "vfmaq_f32", "", x->c, x->a, x->b);
+		else
+			put_call3(e, n.pre, "fmadd_ps", x->a, x->b, x->c);
 		return;
 	case MC_KE_SELECT:
 		if (mc_k_lanes(x->a) == 1) { /* one whole vector or the other */
@@ -826,29 +827,11 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 			put_expr(e, x->c, false);
 			mc_sb_puts(e->sb, ")");
 		} else if (neon) {
-			mc_sb_puts(e->sb, "vbslq_f32(");
-			put_expr(e, x->a, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->c, true);
-			mc_sb_puts(e->sb, ")");
+			put_call3(e, "vbslq_f32", "", x->a, x->b, x->c);
 		} else if (x->lanes == 16) { /* blend takes the mask's set lanes from its 2nd vector */
-			mc_sb_puts(e->sb, "_mm512_mask_blend_ps(");
-			put_expr(e, x->a, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->c, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
-			mc_sb_puts(e->sb, ")");
+			put_call3(e, "_mm512_mask_blend_ps", "", x->a, x->c, x->b);
 		} else {
-			mc_sb_printf(e->sb, "%sblendv_ps(", n.pre);
-			put_expr(e, x->c, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
-			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->a, true);
-			mc_sb_puts(e->sb, ")");
+			put_call3(e, n.pre, "blendv_ps", x->c, x->b, x->a);
 		}
 		return;
 	default:

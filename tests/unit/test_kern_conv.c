@@ -277,3 +277,58 @@ Test(kern_conv, packs_weights_and_vectorises)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* Winograd F(2x2, 3x3) (3x3, stride 1, both channel counts >= 16, vector
+ * ISAs): odd output sizes (partial tiles), asymmetric and no pads, channel
+ * counts that are no lane multiple, a batch, several tile blocks, fused
+ * Relu and residual Add. */
+Test(kern_conv, winograd)
+{
+	static const conv_case cases[] = {
+		{ 1, 9, 7, 16, 24, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Relu" },
+		{ 1, 12, 10, 37, 19, 3, 3, 1, 1, 1, 1, { 0, 1, 1, 0 }, NULL, true, NULL },
+		{ 2, 5, 4, 20, 33, 3, 3, 1, 1, 1, 1, { 0, 0, 0, 0 }, NULL, false, NULL },
+		{ 1, 23, 21, 16, 16, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Add" },
+	};
+	check_all_isas(cases, N_OF(cases));
+}
+
+/* It is the Winograd kernel that runs there: a packed transformed weight
+ * of 16 x C x M and two scratch areas; not on the generic ISA. */
+Test(kern_conv, winograd_chosen)
+{
+	static const conv_case cc = { 1, 9, 7, 16, 24, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true,
+	                              NULL };
+	static const char *const names[] = { "avx512", "generic" };
+	for (int i = 0; i < 2; i++) {
+		mb *b = mb_new(17);
+		add_case(b, 0, &cc);
+		mc_graph *g = mb_import(b, ".", NULL);
+		cr_assert_not_null(g);
+		to_internal(g);
+		cr_assert_eq(mc_infer_graph(g), 0);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.isa = names[i];
+		mc_program p;
+		cr_assert_eq(mc_build_program(g, &o, &p), 0);
+		const mc_kernel *k = p.kernels[0];
+		int scratch = 0;
+		size_t packed = 0;
+		for (int j = 0; j < k->n_bufs; j++) {
+			scratch += k->bufs[j].value < 0 && !k->bufs[j].packed;
+			if (k->bufs[j].packed)
+				packed = k->bufs[j].count;
+		}
+		if (i == 0) {
+			cr_expect_eq(scratch, 2, "input and product blocks");
+			cr_expect_eq(packed, (size_t)(16 * 16 * 24), "U packed: 16 x C rows of 16 + 8 columns");
+		} else {
+			cr_expect_eq(scratch, 0, "no Winograd on the generic ISA");
+		}
+		mc_program_free(&p);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+}

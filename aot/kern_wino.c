@@ -1,10 +1,11 @@
 /* Winograd F(2x2, 3x3) for dense channels-last 3x3 convolutions with
- * stride 1 and dilation 1 (see aot/aot.h: mc_kern_wino_nhwc): each 2x2
+ * stride 1 and any dilation (see aot/aot.h: mc_kern_wino_nhwc): each 2x2
  * output tile takes 16 multiplies per (input, output) channel pair instead
  * of 36. The weight is transformed at generation time (U = G g G^T, in
  * double) and packed like a GEMM operand (kern.h) whose reduction index is
  * (position xi of the 4x4 tile, input channel); the run time goes in blocks
  * of tiles that stay in cache:
+ * With dilation d a tile's outputs are d apart (and its 4x4 inputs too).
  *   1. input transform: V[xi][tile][c] = (B^T d B) of the tile's 4x4 input
  *      patch (zero outside the input), vectors over channels;
  *   2. 16 GEMMs: X[xi][tile][m] = sum_c V[xi][tile][c] U[xi][c][m], the
@@ -24,6 +25,7 @@
 
 typedef struct {
 	int64_t batch, ih, iw, oh, ow, cin, cout, pt, pl;
+	int64_t dh, dw;              /* dilations: a tile's outputs are d apart */
 	int64_t th, tw;              /* tiles along H and W */
 	int64_t mpad;                /* row length of X: the packed panels' width */
 	int64_t tb;                  /* tiles per block */
@@ -77,8 +79,8 @@ static void input_chunk(mc_lower_ctx *c, const wino *w, mc_kexpr *nb, mc_kexpr *
 	for (int r = 0; r < 4; r++)
 		for (int q = 0; q < 4; q++) {
 			mc_kexpr *pix = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, nb, w->ih),
-			                                                    mc_k_addi(kb, ih0, r)), w->iw),
-			                         mc_k_addi(kb, iw0, q));
+			                                                    mc_k_addi(kb, ih0, r * w->dh)), w->iw),
+			                         mc_k_addi(kb, iw0, q * w->dw));
 			mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, pix, w->cin), c0);
 			mc_kexpr *x = lanes > 1 ? mc_k_vload(kb, c->in_buf[0], at, lanes)
 			                        : mc_k_load(kb, c->in_buf[0], at);
@@ -133,13 +135,21 @@ static void input_fn(mc_lower_ctx *c, const wino *w, void *ctx, mc_kexpr *c0, in
 	input_chunk(c, w, t->nb, t->ih0, t->iw0, t->rok, t->cok, t->j, c0, lanes);
 }
 
+/* The first output of tile number t along a dim with dilation d: tiles
+ * pair outputs d apart, (t / d) * 2d + t % d and d further. */
+static mc_kexpr *tile_first(mc_kb *kb, mc_kexpr *t, int64_t d)
+{
+	mc_kexpr *pair = mc_k_muli(kb, mc_k_div(kb, t, idx(kb, d)), 2 * d);
+	return mc_kb_let(kb, mc_k_add(kb, pair, mc_k_bin(kb, MC_KB_REM, t, idx(kb, d))));
+}
+
 /* Tile number `tile` of image nb: its output and input corners. */
 static void tile_at(mc_kb *kb, const wino *w, mc_kexpr *tile, tile_ctx *t)
 {
 	mc_kexpr *ty = mc_kb_let(kb, mc_k_div(kb, tile, idx(kb, w->tw)));
 	mc_kexpr *tx = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, tile, idx(kb, w->tw)));
-	t->oh0 = mc_kb_let(kb, mc_k_muli(kb, ty, 2));
-	t->ow0 = mc_kb_let(kb, mc_k_muli(kb, tx, 2));
+	t->oh0 = tile_first(kb, ty, w->dh);
+	t->ow0 = tile_first(kb, tx, w->dw);
 	t->ih0 = mc_kb_let(kb, mc_k_addi(kb, t->oh0, -w->pt));
 	t->iw0 = mc_kb_let(kb, mc_k_addi(kb, t->ow0, -w->pl));
 }
@@ -230,9 +240,12 @@ static void output_fn(mc_lower_ctx *c, const wino *w, void *ctx, mc_kexpr *m0, i
 		                               : mc_k_load(kb, w->bias_buf, m0));
 	for (int r = 0; r < 2; r++)
 		for (int q = 0; q < 2; q++) {
-			mc_kexpr *oh = mc_kb_let(kb, mc_k_addi(kb, t->oh0, r));
-			mc_kexpr *ow = mc_kb_let(kb, mc_k_addi(kb, t->ow0, q));
-			bool edge_h = r == 1 && w->oh % 2, edge_w = q == 1 && w->ow % 2;
+			mc_kexpr *oh = mc_kb_let(kb, mc_k_addi(kb, t->oh0, r * w->dh));
+			mc_kexpr *ow = mc_kb_let(kb, mc_k_addi(kb, t->ow0, q * w->dw));
+			/* where the pairs do not cover the output exactly, a tile's
+			 * outputs may lie past its end (the second one only, at d 1) */
+			bool edge_h = w->oh % (2 * w->dh) && (r == 1 || w->dh > 1);
+			bool edge_w = w->ow % (2 * w->dw) && (q == 1 || w->dw > 1);
 			if (edge_h || edge_w) {
 				mc_kexpr *in = mc_k_bin(kb, MC_KB_AND,
 				                        mc_k_bin(kb, MC_KB_LT, oh, idx(kb, w->oh)),
@@ -265,7 +278,7 @@ static void block(mc_lower_ctx *c, const wino *w, mc_kexpr *nb, mc_kexpr *t0, in
 		tile_at(kb, w, mc_k_add(kb, t0, t.j), &t);
 		if (pass == 0) {
 			for (int r = 0; r < 4; r++) {
-				mc_kexpr *ih = mc_k_addi(kb, t.ih0, r), *iw = mc_k_addi(kb, t.iw0, r);
+				mc_kexpr *ih = mc_k_addi(kb, t.ih0, r * w->dh), *iw = mc_k_addi(kb, t.iw0, r * w->dw);
 				t.rok[r] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ih, idx(kb, 0)),
 				                                  mc_k_bin(kb, MC_KB_LT, ih, idx(kb, w->ih))));
 				t.cok[r] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, iw, idx(kb, 0)),
@@ -300,18 +313,18 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 	    mc_win_forward(c->node, p, &g))
 		return -1;
 	for (int i = 0; i < 2; i++)
-		if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.pb[i] < 0 || g.pe[i] < 0)
+		if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] < 1 || g.pb[i] < 0 || g.pe[i] < 0)
 			return 1;
 	wino w = { .batch = xs->dims[0], .ih = xs->dims[1], .iw = xs->dims[2], .cin = xs->dims[3],
 	           .oh = os->dims[1], .ow = os->dims[2], .cout = os->dims[3],
-	           .pt = g.pb[0], .pl = g.pb[1] };
+	           .pt = g.pb[0], .pl = g.pb[1], .dh = g.d[0], .dw = g.d[1] };
 	/* the transforms cost about 40 operations per tile and channel: worth
 	 * it against 20 saved multiply-adds per channel pair when both channel
 	 * counts are large enough */
 	if (w.cin < 16 || w.cout < 16 || w.oh < 4 || w.ow < 4 || mc_numel(os) == 0)
 		return 1;
-	w.th = (w.oh + 1) / 2;
-	w.tw = (w.ow + 1) / 2;
+	w.th = (w.oh + 2 * w.dh - 1) / (2 * w.dh) * w.dh;
+	w.tw = (w.ow + 2 * w.dw - 1) / (2 * w.dw) * w.dw;
 	kt_cols cols;
 	kt_plan(kb->isa, w.cout, 16 * w.cin, BLOCK_TILES, &cols);
 	int mr = cols.n_main > 0 ? cols.main.mr : cols.tail.mr;

@@ -279,7 +279,8 @@ Test(kern_conv, packs_weights_and_vectorises)
 }
 
 /* Winograd F(2x2, 3x3) (3x3, stride 1, both channel counts >= 16, vector
- * ISAs): odd output sizes (partial tiles), asymmetric and no pads, channel
+ * ISAs): odd output sizes (partial tiles), dilations (tiles of outputs d
+ * apart, not covering the output exactly), asymmetric and no pads, channel
  * counts that are no lane multiple, a batch, several tile blocks, fused
  * Relu and residual Add. */
 Test(kern_conv, winograd)
@@ -289,6 +290,8 @@ Test(kern_conv, winograd)
 		{ 1, 12, 10, 37, 19, 3, 3, 1, 1, 1, 1, { 0, 1, 1, 0 }, NULL, true, NULL },
 		{ 2, 5, 4, 20, 33, 3, 3, 1, 1, 1, 1, { 0, 0, 0, 0 }, NULL, false, NULL },
 		{ 1, 23, 21, 16, 16, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Add" },
+		{ 1, 23, 19, 16, 20, 3, 3, 1, 1, 5, 5, { 5, 5, 5, 5 }, NULL, true, "Relu" },
+		{ 1, 14, 13, 17, 16, 3, 3, 1, 1, 2, 3, { 2, 1, 0, 3 }, NULL, true, NULL },
 	};
 	check_all_isas(cases, N_OF(cases));
 }

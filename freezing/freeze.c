@@ -13,6 +13,7 @@
 const mc_pass mc_freeze_passes[] = {
 	{"fold", mc_pass_fold},
 	{"bn", mc_pass_fold_bn},
+	{"pad", mc_pass_fold_pad},
 	{"identity", mc_pass_identity},
 	{"cse", mc_pass_cse},
 	{"dce", mc_pass_dce},

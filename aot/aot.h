@@ -182,6 +182,8 @@ typedef enum {
 	MC_ISA_AVX512,    /* x86-64 AVX-512F/VL: 16, 8 and 4 lanes, 32 registers */
 	MC_ISA_NEON,      /* AArch64 Advanced SIMD: 4 lanes, 32 registers */
 	MC_ISA_CORTEX_M,  /* Cortex-M4F/M7 FPU: scalar, 32 single registers */
+	MC_ISA_CUDA,      /* the cuda target: scalar code, one thread per
+	                   * iteration of the parallel loops; never --isa */
 } mc_isa_kind;
 
 typedef struct {
@@ -194,6 +196,8 @@ typedef struct {
 /* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
  * machine runs. NULL if unknown. */
 const mc_isa *mc_isa_find(const char *name);
+/* The cuda target's ISA (mc_isa_find does not name it). */
+const mc_isa *mc_isa_cuda(void);
 /* True if vectors of `lanes` f32 exist on isa (1 is always true). */
 bool mc_isa_has_lanes(const mc_isa *isa, int lanes);
 /* The widest lane count of isa that is <= n (1 if none). */
@@ -462,7 +466,8 @@ void mc_program_free(mc_program *p);
 /* ---- the compile pipeline (aot/compile.c) ---- */
 typedef struct {
 	const char *name;           /* prefix of every generated identifier/file */
-	const char *target;         /* "c" */
+	const char *target;         /* "c" or "cuda" */
+	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
 	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;
@@ -608,11 +613,15 @@ void mc_sb_free(mc_strbuf *b);
 
 /* Text embedded at build time (scripts/embed-text). */
 extern const char mc_model_ninja_in[];   /* aot/model.ninja.in */
+extern const char mc_model_cuda_ninja_in[]; /* aot/model_cuda.ninja.in */
 extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
  * files into dir (targets/c/emit_c.c). */
 int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
+/* The CUDA target: NAME.h, NAME.cu, NAME_weights.c and the runtime-min
+ * files (targets/cuda/emit_cuda.c). */
+int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir);
 /* The same three files as text, written nowhere (the fuzzer, tests). */
 typedef struct {
 	mc_strbuf header, source, weights;

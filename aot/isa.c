@@ -27,6 +27,12 @@ static const mc_isa *native(void)
 	return &isas[0];
 }
 
+const mc_isa *mc_isa_cuda(void)
+{
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0 };
+	return &cuda;
+}
+
 const mc_isa *mc_isa_find(const char *name)
 {
 	if (!name)

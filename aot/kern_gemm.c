@@ -209,6 +209,10 @@ static int kern_matmul(mc_lower_ctx *c)
 
 int mc_kern_gemm(mc_lower_ctx *c)
 {
+	/* register tiles serve CPUs; on a GPU the plain kernel's thread per
+	 * output element parallelises better */
+	if (c->kb->isa->kind == MC_ISA_CUDA)
+		return 1;
 	if (!c->out[0] || !is_f32(c->out[0]) || !is_f32(c->in[0]) || !is_f32(c->in[1]))
 		return 1;
 	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||

@@ -290,7 +290,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
-	p->isa = mc_isa_find(o->isa);
+	p->isa = o->target && !strcmp(o->target, "cuda") ? mc_isa_cuda() : mc_isa_find(o->isa);
 	if (!p->isa) {
 		mc_error("unknown --isa '%s'", o->isa);
 		return -1;

@@ -24,7 +24,8 @@ enum {
 	MODELC_ERR_NULL_ARGUMENT = 1, /* arena, inputs, outputs or one of their pointers NULL */
 	MODELC_ERR_MISALIGNED = 2,    /* arena not aligned to NAME_ARENA_ALIGN */
 	MODELC_ERR_BAD_INDEX = 3,     /* an index input out of range (Gather, ...) */
-	MODELC_ERR_BAD_INPUT = 4      /* other invalid input data */
+	MODELC_ERR_BAD_INPUT = 4,     /* other invalid input data */
+	MODELC_ERR_CUDA = 5           /* a CUDA call failed (cuda target: NAME_cuda.error says which) */
 };
 
 /* ---- element types, numbered as ONNX's TensorProto.DataType ----
@@ -67,6 +68,14 @@ typedef struct {
 	const int64_t *dims;
 } modelc_tensor_desc;
 
+/* The helpers below serve the host and, in CUDA builds (the cuda target's
+ * NAME.cu), device code too. */
+#ifdef __CUDACC__
+#define MODELC_FN static inline __host__ __device__
+#else
+#define MODELC_FN static inline
+#endif
+
 /* Alignment of weight arrays; placed between the declarator and the
  * initializer: `const float w[4] MODELC_ALIGN(16) = {...};` */
 #if defined(__GNUC__) || defined(__clang__)
@@ -76,14 +85,14 @@ typedef struct {
 #endif
 
 /* ---- float bits ---- */
-static inline uint32_t modelc_f32_bits(float f)
+MODELC_FN uint32_t modelc_f32_bits(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof u);
 	return u;
 }
 
-static inline float modelc_bits_f32(uint32_t u)
+MODELC_FN float modelc_bits_f32(uint32_t u)
 {
 	float f;
 	memcpy(&f, &u, sizeof f);
@@ -91,7 +100,7 @@ static inline float modelc_bits_f32(uint32_t u)
 }
 
 /* x >> shift rounded to nearest, ties to even (1 <= shift <= 31). */
-static inline uint32_t modelc_shr_rne(uint32_t x, unsigned shift)
+MODELC_FN uint32_t modelc_shr_rne(uint32_t x, unsigned shift)
 {
 	uint32_t q = x >> shift, rem = x & ((1u << shift) - 1u), half = 1u << (shift - 1u);
 	if (rem > half || (rem == half && (q & 1u)))
@@ -100,7 +109,7 @@ static inline uint32_t modelc_shr_rne(uint32_t x, unsigned shift)
 }
 
 /* ---- float16 (IEEE binary16) ---- */
-static inline float modelc_f16_to_f32(uint16_t h)
+MODELC_FN float modelc_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
 	if (exp == 0) { /* zero or subnormal: man * 2^-24 */
@@ -113,7 +122,7 @@ static inline float modelc_f16_to_f32(uint16_t h)
 }
 
 /* Round to nearest even; overflow gives inf; NaN stays NaN. */
-static inline uint16_t modelc_f32_to_f16(float f)
+MODELC_FN uint16_t modelc_f32_to_f16(float f)
 {
 	uint32_t x = modelc_f32_bits(f);
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
@@ -134,12 +143,12 @@ static inline uint16_t modelc_f32_to_f16(float f)
 }
 
 /* ---- bfloat16 ---- */
-static inline float modelc_bf16_to_f32(uint16_t h)
+MODELC_FN float modelc_bf16_to_f32(uint16_t h)
 {
 	return modelc_bits_f32((uint32_t)h << 16);
 }
 
-static inline uint16_t modelc_f32_to_bf16(float f)
+MODELC_FN uint16_t modelc_f32_to_bf16(float f)
 {
 	uint32_t x = modelc_f32_bits(f);
 	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
@@ -154,7 +163,7 @@ static inline uint16_t modelc_f32_to_bf16(float f)
  * none: -0); FNUZ formats have no -0. Parameters: mantissa bits, bias, the
  * sign bit's position, the largest finite magnitude code, whether
  * max + 1 is inf, whether NaN exists, FNUZ, the positive NaN code. ---- */
-static inline float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, unsigned sign_shift,
+MODELC_FN float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, unsigned sign_shift,
                                         unsigned max, int has_inf, int fnuz)
 {
 	uint32_t sign_bit = 1u << sign_shift, mag = code & (sign_bit - 1u);
@@ -174,7 +183,7 @@ static inline float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, 
 	return modelc_bits_f32(sign | ((uint32_t)((int)e - bias + 127) << 23) | (m << (23u - mbits)));
 }
 
-static inline uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, unsigned sign_shift,
+MODELC_FN uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, unsigned sign_shift,
                                           unsigned max, int has_nan, int fnuz, unsigned nan)
 {
 	uint32_t x = modelc_f32_bits(f), ax = x & 0x7fffffffu;
@@ -206,19 +215,19 @@ static inline uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, uns
 	return (uint8_t)(sign | mag);
 }
 
-static inline float modelc_f8e4m3fn_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 7, 7, 0x7e, 0, 0); }
-static inline float modelc_f8e4m3fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 8, 7, 0x7f, 0, 1); }
-static inline float modelc_f8e5m2_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 15, 7, 0x7b, 1, 0); }
-static inline float modelc_f8e5m2fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 16, 7, 0x7f, 0, 1); }
-static inline float modelc_f4e2m1_to_f32(uint8_t c) { return modelc_small_to_f32(c & 0xfu, 1, 1, 3, 0x7, 0, 0); }
-static inline uint8_t modelc_f32_to_f8e4m3fn(float f) { return modelc_f32_to_small(f, 3, 7, 7, 0x7e, 1, 0, 0x7f); }
-static inline uint8_t modelc_f32_to_f8e4m3fnuz(float f) { return modelc_f32_to_small(f, 3, 8, 7, 0x7f, 1, 1, 0x80); }
-static inline uint8_t modelc_f32_to_f8e5m2(float f) { return modelc_f32_to_small(f, 2, 15, 7, 0x7b, 1, 0, 0x7e); }
-static inline uint8_t modelc_f32_to_f8e5m2fnuz(float f) { return modelc_f32_to_small(f, 2, 16, 7, 0x7f, 1, 1, 0x80); }
-static inline uint8_t modelc_f32_to_f4e2m1(float f) { return modelc_f32_to_small(f, 1, 1, 3, 0x7, 0, 0, 0); }
+MODELC_FN float modelc_f8e4m3fn_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 7, 7, 0x7e, 0, 0); }
+MODELC_FN float modelc_f8e4m3fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 3, 8, 7, 0x7f, 0, 1); }
+MODELC_FN float modelc_f8e5m2_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 15, 7, 0x7b, 1, 0); }
+MODELC_FN float modelc_f8e5m2fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 16, 7, 0x7f, 0, 1); }
+MODELC_FN float modelc_f4e2m1_to_f32(uint8_t c) { return modelc_small_to_f32(c & 0xfu, 1, 1, 3, 0x7, 0, 0); }
+MODELC_FN uint8_t modelc_f32_to_f8e4m3fn(float f) { return modelc_f32_to_small(f, 3, 7, 7, 0x7e, 1, 0, 0x7f); }
+MODELC_FN uint8_t modelc_f32_to_f8e4m3fnuz(float f) { return modelc_f32_to_small(f, 3, 8, 7, 0x7f, 1, 1, 0x80); }
+MODELC_FN uint8_t modelc_f32_to_f8e5m2(float f) { return modelc_f32_to_small(f, 2, 15, 7, 0x7b, 1, 0, 0x7e); }
+MODELC_FN uint8_t modelc_f32_to_f8e5m2fnuz(float f) { return modelc_f32_to_small(f, 2, 16, 7, 0x7f, 1, 1, 0x80); }
+MODELC_FN uint8_t modelc_f32_to_f4e2m1(float f) { return modelc_f32_to_small(f, 1, 1, 3, 0x7, 0, 0, 0); }
 
 /* float8e8m0: 2^(code - 127), no sign, no zero; 0xff is NaN. */
-static inline float modelc_f8e8m0_to_f32(uint8_t c)
+MODELC_FN float modelc_f8e8m0_to_f32(uint8_t c)
 {
 	if (c == 0xffu)
 		return NAN;
@@ -227,7 +236,7 @@ static inline float modelc_f8e8m0_to_f32(uint8_t c)
 
 /* Rounds up to a power of two and saturates (ONNX Cast's defaults): NaN
  * gives NaN, inf the largest code, zero and tiny values the smallest. */
-static inline uint8_t modelc_f32_to_f8e8m0(float f)
+MODELC_FN uint8_t modelc_f32_to_f8e8m0(float f)
 {
 	uint32_t ax = modelc_f32_bits(f) & 0x7fffffffu;
 	if (ax > 0x7f800000u)
@@ -253,26 +262,26 @@ static inline uint8_t modelc_f32_to_f8e8m0(float f)
 }
 
 /* Sub-byte integers kept in a byte: wrap to the width (two's complement). */
-static inline int8_t modelc_wrap_i4(int8_t v) { return (int8_t)(((v & 0xf) ^ 0x8) - 0x8); }
-static inline int8_t modelc_wrap_i2(int8_t v) { return (int8_t)(((v & 0x3) ^ 0x2) - 0x2); }
-static inline uint8_t modelc_wrap_u4(uint8_t v) { return (uint8_t)(v & 0xfu); }
-static inline uint8_t modelc_wrap_u2(uint8_t v) { return (uint8_t)(v & 0x3u); }
+MODELC_FN int8_t modelc_wrap_i4(int8_t v) { return (int8_t)(((v & 0xf) ^ 0x8) - 0x8); }
+MODELC_FN int8_t modelc_wrap_i2(int8_t v) { return (int8_t)(((v & 0x3) ^ 0x2) - 0x2); }
+MODELC_FN uint8_t modelc_wrap_u4(uint8_t v) { return (uint8_t)(v & 0xfu); }
+MODELC_FN uint8_t modelc_wrap_u2(uint8_t v) { return (uint8_t)(v & 0x3u); }
 
 /* ---- integer arithmetic without undefined behaviour ----
  * Signed add/sub/mul/neg wrap (computed in the unsigned type); division
  * by zero gives 0 and INT_MIN / -1 wraps; shifts by the width or more (or
  * by a negative amount) give 0; abs(INT_MIN) wraps. */
 #define MODELC_WRAP_OPS(S, T, U)                                                              \
-	static inline T modelc_add_##S(T a, T b) { return (T)((U)a + (U)b); }                    \
-	static inline T modelc_sub_##S(T a, T b) { return (T)((U)a - (U)b); }                    \
-	static inline T modelc_mul_##S(T a, T b) { return (T)((U)a * (U)b); }                    \
-	static inline T modelc_neg_##S(T a) { return (T)((U)0 - (U)a); }
+	MODELC_FN T modelc_add_##S(T a, T b) { return (T)((U)a + (U)b); }                    \
+	MODELC_FN T modelc_sub_##S(T a, T b) { return (T)((U)a - (U)b); }                    \
+	MODELC_FN T modelc_mul_##S(T a, T b) { return (T)((U)a * (U)b); }                    \
+	MODELC_FN T modelc_neg_##S(T a) { return (T)((U)0 - (U)a); }
 MODELC_WRAP_OPS(i32, int32_t, uint32_t)
 MODELC_WRAP_OPS(i64, int64_t, uint64_t)
 #undef MODELC_WRAP_OPS
 
 #define MODELC_SIGNED_OPS(S, T, U, MIN, BITS)                                                 \
-	static inline T modelc_div_##S(T a, T b)                                                 \
+	MODELC_FN T modelc_div_##S(T a, T b)                                                 \
 	{                                                                                        \
 		if (b == 0)                                                                          \
 			return 0;                                                                        \
@@ -280,20 +289,20 @@ MODELC_WRAP_OPS(i64, int64_t, uint64_t)
 			return (T)((U)0 - (U)a);                                                         \
 		return (T)(a / b);                                                                   \
 	}                                                                                        \
-	static inline T modelc_rem_##S(T a, T b)                                                 \
+	MODELC_FN T modelc_rem_##S(T a, T b)                                                 \
 	{                                                                                        \
 		if (b == 0 || b == -1)                                                               \
 			return 0;                                                                        \
 		return (T)(a % b);                                                                   \
 	}                                                                                        \
-	static inline T modelc_abs_##S(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }             \
-	static inline T modelc_shl_##S(T a, T b)                                                 \
+	MODELC_FN T modelc_abs_##S(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }             \
+	MODELC_FN T modelc_shl_##S(T a, T b)                                                 \
 	{                                                                                        \
 		return (b < 0 || b >= BITS) ? (T)0 : (T)((U)a << b);                                 \
 	}                                                                                        \
-	static inline T modelc_shr_##S(T a, T b) { return (b < 0 || b >= BITS) ? (T)0 : (T)(a >> b); } \
-	static inline T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
-	static inline T modelc_max_##S(T a, T b) { return a > b ? a : b; }
+	MODELC_FN T modelc_shr_##S(T a, T b) { return (b < 0 || b >= BITS) ? (T)0 : (T)(a >> b); } \
+	MODELC_FN T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
+	MODELC_FN T modelc_max_##S(T a, T b) { return a > b ? a : b; }
 MODELC_SIGNED_OPS(i8, int8_t, uint8_t, INT8_MIN, 8)
 MODELC_SIGNED_OPS(i16, int16_t, uint16_t, INT16_MIN, 16)
 MODELC_SIGNED_OPS(i32, int32_t, uint32_t, INT32_MIN, 32)
@@ -301,27 +310,27 @@ MODELC_SIGNED_OPS(i64, int64_t, uint64_t, INT64_MIN, 64)
 #undef MODELC_SIGNED_OPS
 
 #define MODELC_UNSIGNED_OPS(S, T, BITS)                                                       \
-	static inline T modelc_div_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }          \
-	static inline T modelc_rem_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }          \
-	static inline T modelc_shl_##S(T a, T b) { return b >= BITS ? (T)0 : (T)((T)a << b); }   \
-	static inline T modelc_shr_##S(T a, T b) { return b >= BITS ? (T)0 : (T)(a >> b); }      \
-	static inline T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
-	static inline T modelc_max_##S(T a, T b) { return a > b ? a : b; }
+	MODELC_FN T modelc_div_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }          \
+	MODELC_FN T modelc_rem_##S(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }          \
+	MODELC_FN T modelc_shl_##S(T a, T b) { return b >= BITS ? (T)0 : (T)((T)a << b); }   \
+	MODELC_FN T modelc_shr_##S(T a, T b) { return b >= BITS ? (T)0 : (T)(a >> b); }      \
+	MODELC_FN T modelc_min_##S(T a, T b) { return a < b ? a : b; }                       \
+	MODELC_FN T modelc_max_##S(T a, T b) { return a > b ? a : b; }
 MODELC_UNSIGNED_OPS(u8, uint8_t, 8)
 MODELC_UNSIGNED_OPS(u16, uint16_t, 16)
 MODELC_UNSIGNED_OPS(u32, uint32_t, 32)
 MODELC_UNSIGNED_OPS(u64, uint64_t, 64)
 #undef MODELC_UNSIGNED_OPS
 
-static inline float modelc_min_f32(float a, float b) { return a < b ? a : b; }
-static inline float modelc_max_f32(float a, float b) { return a > b ? a : b; }
-static inline double modelc_min_f64(double a, double b) { return a < b ? a : b; }
-static inline double modelc_max_f64(double a, double b) { return a > b ? a : b; }
+MODELC_FN float modelc_min_f32(float a, float b) { return a < b ? a : b; }
+MODELC_FN float modelc_max_f32(float a, float b) { return a > b ? a : b; }
+MODELC_FN double modelc_min_f64(double a, double b) { return a < b ? a : b; }
+MODELC_FN double modelc_max_f64(double a, double b) { return a > b ? a : b; }
 
 /* ---- float to integer: truncates; NaN gives 0 and out-of-range values
  * saturate (C leaves both undefined) ---- */
 #define MODELC_F2I(S, T, F, FS, LO, HI, TMIN, TMAX)                                          \
-	static inline T modelc_##FS##_to_##S(F v)                                                \
+	MODELC_FN T modelc_##FS##_to_##S(F v)                                                \
 	{                                                                                        \
 		if (v != v)                                                                          \
 			return 0;                                                                        \

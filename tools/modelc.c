@@ -35,6 +35,9 @@ static void usage(FILE *f)
 	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
+	      "  --target c|cuda           c (default): C99 sources; cuda: NAME.cu for NVIDIA GPUs\n"
+	      "                            (NAME_cuda_init/run, one device allocation, CUDA graphs)\n"
+	      "  --cuda-arch LIST          GPU archs build.ninja's nvcc builds for (default sm_87,sm_90)\n"
 	      "  --isa ISA                 generic (portable C99, default), avx2, avx512, neon,\n"
 	      "                            cortex-m, or native (the widest this machine runs)\n"
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
@@ -143,6 +146,12 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		note_option(c, a, NULL);
 	} else if (strcmp(a, "--isa") == 0 && has_val) {
 		o->isa = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--target") == 0 && has_val) {
+		o->target = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
+		o->cuda_arch = argv[++*i];
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--layout") == 0 && has_val) {
 		o->layout = argv[++*i];

@@ -12,33 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../aot/aot.h"
+#include "emit_c.h"
 
 /* runtime-min/modelc_rt.h, embedded at build time (scripts/embed-text). */
 extern const char mc_runtime_min_h[];
 
-typedef struct {
-	const mc_program *p;
-	const char *name;     /* identifier prefix */
-	char *upper;          /* its upper-case form, for macros */
-	bool idx64;           /* MC_KT_INDEX is int64_t (else int32_t) */
-	char idx_type[160];   /* C name of the index type */
-	mc_strbuf *sb;
-	const mc_kernel *k;   /* kernel being printed */
-	int *var_reads;       /* per variable of k: times read */
-	int *buf_uses;        /* per buffer of k: loads and stores */
-	int err;
-} emitter;
+typedef mc_cemit emitter;
 
-static void fail(emitter *e, const char *what)
+void mc_ce_fail(emitter *e, const char *what)
 {
 	if (!e->err)
-		mc_error("C target: kernel '%s': %s", e->k ? e->k->name : "?", what);
+		mc_error("%s: kernel '%s': %s", e->target, e->k ? e->k->name : "?", what);
 	e->err = -1;
 }
 
 /* ---- types ---- */
-static const char *ctype(const emitter *e, mc_ktype t)
+const char *mc_ce_ctype(const emitter *e, mc_ktype t)
 {
 	switch (t) {
 	case MC_KT_BOOL: return "int";
@@ -77,7 +66,7 @@ static const char *tsuffix(const emitter *e, mc_ktype t)
 }
 
 /* C type of a buffer element in memory. */
-static const char *storage_type(mc_dtype t)
+const char *mc_ce_storage_type(mc_dtype t)
 {
 	switch (t) {
 	case MC_FLOAT: return "float";
@@ -131,7 +120,7 @@ static const char *store_fn(mc_dtype t)
 	}
 }
 
-static const char *dtype_const(mc_dtype t)
+const char *mc_ce_dtype_const(mc_dtype t)
 {
 	switch (t) {
 	case MC_FLOAT: return "MODELC_FLOAT";
@@ -242,16 +231,15 @@ static void put_int_const(emitter *e, mc_ktype t, int64_t v)
 }
 
 /* ---- expressions ---- */
-static void put_expr(emitter *e, const mc_kexpr *x, bool top);
 
 /* name(a) / name(a, b) */
 static void put_call(emitter *e, const char *fn, const mc_kexpr *a, const mc_kexpr *b)
 {
 	mc_sb_printf(e->sb, "%s(", fn);
-	put_expr(e, a, true);
+	mc_ce_expr(e, a, true);
 	if (b) {
 		mc_sb_puts(e->sb, ", ");
-		put_expr(e, b, true);
+		mc_ce_expr(e, b, true);
 	}
 	mc_sb_puts(e->sb, ")");
 }
@@ -273,9 +261,9 @@ static void put_infix(emitter *e, const char *op, const mc_kexpr *a, const mc_ke
 		mc_sb_printf(e->sb, "((%s)(", cast);
 	else if (!top)
 		mc_sb_puts(e->sb, "(");
-	put_expr(e, a, false);
+	mc_ce_expr(e, a, false);
 	mc_sb_printf(e->sb, " %s ", op);
-	put_expr(e, b, false);
+	mc_ce_expr(e, b, false);
 	if (cast)
 		mc_sb_puts(e->sb, "))");
 	else if (!top)
@@ -312,7 +300,7 @@ static void put_float_bin(emitter *e, const mc_kexpr *x, bool top)
 		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", x->a->type, x->a, x->b);
 		return;
 	default:
-		fail(e, "bitwise operation on floats");
+		mc_ce_fail(e, "bitwise operation on floats");
 	}
 }
 
@@ -321,7 +309,7 @@ static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 	mc_ktype t = x->a->type;
 	/* Types narrower than int are promoted: narrow the result back. */
 	bool narrow = t == MC_KT_I8 || t == MC_KT_U8 || t == MC_KT_I16 || t == MC_KT_U16;
-	const char *cast = narrow ? ctype(e, t) : NULL;
+	const char *cast = narrow ? mc_ce_ctype(e, t) : NULL;
 	switch (x->op) {
 	case MC_KB_ADD: case MC_KB_SUB: case MC_KB_MUL:
 		if (t == MC_KT_I32 || t == MC_KT_I64) {
@@ -330,9 +318,9 @@ static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 		} else if (t == MC_KT_U16 && x->op == MC_KB_MUL) {
 			/* 65535 * 65535 overflows int: multiply as unsigned */
 			mc_sb_puts(e->sb, "((uint16_t)((uint32_t)");
-			put_expr(e, x->a, false);
+			mc_ce_expr(e, x->a, false);
 			mc_sb_puts(e->sb, " * (uint32_t)");
-			put_expr(e, x->b, false);
+			mc_ce_expr(e, x->b, false);
 			mc_sb_puts(e->sb, "))");
 		} else {
 			put_infix(e, infix_ops[x->op], x->a, x->b, cast, top);
@@ -345,13 +333,13 @@ static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", t, x->a, x->b);
 		return;
 	case MC_KB_AND: case MC_KB_OR: case MC_KB_XOR:
-		put_infix(e, infix_ops[x->op], x->a, x->b, cast ? cast : ctype(e, t), top);
+		put_infix(e, infix_ops[x->op], x->a, x->b, cast ? cast : mc_ce_ctype(e, t), top);
 		return;
 	case MC_KB_SHL: case MC_KB_SHR:
 		put_helper(e, x->op == MC_KB_SHL ? "shl" : "shr", t, x->a, x->b);
 		return;
 	default:
-		fail(e, "pow/atan2 on integers has no C lowering");
+		mc_ce_fail(e, "pow/atan2 on integers has no C lowering");
 	}
 }
 
@@ -360,18 +348,18 @@ static void put_index_bin(emitter *e, const mc_kexpr *x, bool top)
 {
 	if (x->op == MC_KB_MIN || x->op == MC_KB_MAX) {
 		mc_sb_puts(e->sb, "(");
-		put_expr(e, x->a, false);
+		mc_ce_expr(e, x->a, false);
 		mc_sb_puts(e->sb, x->op == MC_KB_MIN ? " < " : " > ");
-		put_expr(e, x->b, false);
+		mc_ce_expr(e, x->b, false);
 		mc_sb_puts(e->sb, " ? ");
-		put_expr(e, x->a, false);
+		mc_ce_expr(e, x->a, false);
 		mc_sb_puts(e->sb, " : ");
-		put_expr(e, x->b, false);
+		mc_ce_expr(e, x->b, false);
 		mc_sb_puts(e->sb, ")");
 		return;
 	}
 	if (!infix_ops[x->op]) {
-		fail(e, "unsupported operation on indices");
+		mc_ce_fail(e, "unsupported operation on indices");
 		return;
 	}
 	put_infix(e, infix_ops[x->op], x->a, x->b, NULL, top);
@@ -390,7 +378,7 @@ static void put_bool_bin(emitter *e, const mc_kexpr *x, bool top)
 		put_infix(e, "^", x->a, x->b, NULL, top);
 		return;
 	default:
-		fail(e, "arithmetic on bools");
+		mc_ce_fail(e, "arithmetic on bools");
 	}
 }
 
@@ -474,7 +462,7 @@ static void put_compare(emitter *e, const mc_kexpr *x, bool top)
 	}
 	if (known >= 0) { /* keep the operand's reads, drop the comparison */
 		mc_sb_puts(e->sb, "((void)");
-		put_expr(e, var, false);
+		mc_ce_expr(e, var, false);
 		mc_sb_printf(e->sb, ", %d)", known);
 		return;
 	}
@@ -514,7 +502,7 @@ static void put_prefix(emitter *e, const char *cast, const char *pre, const mc_k
 		mc_sb_printf(e->sb, "((%s)(%s", cast, pre);
 	else
 		mc_sb_printf(e->sb, "(%s", pre);
-	put_expr(e, a, false);
+	mc_ce_expr(e, a, false);
 	mc_sb_puts(e->sb, cast ? "))" : ")");
 }
 
@@ -529,16 +517,16 @@ static void put_neg(emitter *e, const mc_kexpr *x)
 		put_helper(e, "neg", t, x->a, NULL);
 		return;
 	case MC_KT_I8: case MC_KT_I16:
-		put_prefix(e, ctype(e, t), "-", x->a);
+		put_prefix(e, mc_ce_ctype(e, t), "-", x->a);
 		return;
 	case MC_KT_U8: case MC_KT_U16: case MC_KT_U32:
-		put_prefix(e, ctype(e, t), "0u - ", x->a);
+		put_prefix(e, mc_ce_ctype(e, t), "0u - ", x->a);
 		return;
 	case MC_KT_U64:
-		put_prefix(e, ctype(e, t), "UINT64_C(0) - ", x->a);
+		put_prefix(e, mc_ce_ctype(e, t), "UINT64_C(0) - ", x->a);
 		return;
 	default: /* bool: -x is x modulo 2 */
-		put_expr(e, x->a, false);
+		mc_ce_expr(e, x->a, false);
 		return;
 	}
 }
@@ -557,21 +545,21 @@ static void put_un(emitter *e, const mc_kexpr *x)
 		return;
 	case MC_KU_BITNOT:
 		if (is_float)
-			fail(e, "bitwise not on floats");
+			mc_ce_fail(e, "bitwise not on floats");
 		else if (t == MC_KT_BOOL)
 			put_prefix(e, NULL, "!", x->a);
 		else
-			put_prefix(e, ctype(e, t), "~", x->a);
+			put_prefix(e, mc_ce_ctype(e, t), "~", x->a);
 		return;
 	case MC_KU_ISNAN: case MC_KU_ISINF:
 		if (!is_float) { /* integers are never NaN or inf */
 			mc_sb_puts(e->sb, "((void)");
-			put_expr(e, x->a, false);
+			mc_ce_expr(e, x->a, false);
 			mc_sb_puts(e->sb, ", 0)");
 			return;
 		}
 		mc_sb_puts(e->sb, x->op == MC_KU_ISNAN ? "(isnan(" : "(isinf(");
-		put_expr(e, x->a, true);
+		mc_ce_expr(e, x->a, true);
 		mc_sb_puts(e->sb, ") != 0)");
 		return;
 	default:
@@ -580,30 +568,30 @@ static void put_un(emitter *e, const mc_kexpr *x)
 	if (!is_float) {
 		switch (x->op) {
 		case MC_KU_FLOOR: case MC_KU_CEIL: case MC_KU_TRUNC: case MC_KU_RINT: case MC_KU_ROUND:
-			put_expr(e, x->a, false);
+			mc_ce_expr(e, x->a, false);
 			return;
 		case MC_KU_ABS:
 			if (t == MC_KT_INDEX) {
 				mc_sb_puts(e->sb, "(");
-				put_expr(e, x->a, false);
+				mc_ce_expr(e, x->a, false);
 				mc_sb_puts(e->sb, " < 0 ? -");
-				put_expr(e, x->a, false);
+				mc_ce_expr(e, x->a, false);
 				mc_sb_puts(e->sb, " : ");
-				put_expr(e, x->a, false);
+				mc_ce_expr(e, x->a, false);
 				mc_sb_puts(e->sb, ")");
 			} else if (mc_ktype_is_signed(t)) {
 				put_helper(e, "abs", t, x->a, NULL);
 			} else {
-				put_expr(e, x->a, false);
+				mc_ce_expr(e, x->a, false);
 			}
 			return;
 		default:
-			fail(e, "math function on integers");
+			mc_ce_fail(e, "math function on integers");
 			return;
 		}
 	}
 	if ((unsigned)x->op >= MC_KU__COUNT || !math_fns[x->op]) {
-		fail(e, "unknown unary operation");
+		mc_ce_fail(e, "unknown unary operation");
 		return;
 	}
 	snprintf(fn, sizeof fn, "%s%s", math_fns[x->op], t == MC_KT_F32 ? "f" : "");
@@ -615,7 +603,7 @@ static void put_cast(emitter *e, const mc_kexpr *x)
 	mc_ktype to = x->type, from = x->a->type;
 	if (to == MC_KT_BOOL) {
 		mc_sb_puts(e->sb, "(");
-		put_expr(e, x->a, false);
+		mc_ce_expr(e, x->a, false);
 		mc_sb_puts(e->sb, " != 0)");
 		return;
 	}
@@ -628,8 +616,8 @@ static void put_cast(emitter *e, const mc_kexpr *x)
 		put_call(e, fn, x->a, NULL);
 		return;
 	}
-	mc_sb_printf(e->sb, "((%s)", ctype(e, to));
-	put_expr(e, x->a, false);
+	mc_sb_printf(e->sb, "((%s)", mc_ce_ctype(e, to));
+	mc_ce_expr(e, x->a, false);
 	mc_sb_puts(e->sb, ")");
 }
 
@@ -642,7 +630,7 @@ static void put_load(emitter *e, const mc_kexpr *x)
 	else if (dt == MC_BOOL)
 		mc_sb_puts(e->sb, "(");
 	mc_sb_printf(e->sb, "b%d[", x->buf);
-	put_expr(e, x->a, true);
+	mc_ce_expr(e, x->a, true);
 	mc_sb_puts(e->sb, "]");
 	if (fn)
 		mc_sb_puts(e->sb, ")");
@@ -681,7 +669,7 @@ static const char *vtype(emitter *e, const mc_kvar *v)
 {
 	vec_names n;
 	if (!vec_names_of(e, v->lanes, &n)) {
-		fail(e, "vector width the ISA does not have");
+		mc_ce_fail(e, "vector width the ISA does not have");
 		return "void";
 	}
 	return v->type == MC_KT_BOOL ? n.mask : n.type;
@@ -692,10 +680,10 @@ static void put_vcall(emitter *e, const vec_names *n, const char *op, const mc_k
                       const mc_kexpr *b)
 {
 	mc_sb_printf(e->sb, "%s%s(", n->pre, op);
-	put_expr(e, a, true);
+	mc_ce_expr(e, a, true);
 	if (b) {
 		mc_sb_puts(e->sb, ", ");
-		put_expr(e, b, true);
+		mc_ce_expr(e, b, true);
 	}
 	mc_sb_puts(e->sb, ")");
 }
@@ -709,7 +697,7 @@ static void put_call3(emitter *e, const char *pre, const char *fn, const mc_kexp
 	for (int i = 0; i < 3; i++) {
 		if (i)
 			mc_sb_puts(e->sb, ", ");
-		put_expr(e, args[i], true);
+		mc_ce_expr(e, args[i], true);
 	}
 	mc_sb_puts(e->sb, ")");
 }
@@ -731,9 +719,9 @@ static void put_vec_compare(emitter *e, const vec_names *n, const mc_kexpr *x)
 	                                     "_CMP_GE_OQ", "_CMP_EQ_OQ", "_CMP_NEQ_UQ" };
 	bool mask = strcmp(n->pre, "_mm512_") == 0;
 	mc_sb_printf(e->sb, "%s%s(", n->pre, mask ? "cmp_ps_mask" : "cmp_ps");
-	put_expr(e, x->a, true);
+	mc_ce_expr(e, x->a, true);
 	mc_sb_puts(e->sb, ", ");
-	put_expr(e, x->b, true);
+	mc_ce_expr(e, x->b, true);
 	mc_sb_printf(e->sb, ", %s)", preds[x->op - MC_KB_LT]);
 }
 
@@ -751,13 +739,13 @@ static void put_vec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 		case MC_KB_DIV: put_vcall(e, n, "vdivq_f32", x->a, x->b); return;
 		case MC_KB_MIN: case MC_KB_MAX: /* a < b ? a : b, as the scalar code */
 			mc_sb_printf(e->sb, "vbslq_f32(%s(", x->op == MC_KB_MIN ? "vcltq_f32" : "vcgtq_f32");
-			put_expr(e, x->a, true);
+			mc_ce_expr(e, x->a, true);
 			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
+			mc_ce_expr(e, x->b, true);
 			mc_sb_puts(e->sb, "), ");
-			put_expr(e, x->a, true);
+			mc_ce_expr(e, x->a, true);
 			mc_sb_puts(e->sb, ", ");
-			put_expr(e, x->b, true);
+			mc_ce_expr(e, x->b, true);
 			mc_sb_puts(e->sb, ")");
 			return;
 		default: break;
@@ -773,14 +761,14 @@ static void put_vec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 			return;
 		}
 	}
-	fail(e, "binary operation without a vector form");
+	mc_ce_fail(e, "binary operation without a vector form");
 }
 
 static void put_vec_expr(emitter *e, const mc_kexpr *x)
 {
 	vec_names n;
 	if (!vec_names_of(e, x->lanes, &n)) {
-		fail(e, "vector width the ISA does not have");
+		mc_ce_fail(e, "vector width the ISA does not have");
 		return;
 	}
 	bool neon = is_neon(e);
@@ -793,7 +781,7 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 			mc_sb_printf(e->sb, "vld1q_f32(&b%d[", x->buf);
 		else
 			mc_sb_printf(e->sb, "%sloadu_ps(&b%d[", n.pre, x->buf);
-		put_expr(e, x->a, true);
+		mc_ce_expr(e, x->a, true);
 		mc_sb_puts(e->sb, "])");
 		return;
 	case MC_KE_SPLAT:
@@ -808,7 +796,7 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 			return;
 		}
 		mc_sb_printf(e->sb, "%ssub_ps(%sset1_ps(-0.0f), ", n.pre, n.pre);
-		put_expr(e, x->a, true);
+		mc_ce_expr(e, x->a, true);
 		mc_sb_puts(e->sb, ")");
 		return;
 	case MC_KE_FMA: /* vfmaq_f32(c, a, b) = c + a * b */
@@ -820,11 +808,11 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 	case MC_KE_SELECT:
 		if (mc_k_lanes(x->a) == 1) { /* one whole vector or the other */
 			mc_sb_puts(e->sb, "(");
-			put_expr(e, x->a, false);
+			mc_ce_expr(e, x->a, false);
 			mc_sb_puts(e->sb, " ? ");
-			put_expr(e, x->b, false);
+			mc_ce_expr(e, x->b, false);
 			mc_sb_puts(e->sb, " : ");
-			put_expr(e, x->c, false);
+			mc_ce_expr(e, x->c, false);
 			mc_sb_puts(e->sb, ")");
 		} else if (neon) {
 			put_call3(e, "vbslq_f32", "", x->a, x->b, x->c);
@@ -837,7 +825,7 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 	default:
 		break;
 	}
-	fail(e, "expression without a vector form");
+	mc_ce_fail(e, "expression without a vector form");
 }
 
 /* Lane i of a vector: the runtime's modelc_laneN helpers (emitted by
@@ -845,11 +833,11 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 static void put_lane(emitter *e, const mc_kexpr *x)
 {
 	mc_sb_printf(e->sb, "modelc_lane%d(", x->a->lanes);
-	put_expr(e, x->a, true);
+	mc_ce_expr(e, x->a, true);
 	mc_sb_printf(e->sb, ", %lld)", (long long)x->i);
 }
 
-static void put_expr(emitter *e, const mc_kexpr *x, bool top)
+void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 {
 	if (x->lanes > 1) {
 		put_vec_expr(e, x);
@@ -877,11 +865,11 @@ static void put_expr(emitter *e, const mc_kexpr *x, bool top)
 	case MC_KE_SELECT:
 		if (!top)
 			mc_sb_puts(e->sb, "(");
-		put_expr(e, x->a, false);
+		mc_ce_expr(e, x->a, false);
 		mc_sb_puts(e->sb, " ? ");
-		put_expr(e, x->b, false);
+		mc_ce_expr(e, x->b, false);
 		mc_sb_puts(e->sb, " : ");
-		put_expr(e, x->c, false);
+		mc_ce_expr(e, x->c, false);
 		if (!top)
 			mc_sb_puts(e->sb, ")");
 		return;
@@ -904,11 +892,11 @@ static void put_expr(emitter *e, const mc_kexpr *x, bool top)
 	case MC_KE_SPLAT:
 		break;
 	}
-	fail(e, "unknown expression kind");
+	mc_ce_fail(e, "unknown expression kind");
 }
 
 /* ---- statements ---- */
-static void indent(emitter *e, int depth)
+void mc_ce_indent(emitter *e, int depth)
 {
 	for (int i = 0; i < depth; i++)
 		mc_sb_puts(e->sb, "\t");
@@ -926,68 +914,67 @@ static const char *status_name(int code)
 	}
 }
 
-static void put_block(emitter *e, const mc_kstmt *s, int depth);
 
 static void put_store(emitter *e, const mc_kstmt *s)
 {
 	if (s->b->lanes > 1) {
 		vec_names n;
 		if (!vec_names_of(e, s->b->lanes, &n)) {
-			fail(e, "vector width the ISA does not have");
+			mc_ce_fail(e, "vector width the ISA does not have");
 			return;
 		}
 		if (is_neon(e))
 			mc_sb_printf(e->sb, "vst1q_f32(&b%d[", s->buf);
 		else
 			mc_sb_printf(e->sb, "%sstoreu_ps(&b%d[", n.pre, s->buf);
-		put_expr(e, s->a, true);
+		mc_ce_expr(e, s->a, true);
 		mc_sb_puts(e->sb, "], ");
-		put_expr(e, s->b, true);
+		mc_ce_expr(e, s->b, true);
 		mc_sb_puts(e->sb, ");\n");
 		return;
 	}
 	const char *fn = store_fn(e->k->bufs[s->buf].dtype);
 	mc_sb_printf(e->sb, "b%d[", s->buf);
-	put_expr(e, s->a, true);
+	mc_ce_expr(e, s->a, true);
 	mc_sb_puts(e->sb, "] = ");
 	if (fn) {
 		mc_sb_printf(e->sb, "%s(", fn);
-		put_expr(e, s->b, true);
+		mc_ce_expr(e, s->b, true);
 		mc_sb_puts(e->sb, ")");
 	} else {
-		put_expr(e, s->b, true);
+		mc_ce_expr(e, s->b, true);
 	}
 	mc_sb_puts(e->sb, ";\n");
 }
 
-static void put_stmt(emitter *e, const mc_kstmt *s, int depth)
+void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 {
 	const mc_kvar *v = (s->kind == MC_KS_FOR || s->kind == MC_KS_DECL) ? &e->k->vars[s->var] : NULL;
-	indent(e, depth);
+	mc_ce_indent(e, depth);
 	switch (s->kind) {
 	case MC_KS_FOR:
-		mc_sb_printf(e->sb, "for (%s v%d = ", ctype(e, v->type), s->var);
-		put_expr(e, s->a, true);
+		mc_sb_printf(e->sb, "for (%s v%d = ", mc_ce_ctype(e, v->type), s->var);
+		mc_ce_expr(e, s->a, true);
 		mc_sb_printf(e->sb, "; v%d < ", s->var);
-		put_expr(e, s->b, false);
+		mc_ce_expr(e, s->b, false);
 		mc_sb_printf(e->sb, "; v%d++) {\n", s->var);
-		put_block(e, s->body, depth + 1);
-		indent(e, depth);
+		mc_ce_block(e, s->body, depth + 1);
+		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "}\n");
 		return;
 	case MC_KS_DECL:
 		mc_sb_printf(e->sb, "%s%s v%d = ", v->mutable_ ? "" : "const ",
-		             v->lanes > 1 ? vtype(e, v) : ctype(e, v->type), s->var);
-		put_expr(e, s->a, true);
+		             v->lanes > 1 ? vtype(e, v) : mc_ce_ctype(e, v->type), s->var);
+		mc_ce_expr(e, s->a, true);
 		mc_sb_puts(e->sb, ";\n");
 		if (e->var_reads[s->var] == 0) { /* keeps -Wunused-variable quiet */
-			indent(e, depth);
+			mc_ce_indent(e, depth);
 			mc_sb_printf(e->sb, "(void)v%d;\n", s->var);
 		}
 		return;
 	case MC_KS_ASSIGN:
 		mc_sb_printf(e->sb, "v%d = ", s->var);
-		put_expr(e, s->a, true);
+		mc_ce_expr(e, s->a, true);
 		mc_sb_puts(e->sb, ";\n");
 		return;
 	case MC_KS_STORE:
@@ -995,15 +982,15 @@ static void put_stmt(emitter *e, const mc_kstmt *s, int depth)
 		return;
 	case MC_KS_IF:
 		mc_sb_puts(e->sb, "if (");
-		put_expr(e, s->a, true);
+		mc_ce_expr(e, s->a, true);
 		mc_sb_puts(e->sb, ") {\n");
-		put_block(e, s->body, depth + 1);
+		mc_ce_block(e, s->body, depth + 1);
 		if (s->orelse) {
-			indent(e, depth);
+			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "} else {\n");
-			put_block(e, s->orelse, depth + 1);
+			mc_ce_block(e, s->orelse, depth + 1);
 		}
-		indent(e, depth);
+		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "}\n");
 		return;
 	case MC_KS_BREAK:
@@ -1011,20 +998,28 @@ static void put_stmt(emitter *e, const mc_kstmt *s, int depth)
 		return;
 	case MC_KS_FAIL: {
 		const char *name = status_name(s->code);
-		if (name)
-			mc_sb_printf(e->sb, "return %s;\n", name);
+		char code[32];
+		if (!name) {
+			snprintf(code, sizeof code, "%d", s->code);
+			name = code;
+		}
+		/* device code cannot return a status: the thread records it in the
+		 * status word (st, see targets/cuda) and stops */
+		if (e->cuda)
+			mc_sb_printf(e->sb, "{\n%*smodelc_cuda_fail(st, %s);\n%*sreturn;\n%*s}\n",
+			             depth + 1, "", name, depth + 1, "", depth, "");
 		else
-			mc_sb_printf(e->sb, "return %d;\n", s->code);
+			mc_sb_printf(e->sb, "return %s;\n", name);
 		return;
 	}
 	}
-	fail(e, "unknown statement kind");
+	mc_ce_fail(e, "unknown statement kind");
 }
 
-static void put_block(emitter *e, const mc_kstmt *s, int depth)
+void mc_ce_block(emitter *e, const mc_kstmt *s, int depth)
 {
 	for (; s; s = s->next)
-		put_stmt(e, s, depth);
+		mc_ce_stmt(e, s, depth);
 }
 
 /* ---- use counts: unused buffers get no pointer, unused locals a (void) ---- */
@@ -1041,7 +1036,7 @@ static void scan_expr(emitter *e, const mc_kexpr *x)
 	scan_expr(e, x->c);
 }
 
-static void scan_block(emitter *e, const mc_kstmt *s)
+void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 {
 	for (; s; s = s->next) {
 		if (s->kind == MC_KS_STORE && s->buf >= 0 && s->buf < e->k->n_bufs)
@@ -1049,8 +1044,8 @@ static void scan_block(emitter *e, const mc_kstmt *s)
 		scan_expr(e, s->a);
 		scan_expr(e, s->b);
 		scan_expr(e, s->c);
-		scan_block(e, s->body);
-		scan_block(e, s->orelse);
+		mc_ce_scan_block(e, s->body);
+		mc_ce_scan_block(e, s->orelse);
 	}
 }
 
@@ -1058,7 +1053,7 @@ static void scan_block(emitter *e, const mc_kstmt *s)
 /* Text safe inside a block comment: no comment terminator or opener
  * (-Wcomment), no trigraph, no backslash (which would join a line to the
  * next), printable ASCII only. */
-static void put_comment_text(mc_strbuf *sb, const char *s)
+void mc_ce_comment_text(mc_strbuf *sb, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -1076,7 +1071,7 @@ static void put_comment_text(mc_strbuf *sb, const char *s)
 }
 
 /* A C string literal of s. */
-static void put_c_string(mc_strbuf *sb, const char *s)
+void mc_ce_c_string(mc_strbuf *sb, const char *s)
 {
 	mc_sb_puts(sb, "\"");
 	for (; *s; s++) {
@@ -1091,14 +1086,14 @@ static void put_c_string(mc_strbuf *sb, const char *s)
 	mc_sb_puts(sb, "\"");
 }
 
-static void put_kernel_name(emitter *e, const mc_kernel *k)
+void mc_ce_kernel_name(emitter *e, const mc_kernel *k)
 {
 	mc_sb_printf(e->sb, "%s_", e->name);
 	for (const char *s = k->name; *s; s++)
 		mc_sb_printf(e->sb, "%c", isalnum((unsigned char)*s) ? *s : '_');
 }
 
-static const mc_weight *weight_of(const emitter *e, int index)
+const mc_weight *mc_ce_weight_of(const emitter *e, int index)
 {
 	if (index < 0 || index >= e->p->n_weights)
 		return NULL;
@@ -1122,7 +1117,7 @@ static bool may_overlap(const mc_kbuf *a, const mc_kbuf *b)
 
 /* restrict lets the compiler keep values in registers across stores and
  * vectorise without run-time alias checks; only where it is true. */
-static bool is_restrict(const emitter *e, int i)
+bool mc_ce_is_restrict(const emitter *e, int i)
 {
 	for (int j = 0; j < e->k->n_bufs; j++)
 		if (j != i && e->buf_uses[j] && may_overlap(&e->k->bufs[i], &e->k->bufs[j]))
@@ -1134,22 +1129,22 @@ static bool is_restrict(const emitter *e, int i)
 static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, bool *uses_out)
 {
 	const mc_kbuf *b = &e->k->bufs[i];
-	const char *st = storage_type(b->dtype);
+	const char *st = mc_ce_storage_type(b->dtype);
 	const char *q = b->written ? "" : "const ";
 	if (!st) {
-		fail(e, "buffer of a dtype without C storage");
+		mc_ce_fail(e, "buffer of a dtype without C storage");
 		return;
 	}
-	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = ", q, st, is_restrict(e, i) ? "restrict " : "", i);
+	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = ", q, st, mc_ce_is_restrict(e, i) ? "restrict " : "", i);
 	switch (b->loc.kind) {
 	case MC_LOC_ARENA:
 		mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
 		*uses_arena = true;
 		break;
 	case MC_LOC_WEIGHT: {
-		const mc_weight *w = weight_of(e, b->loc.index);
+		const mc_weight *w = mc_ce_weight_of(e, b->loc.index);
 		if (!w || b->written) {
-			fail(e, !w ? "buffer names a missing weight" : "kernel writes a weight");
+			mc_ce_fail(e, !w ? "buffer names a missing weight" : "kernel writes a weight");
 			return;
 		}
 		if (w->t->numel == 0)
@@ -1160,7 +1155,7 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 	}
 	case MC_LOC_INPUT:
 		if (b->written) {
-			fail(e, "kernel writes a graph input");
+			mc_ce_fail(e, "kernel writes a graph input");
 			return;
 		}
 		mc_sb_printf(e->sb, "(const %s *)in[%d];", st, b->loc.index);
@@ -1171,7 +1166,7 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 		*uses_out = true;
 		break;
 	default:
-		fail(e, "buffer without a location (memory plan missing)");
+		mc_ce_fail(e, "buffer without a location (memory plan missing)");
 		return;
 	}
 	mc_sb_printf(e->sb, " /* %s[%zu]", mc_dtype_name(b->dtype), b->count);
@@ -1182,21 +1177,34 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 	mc_sb_puts(e->sb, " */\n");
 }
 
-static void put_kernel(emitter *e, const mc_kernel *k)
+void mc_ce_begin_kernel(emitter *e, const mc_kernel *k)
 {
 	e->k = k;
 	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
 	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
-	scan_block(e, k->body);
+	mc_ce_scan_block(e, k->body);
+}
+
+void mc_ce_end_kernel(emitter *e)
+{
+	free(e->var_reads);
+	free(e->buf_uses);
+	e->var_reads = e->buf_uses = NULL;
+	e->k = NULL;
+}
+
+static void put_kernel(emitter *e, const mc_kernel *k)
+{
+	mc_ce_begin_kernel(e, k);
 
 	mc_sb_puts(e->sb, "/* ");
-	put_comment_text(e->sb, k->name);
+	mc_ce_comment_text(e->sb, k->name);
 	if (k->comment) {
 		mc_sb_puts(e->sb, ": ");
-		put_comment_text(e->sb, k->comment);
+		mc_ce_comment_text(e->sb, k->comment);
 	}
 	mc_sb_puts(e->sb, " */\nstatic int ");
-	put_kernel_name(e, k);
+	mc_ce_kernel_name(e, k);
 	mc_sb_puts(e->sb, "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
 	bool uses_arena = false, uses_in = false, uses_out = false;
 	for (int i = 0; i < k->n_bufs; i++)
@@ -1208,13 +1216,9 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 		mc_sb_puts(e->sb, "\t(void)in;\n");
 	if (!uses_out)
 		mc_sb_puts(e->sb, "\t(void)out;\n");
-	put_block(e, k->body, 1);
+	mc_ce_block(e, k->body, 1);
 	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n\n");
-
-	free(e->var_reads);
-	free(e->buf_uses);
-	e->var_reads = e->buf_uses = NULL;
-	e->k = NULL;
+	mc_ce_end_kernel(e);
 }
 
 /* ---- the run function ---- */
@@ -1231,7 +1235,7 @@ static void put_cond(emitter *e, const mc_loc *l)
 		mc_sb_printf(e->sb, "((const uint8_t *)outputs[%d])[0] != 0", l->index);
 		return;
 	case MC_LOC_WEIGHT: {
-		const mc_weight *w = weight_of(e, l->index);
+		const mc_weight *w = mc_ce_weight_of(e, l->index);
 		if (w && w->t->numel > 0 && w->t->dtype == MC_BOOL) {
 			mc_sb_printf(e->sb, "%s_w%d[0] != 0", e->name, l->index);
 			return;
@@ -1241,7 +1245,7 @@ static void put_cond(emitter *e, const mc_loc *l)
 	default:
 		break;
 	}
-	fail(e, "If step: condition without a valid location");
+	mc_ce_fail(e, "If step: condition without a valid location");
 }
 
 static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
@@ -1249,31 +1253,31 @@ static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
 	for (int i = 0; i < n; i++) {
 		const mc_step *s = &steps[i];
 		if (s->kind == MC_STEP_IF) {
-			indent(e, depth);
+			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "if (");
 			put_cond(e, &s->cond);
 			mc_sb_puts(e->sb, ") {\n");
 			put_steps(e, s->then_steps, s->n_then, depth + 1);
 			if (s->n_else > 0) {
-				indent(e, depth);
+				mc_ce_indent(e, depth);
 				mc_sb_puts(e->sb, "} else {\n");
 				put_steps(e, s->else_steps, s->n_else, depth + 1);
 			}
-			indent(e, depth);
+			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "}\n");
 			continue;
 		}
 		if (s->kind != MC_STEP_KERNEL || s->kernel < 0 || s->kernel >= e->p->n_kernels) {
-			fail(e, "step names no kernel");
+			mc_ce_fail(e, "step names no kernel");
 			return;
 		}
-		indent(e, depth);
+		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "status = ");
-		put_kernel_name(e, e->p->kernels[s->kernel]);
+		mc_ce_kernel_name(e, e->p->kernels[s->kernel]);
 		mc_sb_puts(e->sb, "((unsigned char *)arena, inputs, outputs);\n");
-		indent(e, depth);
+		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "if (status != MODELC_OK)\n");
-		indent(e, depth + 1);
+		mc_ce_indent(e, depth + 1);
 		mc_sb_puts(e->sb, "return status;\n");
 	}
 }
@@ -1290,7 +1294,7 @@ static bool steps_call_kernels(const mc_step *steps, int n)
 	return false;
 }
 
-static size_t arena_align(const mc_program *p)
+size_t mc_ce_arena_align(const mc_program *p)
 {
 	return p->arena_align ? p->arena_align : 16;
 }
@@ -1336,13 +1340,13 @@ static size_t io_numel(const mc_io_desc *d)
 	return n;
 }
 
-static void put_io_comment(emitter *e, const char *title, const mc_io_desc *d, int n)
+void mc_ce_io_comment(emitter *e, const char *title, const mc_io_desc *d, int n)
 {
 	char shape[256];
 	mc_sb_printf(e->sb, " * %s:\n", title);
 	for (int i = 0; i < n; i++) {
 		mc_sb_printf(e->sb, " *   %d: \"", i);
-		put_comment_text(e->sb, d[i].name ? d[i].name : "");
+		mc_ce_comment_text(e->sb, d[i].name ? d[i].name : "");
 		mc_sb_printf(e->sb, "\" %s %s\n", mc_dtype_name(d[i].dtype),
 		             mc_shape_str(&d[i].shape, shape, sizeof shape));
 	}
@@ -1350,13 +1354,13 @@ static void put_io_comment(emitter *e, const char *title, const mc_io_desc *d, i
 		mc_sb_puts(e->sb, " *   (none)\n");
 }
 
-static void put_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
+void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 {
 	for (int i = 0; i < n; i++) {
-		const char *dc = dtype_const(d[i].dtype);
+		const char *dc = mc_ce_dtype_const(d[i].dtype);
 		size_t numel = io_numel(&d[i]);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NAME ", e->upper, kind, i);
-		put_c_string(e->sb, d[i].name ? d[i].name : "");
+		mc_ce_c_string(e->sb, d[i].name ? d[i].name : "");
 		mc_sb_printf(e->sb, "\n#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");
 		mc_sb_printf(e->sb, "#define %s_%s_%d_RANK %d\n", e->upper, kind, i, d[i].shape.rank);
 		if (d[i].shape.rank > 0) { /* an initializer: int64_t dims[] = NAME_INPUT_0_SHAPE; */
@@ -1376,20 +1380,20 @@ static void put_header(emitter *e)
 	const mc_program *p = e->p;
 	mc_strbuf *sb = e->sb;
 	mc_sb_printf(sb, "/* %s.h: generated by modelc " MC_VERSION "; do not edit.\n", e->name);
-	put_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
-	put_io_comment(e, "Outputs", p->outputs, p->n_outputs);
+	mc_ce_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
+	mc_ce_io_comment(e, "Outputs", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, " */\n");
 	mc_sb_printf(sb, "#ifndef %s_MODELC_H\n#define %s_MODELC_H\n\n#include \"modelc_rt.h\"\n\n", e->upper, e->upper);
 	mc_sb_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	mc_sb_puts(sb, "/* Scratch memory the caller passes to the run function. */\n");
 	mc_sb_printf(sb, "#define %s_ARENA_BYTES %zuu\n", e->upper, p->arena_bytes);
-	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, arena_align(p));
+	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, mc_ce_arena_align(p));
 	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
 	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
 	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
 	               " * (an initializer list; absent for scalars), elements, bytes. */\n");
-	put_io_macros(e, "INPUT", p->inputs, p->n_inputs);
-	put_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
+	mc_ce_io_macros(e, "INPUT", p->inputs, p->n_inputs);
+	mc_ce_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");
 	if (p->n_inputs > 0)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", e->name, e->upper);
@@ -1418,7 +1422,7 @@ static void put_header(emitter *e)
 }
 
 /* ---- NAME.c ---- */
-static void put_desc_table(emitter *e, const char *kind, const char *table, const mc_io_desc *d, int n)
+void mc_ce_desc_table(emitter *e, const char *kind, const char *table, const mc_io_desc *d, int n)
 {
 	if (n == 0)
 		return;
@@ -1432,9 +1436,9 @@ static void put_desc_table(emitter *e, const char *kind, const char *table, cons
 	}
 	mc_sb_printf(e->sb, "const modelc_tensor_desc %s_%s[%d] = {\n", e->name, table, n);
 	for (int i = 0; i < n; i++) {
-		const char *dc = dtype_const(d[i].dtype);
+		const char *dc = mc_ce_dtype_const(d[i].dtype);
 		mc_sb_puts(e->sb, "\t{");
-		put_c_string(e->sb, d[i].name ? d[i].name : "");
+		mc_ce_c_string(e->sb, d[i].name ? d[i].name : "");
 		mc_sb_printf(e->sb, ", %s, %d, ", dc ? dc : "0", d[i].shape.rank);
 		if (d[i].shape.rank == 0)
 			mc_sb_puts(e->sb, "NULL},\n");
@@ -1499,17 +1503,17 @@ static void put_source(emitter *e)
 	bool any = false;
 	for (int i = 0; i < p->n_weights; i++) {
 		const mc_tensor *t = p->weights[i].t;
-		if (t->numel == 0 || !storage_type(t->dtype))
+		if (t->numel == 0 || !mc_ce_storage_type(t->dtype))
 			continue;
 		if (!any)
 			mc_sb_printf(sb, "/* Frozen constants (%s_weights.c). */\n", e->name);
 		any = true;
-		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", storage_type(t->dtype), e->name, i, t->numel);
+		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", mc_ce_storage_type(t->dtype), e->name, i, t->numel);
 	}
 	if (any)
 		mc_sb_puts(sb, "\n");
-	put_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
-	put_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
+	mc_ce_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
+	mc_ce_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
 	for (int i = 0; i < p->n_kernels && !e->err; i++)
 		put_kernel(e, p->kernels[i]);
 	if (!e->err)
@@ -1585,19 +1589,22 @@ static void put_weight_value(mc_strbuf *sb, const mc_tensor *t, size_t i)
 	}
 }
 
-static int put_weights(emitter *e)
+int mc_ce_weights(emitter *e)
 {
 	const mc_program *p = e->p;
 	mc_strbuf *sb = e->sb;
 	mc_sb_printf(sb, "/* %s_weights.c: generated by modelc " MC_VERSION "; do not edit.\n"
 	                 " * The model's frozen constants, const so that they stay in flash. */\n",
 	             e->name);
-	mc_sb_printf(sb, "#include \"%s.h\"\n", e->name);
+	if (e->cuda) /* built by the host compiler, without CUDA's headers */
+		mc_sb_puts(sb, "#include \"modelc_rt.h\"\n");
+	else
+		mc_sb_printf(sb, "#include \"%s.h\"\n", e->name);
 	for (int i = 0; i < p->n_weights; i++) {
 		const mc_tensor *t = p->weights[i].t;
-		const char *st = storage_type(t->dtype);
+		const char *st = mc_ce_storage_type(t->dtype);
 		if (!st) {
-			mc_error("C target: constant %d has dtype %s, which has no C storage", i,
+			mc_error("%s: constant %d has dtype %s, which has no C storage", e->target, i,
 			         mc_dtype_name(t->dtype));
 			return -1;
 		}
@@ -1644,7 +1651,7 @@ static int64_t max_index(const mc_program *p)
 	return m;
 }
 
-static int write_file(const char *dir, const char *name, const char *suffix, const mc_strbuf *sb)
+int mc_ce_write_file(const char *dir, const char *name, const char *suffix, const mc_strbuf *sb)
 {
 	size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 2;
 	char *path = mc_xmalloc(n);
@@ -1654,30 +1661,43 @@ static int write_file(const char *dir, const char *name, const char *suffix, con
 	return r;
 }
 
+int mc_ce_init(emitter *e, const mc_program *p, const mc_compile_opts *o, const char *target)
+{
+	const char *name = p->prefix ? p->prefix : o ? o->name : NULL;
+	*e = (emitter){ .p = p, .name = name, .target = target };
+	if (!is_identifier(name)) {
+		mc_error("%s: model name '%s' is not a C identifier (use --name)", target, name ? name : "");
+		return -1;
+	}
+	e->upper = mc_xstrdup(name);
+	for (char *c = e->upper; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	/* Every index fits in 31 bits: int32_t keeps loops cheap on 32-bit MCUs. */
+	e->idx64 = max_index(p) >= INT32_MAX;
+	snprintf(e->idx_type, sizeof e->idx_type, "%s_idx", name);
+	return 0;
+}
+
+void mc_ce_fini(emitter *e)
+{
+	free(e->upper);
+	e->upper = NULL;
+}
+
 int mc_emit_c_sources(const mc_program *p, const mc_compile_opts *o, mc_c_sources *out)
 {
 	*out = (mc_c_sources){0};
-	const char *name = p->prefix ? p->prefix : o ? o->name : NULL;
-	if (!is_identifier(name)) {
-		mc_error("C target: model name '%s' is not a C identifier (use --name)", name ? name : "");
+	emitter e;
+	if (mc_ce_init(&e, p, o, "C target"))
 		return -1;
-	}
-	emitter e = {.p = p, .name = name};
-	e.upper = mc_xstrdup(name);
-	for (char *c = e.upper; *c; c++)
-		*c = (char)toupper((unsigned char)*c);
-	/* Every index fits in 31 bits: int32_t keeps loops cheap on 32-bit MCUs. */
-	e.idx64 = max_index(p) >= INT32_MAX;
-	snprintf(e.idx_type, sizeof e.idx_type, "%s_idx", name);
-
 	e.sb = &out->header;
 	put_header(&e);
 	e.sb = &out->source;
 	put_source(&e);
 	e.sb = &out->weights;
 	if (!e.err)
-		e.err = put_weights(&e);
-	free(e.upper);
+		e.err = mc_ce_weights(&e);
+	mc_ce_fini(&e);
 	if (e.err)
 		mc_c_sources_free(out);
 	return e.err;
@@ -1702,11 +1722,11 @@ int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	int r = mc_write_if_changed(path, mc_runtime_min_h, strlen(mc_runtime_min_h));
 	free(path);
 	if (!r)
-		r = write_file(dir, name, ".h", &src.header);
+		r = mc_ce_write_file(dir, name, ".h", &src.header);
 	if (!r)
-		r = write_file(dir, name, ".c", &src.source);
+		r = mc_ce_write_file(dir, name, ".c", &src.source);
 	if (!r)
-		r = write_file(dir, name, "_weights.c", &src.weights);
+		r = mc_ce_write_file(dir, name, "_weights.c", &src.weights);
 	mc_c_sources_free(&src);
 	return r;
 }

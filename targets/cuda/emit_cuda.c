@@ -1,0 +1,779 @@
+/* The CUDA target: prints a compiled program (aot.h) as CUDA C++ for
+ * NVIDIA GPUs, with the same kernels the C target prints (targets/c's
+ * printer, in its CUDA dialect):
+ *   NAME.h          constants, the device layout, the NAME_cuda API
+ *   NAME.cu         one or more __global__ functions per kernel, the launch
+ *                   sequence, init (weights uploaded once, the sequence
+ *                   captured into a CUDA graph), run, copies, status
+ *   NAME_weights.c  the frozen constants as host const arrays (the C
+ *                   target's file), uploaded by NAME_cuda_init
+ *   modelc_rt.h     runtime-min, whose helpers are __host__ __device__
+ *                   under nvcc
+ *
+ * Everything lives in one device allocation of NAME_DEVICE_BYTES: the
+ * status word, the weights, the activation arena, the inputs and the
+ * outputs, each at an offset fixed at generation time. Kernels take its
+ * base address alone, so the captured graph is valid for every run and a
+ * run is one cudaGraphLaunch: no allocation, no copy, no synchronisation.
+ *
+ * Grid mapping: each top-level statement of a kernel becomes one launch.
+ * A loop nest whose outer loops are parallel (MC_KF_PARALLEL) with
+ * constant bounds is collapsed into one flat index, a thread per
+ * iteration, in a grid-stride loop; the loops inside run in that thread.
+ * Statements without such a loop (and kernels whose top-level statements
+ * share mutable locals) run in one thread: correct, and counted by --stats
+ * so that the lowerings that need GPU forms can be found. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../c/emit_c.h"
+
+#define STATUS_BYTES 256   /* the status word's slot at offset 0 */
+#define REGION_ALIGN 256   /* arena, inputs, outputs */
+#define WEIGHT_ALIGN 64
+#define BLOCK 256          /* threads per block */
+#define MAX_BLOCKS 65535   /* beyond that, threads stride */
+#define MAX_COLLAPSE 16
+
+typedef struct {
+	const mc_kstmt *stmt;           /* NULL: the kernel's whole body */
+	int n_pre;
+	const mc_kstmt **pre;           /* top-level immutable lets before stmt */
+	int n_loops;                    /* collapsed parallel loops, outermost first */
+	const mc_kstmt *loops[MAX_COLLAPSE];
+	int64_t begin[MAX_COLLAPSE], extent[MAX_COLLAPSE];
+	int n_lets;                     /* lets between collapsed loops, in order */
+	const mc_kstmt *lets[64];
+	const mc_kstmt *body;           /* innermost collapsed loop's body */
+	int64_t total;                  /* iterations (1 with no loops) */
+} launch;
+
+typedef struct {
+	mc_cemit ce;
+	const mc_compile_opts *o;
+	size_t *weight_off;             /* per weight */
+	size_t arena_off, *in_off, *out_off, device_bytes, weight_end;
+	char **guards;                  /* per kernel: condition text, or NULL */
+	int *calls;                     /* per kernel: steps launching it */
+	int n_launches, n_single;       /* --stats */
+	int64_t max_total;
+} cuda_emitter;
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* ---- device layout ---- */
+static void plan_layout(cuda_emitter *c)
+{
+	const mc_program *p = c->ce.p;
+	size_t off = STATUS_BYTES;
+	c->weight_off = mc_xcalloc((size_t)p->n_weights + 1, sizeof(size_t));
+	for (int i = 0; i < p->n_weights; i++) {
+		size_t a = p->weights[i].align > WEIGHT_ALIGN ? p->weights[i].align : WEIGHT_ALIGN;
+		off = round_up(off, a);
+		c->weight_off[i] = off;
+		off += p->weights[i].t->numel * mc_dtype_size(p->weights[i].t->dtype);
+	}
+	c->weight_end = off;
+	c->arena_off = off = round_up(off, REGION_ALIGN);
+	off += p->arena_bytes;
+	c->in_off = mc_xcalloc((size_t)p->n_inputs + 1, sizeof(size_t));
+	c->out_off = mc_xcalloc((size_t)p->n_outputs + 1, sizeof(size_t));
+	for (int i = 0; i < p->n_inputs; i++) {
+		c->in_off[i] = off = round_up(off, REGION_ALIGN);
+		off += mc_numel(&p->inputs[i].shape) * mc_dtype_size(p->inputs[i].dtype);
+	}
+	for (int i = 0; i < p->n_outputs; i++) {
+		c->out_off[i] = off = round_up(off, REGION_ALIGN);
+		off += mc_numel(&p->outputs[i].shape) * mc_dtype_size(p->outputs[i].dtype);
+	}
+	c->device_bytes = round_up(off, REGION_ALIGN);
+}
+
+static bool loc_offset(const cuda_emitter *c, const mc_loc *l, size_t *off)
+{
+	const mc_program *p = c->ce.p;
+	switch (l->kind) {
+	case MC_LOC_ARENA: *off = c->arena_off + l->offset; return true;
+	case MC_LOC_WEIGHT:
+		if (l->index < 0 || l->index >= p->n_weights)
+			return false;
+		*off = c->weight_off[l->index];
+		return true;
+	case MC_LOC_INPUT:
+		if (l->index < 0 || l->index >= p->n_inputs)
+			return false;
+		*off = c->in_off[l->index];
+		return true;
+	case MC_LOC_OUTPUT:
+		if (l->index < 0 || l->index >= p->n_outputs)
+			return false;
+		*off = c->out_off[l->index];
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- guards: a kernel inside If steps runs only where its conditions
+ * hold, read from device memory by the kernel itself, so that the whole
+ * sequence stays one graph with no host decision ---- */
+static int collect_guards(cuda_emitter *c, const mc_step *steps, int n, const char *guard)
+{
+	const mc_program *p = c->ce.p;
+	for (int i = 0; i < n; i++) {
+		const mc_step *s = &steps[i];
+		if (s->kind == MC_STEP_KERNEL) {
+			if (s->kernel < 0 || s->kernel >= p->n_kernels) {
+				mc_error("CUDA target: a step names no kernel");
+				return -1;
+			}
+			if (c->calls[s->kernel]++) {
+				mc_error("CUDA target: kernel '%s' is launched by two steps", p->kernels[s->kernel]->name);
+				return -1;
+			}
+			c->guards[s->kernel] = guard ? mc_xstrdup(guard) : NULL;
+			continue;
+		}
+		size_t off;
+		if (!loc_offset(c, &s->cond, &off)) {
+			mc_error("CUDA target: If step: condition without a valid location");
+			return -1;
+		}
+		size_t len = (guard ? strlen(guard) : 0) + 64;
+		char *then_g = mc_xmalloc(len), *else_g = mc_xmalloc(len);
+		snprintf(then_g, len, "%s%sdev[%zu] != 0", guard ? guard : "", guard ? " && " : "", off);
+		snprintf(else_g, len, "%s%sdev[%zu] == 0", guard ? guard : "", guard ? " && " : "", off);
+		int rc = collect_guards(c, s->then_steps, s->n_then, then_g);
+		if (!rc)
+			rc = collect_guards(c, s->else_steps, s->n_else, else_g);
+		free(then_g);
+		free(else_g);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- launches ---- */
+static bool is_let(const mc_kernel *k, const mc_kstmt *s)
+{
+	return s->kind == MC_KS_DECL && !k->vars[s->var].mutable_;
+}
+
+/* A BREAK in s's block that is not inside a loop of that block: it would
+ * leave the enclosing loop. */
+static bool breaks_out(const mc_kstmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == MC_KS_BREAK)
+			return true;
+		if (s->kind == MC_KS_IF && (breaks_out(s->body) || breaks_out(s->orelse)))
+			return true;
+	}
+	return false;
+}
+
+static bool collapsible(const mc_kstmt *s, int64_t *begin, int64_t *extent)
+{
+	int64_t b, e;
+	if (s->kind != MC_KS_FOR || !(s->flags & MC_KF_PARALLEL) || !mc_k_is_const(s->a, &b) ||
+	    !mc_k_is_const(s->b, &e))
+		return false;
+	*begin = b;
+	*extent = e > b ? e - b : 0;
+	return true;
+}
+
+/* Collapses the parallel loop nest starting at s into l. */
+static void collapse(const mc_kernel *k, const mc_kstmt *s, launch *l)
+{
+	int64_t b, e;
+	int lets_at[MAX_COLLAPSE + 1];
+	lets_at[0] = 0;
+	while (l->n_loops < MAX_COLLAPSE && collapsible(s, &b, &e)) {
+		l->loops[l->n_loops] = s;
+		l->begin[l->n_loops] = b;
+		l->extent[l->n_loops++] = e;
+		l->body = s->body;
+		lets_at[l->n_loops] = l->n_lets;
+		/* the next level: lets, then one more parallel loop and nothing else */
+		const mc_kstmt *t = s->body;
+		int n = l->n_lets;
+		while (t && is_let(k, t) && n < (int)(sizeof l->lets / sizeof *l->lets))
+			l->lets[n++] = t, t = t->next;
+		if (!t || t->next || !collapsible(t, &b, &e))
+			break;
+		l->n_lets = n;
+		s = t;
+	}
+	/* a loop whose body breaks out of it stays a loop */
+	while (l->n_loops > 0 && breaks_out(l->body)) {
+		l->n_loops--;
+		l->n_lets = lets_at[l->n_loops];
+		l->body = l->n_loops ? l->loops[l->n_loops - 1]->body : NULL;
+	}
+	l->total = 1;
+	for (int i = 0; i < l->n_loops; i++)
+		l->total *= l->extent[i];
+}
+
+/* The launches of kernel k (caller frees *out and each pre). */
+static int plan_launches(const mc_kernel *k, launch **out)
+{
+	int n = 0, cap = 0, n_pre = 0;
+	launch *ls = NULL;
+	const mc_kstmt *pre[256];
+	bool shared_state = false;
+	for (const mc_kstmt *s = k->body; s; s = s->next)
+		if ((s->kind == MC_KS_DECL && !is_let(k, s)) || s->kind == MC_KS_ASSIGN ||
+		    s->kind == MC_KS_BREAK)
+			shared_state = true;
+	if (shared_state || !k->body) {
+		ls = mc_xcalloc(1, sizeof *ls);
+		ls->total = 1;
+		*out = ls;
+		return 1;
+	}
+	for (const mc_kstmt *s = k->body; s; s = s->next) {
+		if (is_let(k, s)) {
+			if (n_pre == (int)(sizeof pre / sizeof *pre)) { /* very many: one thread runs it all */
+				for (int i = 0; i < n; i++)
+					free((void *)ls[i].pre);
+				free(ls);
+				ls = mc_xcalloc(1, sizeof *ls);
+				ls->total = 1;
+				*out = ls;
+				return 1;
+			}
+			pre[n_pre++] = s;
+			continue;
+		}
+		ls = mc_grow_array(ls, &cap, n + 1, sizeof *ls);
+		launch *l = &ls[n++];
+		l->stmt = s;
+		l->n_pre = n_pre;
+		l->pre = mc_xcalloc((size_t)n_pre + 1, sizeof *l->pre);
+		memcpy(l->pre, pre, (size_t)n_pre * sizeof *pre);
+		collapse(k, s, l);
+	}
+	*out = ls;
+	return n;
+}
+
+/* ---- printing ---- */
+static void put_launch_name(cuda_emitter *c, const mc_kernel *k, int i, int n)
+{
+	mc_ce_kernel_name(&c->ce, k);
+	if (n > 1)
+		mc_sb_printf(c->ce.sb, "_p%d", i);
+}
+
+static void put_buffer_ptr(cuda_emitter *c, int i)
+{
+	mc_cemit *e = &c->ce;
+	const mc_kbuf *b = &e->k->bufs[i];
+	const char *st = mc_ce_storage_type(b->dtype);
+	const char *q = b->written ? "" : "const ";
+	size_t off;
+	if (!st) {
+		mc_ce_fail(e, "buffer of a dtype without C storage");
+		return;
+	}
+	if (!loc_offset(c, &b->loc, &off)) {
+		mc_ce_fail(e, "buffer without a location (memory plan missing)");
+		return;
+	}
+	if (b->written && (b->loc.kind == MC_LOC_WEIGHT || b->loc.kind == MC_LOC_INPUT)) {
+		mc_ce_fail(e, b->loc.kind == MC_LOC_WEIGHT ? "kernel writes a weight" : "kernel writes a graph input");
+		return;
+	}
+	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = (%s%s *)(dev + %zu); /* %s[%zu]", q, st,
+	             mc_ce_is_restrict(e, i) ? "__restrict__ " : "", i, q, st, off,
+	             mc_dtype_name(b->dtype), b->count);
+	if (b->value >= 0)
+		mc_sb_printf(e->sb, ", value %d", b->value);
+	else if (b->loc.kind == MC_LOC_WEIGHT)
+		mc_sb_puts(e->sb, ", packed");
+	else
+		mc_sb_puts(e->sb, ", scratch");
+	mc_sb_puts(e->sb, " */\n");
+}
+
+static bool has_fail(const mc_kstmt *s)
+{
+	for (; s; s = s->next)
+		if (s->kind == MC_KS_FAIL || has_fail(s->body) || has_fail(s->orelse))
+			return true;
+	return false;
+}
+
+/* One statement alone (scan and print functions walk a whole block). */
+static mc_kstmt alone(const mc_kstmt *s)
+{
+	mc_kstmt t = *s;
+	t.next = NULL;
+	return t;
+}
+
+static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
+{
+	mc_cemit *e = &c->ce;
+	mc_strbuf *sb = e->sb;
+	const mc_kernel *k = e->p->kernels[ki];
+	/* pointers for the buffers this launch touches */
+	int *kernel_uses = e->buf_uses, *kernel_reads = e->var_reads;
+	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
+	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
+	bool fails;
+	if (l->stmt) {
+		for (int i = 0; i < l->n_pre; i++) {
+			mc_kstmt t = alone(l->pre[i]);
+			mc_ce_scan_block(e, &t);
+		}
+		mc_kstmt t = alone(l->stmt);
+		mc_ce_scan_block(e, &t);
+		fails = has_fail(l->stmt->body) || has_fail(l->stmt->orelse) || l->stmt->kind == MC_KS_FAIL;
+	} else {
+		mc_ce_scan_block(e, k->body);
+		fails = has_fail(k->body);
+	}
+	int *launch_uses = e->buf_uses;
+	free(e->var_reads);
+	e->var_reads = kernel_reads;
+
+	mc_sb_printf(sb, "__global__ void __launch_bounds__(%d) ", BLOCK);
+	put_launch_name(c, k, idx, n);
+	mc_sb_puts(sb, "(unsigned char *const dev)\n{\n");
+	for (int i = 0; i < k->n_bufs; i++)
+		if (launch_uses[i])
+			put_buffer_ptr(c, i);
+	if (fails)
+		mc_sb_puts(sb, "\tint *const st = (int *)dev; /* the status word */\n");
+	e->buf_uses = kernel_uses;
+	free(launch_uses);
+	const char *guard = c->guards[ki];
+	if (guard)
+		mc_sb_printf(sb, "\tif (!(%s)) /* an If branch not taken */\n\t\treturn;\n", guard);
+
+	if (!l->stmt) {
+		mc_sb_puts(sb, "\tif (blockIdx.x != 0 || threadIdx.x != 0) /* sequential */\n\t\treturn;\n");
+		mc_ce_block(e, k->body, 1);
+		mc_sb_puts(sb, "}\n\n");
+		return;
+	}
+	for (int i = 0; i < l->n_pre; i++) {
+		mc_ce_stmt(e, l->pre[i], 1);
+		mc_sb_printf(sb, "\t(void)v%d;\n", l->pre[i]->var);
+	}
+	if (l->n_loops == 0) {
+		mc_sb_puts(sb, "\tif (blockIdx.x != 0 || threadIdx.x != 0) /* sequential */\n\t\treturn;\n");
+		mc_ce_stmt(e, l->stmt, 1);
+		mc_sb_puts(sb, "}\n\n");
+		return;
+	}
+	/* 32-bit arithmetic where the flat index and its stride fit: a
+	 * division by a constant is then a multiply and a shift */
+	const char *tt = l->total + (int64_t)BLOCK * MAX_BLOCKS < INT32_MAX ? "unsigned" : "unsigned long long";
+	const char *suffix = strcmp(tt, "unsigned") ? "ull" : "u";
+	mc_sb_printf(sb, "\tfor (%s t = (%s)blockIdx.x * blockDim.x + threadIdx.x; t < %" PRId64 "%s;"
+	                 " t += (%s)gridDim.x * blockDim.x) {\n",
+	             tt, tt, l->total, suffix, tt);
+	if (l->n_loops > 1)
+		mc_sb_printf(sb, "\t\t%s r = t;\n", tt);
+	for (int i = l->n_loops - 1; i >= 0; i--) {
+		const mc_kvar *v = &k->vars[l->loops[i]->var];
+		const char *vt = mc_ce_ctype(e, v->type);
+		const char *src = l->n_loops > 1 ? "r" : "t";
+		mc_sb_printf(sb, "\t\tconst %s v%d = (%s)(", vt, l->loops[i]->var, vt);
+		if (i > 0)
+			mc_sb_printf(sb, "%s %% %" PRId64 "%s", src, l->extent[i], suffix);
+		else
+			mc_sb_puts(sb, src);
+		if (l->begin[i])
+			mc_sb_printf(sb, " + %" PRId64, l->begin[i]);
+		mc_sb_puts(sb, ");\n");
+		if (i > 0)
+			mc_sb_printf(sb, "\t\tr /= %" PRId64 "%s;\n", l->extent[i], suffix);
+		if (e->var_reads[l->loops[i]->var] == 0)
+			mc_sb_printf(sb, "\t\t(void)v%d;\n", l->loops[i]->var);
+	}
+	for (int i = 0; i < l->n_lets; i++)
+		mc_ce_stmt(e, l->lets[i], 2);
+	mc_ce_block(e, l->body, 2);
+	mc_sb_puts(sb, "\t}\n}\n\n");
+}
+
+static int64_t grid_of(const launch *l, int *block)
+{
+	int64_t threads = l->n_loops ? l->total : 1;
+	*block = threads >= BLOCK ? BLOCK : (int)((threads + 31) / 32 * 32);
+	int64_t grid = (threads + *block - 1) / *block;
+	return grid > MAX_BLOCKS ? MAX_BLOCKS : grid;
+}
+
+typedef struct {
+	launch *ls;
+	int n;
+} kernel_launches;
+
+static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
+{
+	mc_cemit *e = &c->ce;
+	const mc_kernel *k = e->p->kernels[ki];
+	mc_ce_begin_kernel(e, k);
+	kl->n = plan_launches(k, &kl->ls);
+	mc_sb_puts(e->sb, "/* ");
+	mc_ce_comment_text(e->sb, k->name);
+	if (k->comment) {
+		mc_sb_puts(e->sb, ": ");
+		mc_ce_comment_text(e->sb, k->comment);
+	}
+	mc_sb_puts(e->sb, " */\n");
+	for (int i = 0; i < kl->n && !e->err; i++) {
+		launch *l = &kl->ls[i];
+		put_launch(c, ki, i, kl->n, l);
+		c->n_launches++;
+		if (l->n_loops == 0)
+			c->n_single++;
+		if (l->total > c->max_total)
+			c->max_total = l->total;
+	}
+	mc_ce_end_kernel(e);
+}
+
+static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
+{
+	mc_cemit *e = &c->ce;
+	const mc_program *p = e->p;
+	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s. */\n"
+	                    "static void %s_launch_all(unsigned char *dev, cudaStream_t s)\n{\n", e->name);
+	bool any = false;
+	for (int ki = 0; ki < p->n_kernels; ki++) {
+		if (!c->calls[ki])
+			continue;
+		for (int i = 0; i < kls[ki].n; i++) {
+			const launch *l = &kls[ki].ls[i];
+			if (l->n_loops && l->total == 0)
+				continue; /* an empty loop nest: nothing to run */
+			int block;
+			int64_t grid = grid_of(l, &block);
+			mc_sb_puts(e->sb, "\t");
+			put_launch_name(c, p->kernels[ki], i, kls[ki].n);
+			mc_sb_printf(e->sb, "<<<%" PRId64 ", %d, 0, s>>>(dev);\n", grid, block);
+			any = true;
+		}
+	}
+	if (!any)
+		mc_sb_puts(e->sb, "\t(void)dev;\n\t(void)s;\n");
+	mc_sb_puts(e->sb, "}\n\n");
+}
+
+/* ---- NAME.h ---- */
+static void put_header(cuda_emitter *c)
+{
+	mc_cemit *e = &c->ce;
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	const char *N = e->upper, *n = e->name;
+	mc_sb_printf(sb, "/* %s.h: generated by modelc " MC_VERSION " (cuda target); do not edit.\n", n);
+	mc_ce_io_comment(e, "Inputs (row-major, in the model's own layout)", p->inputs, p->n_inputs);
+	mc_ce_io_comment(e, "Outputs", p->outputs, p->n_outputs);
+	mc_sb_puts(sb, " */\n");
+	mc_sb_printf(sb, "#ifndef %s_MODELC_H\n#define %s_MODELC_H\n\n#include <cuda_runtime_api.h>\n\n"
+	                 "#include \"modelc_rt.h\"\n\n", N, N);
+	mc_sb_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	mc_sb_printf(sb,
+		"/* One device allocation holds everything: the status word, the weights,\n"
+		" * the activation arena, the inputs and the outputs, at fixed offsets. */\n"
+		"#define %s_DEVICE_BYTES %zuu\n#define %s_DEVICE_ALIGN %du\n"
+		"#define %s_WEIGHT_BYTES %zuu\n#define %s_ARENA_OFFSET %zuu\n#define %s_ARENA_BYTES %zuu\n"
+		"#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n",
+		N, c->device_bytes, N, REGION_ALIGN, N, p->weight_bytes, N, c->arena_off, N, p->arena_bytes,
+		N, p->n_inputs, N, p->n_outputs);
+	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
+	               " * (an initializer list; absent for scalars), elements, bytes, and its\n"
+	               " * offset in the device allocation. */\n");
+	mc_ce_io_macros(e, "INPUT", p->inputs, p->n_inputs);
+	for (int i = 0; i < p->n_inputs; i++)
+		mc_sb_printf(sb, "#define %s_INPUT_%d_OFFSET %zuu\n", N, i, c->in_off[i]);
+	mc_ce_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
+	for (int i = 0; i < p->n_outputs; i++)
+		mc_sb_printf(sb, "#define %s_OUTPUT_%d_OFFSET %zuu\n", N, i, c->out_off[i]);
+	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");
+	if (p->n_inputs > 0)
+		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", n, N);
+	if (p->n_outputs > 0)
+		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", n, N);
+	mc_sb_printf(sb,
+		"\n/* A loaded model: the caller owns the struct (no global state; two\n"
+		" * structs, two independent models on the GPU). */\n"
+		"typedef struct {\n"
+		"\tunsigned char *device;  /* %s_DEVICE_BYTES of device memory */\n"
+		"\tcudaStream_t stream;    /* every launch and copy goes here */\n"
+		"\tcudaGraphExec_t graph;  /* the captured inference; NULL without graphs */\n"
+		"\tint owns_device;        /* init allocated device (free releases it) */\n"
+		"\tcudaError_t error;      /* the failed CUDA call's error after MODELC_ERR_CUDA */\n"
+		"} %s_cuda;\n\n"
+		"/* init flag: launch the kernels one by one instead of a CUDA graph. */\n"
+		"#define %s_CUDA_NO_GRAPH 1u\n\n",
+		N, n, N);
+	mc_sb_printf(sb,
+		"/* Loads the model: device is %s_DEVICE_BYTES of device memory aligned to\n"
+		" * %s_DEVICE_ALIGN (cudaMalloc's are), or NULL to have init allocate it;\n"
+		" * uploads the weights, and captures the whole inference into a CUDA graph\n"
+		" * (unless flags has %s_CUDA_NO_GRAPH). stream may be 0 (the default\n"
+		" * stream). Synchronises stream before it returns. Returns MODELC_OK, or\n"
+		" * MODELC_ERR_NULL_ARGUMENT, MODELC_ERR_MISALIGNED, MODELC_ERR_CUDA (m->error\n"
+		" * says why; m is then released). */\n"
+		"int %s_cuda_init(%s_cuda *m, void *device, cudaStream_t stream, unsigned flags);\n\n"
+		"/* Runs one inference on m->stream: the inputs are read from, and the\n"
+		" * outputs written to, their places in device memory (%s_cuda_input /\n"
+		" * %s_cuda_output). Asynchronous: one graph launch, no allocation, no\n"
+		" * copy, no synchronisation. MODELC_OK or MODELC_ERR_CUDA. */\n"
+		"int %s_cuda_run(%s_cuda *m);\n\n"
+		"/* Device addresses of input i and output i (NULL if i is out of range):\n"
+		" * fill or read them with your own kernels or copies on m->stream. */\n"
+		"void *%s_cuda_input(const %s_cuda *m, int i);\n"
+		"void *%s_cuda_output(const %s_cuda *m, int i);\n\n"
+		"/* Copy helpers, asynchronous on m->stream: host must stay valid (and,\n"
+		" * for get_output, unread) until the stream reaches them; pinned host\n"
+		" * memory makes them truly asynchronous. MODELC_OK, MODELC_ERR_NULL_ARGUMENT\n"
+		" * (also for i out of range) or MODELC_ERR_CUDA. */\n"
+		"int %s_cuda_set_input(%s_cuda *m, int i, const void *host);\n"
+		"int %s_cuda_get_output(%s_cuda *m, int i, void *host);\n\n"
+		"/* Waits for m->stream, then returns the status of the runs since the last\n"
+		" * call: MODELC_OK, MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT (invalid\n"
+		" * input data; outputs unspecified), or MODELC_ERR_CUDA; and clears it. */\n"
+		"int %s_cuda_status(%s_cuda *m);\n\n"
+		"/* Releases the graph and, if init allocated it, the device memory. */\n"
+		"void %s_cuda_free(%s_cuda *m);\n\n",
+		N, N, N, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
+	mc_sb_printf(sb, "#endif /* %s_MODELC_H */\n", N);
+}
+
+/* ---- NAME.cu: the host side ---- */
+static void put_host(cuda_emitter *c)
+{
+	mc_cemit *e = &c->ce;
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	const char *N = e->upper, *n = e->name;
+	/* the weights table: host array, device offset, bytes */
+	int n_up = 0;
+	for (int i = 0; i < p->n_weights; i++)
+		if (p->weights[i].t->numel > 0)
+			n_up++;
+	if (n_up > 0) {
+		mc_sb_printf(sb, "static const struct {\n\tconst void *host;\n\tsize_t offset, bytes;\n"
+		                 "} %s_uploads[%d] = {\n", n, n_up);
+		for (int i = 0; i < p->n_weights; i++) {
+			const mc_tensor *t = p->weights[i].t;
+			if (t->numel > 0)
+				mc_sb_printf(sb, "\t{%s_w%d, %zu, %zu},\n", n, i, c->weight_off[i],
+				             t->numel * mc_dtype_size(t->dtype));
+		}
+		mc_sb_puts(sb, "};\n\n");
+	}
+	mc_sb_printf(sb,
+		"static int %s_cuda_fail(%s_cuda *m, cudaError_t err)\n{\n"
+		"\tm->error = err;\n\treturn MODELC_ERR_CUDA;\n}\n\n", n, n);
+	mc_sb_printf(sb,
+		"void %s_cuda_free(%s_cuda *m)\n{\n"
+		"\tif (!m)\n\t\treturn;\n"
+		"\tif (m->graph)\n\t\tcudaGraphExecDestroy(m->graph);\n"
+		"\tif (m->owns_device && m->device)\n\t\tcudaFree(m->device);\n"
+		"\tm->graph = NULL;\n\tm->device = NULL;\n\tm->owns_device = 0;\n}\n\n", n, n);
+	mc_sb_printf(sb,
+		"/* Captures the launch sequence on a private stream (capture cannot use\n"
+		" * the legacy default stream) into a graph. */\n"
+		"static cudaError_t %s_capture(%s_cuda *m)\n{\n"
+		"\tcudaStream_t cs;\n\tcudaGraph_t g = NULL;\n"
+		"\tcudaError_t err = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);\n"
+		"\tif (err != cudaSuccess)\n\t\treturn err;\n"
+		"\terr = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);\n"
+		"\tif (err == cudaSuccess) {\n"
+		"\t\t%s_launch_all(m->device, cs);\n"
+		"\t\terr = cudaStreamEndCapture(cs, &g);\n\t}\n"
+		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphInstantiate(&m->graph, g, 0);\n"
+		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphUpload(m->graph, m->stream);\n"
+		"\tif (g)\n\t\tcudaGraphDestroy(g);\n"
+		"\tcudaStreamDestroy(cs);\n\treturn err;\n}\n\n", n, n, n);
+	mc_sb_printf(sb,
+		"int %s_cuda_init(%s_cuda *m, void *device, cudaStream_t stream, unsigned flags)\n{\n"
+		"\tif (!m)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tmemset(m, 0, sizeof *m);\n\tm->stream = stream;\n"
+		"\tif (device && (uintptr_t)device %% %s_DEVICE_ALIGN != 0)\n\t\treturn MODELC_ERR_MISALIGNED;\n"
+		"\tcudaError_t err = cudaSuccess;\n"
+		"\tif (device) {\n\t\tm->device = (unsigned char *)device;\n\t} else {\n"
+		"\t\terr = cudaMalloc((void **)&m->device, %s_DEVICE_BYTES);\n"
+		"\t\tif (err != cudaSuccess) {\n\t\t\tm->device = NULL;\n\t\t\treturn %s_cuda_fail(m, err);\n\t\t}\n"
+		"\t\tm->owns_device = 1;\n\t}\n"
+		"\terr = cudaMemsetAsync(m->device, 0, %d, stream); /* the status word */\n",
+		n, n, N, N, n, STATUS_BYTES);
+	if (n_up > 0)
+		mc_sb_printf(sb,
+			"\tfor (size_t i = 0; err == cudaSuccess && i < sizeof %s_uploads / sizeof *%s_uploads; i++)\n"
+			"\t\terr = cudaMemcpyAsync(m->device + %s_uploads[i].offset, %s_uploads[i].host,\n"
+			"\t\t                      %s_uploads[i].bytes, cudaMemcpyHostToDevice, stream);\n",
+			n, n, n, n, n);
+	mc_sb_printf(sb,
+		"\tif (err == cudaSuccess)\n\t\terr = cudaStreamSynchronize(stream);\n"
+		"\tif (err == cudaSuccess && !(flags & %s_CUDA_NO_GRAPH))\n\t\terr = %s_capture(m);\n"
+		"\tif (err == cudaSuccess)\n\t\terr = cudaStreamSynchronize(stream);\n"
+		"\tif (err != cudaSuccess) {\n\t\t%s_cuda_free(m);\n\t\treturn %s_cuda_fail(m, err);\n\t}\n"
+		"\treturn MODELC_OK;\n}\n\n", N, n, n, n);
+	mc_sb_printf(sb,
+		"int %s_cuda_run(%s_cuda *m)\n{\n"
+		"\tif (!m || !m->device)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tcudaError_t err;\n"
+		"\tif (m->graph) {\n\t\terr = cudaGraphLaunch(m->graph, m->stream);\n\t} else {\n"
+		"\t\t%s_launch_all(m->device, m->stream);\n\t\terr = cudaGetLastError();\n\t}\n"
+		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
+	mc_sb_printf(sb, "static const size_t %s_in_at[%d] = {", n, p->n_inputs + 1);
+	for (int i = 0; i < p->n_inputs; i++)
+		mc_sb_printf(sb, "%s_INPUT_%d_OFFSET, ", N, i);
+	mc_sb_printf(sb, "0};\nstatic const size_t %s_in_bytes[%d] = {", n, p->n_inputs + 1);
+	for (int i = 0; i < p->n_inputs; i++)
+		mc_sb_printf(sb, "%s_INPUT_%d_BYTES, ", N, i);
+	mc_sb_printf(sb, "0};\nstatic const size_t %s_out_at[%d] = {", n, p->n_outputs + 1);
+	for (int i = 0; i < p->n_outputs; i++)
+		mc_sb_printf(sb, "%s_OUTPUT_%d_OFFSET, ", N, i);
+	mc_sb_printf(sb, "0};\nstatic const size_t %s_out_bytes[%d] = {", n, p->n_outputs + 1);
+	for (int i = 0; i < p->n_outputs; i++)
+		mc_sb_printf(sb, "%s_OUTPUT_%d_BYTES, ", N, i);
+	mc_sb_puts(sb, "0};\n\n");
+	mc_sb_printf(sb,
+		"void *%s_cuda_input(const %s_cuda *m, int i)\n{\n"
+		"\treturn m && m->device && i >= 0 && i < %s_NUM_INPUTS ? m->device + %s_in_at[i] : NULL;\n}\n\n"
+		"void *%s_cuda_output(const %s_cuda *m, int i)\n{\n"
+		"\treturn m && m->device && i >= 0 && i < %s_NUM_OUTPUTS ? m->device + %s_out_at[i] : NULL;\n}\n\n",
+		n, n, N, n, n, n, N, n);
+	mc_sb_printf(sb,
+		"int %s_cuda_set_input(%s_cuda *m, int i, const void *host)\n{\n"
+		"\tvoid *d = %s_cuda_input(m, i);\n"
+		"\tif (!d || !host)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tcudaError_t err = cudaMemcpyAsync(d, host, %s_in_bytes[i], cudaMemcpyHostToDevice, m->stream);\n"
+		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n"
+		"int %s_cuda_get_output(%s_cuda *m, int i, void *host)\n{\n"
+		"\tvoid *d = %s_cuda_output(m, i);\n"
+		"\tif (!d || !host)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tcudaError_t err = cudaMemcpyAsync(host, d, %s_out_bytes[i], cudaMemcpyDeviceToHost, m->stream);\n"
+		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n",
+		n, n, n, n, n, n, n, n, n, n);
+	mc_sb_printf(sb,
+		"int %s_cuda_status(%s_cuda *m)\n{\n"
+		"\tif (!m || !m->device)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tint st = 0;\n"
+		"\tcudaError_t err = cudaMemcpyAsync(&st, m->device, sizeof st, cudaMemcpyDeviceToHost, m->stream);\n"
+		"\tif (err == cudaSuccess)\n\t\terr = cudaMemsetAsync(m->device, 0, sizeof st, m->stream);\n"
+		"\tif (err == cudaSuccess)\n\t\terr = cudaStreamSynchronize(m->stream);\n"
+		"\tif (err != cudaSuccess)\n\t\treturn %s_cuda_fail(m, err);\n"
+		"\treturn st;\n}\n", n, n, n);
+}
+
+/* ---- NAME.cu ---- */
+static int put_source(cuda_emitter *c)
+{
+	mc_cemit *e = &c->ce;
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	mc_sb_printf(sb, "/* %s.cu: generated by modelc " MC_VERSION " (cuda target); do not edit. */\n", e->name);
+	mc_sb_printf(sb, "#include <cuda_runtime.h>\n\n#include \"%s.h\"\n\n", e->name);
+	mc_sb_puts(sb, "/* Element indices: wide enough for every buffer of the model. */\n");
+	mc_sb_printf(sb, "typedef %s %s;\n\n", e->idx64 ? "int64_t" : "int32_t", e->idx_type);
+	bool any_fail = false;
+	for (int i = 0; i < p->n_kernels; i++)
+		any_fail = any_fail || has_fail(p->kernels[i]->body);
+	if (any_fail)
+		mc_sb_puts(sb, "/* A failing check records the first status; the run goes on but its\n"
+	               " * outputs are unspecified (NAME_cuda_status reports it). */\n"
+	               "static __device__ __forceinline__ void modelc_cuda_fail(int *st, int code)\n"
+	               "{\n\tatomicCAS(st, 0, code);\n}\n\n");
+	bool any = false;
+	for (int i = 0; i < p->n_weights; i++) {
+		const mc_tensor *t = p->weights[i].t;
+		if (t->numel == 0 || !mc_ce_storage_type(t->dtype))
+			continue;
+		if (!any)
+			mc_sb_printf(sb, "/* Frozen constants, on the host (%s_weights.c); init uploads them. */\n"
+			                 "extern \"C\" {\n", e->name);
+		any = true;
+		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", mc_ce_storage_type(t->dtype), e->name, i, t->numel);
+	}
+	if (any)
+		mc_sb_puts(sb, "}\n\n");
+	mc_ce_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
+	mc_ce_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
+
+	c->guards = mc_xcalloc((size_t)p->n_kernels + 1, sizeof(char *));
+	c->calls = mc_xcalloc((size_t)p->n_kernels + 1, sizeof(int));
+	if (collect_guards(c, p->steps, p->n_steps, NULL))
+		return -1;
+	kernel_launches *kls = mc_xcalloc((size_t)p->n_kernels + 1, sizeof *kls);
+	for (int i = 0; i < p->n_kernels && !e->err; i++)
+		if (c->calls[i])
+			put_kernel(c, i, &kls[i]);
+	if (!e->err) {
+		put_launch_sequence(c, kls);
+		put_host(c);
+	}
+	for (int i = 0; i < p->n_kernels; i++) {
+		for (int j = 0; j < kls[i].n; j++)
+			free((void *)kls[i].ls[j].pre);
+		free(kls[i].ls);
+	}
+	free(kls);
+	return e->err;
+}
+
+int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
+{
+	cuda_emitter c = { .o = o };
+	if (mc_ce_init(&c.ce, p, o, "CUDA target"))
+		return -1;
+	c.ce.cuda = true;
+	plan_layout(&c);
+	mc_strbuf header = { 0 }, source = { 0 }, weights = { 0 };
+	c.ce.sb = &header;
+	put_header(&c);
+	c.ce.sb = &source;
+	int rc = put_source(&c);
+	c.ce.sb = &weights;
+	if (!rc)
+		rc = mc_ce_weights(&c.ce);
+	if (!rc && o->stats)
+		fprintf(stderr, "modelc: stats: cuda: %d launches (%d in one thread), widest %" PRId64
+		                " threads, device memory %zu bytes\n",
+		        c.n_launches, c.n_single, c.max_total, c.device_bytes);
+	const char *name = c.ce.name;
+	if (!rc) {
+		size_t n = strlen(dir) + 16;
+		char *path = mc_xmalloc(n);
+		snprintf(path, n, "%s/modelc_rt.h", dir);
+		rc = mc_write_if_changed(path, mc_runtime_min_h, strlen(mc_runtime_min_h));
+		free(path);
+	}
+	if (!rc)
+		rc = mc_ce_write_file(dir, name, ".h", &header);
+	if (!rc)
+		rc = mc_ce_write_file(dir, name, ".cu", &source);
+	if (!rc)
+		rc = mc_ce_write_file(dir, name, "_weights.c", &weights);
+	mc_sb_free(&header);
+	mc_sb_free(&source);
+	mc_sb_free(&weights);
+	for (int i = 0; c.guards && i < p->n_kernels; i++)
+		free(c.guards[i]);
+	free(c.guards);
+	free(c.calls);
+	free(c.weight_off);
+	free(c.in_off);
+	free(c.out_off);
+	mc_ce_fini(&c.ce);
+	return rc ? -1 : 0;
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """modelc's cuda target against torch.compile on torchvision nets (GPU machine).
 
-usage: python3 bench/cuda/torchvision.py --modelc PATH --work DIR [--nets a,b] [--reps N]
+usage: python3 bench/cuda/tv_bench.py --modelc PATH --work DIR [--nets a,b] [--reps N]
 
 For each net (torchvision mobilenet_v2, resnet18, squeezenet1_1,
 mobilenet_v3_small; seeded random weights, eval mode, batch 1, 3x224x224):
@@ -113,8 +113,12 @@ def main():
                               input_names=["input"], output_names=["output"])
         model = model.cuda()
         xc = x.cuda()
+        # the reference in true fp32 (cuDNN convolutions default to TF32)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
         with torch.no_grad():
             ref = model(xc).float().cpu().numpy().ravel()
+        torch.backends.cudnn.allow_tf32 = True
         row = {"net": name, "device": dev}
         try:
             med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args)

@@ -1,0 +1,235 @@
+/* The cuda target's output (targets/cuda/emit_cuda.c): the files, the grid
+ * mapping of parallel loops, If guards, the API, determinism and the
+ * options. Running it needs a GPU (tests/cuda/check device); where nvcc
+ * is installed, the sources are built here with warnings as errors. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../aot/aot.h"
+#include "model_builder.h"
+
+static char *read_text(const char *dir, const char *file)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "no %s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+	s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* y = Relu(Conv(x, w) + b) * s: one conv kernel with an epilogue and a
+ * pointwise kernel, both with parallel loop nests. */
+static char *conv_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,2,5,5");
+	float w[4 * 2 * 3 * 3], bias[4] = { 0.1f, -0.2f, 0.3f, 0 }, s = 2;
+	for (int i = 0; i < (int)(sizeof w / sizeof *w); i++)
+		w[i] = (float)((i * 7) % 5 - 2) / 4;
+	mb_init_floats(b, g, "w", "4,2,3,3", w, sizeof w / sizeof *w);
+	mb_init_floats(b, g, "b", "4", bias, 4);
+	mb_init_floats(b, g, "s", "", &s, 1);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "x,w,b", "c");
+	int64_t pads[4] = { 1, 1, 1, 1 };
+	mb_attr_ints(b, n, "pads", pads, 4);
+	mb_node(b, g, "Relu", "relu", "c", "r");
+	mb_node(b, g, "Softmax", "softmax", "r", "sm");
+	mb_node(b, g, "Mul", "mul", "sm,s", "y");
+	mb_output(b, g, "y");
+	char *path = malloc(strlen(dir) + 32);
+	sprintf(path, "%s/conv.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+/* y = If(cond, x + 1, x * 3) */
+static char *if_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4");
+	mb_input(b, g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	float one = 1, three = 3;
+	Onnx__GraphProto *tg = mb_graph(b, "then"), *eg = mb_graph(b, "else");
+	mb_init_floats(b, tg, "one", "", &one, 1);
+	mb_node(b, tg, "Add", "then_add", "x,one", "t_out");
+	mb_output(b, tg, "t_out");
+	mb_init_floats(b, eg, "three", "", &three, 1);
+	mb_node(b, eg, "Mul", "else_mul", "x,three", "e_out");
+	mb_output(b, eg, "e_out");
+	Onnx__NodeProto *n = mb_node(b, g, "If", "if", "cond", "y");
+	mb_attr_graph(b, n, "then_branch", tg);
+	mb_attr_graph(b, n, "else_branch", eg);
+	mb_output(b, g, "y");
+	char *path = malloc(strlen(dir) + 32);
+	sprintf(path, "%s/if.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+static bool have_nvcc(char *nvcc, size_t n)
+{
+	const char *candidates[] = { "/usr/local/cuda/bin/nvcc", "nvcc" };
+	for (size_t i = 0; i < 2; i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", candidates[i]);
+		if (system(cmd) == 0) {
+			snprintf(nvcc, n, "%s", candidates[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* nvcc, with warnings as errors, compiles NAME.cu and the driver. */
+static void nvcc_builds(const char *dir, const char *name)
+{
+	char nvcc[256], cmd[8192];
+	if (!have_nvcc(nvcc, sizeof nvcc))
+		return; /* the text checks stand alone; CI's tests/cuda/check says SKIP loudly */
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s' && %s -O1 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra -arch=sm_90 "
+	         "-c %s.cu -o k.o >nvcc.log 2>&1 && cc -std=c99 -Wall -Wextra -Werror -c %s_weights.c -o w.o "
+	         ">>nvcc.log 2>&1",
+	         dir, nvcc, name, name);
+	cr_assert_eq(system(cmd), 0, "nvcc failed: %s", cmd);
+}
+
+Test(cuda, emits_grid_kernels_and_the_api)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = conv_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "cnet";
+	o.target = "cuda";
+	o.harness = true;
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "cnet.cu"), *h = read_text(out, "cnet.h"), *nj = read_text(out, "build.ninja");
+	char *w = read_text(out, "cnet_weights.c"), *js = read_text(out, "cnet.json");
+	cr_assert(count(cu, "__global__") >= 2, "kernels: %d", count(cu, "__global__"));
+	/* the conv's nest over 4 x 5 x 5 outputs is one flat index of 100 threads */
+	cr_assert(strstr(cu, "t < 100u;"), "conv not collapsed onto the grid:\n%s", cu);
+	cr_assert(strstr(cu, "blockIdx.x * blockDim.x + threadIdx.x"));
+	cr_assert(strstr(cu, "__restrict__"));
+	cr_assert_null(strstr(cu, " restrict "), "C99 restrict in CUDA C++");
+	cr_assert(strstr(cu, "cudaStreamBeginCapture") && strstr(cu, "cudaGraphLaunch"));
+	cr_assert(strstr(cu, "cnet_launch_all"));
+	/* every __global__ function is launched once */
+	cr_assert_eq(count(cu, "<<<"), count(cu, "__global__"));
+	cr_assert(strstr(h, "#define CNET_DEVICE_BYTES ") && strstr(h, "#define CNET_INPUT_0_OFFSET "));
+	cr_assert(strstr(h, "int cnet_cuda_init(cnet_cuda *m, void *device, cudaStream_t stream, unsigned flags);"));
+	cr_assert(strstr(h, "int cnet_cuda_run(cnet_cuda *m);"));
+	cr_assert(strstr(nj, "-gencode arch=compute_87,code=sm_87") && strstr(nj, "code=compute_90"));
+	cr_assert(strstr(w, "#include \"modelc_rt.h\""), "weights must build without CUDA headers");
+	cr_assert(strstr(js, "\"target\": \"cuda\""));
+	char main_c[4096];
+	snprintf(main_c, sizeof main_c, "%s/cnet_main.c", out);
+	cr_assert_eq(access(main_c, R_OK), 0);
+	nvcc_builds(out, "cnet");
+	free(cu), free(h), free(nj), free(w), free(js);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+Test(cuda, if_branches_become_guards_read_on_the_device)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = if_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "ifm";
+	o.target = "cuda";
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "ifm.cu");
+	/* every kernel is inside a branch and returns early unless it is taken:
+	 * no host decision, so the sequence stays one graph */
+	cr_assert_eq(count(cu, "an If branch not taken"), count(cu, "__global__"), "%s", cu);
+	cr_assert(strstr(cu, "] != 0)) /* an If") && strstr(cu, "] == 0)) /* an If"), "%s", cu);
+	nvcc_builds(out, "ifm");
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+Test(cuda, output_is_deterministic)
+{
+	char *tmp = make_temp_dir(), a[4096], b[4096];
+	char *model = conv_model(tmp);
+	snprintf(a, sizeof a, "%s/a", tmp);
+	snprintf(b, sizeof b, "%s/b", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "cnet";
+	o.target = "cuda";
+	cr_assert_eq(mc_compile(model, a, &o), 0);
+	cr_assert_eq(mc_compile(model, b, &o), 0);
+	const char *files[] = { "cnet.cu", "cnet.h", "cnet_weights.c", "cnet.json" };
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		char *x = read_text(a, files[i]), *y = read_text(b, files[i]);
+		cr_assert_str_eq(x, y, "%s differs", files[i]);
+		free(x), free(y);
+	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+Test(cuda, options_are_checked)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = conv_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "cnet";
+	o.target = "cuda";
+	diag_capture();
+	o.isa = "avx2";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--isa chooses CPU vector code"), 1, "%s", diag_all());
+	o.isa = NULL;
+	o.cuda_arch = "sm90";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--cuda-arch 'sm90'"), 1, "%s", diag_all());
+	o.cuda_arch = "sm_80,sm_90a";
+	cr_assert_eq(mc_compile(model, out, &o), 0, "%s", diag_all());
+	char *nj = read_text(out, "build.ninja");
+	cr_assert(strstr(nj, "arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a"), "%s", nj);
+	free(nj);
+	o.target = "c";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--cuda-arch needs --target cuda"), 1, "%s", diag_all());
+	o.target = "rocm";
+	o.cuda_arch = NULL;
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("unknown target 'rocm' (this build knows: c, cuda)"), 1, "%s", diag_all());
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}

@@ -21,6 +21,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	const char *n = o->name;
 	char up[256];
 	bool cuda = o->target && !strcmp(o->target, "cuda");
+	upper(n, up, sizeof up);
 	char run_fn[300];
 	snprintf(run_fn, sizeof run_fn, "%s_run", n);
 	mc_sb_printf(&b,
@@ -45,6 +46,26 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		mc_sb_printf(&b, "\"%s\", ", file);
 	}
 	mc_sb_printf(&b, "0};\n#define N_IN %d\n#define N_OUT %d\n\n", p->n_inputs, p->n_outputs);
+	if (cuda) /* --profile: where the time of one run goes, launch by launch */
+		mc_sb_printf(&b,
+		    "static int profile_launches(%s_cuda *m)\n{\n"
+		    "\tenum { RUNS = 20, N = %s_NUM_LAUNCHES };\n"
+		    "\tcudaEvent_t ev[N + 1];\n\tdouble us[N + 1], sum = 0;\n\tint order[N + 1], st = 0;\n"
+		    "\tfor (int i = 0; i <= N; i++) {\n\t\tcudaEventCreate(&ev[i]);\n\t\tus[i] = 0;\n\t\torder[i] = i;\n\t}\n"
+		    "\tfor (int r = 0; r < RUNS && st == 0; r++) {\n"
+		    "\t\tst = %s_cuda_run_profiled(m, ev);\n"
+		    "\t\tcudaEventSynchronize(ev[N]);\n"
+		    "\t\tfor (int i = 0; i < N && st == 0; i++) {\n\t\t\tfloat ms = 0;\n"
+		    "\t\t\tcudaEventElapsedTime(&ms, ev[i], ev[i + 1]);\n\t\t\tus[i] += 1000.0 * ms / RUNS;\n\t\t}\n\t}\n"
+		    "\tfor (int i = 0; i < N; i++) {\n\t\tsum += us[i];\n"
+		    "\t\tfor (int j = i; j > 0 && us[order[j - 1]] < us[order[j]]; j--) {\n"
+		    "\t\t\tint t = order[j];\n\t\t\torder[j] = order[j - 1];\n\t\t\torder[j - 1] = t;\n\t\t}\n\t}\n"
+		    "\tfprintf(stderr, \"profile: %%d launches, %%.1f us in all (kernel by kernel, no graph)\\n\", N, sum);\n"
+		    "\tfor (int i = 0; i < N && i < 40; i++)\n"
+		    "\t\tfprintf(stderr, \"profile: %%8.1f us %%5.1f%%%%  %%s\\n\", us[order[i]],\n"
+		    "\t\t        sum > 0 ? 100 * us[order[i]] / sum : 0.0, %s_launch_names[order[i]]);\n"
+		    "\tfor (int i = 0; i <= N; i++)\n\t\tcudaEventDestroy(ev[i]);\n"
+		    "\treturn st;\n}\n\n", n, up, n, n);
 	mc_sb_printf(&b,
 	    "static void *zalloc(size_t n)\n{\n"
 	    "\tvoid *q = NULL;\n"
@@ -52,8 +73,9 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tmemset(q, 0, n ? n : 1);\n\treturn q;\n}\n\n"
 	    "int main(int argc, char **argv)\n{\n"
 	    "\tconst void *in[N_IN + 1];\n\tvoid *out[N_OUT + 1];\n"
-	    "\tlong repeat = 1;\n\tint a = 2, names = 0;\n"
+	    "\tlong repeat = 1;\n\tint a = 2, names = 0, profile = 0;\n"
 	    "\tfor (;;) {\n"
+	    "\t\tif (argc > a && strcmp(argv[a], \"--profile\") == 0) {\n\t\t\tprofile = 1;\n\t\t\ta++;\n\t\t\tcontinue;\n\t\t}\n"
 	    "\t\tif (argc > a + 1 && strcmp(argv[a], \"--repeat\") == 0) {\n\t\t\trepeat = atol(argv[a + 1]);\n\t\t\ta += 2;\n"
 	    "\t\t} else if (argc > a && strcmp(argv[a], \"--names\") == 0) {\n\t\t\tnames = 1;\n\t\t\ta++;\n"
 	    "\t\t} else {\n\t\t\tbreak;\n\t\t}\n\t}\n"
@@ -103,6 +125,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		    "\t\t        repeat, us[repeat / 2], us[0], 1000.0 * ms / (double)repeat);\n\t}\n"
 		    "\tfor (long r = 0; r < 2 * repeat && repeat > 1; r++)\n"
 		    "\t\tcudaEventDestroy(ev[r]);\n"
+		    "\tif (st == 0 && profile)\n\t\tst = profile_launches(&m);\n"
 		    "\tfree(ev);\n\tfree(us);\n"
 		    "\tfor (int i = 0; i < N_OUT && st == 0; i++)\n"
 		    "\t\tst = %s_cuda_get_output(&m, i, out[i]);\n"
@@ -118,8 +141,9 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tint st = 0;\n"
 	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
 	    "\t\tst = %s_run(arena, in, out);\n"
-	    "\tfree(arena);\n",
-		    upper(n, up, sizeof up), n);
+	    "\tfree(arena);\n"
+	    "\t(void)profile;\n",
+		    up, n);
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"
 	    "\t\tchar path[4096];\n"

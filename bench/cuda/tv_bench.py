@@ -81,7 +81,11 @@ def modelc_net(name, onnx_path, x_np, args):
     x_np.astype(np.float32).tofile(inp)
     out = os.path.join(args.work, name, "out")
     os.makedirs(out, exist_ok=True)
-    r = run([os.path.join(gen, "run"), out, "--repeat", str(args.reps), inp])
+    extra = ["--profile"] if args.profile else []
+    r = run([os.path.join(gen, "run"), out, "--repeat", str(args.reps)] + extra + [inp])
+    if args.profile:
+        prof = [l for l in r.stderr.splitlines() if l.startswith("profile:")][:28]
+        print("\n".join(f"{name}: {l}" for l in prof), flush=True)
     line = [l for l in r.stderr.splitlines() if "median" in l][-1]
     med = float(line.split("median ")[1].split(" us")[0])
     lo = float(line.split("min ")[1].split(" us")[0])
@@ -97,6 +101,8 @@ def main():
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--cuda-arch", default="sm_90")
     ap.add_argument("--skip-fp16", action="store_true")
+    ap.add_argument("--skip-torch", action="store_true", help="modelc only (no torch.compile timing)")
+    ap.add_argument("--profile", action="store_true", help="print modelc's time per launch")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch._inductor.config.freezing = True
@@ -126,6 +132,10 @@ def main():
             row.update(modelc_fp32_us=med, modelc_fp32_min_us=lo, modelc_compile_s=cs, modelc_rel_err=err)
         except Exception as ex:  # one net's failure is a row, not the end
             row.update(modelc_error=str(ex)[-2000:])
+        if args.skip_torch:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            continue
         med, lo, cs = torch_compile_us(model, xc, args.reps)
         row.update(torch_fp32_us=med, torch_fp32_min_us=lo, torch_compile_s=cs)
         if not args.skip_fp16:
@@ -142,7 +152,10 @@ def main():
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         m = r.get("modelc_fp32_us")
-        t = r["torch_fp32_us"]
+        t = r.get("torch_fp32_us")
+        if t is None:
+            print(f"| {r['net']} | {m if m else 'FAILED'} | - | - | - | - | {r.get('modelc_rel_err', '-')} |")
+            continue
         mc = f"{m:.1f}" if m else "FAILED"
         ratio = f"{m / t:.2f}" if m else "-"
         t16 = f"{r['torch_fp16_us']:.1f}" if "torch_fp16_us" in r else "-"

@@ -57,6 +57,7 @@ typedef struct {
 	char **guards;                  /* per kernel: condition text, or NULL */
 	int *calls;                     /* per kernel: steps launching it */
 	int n_launches, n_single;       /* --stats */
+	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	int64_t max_total;
 } cuda_emitter;
 
@@ -445,13 +446,43 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 	mc_ce_end_kernel(e);
 }
 
+/* The launches in order (kernel, launch), those with work. */
+static int count_launches(cuda_emitter *c, const kernel_launches *kls)
+{
+	int n = 0;
+	for (int ki = 0; ki < c->ce.p->n_kernels; ki++)
+		for (int i = 0; c->calls[ki] && i < kls[ki].n; i++)
+			if (!(kls[ki].ls[i].n_loops && kls[ki].ls[i].total == 0))
+				n++;
+	return n;
+}
+
 static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 {
 	mc_cemit *e = &c->ce;
 	const mc_program *p = e->p;
-	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s. */\n"
-	                    "static void %s_launch_all(unsigned char *dev, cudaStream_t s)\n{\n", e->name);
-	bool any = false;
+	int n = c->n_emitted = count_launches(c, kls);
+	{
+		mc_sb_printf(e->sb, "const char *const %s_launch_names[%d] = {\n", e->name, n + 1);
+		for (int ki = 0; ki < p->n_kernels; ki++)
+			for (int i = 0; c->calls[ki] && i < kls[ki].n; i++) {
+				const launch *l = &kls[ki].ls[i];
+				if (l->n_loops && l->total == 0)
+					continue;
+				int block;
+				int64_t grid = grid_of(l, &block);
+				mc_sb_puts(e->sb, "\t\"");
+				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
+				mc_sb_printf(e->sb, " <<<%" PRId64 ", %d>>>%s\",\n", grid, block,
+				             l->n_loops ? "" : " (one thread)");
+			}
+		mc_sb_puts(e->sb, "\tNULL,\n};\n\n");
+	}
+	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s; with ev\n"
+	                    " * (profiling), an event after each. */\n"
+	                    "static void %s_launch_all(unsigned char *dev, cudaStream_t s, cudaEvent_t *ev)\n{\n",
+	             e->name);
+	int at = 0;
 	for (int ki = 0; ki < p->n_kernels; ki++) {
 		if (!c->calls[ki])
 			continue;
@@ -464,11 +495,11 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 			mc_sb_puts(e->sb, "\t");
 			put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 			mc_sb_printf(e->sb, "<<<%" PRId64 ", %d, 0, s>>>(dev);\n", grid, block);
-			any = true;
+			mc_sb_printf(e->sb, "\tif (ev)\n\t\tcudaEventRecord(ev[%d], s);\n", ++at);
 		}
 	}
-	if (!any)
-		mc_sb_puts(e->sb, "\t(void)dev;\n\t(void)s;\n");
+	if (n == 0)
+		mc_sb_puts(e->sb, "\t(void)dev;\n\t(void)s;\n\t(void)ev;\n");
 	mc_sb_puts(e->sb, "}\n\n");
 }
 
@@ -491,9 +522,9 @@ static void put_header(cuda_emitter *c)
 		" * the activation arena, the inputs and the outputs, at fixed offsets. */\n"
 		"#define %s_DEVICE_BYTES %zuu\n#define %s_DEVICE_ALIGN %du\n"
 		"#define %s_WEIGHT_BYTES %zuu\n#define %s_ARENA_OFFSET %zuu\n#define %s_ARENA_BYTES %zuu\n"
-		"#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n",
+		"#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n#define %s_NUM_LAUNCHES %d\n\n",
 		N, c->device_bytes, N, REGION_ALIGN, N, p->weight_bytes, N, c->arena_off, N, p->arena_bytes,
-		N, p->n_inputs, N, p->n_outputs);
+		N, p->n_inputs, N, p->n_outputs, N, c->n_emitted);
 	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
 	               " * (an initializer list; absent for scalars), elements, bytes, and its\n"
 	               " * offset in the device allocation. */\n");
@@ -508,6 +539,7 @@ static void put_header(cuda_emitter *c)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", n, N);
 	if (p->n_outputs > 0)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", n, N);
+	mc_sb_printf(sb, "extern const char *const %s_launch_names[%s_NUM_LAUNCHES + 1]; /* NULL-terminated */\n", n, N);
 	mc_sb_printf(sb,
 		"\n/* A loaded model: the caller owns the struct (no global state; two\n"
 		" * structs, two independent models on the GPU). */\n"
@@ -549,9 +581,14 @@ static void put_header(cuda_emitter *c)
 		" * call: MODELC_OK, MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT (invalid\n"
 		" * input data; outputs unspecified), or MODELC_ERR_CUDA; and clears it. */\n"
 		"int %s_cuda_status(%s_cuda *m);\n\n"
+		"/* Profiling: runs once kernel by kernel (no graph), recording event ev[0]\n"
+		" * before the first launch and ev[i + 1] after launch i; ev holds\n"
+		" * %s_NUM_LAUNCHES + 1 events the caller created. %s_launch_names[i]\n"
+		" * names launch i and its grid. */\n"
+		"int %s_cuda_run_profiled(%s_cuda *m, cudaEvent_t *ev);\n\n"
 		"/* Releases the graph and, if init allocated it, the device memory. */\n"
 		"void %s_cuda_free(%s_cuda *m);\n\n",
-		N, N, N, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+		N, N, N, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, N, n, n, n, n, n);
 	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
 	mc_sb_printf(sb, "#endif /* %s_MODELC_H */\n", N);
 }
@@ -597,7 +634,7 @@ static void put_host(cuda_emitter *c)
 		"\tif (err != cudaSuccess)\n\t\treturn err;\n"
 		"\terr = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);\n"
 		"\tif (err == cudaSuccess) {\n"
-		"\t\t%s_launch_all(m->device, cs);\n"
+		"\t\t%s_launch_all(m->device, cs, NULL);\n"
 		"\t\terr = cudaStreamEndCapture(cs, &g);\n\t}\n"
 		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphInstantiate(&m->graph, g, 0);\n"
 		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphUpload(m->graph, m->stream);\n"
@@ -632,7 +669,14 @@ static void put_host(cuda_emitter *c)
 		"\tif (!m || !m->device)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
 		"\tcudaError_t err;\n"
 		"\tif (m->graph) {\n\t\terr = cudaGraphLaunch(m->graph, m->stream);\n\t} else {\n"
-		"\t\t%s_launch_all(m->device, m->stream);\n\t\terr = cudaGetLastError();\n\t}\n"
+		"\t\t%s_launch_all(m->device, m->stream, NULL);\n\t\terr = cudaGetLastError();\n\t}\n"
+		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
+	mc_sb_printf(sb,
+		"int %s_cuda_run_profiled(%s_cuda *m, cudaEvent_t *ev)\n{\n"
+		"\tif (!m || !m->device || !ev)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		"\tcudaError_t err = cudaEventRecord(ev[0], m->stream);\n"
+		"\tif (err == cudaSuccess) {\n\t\t%s_launch_all(m->device, m->stream, ev);\n"
+		"\t\terr = cudaGetLastError();\n\t}\n"
 		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
 	mc_sb_printf(sb, "static const size_t %s_in_at[%d] = {", n, p->n_inputs + 1);
 	for (int i = 0; i < p->n_inputs; i++)
@@ -739,10 +783,12 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	c.ce.cuda = true;
 	plan_layout(&c);
 	mc_strbuf header = { 0 }, source = { 0 }, weights = { 0 };
-	c.ce.sb = &header;
-	put_header(&c);
+	/* the source first: it plans the launches the header counts */
 	c.ce.sb = &source;
 	int rc = put_source(&c);
+	c.ce.sb = &header;
+	if (!rc)
+		put_header(&c);
 	c.ce.sb = &weights;
 	if (!rc)
 		rc = mc_ce_weights(&c.ce);

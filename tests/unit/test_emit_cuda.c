@@ -138,7 +138,8 @@ Test(cuda, emits_grid_kernels_and_the_api)
 	cr_assert(strstr(cu, "cudaStreamBeginCapture") && strstr(cu, "cudaGraphLaunch"));
 	cr_assert(strstr(cu, "cnet_launch_all"));
 	/* every __global__ function is launched once */
-	cr_assert_eq(count(cu, "<<<"), count(cu, "__global__"));
+	cr_assert_eq(count(cu, ", 0, s>>>(dev);"), count(cu, "__global__"));
+	cr_assert(strstr(h, "#define CNET_NUM_LAUNCHES ") && strstr(cu, "cnet_launch_names["));
 	cr_assert(strstr(h, "#define CNET_DEVICE_BYTES ") && strstr(h, "#define CNET_INPUT_0_OFFSET "));
 	cr_assert(strstr(h, "int cnet_cuda_init(cnet_cuda *m, void *device, cudaStream_t stream, unsigned flags);"));
 	cr_assert(strstr(h, "int cnet_cuda_run(cnet_cuda *m);"));

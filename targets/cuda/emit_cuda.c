@@ -47,6 +47,7 @@ typedef struct {
 	const mc_kstmt *lets[64];
 	const mc_kstmt *body;           /* innermost collapsed loop's body */
 	int64_t total;                  /* iterations (1 with no loops) */
+	bool warp;                      /* a warp per iteration: its reductions split over lanes */
 } launch;
 
 typedef struct {
@@ -56,7 +57,7 @@ typedef struct {
 	size_t arena_off, *in_off, *out_off, device_bytes, weight_end;
 	char **guards;                  /* per kernel: condition text, or NULL */
 	int *calls;                     /* per kernel: steps launching it */
-	int n_launches, n_single;       /* --stats */
+	int n_launches, n_single, n_warp; /* --stats */
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	int64_t max_total;
 } cuda_emitter;
@@ -222,6 +223,157 @@ static void collapse(const mc_kernel *k, const mc_kstmt *s, launch *l)
 		l->total *= l->extent[i];
 }
 
+/* ---- warp reductions ----
+ * A launch with few iterations but long reduction loops (a GEMV, a
+ * convolution over many channels on a small image, a global pool) gives
+ * each iteration a warp instead of a thread: a top-level reduction loop of
+ * its body that only accumulates one float local (acc = acc + e, or a
+ * maximum or minimum by select) runs with its iterations spread over the
+ * 32 lanes, then the lanes combine their partial values with shuffles, so
+ * that every lane goes on with the whole result. */
+enum { RED_NONE, RED_ADD, RED_MAX, RED_MIN };
+#define WARP_MAX_ITERS 65536   /* above this, a thread per iteration has parallelism enough */
+#define WARP_MIN_EXTENT 32
+
+static bool is_var(const mc_kexpr *x, int var)
+{
+	return x && x->kind == MC_KE_VAR && x->var == var;
+}
+
+/* The combining operation of `acc = value`, or RED_NONE. */
+static int combine_of(const mc_kexpr *v, int acc)
+{
+	if (v->kind == MC_KE_BIN && v->op == MC_KB_ADD && (is_var(v->a, acc) || is_var(v->b, acc)))
+		return RED_ADD;
+	if (v->kind == MC_KE_FMA && is_var(v->c, acc))
+		return RED_ADD;
+	if (v->kind == MC_KE_BIN && (v->op == MC_KB_MAX || v->op == MC_KB_MIN) &&
+	    (is_var(v->a, acc) || is_var(v->b, acc)))
+		return v->op == MC_KB_MAX ? RED_MAX : RED_MIN;
+	/* c ? x : acc with c = x > acc (a maximum) or x < acc (a minimum) */
+	if (v->kind == MC_KE_SELECT && is_var(v->c, acc) && v->a->kind == MC_KE_BIN) {
+		const mc_kexpr *c = v->a;
+		bool x_first = c->b && is_var(c->b, acc) && c->a == v->b;
+		if (x_first && c->op == MC_KB_GT)
+			return RED_MAX;
+		if (x_first && c->op == MC_KB_LT)
+			return RED_MIN;
+	}
+	return RED_NONE;
+}
+
+typedef struct {
+	int acc;        /* the one outer variable the loop assigns */
+	int op;         /* RED_*; RED_NONE: not splittable */
+	bool *inner;    /* per variable: declared inside the loop */
+} red_scan;
+
+/* Walks a reduction loop's body: every assignment to a variable declared
+ * outside must accumulate into the same one with the same operation; no
+ * store, failure or break out of the loop. */
+static bool scan_reduction(const mc_kstmt *s, red_scan *r, int depth)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case MC_KS_DECL:
+		case MC_KS_FOR:
+			r->inner[s->var] = true;
+			break;
+		case MC_KS_ASSIGN:
+			if (r->inner[s->var])
+				break;
+			if (r->acc >= 0 && r->acc != s->var)
+				return false;
+			r->acc = s->var;
+			int op = combine_of(s->a, s->var);
+			if (op == RED_NONE || (r->op != RED_NONE && r->op != op))
+				return false;
+			r->op = op;
+			break;
+		case MC_KS_STORE:
+		case MC_KS_FAIL:
+			return false;
+		case MC_KS_BREAK:
+			if (depth == 0)
+				return false;
+			break;
+		case MC_KS_IF:
+			break;
+		}
+		if (s->body && !scan_reduction(s->body, r, depth + (s->kind == MC_KS_FOR)))
+			return false;
+		if (s->orelse && !scan_reduction(s->orelse, r, depth))
+			return false;
+	}
+	return true;
+}
+
+/* The accumulator and operation if s is a reduction loop that lanes may
+ * split; RED_NONE otherwise. */
+static int splittable(const mc_kernel *k, const mc_kstmt *s, int *acc)
+{
+	int64_t b, e;
+	if (s->kind != MC_KS_FOR || !(s->flags & MC_KF_REDUCE))
+		return RED_NONE;
+	/* only long loops pay for the shuffles (window taps have variable bounds
+	 * but few iterations) */
+	if (!mc_k_is_const(s->a, &b) || !mc_k_is_const(s->b, &e) || e - b < WARP_MIN_EXTENT)
+		return RED_NONE;
+	red_scan r = { .acc = -1, .op = RED_NONE };
+	r.inner = mc_xcalloc((size_t)k->n_vars + 1, sizeof(bool));
+	r.inner[s->var] = true;
+	bool ok = scan_reduction(s->body, &r, 0);
+	free(r.inner);
+	if (!ok || r.acc < 0)
+		return RED_NONE;
+	const mc_kvar *v = &k->vars[r.acc];
+	if (v->lanes > 1 || (v->type != MC_KT_F32 && v->type != MC_KT_F64) || !v->mutable_)
+		return RED_NONE;
+	*acc = r.acc;
+	return r.op;
+}
+
+/* A kernel with no parallel loop whose body is lets, locals, splittable
+ * reductions and then stores (a mean of a whole tensor, a dot product):
+ * one warp runs it, lane 0 stores. Stores come last, so no lane reads
+ * what another wrote. */
+static bool one_warp(const mc_kernel *k)
+{
+	bool stored = false, split = false;
+	int acc;
+	for (const mc_kstmt *s = k->body; s; s = s->next) {
+		switch (s->kind) {
+		case MC_KS_DECL:
+		case MC_KS_ASSIGN:
+			break;
+		case MC_KS_STORE:
+			stored = true;
+			break;
+		case MC_KS_FOR:
+			if (stored || splittable(k, s, &acc) == RED_NONE)
+				return false;
+			split = true;
+			break;
+		default:
+			return false;
+		}
+	}
+	return split;
+}
+
+static bool wants_warp(const mc_kernel *k, const launch *l)
+{
+	if (!l->stmt)
+		return one_warp(k);
+	if (l->n_loops == 0 || l->total > WARP_MAX_ITERS)
+		return false;
+	int acc;
+	for (const mc_kstmt *s = l->body; s; s = s->next)
+		if (splittable(k, s, &acc) != RED_NONE)
+			return true;
+	return false;
+}
+
 /* The launches of kernel k (caller frees *out and each pre). */
 static int plan_launches(const mc_kernel *k, launch **out)
 {
@@ -236,6 +388,7 @@ static int plan_launches(const mc_kernel *k, launch **out)
 	if (shared_state || !k->body) {
 		ls = mc_xcalloc(1, sizeof *ls);
 		ls->total = 1;
+		ls->warp = wants_warp(k, ls);
 		*out = ls;
 		return 1;
 	}
@@ -260,6 +413,7 @@ static int plan_launches(const mc_kernel *k, launch **out)
 		l->pre = mc_xcalloc((size_t)n_pre + 1, sizeof *l->pre);
 		memcpy(l->pre, pre, (size_t)n_pre * sizeof *pre);
 		collapse(k, s, l);
+		l->warp = wants_warp(k, l);
 	}
 	*out = ls;
 	return n;
@@ -320,6 +474,57 @@ static mc_kstmt alone(const mc_kstmt *s)
 	return t;
 }
 
+/* A warp's body: top-level reduction loops split over the lanes. */
+static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool one_lane_stores)
+{
+	mc_cemit *e = &c->ce;
+	const mc_kernel *k = e->k;
+	for (; s; s = s->next) {
+		int acc, op = splittable(k, s, &acc);
+		if (s->kind == MC_KS_STORE && one_lane_stores) {
+			mc_ce_indent(e, depth);
+			mc_sb_puts(e->sb, "if (lane == 0)\n");
+			mc_ce_stmt(e, s, depth + 1);
+			continue;
+		}
+		if (op == RED_NONE) {
+			mc_ce_stmt(e, s, depth);
+			continue;
+		}
+		const char *at = mc_ce_ctype(e, k->vars[acc].type), *vt = mc_ce_ctype(e, k->vars[s->var].type);
+		if (op == RED_ADD) { /* the start value counts once, not once a lane */
+			mc_ce_indent(e, depth);
+			mc_sb_printf(e->sb, "const %s w%d = v%d;\n", at, acc, acc);
+			mc_ce_indent(e, depth);
+			mc_sb_printf(e->sb, "v%d = 0;\n", acc);
+		}
+		mc_ce_indent(e, depth);
+		mc_sb_printf(e->sb, "for (%s v%d = ", vt, s->var);
+		mc_ce_expr(e, s->a, false);
+		mc_sb_printf(e->sb, " + (%s)lane; v%d < ", vt, s->var);
+		mc_ce_expr(e, s->b, false);
+		mc_sb_printf(e->sb, "; v%d += 32) { /* split over the warp's lanes */\n", s->var);
+		mc_ce_block(e, s->body, depth + 1);
+		mc_ce_indent(e, depth);
+		mc_sb_puts(e->sb, "}\n");
+		mc_ce_indent(e, depth);
+		mc_sb_printf(e->sb, "for (int o = 16; o > 0; o >>= 1) {\n");
+		mc_ce_indent(e, depth + 1);
+		mc_sb_printf(e->sb, "const %s u = __shfl_xor_sync(0xffffffffu, v%d, o);\n", at, acc);
+		mc_ce_indent(e, depth + 1);
+		if (op == RED_ADD)
+			mc_sb_printf(e->sb, "v%d = v%d + u;\n", acc, acc);
+		else
+			mc_sb_printf(e->sb, "v%d = u %s v%d ? u : v%d;\n", acc, op == RED_MAX ? ">" : "<", acc, acc);
+		mc_ce_indent(e, depth);
+		mc_sb_puts(e->sb, "}\n");
+		if (op == RED_ADD) {
+			mc_ce_indent(e, depth);
+			mc_sb_printf(e->sb, "v%d = w%d + v%d;\n", acc, acc, acc);
+		}
+	}
+}
+
 static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 {
 	mc_cemit *e = &c->ce;
@@ -360,6 +565,13 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	if (guard)
 		mc_sb_printf(sb, "\tif (!(%s)) /* an If branch not taken */\n\t\treturn;\n", guard);
 
+	if (!l->stmt && l->warp) {
+		mc_sb_puts(sb, "\tconst unsigned lane = threadIdx.x & 31u;\n"
+		               "\tif (blockIdx.x != 0 || threadIdx.x >= 32) /* one warp */\n\t\treturn;\n");
+		put_warp_block(c, k->body, 1, true);
+		mc_sb_puts(sb, "}\n\n");
+		return;
+	}
 	if (!l->stmt) {
 		mc_sb_puts(sb, "\tif (blockIdx.x != 0 || threadIdx.x != 0) /* sequential */\n\t\treturn;\n");
 		mc_ce_block(e, k->body, 1);
@@ -380,9 +592,17 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	 * division by a constant is then a multiply and a shift */
 	const char *tt = l->total + (int64_t)BLOCK * MAX_BLOCKS < INT32_MAX ? "unsigned" : "unsigned long long";
 	const char *suffix = strcmp(tt, "unsigned") ? "ull" : "u";
-	mc_sb_printf(sb, "\tfor (%s t = (%s)blockIdx.x * blockDim.x + threadIdx.x; t < %" PRId64 "%s;"
-	                 " t += (%s)gridDim.x * blockDim.x) {\n",
-	             tt, tt, l->total, suffix, tt);
+	if (l->warp) {
+		/* a warp per iteration: t is the same in all its lanes */
+		mc_sb_puts(sb, "\tconst unsigned lane = threadIdx.x & 31u;\n");
+		mc_sb_printf(sb, "\tfor (%s t = ((%s)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < %" PRId64 "%s;"
+		                 " t += ((%s)gridDim.x * blockDim.x) >> 5) {\n",
+		             tt, tt, l->total, suffix, tt);
+	} else {
+		mc_sb_printf(sb, "\tfor (%s t = (%s)blockIdx.x * blockDim.x + threadIdx.x; t < %" PRId64 "%s;"
+		                 " t += (%s)gridDim.x * blockDim.x) {\n",
+		             tt, tt, l->total, suffix, tt);
+	}
 	if (l->n_loops > 1)
 		mc_sb_printf(sb, "\t\t%s r = t;\n", tt);
 	for (int i = l->n_loops - 1; i >= 0; i--) {
@@ -404,13 +624,16 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	}
 	for (int i = 0; i < l->n_lets; i++)
 		mc_ce_stmt(e, l->lets[i], 2);
-	mc_ce_block(e, l->body, 2);
+	if (l->warp)
+		put_warp_block(c, l->body, 2, false);
+	else
+		mc_ce_block(e, l->body, 2);
 	mc_sb_puts(sb, "\t}\n}\n\n");
 }
 
 static int64_t grid_of(const launch *l, int *block)
 {
-	int64_t threads = l->n_loops ? l->total : 1;
+	int64_t threads = (l->n_loops ? l->total : 1) * (l->warp ? 32 : 1);
 	*block = threads >= BLOCK ? BLOCK : (int)((threads + 31) / 32 * 32);
 	int64_t grid = (threads + *block - 1) / *block;
 	return grid > MAX_BLOCKS ? MAX_BLOCKS : grid;
@@ -438,8 +661,10 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 		launch *l = &kl->ls[i];
 		put_launch(c, ki, i, kl->n, l);
 		c->n_launches++;
-		if (l->n_loops == 0)
+		if (l->n_loops == 0 && !l->warp)
 			c->n_single++;
+		if (l->warp)
+			c->n_warp++;
 		if (l->total > c->max_total)
 			c->max_total = l->total;
 	}
@@ -474,7 +699,7 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 				mc_sb_puts(e->sb, "\t\"");
 				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 				mc_sb_printf(e->sb, " <<<%" PRId64 ", %d>>>%s\",\n", grid, block,
-				             l->n_loops ? "" : " (one thread)");
+				             l->warp ? l->n_loops ? " (warps)" : " (one warp)" : l->n_loops ? "" : " (one thread)");
 			}
 		mc_sb_puts(e->sb, "\tNULL,\n};\n\n");
 	}
@@ -793,9 +1018,9 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	if (!rc)
 		rc = mc_ce_weights(&c.ce);
 	if (!rc && o->stats)
-		fprintf(stderr, "modelc: stats: cuda: %d launches (%d in one thread), widest %" PRId64
+		fprintf(stderr, "modelc: stats: cuda: %d launches (%d in one thread, %d a warp per output), widest %" PRId64
 		                " threads, device memory %zu bytes\n",
-		        c.n_launches, c.n_single, c.max_total, c.device_bytes);
+		        c.n_launches, c.n_single, c.n_warp, c.max_total, c.device_bytes);
 	const char *name = c.ce.name;
 	if (!rc) {
 		size_t n = strlen(dir) + 16;

@@ -234,3 +234,46 @@ Test(cuda, options_are_checked)
 	free(model);
 	free(tmp);
 }
+
+/* y = x W with x 1x256: ten outputs, each a 256-long sum. */
+static char *gemv_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,256");
+	static float w[256 * 10];
+	for (int i = 0; i < 256 * 10; i++)
+		w[i] = (float)(i % 7) / 8 - 0.25f;
+	mb_init_floats(b, g, "w", "256,10", w, 256 * 10);
+	mb_node(b, g, "MatMul", "mm", "x,w", "y");
+	mb_output(b, g, "y");
+	char *path = malloc(strlen(dir) + 32);
+	sprintf(path, "%s/gemv.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = gemv_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "gv";
+	o.target = "cuda";
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "gv.cu");
+	/* a warp per output: lanes stride the 256 products, then shuffles add the
+	 * partial sums; the start value is added once, after them */
+	cr_assert(strstr(cu, ">> 5; t < 10u;"), "%s", cu);
+	cr_assert(strstr(cu, "(gv_idx)lane;") && strstr(cu, "+= 32) { /* split over"), "%s", cu);
+	cr_assert_eq(count(cu, "__shfl_xor_sync(0xffffffffu, "), 1, "%s", cu);
+	cr_assert(strstr(cu, "<<<2, 256, 0, s>>>"), "10 warps: 320 threads in blocks of 256\n%s", cu);
+	nvcc_builds(out, "gv");
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}

@@ -104,7 +104,29 @@ typedef enum {
 	MC_KS_IF,      /* if (cond) body else orelse */
 	MC_KS_BREAK,   /* leaves the innermost FOR */
 	MC_KS_FAIL,    /* the kernel returns status `code` (bad data at run time) */
+	MC_KS_TEMPLATE,/* a target template computes `tmpl` (cuda only, see below) */
 } mc_kstmt_kind;
+
+/* Templates: computations a target implements with a hand-tuned kernel of
+ * its own where loops of scalar IR cannot use the hardware well (shared
+ * memory tiles, tensor cores). Lowerings emit them only for a target that
+ * has them (kb->isa), as one top-level statement of a kernel, whose other
+ * statements finish the job in plain IR (bias, splits, fused epilogues). */
+typedef enum {
+	/* 2-D convolution, NCHW float32, group 1, as an implicit GEMM in K
+	 * splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
+	 * wt[k][m] * x[n][ci][ih][iw], with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow,
+	 * ih = oh*sh - ph + i*dh, iw = ow*sw - pw + j*dw, x taken as 0 outside
+	 * the image. wt is the weight re-laid K x M at generation time. */
+	MC_TMPL_CONV2D_SPLITK,
+} mc_tmpl_kind;
+
+typedef struct mc_ktemplate {
+	mc_tmpl_kind kind;
+	int64_t n, cin, h, w, cout, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+	int64_t splits, k_split;
+	int x, wt, out;           /* kernel buffers */
+} mc_ktemplate;
 
 /* Hints for the emitters; C may ignore them. */
 enum {
@@ -125,6 +147,7 @@ typedef struct mc_kstmt {
 	                          * STORE: index (a), value (b); IF: cond (a) */
 	struct mc_kstmt *body;   /* FOR, IF-then */
 	struct mc_kstmt *orelse; /* IF-else */
+	const mc_ktemplate *tmpl; /* TEMPLATE */
 } mc_kstmt;
 
 /* Where a kernel buffer lives once the memory plan is done. */
@@ -276,6 +299,7 @@ void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value);
 void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value);
 void mc_kb_break(mc_kb *kb);
 void mc_kb_fail(mc_kb *kb, int status);
+void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
 
 /* Readable text of a kernel (--dump-after, tests). */
 void mc_kernel_dump(const mc_kernel *k, FILE *f);
@@ -393,6 +417,7 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c);    /* NhwcConv 3x3 stride 1, Winograd F(
 int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
 int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
+int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
 /* Multiply-accumulates of one run of g (Conv, ConvTranspose, Gemm, MatMul
  * and their internal forms), for --stats, NAME.json and the benchmarks. */
 double mc_graph_macs(const mc_graph *g);

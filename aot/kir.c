@@ -1,5 +1,6 @@
 /* The kernel IR: pool, builder and dump. Builders fold constant index
  * arithmetic so the emitted code reads like hand-written loops. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,6 +587,14 @@ void mc_kb_fail(mc_kb *kb, int status)
 	s->code = status;
 }
 
+void mc_kb_template(mc_kb *kb, const mc_ktemplate *t)
+{
+	mc_kstmt *s = append(kb, MC_KS_TEMPLATE);
+	mc_ktemplate *copy = mc_kpool_alloc(kb->pool, sizeof *copy);
+	*copy = *t;
+	s->tmpl = copy;
+}
+
 /* ---- dump ---- */
 static const char *const un_names[MC_KU__COUNT] = {
 	"neg", "not", "bitnot", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "asin",
@@ -711,6 +720,16 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 			break;
 		case MC_KS_BREAK: fputs("break\n", f); break;
 		case MC_KS_FAIL: fprintf(f, "fail %d\n", s->code); break;
+		case MC_KS_TEMPLATE: {
+			const mc_ktemplate *t = s->tmpl;
+			fprintf(f, "template conv2d_splitk(x b%d, wt b%d -> b%d) n %" PRId64 " cin %" PRId64
+			           " %" PRId64 "x%" PRId64 " cout %" PRId64 " kernel %" PRId64 "x%" PRId64
+			           " out %" PRId64 "x%" PRId64 " stride %" PRId64 ",%" PRId64 " pad %" PRId64
+			           ",%" PRId64 " dilation %" PRId64 ",%" PRId64 " splits %" PRId64 " of %" PRId64 "\n",
+			        t->x, t->wt, t->out, t->n, t->cin, t->h, t->w, t->cout, t->kh, t->kw, t->oh, t->ow,
+			        t->sh, t->sw, t->ph, t->pw, t->dh, t->dw, t->splits, t->k_split);
+			break;
+		}
 		}
 	}
 }

@@ -996,6 +996,9 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 	case MC_KS_BREAK:
 		mc_sb_puts(e->sb, "break;\n");
 		return;
+	case MC_KS_TEMPLATE: /* the cuda target prints these itself */
+		mc_ce_fail(e, "a target template outside its target");
+		return;
 	case MC_KS_FAIL: {
 		const char *name = status_name(s->code);
 		char code[32];
@@ -1041,6 +1044,12 @@ void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 	for (; s; s = s->next) {
 		if (s->kind == MC_KS_STORE && s->buf >= 0 && s->buf < e->k->n_bufs)
 			e->buf_uses[s->buf]++;
+		if (s->kind == MC_KS_TEMPLATE) {
+			int bufs[3] = { s->tmpl->x, s->tmpl->wt, s->tmpl->out };
+			for (int i = 0; i < 3; i++)
+				if (bufs[i] >= 0 && bufs[i] < e->k->n_bufs)
+					e->buf_uses[bufs[i]]++;
+		}
 		scan_expr(e, s->a);
 		scan_expr(e, s->b);
 		scan_expr(e, s->c);

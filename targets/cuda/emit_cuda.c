@@ -57,7 +57,7 @@ typedef struct {
 	size_t arena_off, *in_off, *out_off, device_bytes, weight_end;
 	char **guards;                  /* per kernel: condition text, or NULL */
 	int *calls;                     /* per kernel: steps launching it */
-	int n_launches, n_single, n_warp; /* --stats */
+	int n_launches, n_single, n_warp, n_tmpl; /* --stats */
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	int64_t max_total;
 } cuda_emitter;
@@ -297,6 +297,8 @@ static bool scan_reduction(const mc_kstmt *s, red_scan *r, int depth)
 			if (depth == 0)
 				return false;
 			break;
+		case MC_KS_TEMPLATE:
+			return false;
 		case MC_KS_IF:
 			break;
 		}
@@ -412,6 +414,10 @@ static int plan_launches(const mc_kernel *k, launch **out)
 		l->n_pre = n_pre;
 		l->pre = mc_xcalloc((size_t)n_pre + 1, sizeof *l->pre);
 		memcpy(l->pre, pre, (size_t)n_pre * sizeof *pre);
+		if (s->kind == MC_KS_TEMPLATE) {
+			l->total = 1;
+			continue;
+		}
 		collapse(k, s, l);
 		l->warp = wants_warp(k, l);
 	}
@@ -472,6 +478,81 @@ static mc_kstmt alone(const mc_kstmt *s)
 	mc_kstmt t = *s;
 	t.next = NULL;
 	return t;
+}
+
+/* ---- templates ---- */
+#define TMPL_TILE 64
+
+/* MC_TMPL_CONV2D_SPLITK: an implicit GEMM, C[m][p] = sum_k wt[k][m] *
+ * im2col(x)[k][p], over the split's range of k. Tiles of 64 channels x 64
+ * pixels, 16 k at a time in shared memory; each of the 256 threads keeps a
+ * 4 x 4 tile of accumulators. The buffer pointers are printed above. */
+static void put_template(cuda_emitter *c, const mc_ktemplate *t)
+{
+	mc_strbuf *sb = c->ce.sb;
+	int64_t m = t->cout, pix = t->oh * t->ow, k = t->cin * t->kh * t->kw;
+	mc_sb_printf(sb,
+		"\t/* conv2d as an implicit GEMM: M %" PRId64 " channels, P %" PRId64 " pixels, K %" PRId64
+		", in %" PRId64 " splits of %" PRId64 " */\n",
+		m, pix, k, t->splits, t->k_split);
+	mc_sb_printf(sb,
+		"\tconst float *__restrict__ const x = b%d;\n"
+		"\tconst float *__restrict__ const wt = b%d;\n"
+		"\tfloat *__restrict__ const part = b%d;\n",
+		t->x, t->wt, t->out);
+	mc_sb_printf(sb,
+		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", H = %" PRId64 ", W = %" PRId64
+		", KH = %" PRId64 ", KW = %" PRId64 ", OW = %" PRId64 ",\n"
+		"\t       SH = %" PRId64 ", SW = %" PRId64 ", PH = %" PRId64 ", PW = %" PRId64 ", DH = %" PRId64
+		", DW = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64 ", CIN = %" PRId64
+		", N = %" PRId64 " };\n",
+		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw,
+		t->splits, t->k_split, t->cin, t->n);
+	mc_sb_puts(sb,
+		"\t__shared__ float As[16][64];\n"
+		"\t__shared__ float Bs[16][64];\n"
+		"\tconst int tid = threadIdx.x;\n"
+		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
+		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
+		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
+		"\tconst float *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
+		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
+		"\tfloat acc[4][4];\n"
+		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n"
+		"\tfor (int k0 = kbeg; k0 < kend; k0 += 16) {\n"
+		"\t\tfor (int i = 0; i < 4; i++) { /* weights: 16 k x 64 channels */\n"
+		"\t\t\tconst int e = tid + i * 256, kk = e / 64, mm = e % 64, kx = k0 + kk, mx = m0 + mm;\n"
+		"\t\t\tAs[kk][mm] = kx < kend && mx < M ? wt[kx * M + mx] : 0.0f;\n"
+		"\t\t}\n"
+		"\t\tfor (int i = 0; i < 4; i++) { /* im2col: 16 k x 64 pixels */\n"
+		"\t\t\tconst int e = tid + i * 256, kk = e / 64, pp = e % 64, kx = k0 + kk, px = p0 + pp;\n"
+		"\t\t\tfloat v = 0.0f;\n"
+		"\t\t\tif (kx < kend && px < P) {\n"
+		"\t\t\t\tconst int ci = kx / (KH * KW), r = kx % (KH * KW), kh = r / KW, kw = r % KW;\n"
+		"\t\t\t\tconst int ih = (px / OW) * SH - PH + kh * DH, iw = (px % OW) * SW - PW + kw * DW;\n"
+		"\t\t\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+		"\t\t\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
+		"\t\t\t}\n"
+		"\t\t\tBs[kk][pp] = v;\n"
+		"\t\t}\n"
+		"\t\t__syncthreads();\n"
+		"#pragma unroll\n"
+		"\t\tfor (int kk = 0; kk < 16; kk++) {\n"
+		"\t\t\tconst float4 a = *(const float4 *)&As[kk][tm], b = *(const float4 *)&Bs[kk][tp];\n"
+		"\t\t\tconst float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};\n"
+		"#pragma unroll\n"
+		"\t\t\tfor (int i = 0; i < 4; i++)\n"
+		"#pragma unroll\n"
+		"\t\t\t\tfor (int j = 0; j < 4; j++)\n"
+		"\t\t\t\t\tacc[i][j] = fmaf(av[i], bv[j], acc[i][j]);\n"
+		"\t\t}\n"
+		"\t\t__syncthreads();\n"
+		"\t}\n"
+		"\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n"
+		"\tfor (int i = 0; i < 4; i++)\n"
+		"\t\tfor (int j = 0; j < 4; j++)\n"
+		"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P)\n"
+		"\t\t\t\to[(m0 + tm + i) * P + p0 + tp + j] = acc[i][j];\n");
 }
 
 /* A warp's body: top-level reduction loops split over the lanes. */
@@ -578,6 +659,11 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 		mc_sb_puts(sb, "}\n\n");
 		return;
 	}
+	if (l->stmt->kind == MC_KS_TEMPLATE) {
+		put_template(c, l->stmt->tmpl);
+		mc_sb_puts(sb, "}\n\n");
+		return;
+	}
 	for (int i = 0; i < l->n_pre; i++) {
 		mc_ce_stmt(e, l->pre[i], 1);
 		mc_sb_printf(sb, "\t(void)v%d;\n", l->pre[i]->var);
@@ -631,8 +717,22 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	mc_sb_puts(sb, "\t}\n}\n\n");
 }
 
+/* The template's grid: output tiles x (batch x splits). */
+static void template_grid(const mc_ktemplate *t, int64_t g[3])
+{
+	g[0] = (t->oh * t->ow + TMPL_TILE - 1) / TMPL_TILE;
+	g[1] = (t->cout + TMPL_TILE - 1) / TMPL_TILE;
+	g[2] = t->n * t->splits;
+}
+
 static int64_t grid_of(const launch *l, int *block)
 {
+	if (l->stmt && l->stmt->kind == MC_KS_TEMPLATE) {
+		int64_t g[3];
+		template_grid(l->stmt->tmpl, g);
+		*block = BLOCK;
+		return g[0] * g[1] * g[2];
+	}
 	int64_t threads = (l->n_loops ? l->total : 1) * (l->warp ? 32 : 1);
 	*block = threads >= BLOCK ? BLOCK : (int)((threads + 31) / 32 * 32);
 	int64_t grid = (threads + *block - 1) / *block;
@@ -661,7 +761,10 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 		launch *l = &kl->ls[i];
 		put_launch(c, ki, i, kl->n, l);
 		c->n_launches++;
-		if (l->n_loops == 0 && !l->warp)
+		bool tmpl = l->stmt && l->stmt->kind == MC_KS_TEMPLATE;
+		if (tmpl)
+			c->n_tmpl++;
+		else if (l->n_loops == 0 && !l->warp)
 			c->n_single++;
 		if (l->warp)
 			c->n_warp++;
@@ -699,7 +802,9 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 				mc_sb_puts(e->sb, "\t\"");
 				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 				mc_sb_printf(e->sb, " <<<%" PRId64 ", %d>>>%s\",\n", grid, block,
-				             l->warp ? l->n_loops ? " (warps)" : " (one warp)" : l->n_loops ? "" : " (one thread)");
+				             l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? " (template)"
+				             : l->warp ? l->n_loops ? " (warps)" : " (one warp)"
+				             : l->n_loops ? "" : " (one thread)");
 			}
 		mc_sb_puts(e->sb, "\tNULL,\n};\n\n");
 	}
@@ -719,7 +824,14 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 			int64_t grid = grid_of(l, &block);
 			mc_sb_puts(e->sb, "\t");
 			put_launch_name(c, p->kernels[ki], i, kls[ki].n);
-			mc_sb_printf(e->sb, "<<<%" PRId64 ", %d, 0, s>>>(dev);\n", grid, block);
+			if (l->stmt && l->stmt->kind == MC_KS_TEMPLATE) {
+				int64_t g[3];
+				template_grid(l->stmt->tmpl, g);
+				mc_sb_printf(e->sb, "<<<dim3(%" PRId64 ", %" PRId64 ", %" PRId64 "), %d, 0, s>>>(dev);\n",
+				             g[0], g[1], g[2], block);
+			} else {
+				mc_sb_printf(e->sb, "<<<%" PRId64 ", %d, 0, s>>>(dev);\n", grid, block);
+			}
 			mc_sb_printf(e->sb, "\tif (ev)\n\t\tcudaEventRecord(ev[%d], s);\n", ++at);
 		}
 	}
@@ -1018,9 +1130,9 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	if (!rc)
 		rc = mc_ce_weights(&c.ce);
 	if (!rc && o->stats)
-		fprintf(stderr, "modelc: stats: cuda: %d launches (%d in one thread, %d a warp per output), widest %" PRId64
-		                " threads, device memory %zu bytes\n",
-		        c.n_launches, c.n_single, c.n_warp, c.max_total, c.device_bytes);
+		fprintf(stderr, "modelc: stats: cuda: %d launches (%d templates, %d in one thread, %d a warp per output),"
+		                " widest %" PRId64 " threads, device memory %zu bytes\n",
+		        c.n_launches, c.n_tmpl, c.n_single, c.n_warp, c.max_total, c.device_bytes);
 	const char *name = c.ce.name;
 	if (!rc) {
 		size_t n = strlen(dir) + 16;

@@ -1,0 +1,103 @@
+/* Conv on the cuda target (see aot/aot.h: MC_TMPL_CONV2D_SPLITK). A thread
+ * per output element reads each weight and input value from memory for
+ * one multiply; the target's implicit-GEMM template keeps tiles of both in
+ * shared memory and computes a register tile per thread. Small images with
+ * many channels give few output tiles, so the reduction is split into K
+ * ranges that run side by side, each writing its partial sums into a
+ * scratch buffer; a plain IR loop then adds the splits and the bias and
+ * stores through the fused epilogue (mc_lower_store), a thread per output.
+ *
+ *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
+ */
+#include <string.h>
+
+#include "lower_window.h"
+#include "../libcore/ops/nn.h"
+
+#define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
+#define TILE_P 64
+#define TILE_K 16          /* its reduction step */
+#define WANT_BLOCKS 264    /* two waves of an H100's 132 SMs */
+#define MIN_K_SPLIT 64     /* a split does at least four steps */
+
+static bool is_f32(const mc_value *v)
+{
+	return v && v->dtype == MC_FLOAT;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* wt[k][m] = w[m][k]: the template reads a row of channels per k. */
+static mc_tensor *transposed_weights(const mc_tensor *w, int64_t m, int64_t k)
+{
+	mc_shape s = { .rank = 2, .dims = { k, m } };
+	mc_tensor *t = mc_tensor_new(MC_FLOAT, &s);
+	if (!t)
+		return NULL;
+	const float *src = w->data;
+	float *dst = t->data;
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < k; j++)
+			dst[j * m + i] = src[i * k + j];
+	return t;
+}
+
+int mc_kern_conv_cuda(mc_lower_ctx *c)
+{
+	const nn_params *p = c->node->params;
+	if (!c->out[0] || p->group != 1 || c->in[0]->shape.rank != 4 || !is_f32(c->out[0]) ||
+	    !is_f32(c->in[0]) || !is_f32(c->in[1]))
+		return 1;
+	const mc_tensor *w = mc_lower_const(c, 1);
+	if (!w || w->dtype != MC_FLOAT)
+		return 1;
+	win_geom g;
+	if (mc_win_setup(c->node, p, &c->in[0]->shape, c->in[1]->shape.dims + 2, &g) ||
+	    mc_win_forward(c->node, p, &g))
+		return -1;
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	mc_ktemplate t = {
+		.kind = MC_TMPL_CONV2D_SPLITK,
+		.n = xs->dims[0], .cin = xs->dims[1], .h = xs->dims[2], .w = xs->dims[3],
+		.cout = os->dims[1], .kh = g.k[0], .kw = g.k[1], .oh = os->dims[2], .ow = os->dims[3],
+		.sh = g.s[0], .sw = g.s[1], .ph = g.pb[0], .pw = g.pb[1], .dh = g.d[0], .dw = g.d[1],
+	};
+	int64_t m = t.cout, k = t.cin * t.kh * t.kw, pix = t.oh * t.ow;
+	int64_t outn = (int64_t)mc_numel(os);
+	if (m == 0 || k == 0 || pix == 0 || t.n == 0 || outn >= INT32_MAX / 4 ||
+	    (int64_t)mc_numel(xs) >= INT32_MAX)
+		return 1;
+	/* enough K splits to fill the GPU, each at least MIN_K_SPLIT long */
+	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t.n;
+	int64_t splits = tiles >= WANT_BLOCKS ? 1 : ceil_div(WANT_BLOCKS, tiles);
+	if (splits > k / MIN_K_SPLIT)
+		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
+	t.k_split = ceil_div(ceil_div(k, splits), TILE_K) * TILE_K;
+	t.splits = ceil_div(k, t.k_split);
+	if (t.splits * outn >= INT32_MAX)
+		return 1;
+
+	mc_tensor *wt = transposed_weights(w, m, k);
+	if (!wt)
+		return 1;
+	mc_kb *kb = c->kb;
+	t.x = c->in_buf[0];
+	t.wt = mc_kb_packed(kb, wt);
+	t.out = mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
+	mc_kb_template(kb, &t);
+
+	/* out = bias + the splits' sums, through the epilogue */
+	mc_kexpr *coords[MC_MAX_RANK];
+	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
+	mc_kexpr *acc = mc_kb_local(kb, c->n_in > 2 && c->in[2] ? mc_lower_load(c, 2, coords[1])
+	                                                       : mc_k_float(kb, MC_KT_F32, 0));
+	for (int64_t s = 0; s < t.splits; s++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t.out, mc_k_addi(kb, lin, s * outn))));
+	mc_lower_store(c, 0, coords, lin, acc);
+	mc_kb_end_n(kb, os->rank);
+	return 0;
+}

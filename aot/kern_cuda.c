@@ -8,7 +8,9 @@
  * stores through the fused epilogue (mc_lower_store), a thread per output.
  *
  *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
- */
+ *
+ * With one split the target may fold the second statement into the
+ * template's stores (targets/cuda: a fused epilogue). */
 #include <string.h>
 
 #include "lower_window.h"
@@ -19,6 +21,7 @@
 #define TILE_K 16          /* its reduction step */
 #define WANT_BLOCKS 264    /* two waves of an H100's 132 SMs */
 #define MIN_K_SPLIT 64     /* a split does at least four steps */
+#define MIN_PIXELS 32
 
 static bool is_f32(const mc_value *v)
 {
@@ -67,6 +70,10 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	};
 	int64_t m = t.cout, k = t.cin * t.kh * t.kw, pix = t.oh * t.ow;
 	int64_t outn = (int64_t)mc_numel(os);
+	/* a tile of 64 pixels over a smaller image is mostly waste: there a
+	 * thread (or warp) per output does better */
+	if (pix < MIN_PIXELS)
+		return 1;
 	if (m == 0 || k == 0 || pix == 0 || t.n == 0 || outn >= INT32_MAX / 4 ||
 	    (int64_t)mc_numel(xs) >= INT32_MAX)
 		return 1;

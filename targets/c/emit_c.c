@@ -623,6 +623,10 @@ static void put_cast(emitter *e, const mc_kexpr *x)
 
 static void put_load(emitter *e, const mc_kexpr *x)
 {
+	if (e->subst_text && x->buf == e->subst_buf) {
+		mc_sb_puts(e->sb, e->subst_text);
+		return;
+	}
 	mc_dtype dt = e->k->bufs[x->buf].dtype;
 	const char *fn = load_fn(dt);
 	if (fn)

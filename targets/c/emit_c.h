@@ -22,6 +22,10 @@ typedef struct mc_cemit {
 	const mc_kernel *k;   /* kernel being printed */
 	int *var_reads;       /* per variable of k: times read */
 	int *buf_uses;        /* per buffer of k: loads and stores */
+	/* With subst_text: loads of buffer subst_buf print as that text (the
+	 * cuda target's fused template epilogues read their value so). */
+	int subst_buf;
+	const char *subst_text;
 	int err;
 } mc_cemit;
 

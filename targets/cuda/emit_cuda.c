@@ -36,7 +36,7 @@
 #define MAX_BLOCKS 65535   /* beyond that, threads stride */
 #define MAX_COLLAPSE 16
 
-typedef struct {
+typedef struct launch {
 	const mc_kstmt *stmt;           /* NULL: the kernel's whole body */
 	int n_pre;
 	const mc_kstmt **pre;           /* top-level immutable lets before stmt */
@@ -48,6 +48,10 @@ typedef struct {
 	const mc_kstmt *body;           /* innermost collapsed loop's body */
 	int64_t total;                  /* iterations (1 with no loops) */
 	bool warp;                      /* a warp per iteration: its reductions split over lanes */
+	/* A one-split conv template whose next launch, the bias and epilogue
+	 * over the output, becomes a device function its stores call. */
+	const struct launch *epi;
+	bool absorbed;                  /* that next launch: not launched itself */
 } launch;
 
 typedef struct {
@@ -421,6 +425,22 @@ static int plan_launches(const mc_kernel *k, launch **out)
 		collapse(k, s, l);
 		l->warp = wants_warp(k, l);
 	}
+	/* a one-split template followed by the nest over its output (the bias
+	 * and the epilogue): fused */
+	for (int i = 0; i + 1 < n; i++) {
+		const launch *t = &ls[i], *f = &ls[i + 1];
+		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || t->stmt->tmpl->splits != 1)
+			continue;
+		const mc_ktemplate *tp = t->stmt->tmpl;
+		int64_t want[4] = { tp->n, tp->cout, tp->oh, tp->ow };
+		bool ok = f->n_loops == 4 && !f->warp && f->n_pre == t->n_pre;
+		for (int d = 0; ok && d < 4; d++)
+			ok = f->begin[d] == 0 && f->extent[d] == want[d];
+		if (ok) {
+			ls[i].epi = f;
+			ls[i + 1].absorbed = true;
+		}
+	}
 	*out = ls;
 	return n;
 }
@@ -487,7 +507,7 @@ static mc_kstmt alone(const mc_kstmt *s)
  * im2col(x)[k][p], over the split's range of k. Tiles of 64 channels x 64
  * pixels, 16 k at a time in shared memory; each of the 256 threads keeps a
  * 4 x 4 tile of accumulators. The buffer pointers are printed above. */
-static void put_template(cuda_emitter *c, const mc_ktemplate *t)
+static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const launch *el)
 {
 	mc_strbuf *sb = c->ce.sb;
 	int64_t m = t->cout, pix = t->oh * t->ow, k = t->cin * t->kh * t->kw;
@@ -497,9 +517,10 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t)
 		m, pix, k, t->splits, t->k_split);
 	mc_sb_printf(sb,
 		"\tconst float *__restrict__ const x = b%d;\n"
-		"\tconst float *__restrict__ const wt = b%d;\n"
-		"\tfloat *__restrict__ const part = b%d;\n",
-		t->x, t->wt, t->out);
+		"\tconst float *__restrict__ const wt = b%d;\n",
+		t->x, t->wt);
+	if (!epi)
+		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", H = %" PRId64 ", W = %" PRId64
 		", KH = %" PRId64 ", KW = %" PRId64 ", OW = %" PRId64 ",\n"
@@ -547,12 +568,73 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t)
 		"\t\t\t\t\tacc[i][j] = fmaf(av[i], bv[j], acc[i][j]);\n"
 		"\t\t}\n"
 		"\t\t__syncthreads();\n"
-		"\t}\n"
-		"\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n"
+		"\t}\n");
+	if (!epi) {
+		mc_sb_puts(sb,
+			"\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n"
+			"\tfor (int i = 0; i < 4; i++)\n"
+			"\t\tfor (int j = 0; j < 4; j++)\n"
+			"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P)\n"
+			"\t\t\t\to[(m0 + tm + i) * P + p0 + tp + j] = acc[i][j];\n");
+		return;
+	}
+	const char *vt[4];
+	for (int d = 0; d < 4; d++)
+		vt[d] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[d]->var].type);
+	mc_sb_printf(sb,
+		"\t(void)split;\n"
 		"\tfor (int i = 0; i < 4; i++)\n"
 		"\t\tfor (int j = 0; j < 4; j++)\n"
-		"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P)\n"
-		"\t\t\t\to[(m0 + tm + i) * P + p0 + tp + j] = acc[i][j];\n");
+		"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P) /* bias and the fused epilogue */\n"
+		"\t\t\t\t%s(dev, (%s)n, (%s)(m0 + tm + i), (%s)((p0 + tp + j) / OW), (%s)((p0 + tp + j) %% OW),"
+		" acc[i][j]);\n",
+		epi, vt[0], vt[1], vt[2], vt[3]);
+}
+
+/* The bias-and-epilogue launch el of a one-split template, as a device
+ * function of one output element: its loop variables are parameters and
+ * its read of the template's result is the value passed in. */
+static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launch *tl)
+{
+	mc_cemit *e = &c->ce;
+	mc_strbuf *sb = e->sb;
+	const mc_kernel *k = e->p->kernels[ki];
+	const launch *el = tl->epi;
+	int *kernel_uses = e->buf_uses, *kernel_reads = e->var_reads;
+	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
+	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
+	mc_kstmt t = alone(el->stmt);
+	mc_ce_scan_block(e, &t);
+	int *uses = e->buf_uses;
+	free(e->var_reads);
+	e->var_reads = kernel_reads;
+	int sbuf = tl->stmt->tmpl->out;
+	uses[sbuf] = 0;
+	mc_sb_puts(sb, "static __device__ __forceinline__ void ");
+	put_launch_name(c, k, idx, n);
+	mc_sb_puts(sb, "_epi(unsigned char *const dev");
+	for (int d = 0; d < 4; d++) {
+		const mc_kvar *v = &k->vars[el->loops[d]->var];
+		mc_sb_printf(sb, ", const %s v%d", mc_ce_ctype(e, v->type), el->loops[d]->var);
+	}
+	mc_sb_puts(sb, ", const float part)\n{\n");
+	for (int i = 0; i < k->n_bufs; i++)
+		if (uses[i])
+			put_buffer_ptr(c, i);
+	if (has_fail(el->stmt->body))
+		mc_sb_puts(sb, "\tint *const st = (int *)dev; /* the status word */\n");
+	e->buf_uses = kernel_uses;
+	free(uses);
+	for (int d = 0; d < 4; d++)
+		if (e->var_reads[el->loops[d]->var] == 0)
+			mc_sb_printf(sb, "\t(void)v%d;\n", el->loops[d]->var);
+	e->subst_buf = sbuf;
+	e->subst_text = "part";
+	for (int i = 0; i < el->n_lets; i++)
+		mc_ce_stmt(e, el->lets[i], 1);
+	mc_ce_block(e, el->body, 1);
+	e->subst_text = NULL;
+	mc_sb_puts(sb, "}\n\n");
 }
 
 /* A warp's body: top-level reduction loops split over the lanes. */
@@ -631,6 +713,8 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	int *launch_uses = e->buf_uses;
 	free(e->var_reads);
 	e->var_reads = kernel_reads;
+	if (l->epi) /* its stores go through the epilogue function */
+		launch_uses[l->stmt->tmpl->out] = 0;
 
 	mc_sb_printf(sb, "__global__ void __launch_bounds__(%d) ", BLOCK);
 	put_launch_name(c, k, idx, n);
@@ -660,7 +744,17 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 		return;
 	}
 	if (l->stmt->kind == MC_KS_TEMPLATE) {
-		put_template(c, l->stmt->tmpl);
+		char epi[512] = "";
+		if (l->epi) {
+			mc_strbuf name = { 0 };
+			mc_strbuf *keep = e->sb;
+			e->sb = &name;
+			put_launch_name(c, k, idx, n);
+			e->sb = keep;
+			snprintf(epi, sizeof epi, "%s_epi", name.data);
+			mc_sb_free(&name);
+		}
+		put_template(c, l->stmt->tmpl, l->epi ? epi : NULL, l->epi);
 		mc_sb_puts(sb, "}\n\n");
 		return;
 	}
@@ -759,6 +853,10 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 	mc_sb_puts(e->sb, " */\n");
 	for (int i = 0; i < kl->n && !e->err; i++) {
 		launch *l = &kl->ls[i];
+		if (l->absorbed)
+			continue;
+		if (l->epi)
+			put_epilogue_fn(c, ki, i, kl->n, l);
 		put_launch(c, ki, i, kl->n, l);
 		c->n_launches++;
 		bool tmpl = l->stmt && l->stmt->kind == MC_KS_TEMPLATE;
@@ -780,7 +878,7 @@ static int count_launches(cuda_emitter *c, const kernel_launches *kls)
 	int n = 0;
 	for (int ki = 0; ki < c->ce.p->n_kernels; ki++)
 		for (int i = 0; c->calls[ki] && i < kls[ki].n; i++)
-			if (!(kls[ki].ls[i].n_loops && kls[ki].ls[i].total == 0))
+			if (!(kls[ki].ls[i].n_loops && kls[ki].ls[i].total == 0) && !kls[ki].ls[i].absorbed)
 				n++;
 	return n;
 }
@@ -795,14 +893,14 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 		for (int ki = 0; ki < p->n_kernels; ki++)
 			for (int i = 0; c->calls[ki] && i < kls[ki].n; i++) {
 				const launch *l = &kls[ki].ls[i];
-				if (l->n_loops && l->total == 0)
+				if ((l->n_loops && l->total == 0) || l->absorbed)
 					continue;
 				int block;
 				int64_t grid = grid_of(l, &block);
 				mc_sb_puts(e->sb, "\t\"");
 				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 				mc_sb_printf(e->sb, " <<<%" PRId64 ", %d>>>%s\",\n", grid, block,
-				             l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? " (template)"
+				             l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? l->epi ? " (template + epilogue)" : " (template)"
 				             : l->warp ? l->n_loops ? " (warps)" : " (one warp)"
 				             : l->n_loops ? "" : " (one thread)");
 			}
@@ -818,8 +916,8 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 			continue;
 		for (int i = 0; i < kls[ki].n; i++) {
 			const launch *l = &kls[ki].ls[i];
-			if (l->n_loops && l->total == 0)
-				continue; /* an empty loop nest: nothing to run */
+			if ((l->n_loops && l->total == 0) || l->absorbed)
+				continue; /* an empty loop nest, or fused into a template */
 			int block;
 			int64_t grid = grid_of(l, &block);
 			mc_sb_puts(e->sb, "\t");

@@ -529,9 +529,15 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		", N = %" PRId64 " };\n",
 		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw,
 		t->splits, t->k_split, t->cin, t->n);
+	/* vector loads where rows are contiguous and 16-byte aligned: the
+	 * packed weights when M is a multiple of 4; the input of a 1x1,
+	 * stride-1, unpadded convolution (pixels are then columns of x) */
+	bool a_vec = m % 4 == 0;
+	bool b_vec = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
+	             t->oh == t->h && t->ow == t->w && pix % 4 == 0;
 	mc_sb_puts(sb,
-		"\t__shared__ float As[16][64];\n"
-		"\t__shared__ float Bs[16][64];\n"
+		"\t__shared__ __align__(16) float As[2][16][64];\n"
+		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
 		"\tconst int tid = threadIdx.x;\n"
 		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
 		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
@@ -539,36 +545,86 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\tconst float *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
-		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n"
-		"\tfor (int k0 = kbeg; k0 < kend; k0 += 16) {\n"
-		"\t\tfor (int i = 0; i < 4; i++) { /* weights: 16 k x 64 channels */\n"
-		"\t\t\tconst int e = tid + i * 256, kk = e / 64, mm = e % 64, kx = k0 + kk, mx = m0 + mm;\n"
-		"\t\t\tAs[kk][mm] = kx < kend && mx < M ? wt[kx * M + mx] : 0.0f;\n"
-		"\t\t}\n"
-		"\t\tfor (int i = 0; i < 4; i++) { /* im2col: 16 k x 64 pixels */\n"
-		"\t\t\tconst int e = tid + i * 256, kk = e / 64, pp = e % 64, kx = k0 + kk, px = p0 + pp;\n"
-		"\t\t\tfloat v = 0.0f;\n"
-		"\t\t\tif (kx < kend && px < P) {\n"
-		"\t\t\t\tconst int ci = kx / (KH * KW), r = kx % (KH * KW), kh = r / KW, kw = r % KW;\n"
-		"\t\t\t\tconst int ih = (px / OW) * SH - PH + kh * DH, iw = (px % OW) * SW - PW + kw * DW;\n"
-		"\t\t\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-		"\t\t\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
-		"\t\t\t}\n"
-		"\t\t\tBs[kk][pp] = v;\n"
-		"\t\t}\n"
-		"\t\t__syncthreads();\n"
-		"#pragma unroll\n"
-		"\t\tfor (int kk = 0; kk < 16; kk++) {\n"
-		"\t\t\tconst float4 a = *(const float4 *)&As[kk][tm], b = *(const float4 *)&Bs[kk][tp];\n"
-		"\t\t\tconst float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};\n"
-		"#pragma unroll\n"
-		"\t\t\tfor (int i = 0; i < 4; i++)\n"
-		"#pragma unroll\n"
-		"\t\t\t\tfor (int j = 0; j < 4; j++)\n"
-		"\t\t\t\t\tacc[i][j] = fmaf(av[i], bv[j], acc[i][j]);\n"
-		"\t\t}\n"
-		"\t\t__syncthreads();\n"
-		"\t}\n");
+		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n");
+	/* registers that carry the next tiles from global to shared memory
+	 * while the current ones are multiplied */
+	mc_sb_puts(sb, a_vec ? "\tfloat4 ra;\n" : "\tfloat ra[4];\n");
+	mc_sb_puts(sb, b_vec ? "\tfloat4 rb;\n" : "\tfloat rb[4];\n");
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0: the first tiles; pass 1: the loop */
+		const char *in = pass ? "\t\t\t" : "\t";
+		const char *kv = pass ? "(k0 + 16)" : "kbeg";
+		if (pass)
+			mc_sb_puts(sb,
+				"\tint stage = 0;\n"
+				"\tfor (int k0 = kbeg; k0 < kend; k0 += 16) {\n"
+				"\t\tconst bool more = k0 + 16 < kend;\n"
+				"\t\tif (more) {\n");
+		else
+			mc_sb_puts(sb, "\t{\n");
+		if (a_vec)
+			mc_sb_printf(sb,
+				"%s{ /* weights: 16 k x 64 channels, a float4 each */\n"
+				"%s\tconst int kx = %s + tid / 16, mx = m0 + (tid %% 16) * 4;\n"
+				"%s\tra = kx < kend && mx < M ? *(const float4 *)&wt[kx * M + mx] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+				"%s}\n", in, in, kv, in, in);
+		else
+			mc_sb_printf(sb,
+				"%sfor (int i = 0; i < 4; i++) { /* weights: 16 k x 64 channels */\n"
+				"%s\tconst int e = tid + i * 256, kx = %s + e / 64, mx = m0 + e %% 64;\n"
+				"%s\tra[i] = kx < kend && mx < M ? wt[kx * M + mx] : 0.0f;\n"
+				"%s}\n", in, in, kv, in, in);
+		if (b_vec)
+			mc_sb_printf(sb,
+				"%s{ /* input rows of a 1x1 convolution: 16 k x 64 pixels, a float4 each */\n"
+				"%s\tconst int kx = %s + tid / 16, px = p0 + (tid %% 16) * 4;\n"
+				"%s\trb = kx < kend && px < P ? *(const float4 *)&xn[kx * P + px] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+				"%s}\n", in, in, kv, in, in);
+		else
+			mc_sb_printf(sb,
+				"%sfor (int i = 0; i < 4; i++) { /* im2col: 16 k x 64 pixels */\n"
+				"%s\tconst int e = tid + i * 256, kx = %s + e / 64, px = p0 + e %% 64;\n"
+				"%s\tfloat v = 0.0f;\n"
+				"%s\tif (kx < kend && px < P) {\n"
+				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
+				"%s\t\tconst int ih = (px / OW) * SH - PH + kh * DH, iw = (px %% OW) * SW - PW + kw * DW;\n"
+				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+				"%s\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
+				"%s\t}\n"
+				"%s\trb[i] = v;\n"
+				"%s}\n", in, in, kv, in, in, in, in, in, in, in, in, in);
+		if (pass) {
+			mc_sb_puts(sb,
+				"\t\t}\n"
+				"#pragma unroll\n"
+				"\t\tfor (int kk = 0; kk < 16; kk++) {\n"
+				"\t\t\tconst float4 a = *(const float4 *)&As[stage][kk][tm], b = *(const float4 *)&Bs[stage][kk][tp];\n"
+				"\t\t\tconst float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};\n"
+				"#pragma unroll\n"
+				"\t\t\tfor (int i = 0; i < 4; i++)\n"
+				"#pragma unroll\n"
+				"\t\t\t\tfor (int j = 0; j < 4; j++)\n"
+				"\t\t\t\t\tacc[i][j] = fmaf(av[i], bv[j], acc[i][j]);\n"
+				"\t\t}\n"
+				"\t\tif (more) {\n");
+		}
+		/* registers to the other stage (the first tiles: stage 0) */
+		const char *st = pass ? "stage ^ 1" : "0";
+		if (a_vec)
+			mc_sb_printf(sb, "%s*(float4 *)&As[%s][tid / 16][(tid %% 16) * 4] = ra;\n", in, st);
+		else
+			mc_sb_printf(sb, "%sfor (int i = 0; i < 4; i++)\n%s\tAs[%s][(tid + i * 256) / 64][(tid + i * 256) %% 64] = ra[i];\n",
+			             in, in, st);
+		if (b_vec)
+			mc_sb_printf(sb, "%s*(float4 *)&Bs[%s][tid / 16][(tid %% 16) * 4] = rb;\n", in, st);
+		else
+			mc_sb_printf(sb, "%sfor (int i = 0; i < 4; i++)\n%s\tBs[%s][(tid + i * 256) / 64][(tid + i * 256) %% 64] = rb[i];\n",
+			             in, in, st);
+		if (pass)
+			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");
+		else
+			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
+	}
 	if (!epi) {
 		mc_sb_puts(sb,
 			"\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n"

@@ -20,7 +20,9 @@
 #define TILE_P 64
 #define TILE_K 16          /* its reduction step */
 #define WANT_BLOCKS 264    /* two waves of an H100's 132 SMs */
-#define MIN_K_SPLIT 64     /* a split does at least four steps */
+/* A split does at least 16 steps: splitting costs a second launch (a few
+ * microseconds in a graph), which only a long reduction pays back. */
+#define MIN_K_SPLIT 256
 #define MIN_PIXELS 32
 
 static bool is_f32(const mc_value *v)

@@ -20,9 +20,10 @@
 #define TILE_P 64
 #define TILE_K 16          /* its reduction step */
 #define WANT_BLOCKS 264    /* two waves of an H100's 132 SMs */
-/* A split does at least 16 steps: splitting costs a second launch (a few
- * microseconds in a graph), which only a long reduction pays back. */
-#define MIN_K_SPLIT 256
+/* A split does at least four steps. Splits cost a second launch, yet fewer
+ * of them measured slower: a block's step (a 16-deep tile) takes long
+ * enough that filling the GPU wins (256 per split: 1.5-1.9x slower nets). */
+#define MIN_K_SPLIT 64
 #define MIN_PIXELS 32
 
 static bool is_f32(const mc_value *v)

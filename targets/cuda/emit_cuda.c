@@ -546,6 +546,9 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
 		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n");
+	if (!b_vec) /* a thread loads the same pixel column of every im2col tile */
+		mc_sb_puts(sb,
+			"\tconst int px = p0 + tid % 64, ih0 = (px / OW) * SH - PH, iw0 = (px % OW) * SW - PW;\n");
 	/* registers that carry the next tiles from global to shared memory
 	 * while the current ones are multiplied */
 	mc_sb_puts(sb, a_vec ? "\tfloat4 ra;\n" : "\tfloat ra[4];\n");
@@ -583,11 +586,11 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		else
 			mc_sb_printf(sb,
 				"%sfor (int i = 0; i < 4; i++) { /* im2col: 16 k x 64 pixels */\n"
-				"%s\tconst int e = tid + i * 256, kx = %s + e / 64, px = p0 + e %% 64;\n"
+				"%s\tconst int kx = %s + tid / 64 + i * 4;\n"
 				"%s\tfloat v = 0.0f;\n"
 				"%s\tif (kx < kend && px < P) {\n"
 				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
-				"%s\t\tconst int ih = (px / OW) * SH - PH + kh * DH, iw = (px %% OW) * SW - PW + kw * DW;\n"
+				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
 				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
 				"%s\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
 				"%s\t}\n"
@@ -618,7 +621,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		if (b_vec)
 			mc_sb_printf(sb, "%s*(float4 *)&Bs[%s][tid / 16][(tid %% 16) * 4] = rb;\n", in, st);
 		else
-			mc_sb_printf(sb, "%sfor (int i = 0; i < 4; i++)\n%s\tBs[%s][(tid + i * 256) / 64][(tid + i * 256) %% 64] = rb[i];\n",
+			mc_sb_printf(sb, "%sfor (int i = 0; i < 4; i++)\n%s\tBs[%s][tid / 64 + i * 4][tid %% 64] = rb[i];\n",
 			             in, in, st);
 		if (pass)
 			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");

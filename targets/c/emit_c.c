@@ -1206,17 +1206,22 @@ void mc_ce_end_kernel(emitter *e)
 	e->k = NULL;
 }
 
-static void put_kernel(emitter *e, const mc_kernel *k)
+void mc_ce_kernel_comment(emitter *e, const mc_kernel *k)
 {
-	mc_ce_begin_kernel(e, k);
-
 	mc_sb_puts(e->sb, "/* ");
 	mc_ce_comment_text(e->sb, k->name);
 	if (k->comment) {
 		mc_sb_puts(e->sb, ": ");
 		mc_ce_comment_text(e->sb, k->comment);
 	}
-	mc_sb_puts(e->sb, " */\nstatic int ");
+	mc_sb_puts(e->sb, " */\n");
+}
+
+static void put_kernel(emitter *e, const mc_kernel *k)
+{
+	mc_ce_begin_kernel(e, k);
+	mc_ce_kernel_comment(e, k);
+	mc_sb_puts(e->sb, "static int ");
 	mc_ce_kernel_name(e, k);
 	mc_sb_puts(e->sb, "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
 	bool uses_arena = false, uses_in = false, uses_out = false;

@@ -55,6 +55,7 @@ bool mc_ce_is_restrict(const mc_cemit *e, int i);
 void mc_ce_comment_text(mc_strbuf *sb, const char *s);
 void mc_ce_c_string(mc_strbuf *sb, const char *s);
 void mc_ce_kernel_name(mc_cemit *e, const mc_kernel *k);
+void mc_ce_kernel_comment(mc_cemit *e, const mc_kernel *k); /* its name and nodes */
 void mc_ce_io_comment(mc_cemit *e, const char *title, const mc_io_desc *d, int n);
 void mc_ce_io_macros(mc_cemit *e, const char *kind, const mc_io_desc *d, int n);
 void mc_ce_desc_table(mc_cemit *e, const char *kind, const char *table, const mc_io_desc *d, int n);

@@ -903,13 +903,7 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 	const mc_kernel *k = e->p->kernels[ki];
 	mc_ce_begin_kernel(e, k);
 	kl->n = plan_launches(k, &kl->ls);
-	mc_sb_puts(e->sb, "/* ");
-	mc_ce_comment_text(e->sb, k->name);
-	if (k->comment) {
-		mc_sb_puts(e->sb, ": ");
-		mc_ce_comment_text(e->sb, k->comment);
-	}
-	mc_sb_puts(e->sb, " */\n");
+	mc_ce_kernel_comment(e, k);
 	for (int i = 0; i < kl->n && !e->err; i++) {
 		launch *l = &kl->ls[i];
 		if (l->absorbed)

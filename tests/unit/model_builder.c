@@ -428,6 +428,29 @@ int write_file(const char *path, const void *data, size_t len)
 	return ok ? 0 : -1;
 }
 
+char *read_file_in(const char *dir, const char *file, size_t *len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	long n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	char *d = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (!d || fread(d, 1, (size_t)n, fp) != (size_t)n) {
+		free(d);
+		fclose(fp);
+		return NULL;
+	}
+	d[n] = 0;
+	fclose(fp);
+	if (len)
+		*len = (size_t)n;
+	return d;
+}
+
 int mb_write(mb *b, const char *path)
 {
 	size_t len;

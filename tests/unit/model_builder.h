@@ -83,6 +83,8 @@ mc_graph *mb_import(mb *b, const char *model_dir, const mc_import_opts *opts);
 
 /* Writes bytes to a file; 0 on success. */
 int write_file(const char *path, const void *data, size_t len);
+/* dir/file's bytes, NUL-terminated (malloc'd; NULL if unreadable); len may be NULL. */
+char *read_file_in(const char *dir, const char *file, size_t *len);
 /* A fresh temporary directory (malloc'd path); removed by rm_tree. */
 char *make_temp_dir(void);
 void rm_tree(const char *dir);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../../aot/aot.h"
+#include "model_builder.h"
 
 /* ---- building programs by hand ---- */
 typedef struct {
@@ -231,18 +232,8 @@ Test(emit_c, weights_and_arena)
 
 static char *read_all(const char *dir, const char *file, size_t *len)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	FILE *fp = fopen(path, "rb");
-	cr_assert_not_null(fp, "%s missing", path);
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	char *d = malloc((size_t)n + 1);
-	cr_assert_eq(fread(d, 1, (size_t)n, fp), (size_t)n);
-	d[n] = 0;
-	fclose(fp);
-	*len = (size_t)n;
+	char *d = read_file_in(dir, file, len);
+	cr_assert_not_null(d, "%s/%s missing", dir, file);
 	return d;
 }
 

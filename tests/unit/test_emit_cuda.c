@@ -13,17 +13,8 @@
 
 static char *read_text(const char *dir, const char *file)
 {
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	FILE *f = fopen(path, "rb");
-	cr_assert(f, "no %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = 0;
-	fclose(f);
+	char *s = read_file_in(dir, file, NULL);
+	cr_assert(s, "no %s/%s", dir, file);
 	return s;
 }
 

@@ -80,7 +80,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	if (pix < MIN_PIXELS)
 		return 1;
 	if (m == 0 || k == 0 || pix == 0 || t.n == 0 || outn >= INT32_MAX / 4 ||
-	    (int64_t)mc_numel(xs) >= INT32_MAX)
+	    (int64_t)mc_numel(xs) >= INT32_MAX || m * k >= INT32_MAX)
 		return 1;
 	/* enough K splits to fill the GPU, each at least MIN_K_SPLIT long */
 	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t.n;

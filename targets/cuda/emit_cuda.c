@@ -19,10 +19,14 @@
  * Grid mapping: each top-level statement of a kernel becomes one launch.
  * A loop nest whose outer loops are parallel (MC_KF_PARALLEL) with
  * constant bounds is collapsed into one flat index, a thread per
- * iteration, in a grid-stride loop; the loops inside run in that thread.
- * Statements without such a loop (and kernels whose top-level statements
- * share mutable locals) run in one thread: correct, and counted by --stats
- * so that the lowerings that need GPU forms can be found. */
+ * iteration, in a grid-stride loop; the loops inside run in that thread,
+ * or, where few iterations each run a long reduction, a warp per
+ * iteration splits it over its lanes (see "warp reductions"). Statements
+ * without such a loop (and kernels whose top-level statements share
+ * mutable locals) run in one thread, or one warp for a whole-tensor
+ * reduction: correct, and counted by --stats so that the lowerings that
+ * need GPU forms can be found. A template statement (MC_KS_TEMPLATE) is a
+ * kernel of this target's own, printed from its parameters. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +60,8 @@ typedef struct launch {
 
 typedef struct {
 	mc_cemit ce;
-	const mc_compile_opts *o;
 	size_t *weight_off;             /* per weight */
-	size_t arena_off, *in_off, *out_off, device_bytes, weight_end;
+	size_t arena_off, *in_off, *out_off, device_bytes;
 	char **guards;                  /* per kernel: condition text, or NULL */
 	int *calls;                     /* per kernel: steps launching it */
 	int n_launches, n_single, n_warp, n_tmpl; /* --stats */
@@ -83,7 +86,6 @@ static void plan_layout(cuda_emitter *c)
 		c->weight_off[i] = off;
 		off += p->weights[i].t->numel * mc_dtype_size(p->weights[i].t->dtype);
 	}
-	c->weight_end = off;
 	c->arena_off = off = round_up(off, REGION_ALIGN);
 	off += p->arena_bytes;
 	c->in_off = mc_xcalloc((size_t)p->n_inputs + 1, sizeof(size_t));
@@ -269,8 +271,25 @@ static int combine_of(const mc_kexpr *v, int acc)
 typedef struct {
 	int acc;        /* the one outer variable the loop assigns */
 	int op;         /* RED_*; RED_NONE: not splittable */
+	int reads;      /* reads of acc its accumulating assignments make */
 	bool *inner;    /* per variable: declared inside the loop */
 } red_scan;
+
+static int reads_of(const mc_kexpr *x, int var)
+{
+	if (!x)
+		return 0;
+	return is_var(x, var) + reads_of(x->a, var) + reads_of(x->b, var) + reads_of(x->c, var);
+}
+
+static int reads_in(const mc_kstmt *s, int var)
+{
+	int n = 0;
+	for (; s; s = s->next)
+		n += reads_of(s->a, var) + reads_of(s->b, var) + reads_of(s->c, var) + reads_in(s->body, var) +
+		     reads_in(s->orelse, var);
+	return n;
+}
 
 /* Walks a reduction loop's body: every assignment to a variable declared
  * outside must accumulate into the same one with the same operation; no
@@ -293,6 +312,7 @@ static bool scan_reduction(const mc_kstmt *s, red_scan *r, int depth)
 			if (op == RED_NONE || (r->op != RED_NONE && r->op != op))
 				return false;
 			r->op = op;
+			r->reads += s->a->kind == MC_KE_SELECT ? 2 : 1;
 			break;
 		case MC_KS_STORE:
 		case MC_KS_FAIL:
@@ -330,7 +350,9 @@ static int splittable(const mc_kernel *k, const mc_kstmt *s, int *acc)
 	r.inner[s->var] = true;
 	bool ok = scan_reduction(s->body, &r, 0);
 	free(r.inner);
-	if (!ok || r.acc < 0)
+	/* acc read nowhere but in its accumulation (a partial value must not
+	 * leak into anything else) */
+	if (!ok || r.acc < 0 || reads_in(s->body, r.acc) != r.reads)
 		return RED_NONE;
 	const mc_kvar *v = &k->vars[r.acc];
 	if (v->lanes > 1 || (v->type != MC_KT_F32 && v->type != MC_KT_F64) || !v->mutable_)
@@ -1265,7 +1287,7 @@ static int put_source(cuda_emitter *c)
 
 int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 {
-	cuda_emitter c = { .o = o };
+	cuda_emitter c = { 0 };
 	if (mc_ce_init(&c.ce, p, o, "CUDA target"))
 		return -1;
 	c.ce.cuda = true;

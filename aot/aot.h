@@ -484,15 +484,24 @@ typedef struct {
 	int64_t max_index;          /* largest element count of any buffer */
 	const mc_isa *isa;          /* what the kernels were built for */
 	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
+	int n_owned;
+	mc_tensor **owned;          /* weights the program made (mc_program_store_fp16) */
 } mc_program;
 
 void mc_program_free(mc_program *p);
+/* --dtype fp16: every float32 weight and activation of p is stored as
+ * float16 (kernels widen on load and round on store, computing in float32);
+ * the graph's inputs and outputs and kernel scratch stay float32. The
+ * memory plan is kept (each buffer in the first half of its place). */
+int mc_program_store_fp16(mc_program *p);
 
 /* ---- the compile pipeline (aot/compile.c) ---- */
 typedef struct {
 	const char *name;           /* prefix of every generated identifier/file */
 	const char *target;         /* "c" or "cuda" */
 	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
+	const char *dtype;          /* --dtype fp32|fp16 (cuda): fp16 stores activations and weights as
+	                             * float16, computing in float32; NULL: fp32 */
 	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;

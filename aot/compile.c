@@ -198,8 +198,8 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_strbuf b = { 0 };
 	mc_sb_puts(&b, "{\n  \"name\": ");
 	json_string(&b, o->name);
-	mc_sb_printf(&b, ",\n  \"modelc_version\": \"%s\",\n  \"target\": \"%s\",\n  \"model\": ",
-	             MC_VERSION, o->target);
+	mc_sb_printf(&b, ",\n  \"modelc_version\": \"%s\",\n  \"target\": \"%s\",\n  \"dtype\": \"%s\",\n  \"model\": ",
+	             MC_VERSION, o->target, o->dtype ? o->dtype : "fp32");
 	json_string(&b, model_abs);
 	mc_sb_printf(&b, ",\n  \"model_sha256\": \"%s\",\n  \"options\": ", sha);
 	json_string(&b, o->argv_line ? o->argv_line : "");
@@ -354,6 +354,14 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error(!cuda ? "--cuda-arch needs --target cuda"
 		               : "--cuda-arch '%s': expected a comma-separated list like sm_87,sm_90",
 		         o->cuda_arch);
+		return -1;
+	}
+	if (o->dtype && strcmp(o->dtype, "fp32") && strcmp(o->dtype, "fp16")) {
+		mc_error("unknown --dtype '%s' (known: fp32, fp16)", o->dtype);
+		return -1;
+	}
+	if (o->dtype && !strcmp(o->dtype, "fp16") && !cuda) {
+		mc_error("--dtype fp16 needs --target cuda");
 		return -1;
 	}
 	if (o->isa && !mc_isa_find(o->isa)) {
@@ -769,6 +777,8 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 		goto out;
 	double t_freeze = now_ms();
 	if (mc_build_program(g, &o, &p))
+		goto out;
+	if (o.dtype && !strcmp(o.dtype, "fp16") && mc_program_store_fp16(&p))
 		goto out;
 	double t_build = now_ms();
 	if (dump_kernels(&p, &o))

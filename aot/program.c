@@ -32,6 +32,9 @@ void mc_program_free(mc_program *p)
 	free(p->kernels);
 	free(p->steps);
 	free(p->weights);
+	for (int i = 0; i < p->n_owned; i++)
+		mc_tensor_free(p->owned[i]);
+	free(p->owned);
 	for (int i = 0; i < p->n_inputs; i++)
 		free(p->inputs[i].name);
 	for (int i = 0; i < p->n_outputs; i++)
@@ -483,4 +486,40 @@ out:
 	free(m.weight);
 	free(groups);
 	return rc;
+}
+
+int mc_program_store_fp16(mc_program *p)
+{
+	bool *half = mc_xcalloc((size_t)p->n_weights + 1, sizeof(bool));
+	p->owned = mc_xcalloc((size_t)p->n_weights + 1, sizeof *p->owned);
+	for (int i = 0; i < p->n_weights; i++) {
+		const mc_tensor *t = p->weights[i].t;
+		if (t->dtype != MC_FLOAT)
+			continue;
+		mc_tensor *h = mc_tensor_new(MC_FLOAT16, &t->shape);
+		if (!h) {
+			free(half);
+			mc_error("--dtype fp16: no memory for a weight of %zu elements", t->numel);
+			return -1;
+		}
+		const float *src = t->data;
+		uint16_t *dst = h->data;
+		for (size_t j = 0; j < t->numel; j++)
+			dst[j] = mc_float_to_half(src[j]);
+		p->owned[p->n_owned++] = h;
+		p->weights[i].t = h;
+		p->weight_bytes -= t->numel * 2;
+		half[i] = true;
+	}
+	for (int k = 0; k < p->n_kernels; k++)
+		for (int b = 0; b < p->kernels[k]->n_bufs; b++) {
+			mc_kbuf *kb = &p->kernels[k]->bufs[b];
+			bool arena_value = kb->loc.kind == MC_LOC_ARENA && kb->value >= 0;
+			bool weight = kb->loc.kind == MC_LOC_WEIGHT && kb->loc.index >= 0 &&
+			              kb->loc.index < p->n_weights && half[kb->loc.index];
+			if (kb->dtype == MC_FLOAT && (arena_value || weight))
+				kb->dtype = MC_FLOAT16;
+		}
+	free(half);
+	return 0;
 }

@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __CUDACC__ /* the hardware's half conversions, in device code */
+#include <cuda_fp16.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +114,9 @@ MODELC_FN uint32_t modelc_shr_rne(uint32_t x, unsigned shift)
 /* ---- float16 (IEEE binary16) ---- */
 MODELC_FN float modelc_f16_to_f32(uint16_t h)
 {
+#ifdef __CUDA_ARCH__ /* one conversion instruction on the GPU, same result */
+	return __half2float(__ushort_as_half(h));
+#endif
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
 	if (exp == 0) { /* zero or subnormal: man * 2^-24 */
 		float f = (float)man * 0x1p-24f;
@@ -124,6 +130,9 @@ MODELC_FN float modelc_f16_to_f32(uint16_t h)
 /* Round to nearest even; overflow gives inf; NaN stays NaN. */
 MODELC_FN uint16_t modelc_f32_to_f16(float f)
 {
+#ifdef __CUDA_ARCH__ /* round to nearest even, like the code below */
+	return __half_as_ushort(__float2half_rn(f));
+#endif
 	uint32_t x = modelc_f32_bits(f);
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
 	uint32_t ax = x & 0x7fffffffu;

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 	      "  --target c|cuda           c (default): C99 sources; cuda: NAME.cu for NVIDIA GPUs\n"
 	      "                            (NAME_cuda_init/run, one device allocation, CUDA graphs)\n"
 	      "  --cuda-arch LIST          GPU archs build.ninja's nvcc builds for (default sm_87,sm_90)\n"
+	      "  --dtype fp32|fp16         cuda: fp16 stores weights and activations as float16 and\n"
+	      "                            computes in float32 (inputs and outputs stay float32)\n"
 	      "  --isa ISA                 generic (portable C99, default), avx2, avx512, neon,\n"
 	      "                            cortex-m, or native (the widest this machine runs)\n"
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
@@ -149,6 +151,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--target") == 0 && has_val) {
 		o->target = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--dtype") == 0 && has_val) {
+		o->dtype = argv[++*i];
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];

@@ -14,9 +14,10 @@ mobilenet_v3_small; seeded random weights, eval mode, batch 1, 3x224x224):
      torch._inductor.config.freezing = True on the same module and input,
      the same way (N calls, each between two events, median);
   4. checks modelc's output against torch's eager fp32 output.
-fp16 for torch.compile is timed too; modelc's --dtype fp16 does not exist
-yet, so its fp16 column says so. Prints a markdown table (and JSON to
-DIR/results.json).
+fp16: modelc with --dtype fp16 (weights and activations stored as float16,
+arithmetic in float32, inputs and outputs float32), its output checked
+against the same fp32 reference; torch.compile on model.half() and a half
+input. Prints a markdown table (and JSON to DIR/results.json).
 """
 import argparse
 import json
@@ -68,18 +69,18 @@ def run(cmd, **kw):
     return r
 
 
-def modelc_net(name, onnx_path, x_np, args):
-    gen = os.path.join(args.work, name, "gen")
+def modelc_net(name, onnx_path, x_np, args, dtype="fp32"):
+    gen = os.path.join(args.work, name, "gen-" + dtype)
     t0 = time.time()
     run([args.modelc, "compile", onnx_path, "-o", gen, "--name", name, "--target", "cuda",
-         "--harness", "--cuda-arch", args.cuda_arch, "--stats"])
+         "--harness", "--cuda-arch", args.cuda_arch, "--dtype", dtype, "--stats"])
     compile_s = time.time() - t0
     run(["ninja", "-C", gen])
     run(["nvcc", "-O2", "-o", os.path.join(gen, "run"), os.path.join(gen, f"{name}_main.c"),
          f"-I{gen}", f"-L{gen}", f"-l{name}", "-lcudart"])
     inp = os.path.join(args.work, name, "input.bin")
     x_np.astype(np.float32).tofile(inp)
-    out = os.path.join(args.work, name, "out")
+    out = os.path.join(args.work, name, "out-" + dtype)
     os.makedirs(out, exist_ok=True)
     extra = ["--profile"] if args.profile else []
     r = run([os.path.join(gen, "run"), out, "--repeat", str(args.reps)] + extra + [inp])
@@ -132,6 +133,13 @@ def main():
             row.update(modelc_fp32_us=med, modelc_fp32_min_us=lo, modelc_compile_s=cs, modelc_rel_err=err)
         except Exception as ex:  # one net's failure is a row, not the end
             row.update(modelc_error=str(ex)[-2000:])
+        if not args.skip_fp16:
+            try:  # fp16 storage, fp32 arithmetic; checked against the fp32 reference
+                med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args, "fp16")
+                err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
+                row.update(modelc_fp16_us=med, modelc_fp16_min_us=lo, modelc_fp16_rel_err=err)
+            except Exception as ex:
+                row.update(modelc_fp16_error=str(ex)[-2000:])
         if args.skip_torch:
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -148,8 +156,8 @@ def main():
     print()
     print(f"device: {dev}; torch {torch.__version__}; CUDA-event median of {args.reps} runs (us)")
     print()
-    print("| net | modelc fp32 | torch.compile fp32 | ratio fp32 | modelc fp16 | torch.compile fp16 | modelc rel. max err (fp32) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| net | modelc fp32 | torch.compile fp32 | ratio fp32 | modelc fp16 | torch.compile fp16 | ratio fp16 | modelc rel. max err fp32 / fp16 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         m = r.get("modelc_fp32_us")
         t = r.get("torch_fp32_us")
@@ -158,9 +166,13 @@ def main():
             continue
         mc = f"{m:.1f}" if m else "FAILED"
         ratio = f"{m / t:.2f}" if m else "-"
-        t16 = f"{r['torch_fp16_us']:.1f}" if "torch_fp16_us" in r else "-"
+        t16 = r.get("torch_fp16_us")
+        m16 = r.get("modelc_fp16_us")
+        ratio16 = f"{m16 / t16:.2f}" if m16 and t16 else "-"
         err = f"{r['modelc_rel_err']:.1e}" if "modelc_rel_err" in r else "-"
-        print(f"| {r['net']} | {mc} | {t:.1f} | {ratio} | not built (no --dtype fp16 yet) | {t16} | {err} |")
+        err16 = f"{r['modelc_fp16_rel_err']:.1e}" if "modelc_fp16_rel_err" in r else "-"
+        print(f"| {r['net']} | {mc} | {t:.1f} | {ratio} | {f'{m16:.1f}' if m16 else '-'} | "
+              f"{f'{t16:.1f}' if t16 else '-'} | {ratio16} | {err} / {err16} |")
     return 0
 
 

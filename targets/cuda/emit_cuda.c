@@ -537,10 +537,13 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\t/* conv2d as an implicit GEMM: M %" PRId64 " channels, P %" PRId64 " pixels, K %" PRId64
 		", in %" PRId64 " splits of %" PRId64 " */\n",
 		m, pix, k, t->splits, t->k_split);
+	/* --dtype fp16: x and the weights are float16, widened as they load */
+	bool x16 = c->ce.k->bufs[t->x].dtype == MC_FLOAT16, w16 = c->ce.k->bufs[t->wt].dtype == MC_FLOAT16;
+	const char *xl = x16 ? "modelc_f16_to_f32(" : "(", *wl = w16 ? "modelc_f16_to_f32(" : "(";
 	mc_sb_printf(sb,
-		"\tconst float *__restrict__ const x = b%d;\n"
-		"\tconst float *__restrict__ const wt = b%d;\n",
-		t->x, t->wt);
+		"\tconst %s *__restrict__ const x = b%d;\n"
+		"\tconst %s *__restrict__ const wt = b%d;\n",
+		x16 ? "uint16_t" : "float", t->x, w16 ? "uint16_t" : "float", t->wt);
 	if (!epi)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
@@ -554,9 +557,9 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 	/* vector loads where rows are contiguous and 16-byte aligned: the
 	 * packed weights when M is a multiple of 4; the input of a 1x1,
 	 * stride-1, unpadded convolution (pixels are then columns of x) */
-	bool a_vec = m % 4 == 0;
+	bool a_vec = m % 4 == 0 && !w16;
 	bool b_vec = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
-	             t->oh == t->h && t->ow == t->w && pix % 4 == 0;
+	             t->oh == t->h && t->ow == t->w && pix % 4 == 0 && !x16;
 	mc_sb_puts(sb,
 		"\t__shared__ __align__(16) float As[2][16][64];\n"
 		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
@@ -564,7 +567,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
 		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
 		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
-		"\tconst float *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
+		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
 		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n");
@@ -597,8 +600,8 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 			mc_sb_printf(sb,
 				"%sfor (int i = 0; i < 4; i++) { /* weights: 16 k x 64 channels */\n"
 				"%s\tconst int e = tid + i * 256, kx = %s + e / 64, mx = m0 + e %% 64;\n"
-				"%s\tra[i] = kx < kend && mx < M ? wt[kx * M + mx] : 0.0f;\n"
-				"%s}\n", in, in, kv, in, in);
+				"%s\tra[i] = kx < kend && mx < M ? %swt[kx * M + mx]) : 0.0f;\n"
+				"%s}\n", in, in, kv, in, wl, in);
 		if (b_vec)
 			mc_sb_printf(sb,
 				"%s{ /* input rows of a 1x1 convolution: 16 k x 64 pixels, a float4 each */\n"
@@ -614,10 +617,10 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
 				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
 				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-				"%s\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
+				"%s\t\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
 				"%s\t}\n"
 				"%s\trb[i] = v;\n"
-				"%s}\n", in, in, kv, in, in, in, in, in, in, in, in, in);
+				"%s}\n", in, in, kv, in, in, in, in, in, in, xl, in, in, in);
 		if (pass) {
 			mc_sb_puts(sb,
 				"\t\t}\n"

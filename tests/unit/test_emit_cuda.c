@@ -28,11 +28,13 @@ static int count(const char *s, const char *needle)
 
 /* y = Relu(Conv(x, w) + b) * s: one conv kernel with an epilogue and a
  * pointwise kernel, both with parallel loop nests. */
-static char *conv_model(const char *dir)
+static char *conv_model_hw(const char *dir, int hw)
 {
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
-	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,2,5,5");
+	char shape[64];
+	snprintf(shape, sizeof shape, "1,2,%d,%d", hw, hw);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, shape);
 	float w[4 * 2 * 3 * 3], bias[4] = { 0.1f, -0.2f, 0.3f, 0 }, s = 2;
 	for (int i = 0; i < (int)(sizeof w / sizeof *w); i++)
 		w[i] = (float)((i * 7) % 5 - 2) / 4;
@@ -51,6 +53,11 @@ static char *conv_model(const char *dir)
 	cr_assert_eq(mb_write(b, path), 0);
 	mb_free(b);
 	return path;
+}
+
+static char *conv_model(const char *dir)
+{
+	return conv_model_hw(dir, 5);
 }
 
 /* y = If(cond, x + 1, x * 3) */
@@ -264,6 +271,41 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	cr_assert(strstr(cu, "<<<2, 256, 0, s>>>"), "10 warps: 320 threads in blocks of 256\n%s", cu);
 	nvcc_builds(out, "gv");
 	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+Test(cuda, fp16_stores_weights_and_activations_as_half)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = conv_model_hw(tmp, 8); /* 64 pixels: the conv template */
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "h";
+	o.target = "cuda";
+	o.dtype = "fp16";
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "h.cu"), *w = read_text(out, "h_weights.c"), *js = read_text(out, "h.json");
+	/* the conv's weights (packed), bias and activations are float16; the
+	 * graph's input and output stay float32; arithmetic stays float */
+	cr_assert(strstr(w, "const uint16_t h_w"), "%s", w);
+	cr_assert_null(strstr(w, "const float h_w"), "%s", w);
+	cr_assert(strstr(cu, "const uint16_t *__restrict__ const wt"), "%s", cu);
+	cr_assert(strstr(cu, "modelc_f16_to_f32(") && strstr(cu, "modelc_f32_to_f16("), "%s", cu);
+	cr_assert(strstr(js, "\"dtype\": \"fp16\""));
+	nvcc_builds(out, "h");
+	free(cu), free(w), free(js);
+	/* fp16 is the cuda target's; unknown dtypes are refused */
+	diag_capture();
+	o.target = "c";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--dtype fp16 needs --target cuda"), 1, "%s", diag_all());
+	o.target = "cuda";
+	o.dtype = "bf8";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("unknown --dtype 'bf8'"), 1, "%s", diag_all());
 	rm_tree(tmp);
 	free(model);
 	free(tmp);

@@ -112,6 +112,11 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 
 int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v)
 {
+	if (o->target && strcmp(o->target, "c")) {
+		mc_error("verify builds and runs the C target on this machine; the %s target runs on "
+		         "a GPU (tests/cuda/check)", o->target);
+		return -1;
+	}
 	mc_graph *g = mc_import_file(model, &o->import);
 	if (!g)
 		return -1;

@@ -405,32 +405,27 @@ static bool wants_warp(const mc_kernel *k, const launch *l)
 /* The launches of kernel k (caller frees *out and each pre). */
 static int plan_launches(const mc_kernel *k, launch **out)
 {
-	int n = 0, cap = 0, n_pre = 0;
+	int n = 0, cap = 0, n_pre = 0, n_lets = 0;
 	launch *ls = NULL;
 	const mc_kstmt *pre[256];
 	bool shared_state = false;
-	for (const mc_kstmt *s = k->body; s; s = s->next)
+	for (const mc_kstmt *s = k->body; s; s = s->next) {
 		if ((s->kind == MC_KS_DECL && !is_let(k, s)) || s->kind == MC_KS_ASSIGN ||
 		    s->kind == MC_KS_BREAK)
 			shared_state = true;
-	if (shared_state || !k->body) {
+		n_lets += is_let(k, s);
+	}
+	/* shared locals, or very many lets to repeat in each launch: one
+	 * launch runs the whole body */
+	if (shared_state || !k->body || n_lets > (int)(sizeof pre / sizeof *pre)) {
 		ls = mc_xcalloc(1, sizeof *ls);
 		ls->total = 1;
-		ls->warp = wants_warp(k, ls);
+		ls->warp = (shared_state || !k->body) && wants_warp(k, ls);
 		*out = ls;
 		return 1;
 	}
 	for (const mc_kstmt *s = k->body; s; s = s->next) {
 		if (is_let(k, s)) {
-			if (n_pre == (int)(sizeof pre / sizeof *pre)) { /* very many: one thread runs it all */
-				for (int i = 0; i < n; i++)
-					free((void *)ls[i].pre);
-				free(ls);
-				ls = mc_xcalloc(1, sizeof *ls);
-				ls->total = 1;
-				*out = ls;
-				return 1;
-			}
 			pre[n_pre++] = s;
 			continue;
 		}
@@ -520,6 +515,39 @@ static mc_kstmt alone(const mc_kstmt *s)
 	mc_kstmt t = *s;
 	t.next = NULL;
 	return t;
+}
+
+/* The pointers to the buffers that the statements stmts[0..n) (each alone)
+ * and the block `block` (may be NULL) touch, but buffer `skip` (-1: none),
+ * and the status word if one of them can fail: a launch or device function
+ * declares only what it uses. The kernel-wide use counts stay as they are. */
+static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n, const mc_kstmt *block,
+                            int skip)
+{
+	mc_cemit *e = &c->ce;
+	const mc_kernel *k = e->k;
+	int *kernel_uses = e->buf_uses, *kernel_reads = e->var_reads;
+	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
+	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
+	bool fails = block && has_fail(block);
+	for (int i = 0; i < n; i++) {
+		mc_kstmt t = alone(stmts[i]);
+		mc_ce_scan_block(e, &t);
+		fails = fails || has_fail(&t);
+	}
+	if (block)
+		mc_ce_scan_block(e, block);
+	free(e->var_reads);
+	e->var_reads = kernel_reads;
+	if (skip >= 0)
+		e->buf_uses[skip] = 0;
+	for (int i = 0; i < k->n_bufs; i++)
+		if (e->buf_uses[i])
+			put_buffer_ptr(c, i);
+	if (fails)
+		mc_sb_puts(e->sb, "\tint *const st = (int *)dev; /* the status word */\n");
+	free(e->buf_uses);
+	e->buf_uses = kernel_uses;
 }
 
 /* ---- templates ---- */
@@ -684,16 +712,7 @@ static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launc
 	mc_strbuf *sb = e->sb;
 	const mc_kernel *k = e->p->kernels[ki];
 	const launch *el = tl->epi;
-	int *kernel_uses = e->buf_uses, *kernel_reads = e->var_reads;
-	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
-	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
-	mc_kstmt t = alone(el->stmt);
-	mc_ce_scan_block(e, &t);
-	int *uses = e->buf_uses;
-	free(e->var_reads);
-	e->var_reads = kernel_reads;
 	int sbuf = tl->stmt->tmpl->out;
-	uses[sbuf] = 0;
 	mc_sb_puts(sb, "static __device__ __forceinline__ void ");
 	put_launch_name(c, k, idx, n);
 	mc_sb_puts(sb, "_epi(unsigned char *const dev");
@@ -702,13 +721,8 @@ static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launc
 		mc_sb_printf(sb, ", const %s v%d", mc_ce_ctype(e, v->type), el->loops[d]->var);
 	}
 	mc_sb_puts(sb, ", const float part)\n{\n");
-	for (int i = 0; i < k->n_bufs; i++)
-		if (uses[i])
-			put_buffer_ptr(c, i);
-	if (has_fail(el->stmt->body))
-		mc_sb_puts(sb, "\tint *const st = (int *)dev; /* the status word */\n");
-	e->buf_uses = kernel_uses;
-	free(uses);
+	/* the template's result comes in as `part`, not through its buffer */
+	put_buffer_ptrs(c, &el->stmt, 1, NULL, sbuf);
 	for (int d = 0; d < 4; d++)
 		if (e->var_reads[el->loops[d]->var] == 0)
 			mc_sb_printf(sb, "\t(void)v%d;\n", el->loops[d]->var);
@@ -777,39 +791,18 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	mc_cemit *e = &c->ce;
 	mc_strbuf *sb = e->sb;
 	const mc_kernel *k = e->p->kernels[ki];
-	/* pointers for the buffers this launch touches */
-	int *kernel_uses = e->buf_uses, *kernel_reads = e->var_reads;
-	e->buf_uses = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
-	e->var_reads = mc_xcalloc((size_t)k->n_vars + 1, sizeof(int));
-	bool fails;
-	if (l->stmt) {
-		for (int i = 0; i < l->n_pre; i++) {
-			mc_kstmt t = alone(l->pre[i]);
-			mc_ce_scan_block(e, &t);
-		}
-		mc_kstmt t = alone(l->stmt);
-		mc_ce_scan_block(e, &t);
-		fails = has_fail(l->stmt->body) || has_fail(l->stmt->orelse) || l->stmt->kind == MC_KS_FAIL;
-	} else {
-		mc_ce_scan_block(e, k->body);
-		fails = has_fail(k->body);
-	}
-	int *launch_uses = e->buf_uses;
-	free(e->var_reads);
-	e->var_reads = kernel_reads;
-	if (l->epi) /* its stores go through the epilogue function */
-		launch_uses[l->stmt->tmpl->out] = 0;
-
 	mc_sb_printf(sb, "__global__ void __launch_bounds__(%d) ", BLOCK);
 	put_launch_name(c, k, idx, n);
 	mc_sb_puts(sb, "(unsigned char *const dev)\n{\n");
-	for (int i = 0; i < k->n_bufs; i++)
-		if (launch_uses[i])
-			put_buffer_ptr(c, i);
-	if (fails)
-		mc_sb_puts(sb, "\tint *const st = (int *)dev; /* the status word */\n");
-	e->buf_uses = kernel_uses;
-	free(launch_uses);
+	if (l->stmt) { /* its lets and its statement; a fused template stores through its epilogue */
+		const mc_kstmt **stmts = mc_xcalloc((size_t)l->n_pre + 1, sizeof *stmts);
+		memcpy(stmts, l->pre, (size_t)l->n_pre * sizeof *stmts);
+		stmts[l->n_pre] = l->stmt;
+		put_buffer_ptrs(c, stmts, l->n_pre + 1, NULL, l->epi ? l->stmt->tmpl->out : -1);
+		free(stmts);
+	} else {
+		put_buffer_ptrs(c, NULL, 0, k->body, -1);
+	}
 	const char *guard = c->guards[ki];
 	if (guard)
 		mc_sb_printf(sb, "\tif (!(%s)) /* an If branch not taken */\n\t\treturn;\n", guard);

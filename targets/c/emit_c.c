@@ -1518,24 +1518,33 @@ static void put_source(emitter *e)
 	put_vector_prelude(e);
 	mc_sb_puts(sb, "/* Element indices: wide enough for every buffer of the model. */\n");
 	mc_sb_printf(sb, "typedef %s %s;\n\n", e->idx64 ? "int64_t" : "int32_t", e->idx_type);
-	bool any = false;
-	for (int i = 0; i < p->n_weights; i++) {
-		const mc_tensor *t = p->weights[i].t;
-		if (t->numel == 0 || !mc_ce_storage_type(t->dtype))
-			continue;
-		if (!any)
-			mc_sb_printf(sb, "/* Frozen constants (%s_weights.c). */\n", e->name);
-		any = true;
-		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", mc_ce_storage_type(t->dtype), e->name, i, t->numel);
-	}
-	if (any)
-		mc_sb_puts(sb, "\n");
+	mc_ce_weight_decls(e, "/* Frozen constants (%s_weights.c). */\n", "\n");
 	mc_ce_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
 	mc_ce_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
 	for (int i = 0; i < p->n_kernels && !e->err; i++)
 		put_kernel(e, p->kernels[i]);
 	if (!e->err)
 		put_run(e);
+}
+
+/* The extern declarations of the weights NAME_weights.c defines, after
+ * `open` (a format taking the model name) and before `close`; nothing
+ * without weights. */
+void mc_ce_weight_decls(emitter *e, const char *open, const char *close)
+{
+	bool any = false;
+	for (int i = 0; i < e->p->n_weights; i++) {
+		const mc_tensor *t = e->p->weights[i].t;
+		if (t->numel == 0 || !mc_ce_storage_type(t->dtype))
+			continue;
+		if (!any)
+			mc_sb_printf(e->sb, open, e->name);
+		any = true;
+		mc_sb_printf(e->sb, "extern const %s %s_w%d[%zu];\n", mc_ce_storage_type(t->dtype), e->name, i,
+		             t->numel);
+	}
+	if (any)
+		mc_sb_puts(e->sb, close);
 }
 
 /* ---- NAME_weights.c ---- */

@@ -59,6 +59,9 @@ void mc_ce_kernel_comment(mc_cemit *e, const mc_kernel *k); /* its name and node
 void mc_ce_io_comment(mc_cemit *e, const char *title, const mc_io_desc *d, int n);
 void mc_ce_io_macros(mc_cemit *e, const char *kind, const mc_io_desc *d, int n);
 void mc_ce_desc_table(mc_cemit *e, const char *kind, const char *table, const mc_io_desc *d, int n);
+/* The weights' extern declarations, between open (a format of the model
+ * name) and close; nothing without weights. */
+void mc_ce_weight_decls(mc_cemit *e, const char *open, const char *close);
 /* NAME_weights.c: the frozen constants as const arrays. */
 int mc_ce_weights(mc_cemit *e);
 int mc_ce_write_file(const char *dir, const char *name, const char *suffix, const mc_strbuf *sb);

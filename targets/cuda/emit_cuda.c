@@ -1244,19 +1244,8 @@ static int put_source(cuda_emitter *c)
 	               " * outputs are unspecified (NAME_cuda_status reports it). */\n"
 	               "static __device__ __forceinline__ void modelc_cuda_fail(int *st, int code)\n"
 	               "{\n\tatomicCAS(st, 0, code);\n}\n\n");
-	bool any = false;
-	for (int i = 0; i < p->n_weights; i++) {
-		const mc_tensor *t = p->weights[i].t;
-		if (t->numel == 0 || !mc_ce_storage_type(t->dtype))
-			continue;
-		if (!any)
-			mc_sb_printf(sb, "/* Frozen constants, on the host (%s_weights.c); init uploads them. */\n"
-			                 "extern \"C\" {\n", e->name);
-		any = true;
-		mc_sb_printf(sb, "extern const %s %s_w%d[%zu];\n", mc_ce_storage_type(t->dtype), e->name, i, t->numel);
-	}
-	if (any)
-		mc_sb_puts(sb, "}\n\n");
+	mc_ce_weight_decls(e, "/* Frozen constants, on the host (%s_weights.c); init uploads them. */\n"
+	                      "extern \"C\" {\n", "}\n\n");
 	mc_ce_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
 	mc_ce_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
 

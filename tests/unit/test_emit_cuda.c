@@ -26,6 +26,26 @@ static int count(const char *s, const char *needle)
 	return n;
 }
 
+/* Writes b's model as dir/file (and frees b); the path, malloc'd. */
+static char *write_model(mb *b, const char *dir, const char *file)
+{
+	char *path = malloc(strlen(dir) + strlen(file) + 2);
+	sprintf(path, "%s/%s", dir, file);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+/* Compile options of the cuda target for a model named name. */
+static mc_compile_opts cuda_opts(const char *name)
+{
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = name;
+	o.target = "cuda";
+	return o;
+}
+
 /* y = Relu(Conv(x, w) + b) * s: one conv kernel with an epilogue and a
  * pointwise kernel, both with parallel loop nests. */
 static char *conv_model_hw(const char *dir, int hw)
@@ -48,11 +68,7 @@ static char *conv_model_hw(const char *dir, int hw)
 	mb_node(b, g, "Softmax", "softmax", "r", "sm");
 	mb_node(b, g, "Mul", "mul", "sm,s", "y");
 	mb_output(b, g, "y");
-	char *path = malloc(strlen(dir) + 32);
-	sprintf(path, "%s/conv.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return write_model(b, dir, "conv.onnx");
 }
 
 static char *conv_model(const char *dir)
@@ -79,11 +95,7 @@ static char *if_model(const char *dir)
 	mb_attr_graph(b, n, "then_branch", tg);
 	mb_attr_graph(b, n, "else_branch", eg);
 	mb_output(b, g, "y");
-	char *path = malloc(strlen(dir) + 32);
-	sprintf(path, "%s/if.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return write_model(b, dir, "if.onnx");
 }
 
 static bool have_nvcc(char *nvcc, size_t n)
@@ -119,10 +131,7 @@ Test(cuda, emits_grid_kernels_and_the_api)
 	char *tmp = make_temp_dir(), out[4096];
 	char *model = conv_model(tmp);
 	snprintf(out, sizeof out, "%s/out", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "cnet";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("cnet");
 	o.harness = true;
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	char *cu = read_text(out, "cnet.cu"), *h = read_text(out, "cnet.h"), *nj = read_text(out, "build.ninja");
@@ -159,10 +168,7 @@ Test(cuda, if_branches_become_guards_read_on_the_device)
 	char *tmp = make_temp_dir(), out[4096];
 	char *model = if_model(tmp);
 	snprintf(out, sizeof out, "%s/out", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "ifm";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("ifm");
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	char *cu = read_text(out, "ifm.cu");
 	/* every kernel is inside a branch and returns early unless it is taken:
@@ -182,10 +188,7 @@ Test(cuda, output_is_deterministic)
 	char *model = conv_model(tmp);
 	snprintf(a, sizeof a, "%s/a", tmp);
 	snprintf(b, sizeof b, "%s/b", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "cnet";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("cnet");
 	cr_assert_eq(mc_compile(model, a, &o), 0);
 	cr_assert_eq(mc_compile(model, b, &o), 0);
 	const char *files[] = { "cnet.cu", "cnet.h", "cnet_weights.c", "cnet.json" };
@@ -204,10 +207,7 @@ Test(cuda, options_are_checked)
 	char *tmp = make_temp_dir(), out[4096];
 	char *model = conv_model(tmp);
 	snprintf(out, sizeof out, "%s/out", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "cnet";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("cnet");
 	diag_capture();
 	o.isa = "avx2";
 	cr_assert_eq(mc_compile(model, out, &o), -1);
@@ -245,11 +245,7 @@ static char *gemv_model(const char *dir)
 	mb_init_floats(b, g, "w", "256,10", w, 256 * 10);
 	mb_node(b, g, "MatMul", "mm", "x,w", "y");
 	mb_output(b, g, "y");
-	char *path = malloc(strlen(dir) + 32);
-	sprintf(path, "%s/gemv.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return write_model(b, dir, "gemv.onnx");
 }
 
 Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
@@ -257,10 +253,7 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	char *tmp = make_temp_dir(), out[4096];
 	char *model = gemv_model(tmp);
 	snprintf(out, sizeof out, "%s/out", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "gv";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("gv");
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	char *cu = read_text(out, "gv.cu");
 	/* a warp per output: lanes stride the 256 products, then shuffles add the
@@ -281,10 +274,7 @@ Test(cuda, fp16_stores_weights_and_activations_as_half)
 	char *tmp = make_temp_dir(), out[4096];
 	char *model = conv_model_hw(tmp, 8); /* 64 pixels: the conv template */
 	snprintf(out, sizeof out, "%s/out", tmp);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "h";
-	o.target = "cuda";
+	mc_compile_opts o = cuda_opts("h");
 	o.dtype = "fp16";
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	char *cu = read_text(out, "h.cu"), *w = read_text(out, "h_weights.c"), *js = read_text(out, "h.json");

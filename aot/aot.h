@@ -424,6 +424,11 @@ double mc_graph_macs(const mc_graph *g);
 
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
+/* v is present and float32 (what the fast kernels handle). */
+static inline bool mc_is_f32(const mc_value *v)
+{
+	return v && v->dtype == MC_FLOAT;
+}
 /* "node 'x' (Op, opset N): <msg>" like mc_node_error. */
 int mc_lower_error(const mc_lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -185,11 +185,6 @@ static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)
 
 /* ---- entry ---- */
 
-static bool is_f32(const mc_value *v)
-{
-	return v && v->dtype == MC_FLOAT;
-}
-
 /* The channels-first view [N, C, D1..] of a channels-last shape. */
 static mc_shape nchw_view(const mc_shape *s)
 {
@@ -232,14 +227,14 @@ static int conv_geom_of(mc_lower_ctx *c, win_geom *g, conv_geom *cg)
 int mc_kern_conv_nhwc(mc_lower_ctx *c)
 {
 	const nn_params *p = c->node->params;
-	if (!c->out[0] || p->group != 1 || !is_f32(c->out[0]) || !is_f32(c->in[0]) ||
-	    !is_f32(c->in[1]))
+	if (!c->out[0] || p->group != 1 || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) ||
+	    !mc_is_f32(c->in[1]))
 		return 1;
 	int rank = c->in[0]->shape.rank;
 	const mc_tensor *w = mc_lower_const(c, 1);
 	const mc_value *bv = c->n_in > 2 ? c->in[2] : NULL;
 	const mc_tensor *bias = bv ? mc_lower_const(c, 2) : NULL;
-	if ((rank != 3 && rank != 4) || !w || (bv && (!bias || !is_f32(bv))) ||
+	if ((rank != 3 && rank != 4) || !w || (bv && (!bias || !mc_is_f32(bv))) ||
 	    mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0)
 		return 1;
 	win_geom g;

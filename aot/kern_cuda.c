@@ -28,11 +28,6 @@
 #define MIN_K_SPLIT 32
 #define MIN_PIXELS 32
 
-static bool is_f32(const mc_value *v)
-{
-	return v && v->dtype == MC_FLOAT;
-}
-
 static int64_t ceil_div(int64_t a, int64_t b)
 {
 	return (a + b - 1) / b;
@@ -56,8 +51,8 @@ static mc_tensor *transposed_weights(const mc_tensor *w, int64_t m, int64_t k)
 int mc_kern_conv_cuda(mc_lower_ctx *c)
 {
 	const nn_params *p = c->node->params;
-	if (!c->out[0] || p->group != 1 || c->in[0]->shape.rank != 4 || !is_f32(c->out[0]) ||
-	    !is_f32(c->in[0]) || !is_f32(c->in[1]))
+	if (!c->out[0] || p->group != 1 || c->in[0]->shape.rank != 4 || !mc_is_f32(c->out[0]) ||
+	    !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]))
 		return 1;
 	const mc_tensor *w = mc_lower_const(c, 1);
 	if (!w || w->dtype != MC_FLOAT)

@@ -138,11 +138,6 @@ static double bias_at(const void *ctx, int64_t kk, int64_t j)
 	return s->beta * mc_get_f(s->c, s->c->numel == 1 ? 0 : (size_t)j);
 }
 
-static bool is_f32(const mc_value *v)
-{
-	return v && v->dtype == MC_FLOAT;
-}
-
 /* C constant along the rows: a scalar, [n] or [1, n]. */
 static bool bias_by_column(const mc_tensor *t, int64_t n)
 {
@@ -187,7 +182,7 @@ static int kern_gemm(mc_lower_ctx *c)
 	bias_source cs = { NULL, p->beta };
 	if (cv && p->beta != 0) {
 		cs.c = mc_lower_const(c, 2);
-		if (!is_f32(cv) || !cs.c || !bias_by_column(cs.c, n))
+		if (!mc_is_f32(cv) || !cs.c || !bias_by_column(cs.c, n))
 			return 1;
 	}
 	return emit_product(c, m, k, n, &bs, cs.c ? &cs : NULL);
@@ -213,7 +208,7 @@ int mc_kern_gemm(mc_lower_ctx *c)
 	 * output element parallelises better */
 	if (c->kb->isa->kind == MC_ISA_CUDA)
 		return 1;
-	if (!c->out[0] || !is_f32(c->out[0]) || !is_f32(c->in[0]) || !is_f32(c->in[1]))
+	if (!c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]))
 		return 1;
 	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||
 	    mc_numel(&c->in[1]->shape) == 0)

@@ -507,6 +507,8 @@ typedef struct {
 	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
 	const char *dtype;          /* --dtype fp32|fp16 (cuda): fp16 stores activations and weights as
 	                             * float16, computing in float32; NULL: fp32 */
+	bool tf32;                  /* --tf32 (cuda, fp32): convolutions multiply in TF32 on tensor
+	                             * cores (10-bit mantissa, float32 sums), as PyTorch's cuDNN does */
 	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;
@@ -661,6 +663,9 @@ int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
 /* The CUDA target: NAME.h, NAME.cu, NAME_weights.c and the runtime-min
  * files (targets/cuda/emit_cuda.c). */
 int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir);
+#define MC_CUDA_ARCH_DEFAULT "sm_87,sm_90"
+/* whether every arch of a --cuda-arch list (NULL: the default) is sm_MIN or newer */
+bool mc_cuda_archs_at_least(const char *list, int min);
 /* The same three files as text, written nowhere (the fuzzer, tests). */
 typedef struct {
 	mc_strbuf header, source, weights;

@@ -274,7 +274,7 @@ static int write_ninja(const mc_compile_opts *o, const char *model_abs, const ch
 		/* one -gencode per arch: SASS for each, and PTX of the newest so
 		 * that later GPUs can still run the library */
 		mc_sb_puts(&b, "nvcc = nvcc\nnvccflags = -O3 -std=c++17");
-		const char *arch = o->cuda_arch ? o->cuda_arch : "sm_87,sm_90";
+		const char *arch = o->cuda_arch ? o->cuda_arch : MC_CUDA_ARCH_DEFAULT;
 		char last[32] = "";
 		for (const char *a = arch; *a; ) {
 			size_t len = strcspn(a, ",");
@@ -335,6 +335,16 @@ static bool cuda_arch_ok(const char *s)
 	return true;
 }
 
+bool mc_cuda_archs_at_least(const char *list, int min)
+{
+	for (const char *a = list ? list : MC_CUDA_ARCH_DEFAULT; *a; a += strcspn(a, ","), a += *a == ',') {
+		const char *num = a + strcspn(a, "0123456789");
+		if (atoi(num) < min)
+			return false;
+	}
+	return true;
+}
+
 static int check_opts(const mc_compile_opts *o)
 {
 	if (!is_identifier(o->name)) {
@@ -362,6 +372,15 @@ static int check_opts(const mc_compile_opts *o)
 	}
 	if (o->dtype && !strcmp(o->dtype, "fp16") && !cuda) {
 		mc_error("--dtype fp16 needs --target cuda");
+		return -1;
+	}
+	if (o->tf32 && (!cuda || (o->dtype && strcmp(o->dtype, "fp32")))) {
+		mc_error("--tf32 needs --target cuda and --dtype fp32 (fp16 multiplies in half on tensor cores)");
+		return -1;
+	}
+	if (o->tf32 && !mc_cuda_archs_at_least(o->cuda_arch, 80)) {
+		mc_error("--tf32 needs tensor cores of sm_80 or newer, and --cuda-arch '%s' has an older arch",
+		         o->cuda_arch ? o->cuda_arch : MC_CUDA_ARCH_DEFAULT);
 		return -1;
 	}
 	if (o->isa && !mc_isa_find(o->isa)) {

@@ -18,7 +18,7 @@
 
 #define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
 #define TILE_P 64
-#define TILE_K 16          /* its reduction step */
+#define TILE_K 32          /* splits are whole reduction steps of the tensor-core form (FFMA: 2 of 16) */
 #define WANT_BLOCKS 528    /* four waves of an H100's 132 SMs (measured: better than two) */
 /* A split does at least two steps. Splits cost a second launch, yet more
  * of them measured faster: a block's step (a 16-deep tile) takes long

@@ -39,7 +39,10 @@ static void usage(FILE *f)
 	      "                            (NAME_cuda_init/run, one device allocation, CUDA graphs)\n"
 	      "  --cuda-arch LIST          GPU archs build.ninja's nvcc builds for (default sm_87,sm_90)\n"
 	      "  --dtype fp32|fp16         cuda: fp16 stores weights and activations as float16 and\n"
-	      "                            computes in float32 (inputs and outputs stay float32)\n"
+	      "                            computes in float32 (inputs and outputs stay float32);\n"
+	      "                            convolutions multiply in half on tensor cores (sm_80+)\n"
+	      "  --tf32                    cuda, fp32: convolutions multiply in TF32 on tensor cores\n"
+	      "                            (10-bit mantissa, float32 sums; PyTorch's cuDNN default)\n"
 	      "  --isa ISA                 generic (portable C99, default), avx2, avx512, neon,\n"
 	      "                            cortex-m, or native (the widest this machine runs)\n"
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
@@ -155,6 +158,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--dtype") == 0 && has_val) {
 		o->dtype = argv[++*i];
 		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--tf32") == 0) {
+		o->tf32 = true;
+		note_option(c, a, NULL);
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];
 		note_option(c, a, argv[*i]);

@@ -14,10 +14,15 @@ mobilenet_v3_small; seeded random weights, eval mode, batch 1, 3x224x224):
      torch._inductor.config.freezing = True on the same module and input,
      the same way (N calls, each between two events, median);
   4. checks modelc's output against torch's eager fp32 output.
+tf32: modelc with --tf32 (fp32 storage, convolutions' multiplies in TF32 on
+tensor cores), the same numerics as torch's fp32 default (cuDNN's
+convolutions use TF32). --torch-strict also times torch.compile with TF32
+off, against modelc's true fp32.
 fp16: modelc with --dtype fp16 (weights and activations stored as float16,
-arithmetic in float32, inputs and outputs float32), its output checked
-against the same fp32 reference; torch.compile on model.half() and a half
-input. Prints a markdown table (and JSON to DIR/results.json).
+convolutions multiply in half on tensor cores, float32 sums; inputs and
+outputs float32), its output checked against the same fp32 reference;
+torch.compile on model.half() and a half input. Prints a markdown table
+(and JSON to DIR/results.json).
 """
 import argparse
 import json
@@ -69,11 +74,14 @@ def run(cmd, **kw):
     return r
 
 
+VARIANT_OPTS = {"fp32": ["--dtype", "fp32"], "tf32": ["--tf32"], "fp16": ["--dtype", "fp16"]}
+
+
 def modelc_net(name, onnx_path, x_np, args, dtype="fp32"):
     gen = os.path.join(args.work, name, "gen-" + dtype)
     t0 = time.time()
     run([args.modelc, "compile", onnx_path, "-o", gen, "--name", name, "--target", "cuda",
-         "--harness", "--cuda-arch", args.cuda_arch, "--dtype", dtype, "--stats"])
+         "--harness", "--cuda-arch", args.cuda_arch, "--stats"] + VARIANT_OPTS[dtype])
     compile_s = time.time() - t0
     run(["ninja", "-C", gen])
     run(["nvcc", "-O2", "-o", os.path.join(gen, "run"), os.path.join(gen, f"{name}_main.c"),
@@ -102,6 +110,7 @@ def main():
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--cuda-arch", default="sm_90")
     ap.add_argument("--skip-fp16", action="store_true")
+    ap.add_argument("--torch-strict", action="store_true", help="also torch.compile fp32 with TF32 off")
     ap.add_argument("--skip-torch", action="store_true", help="modelc only (no torch.compile timing)")
     ap.add_argument("--profile", action="store_true", help="print modelc's time per launch")
     args = ap.parse_args()
@@ -127,25 +136,25 @@ def main():
             ref = model(xc).float().cpu().numpy().ravel()
         torch.backends.cudnn.allow_tf32 = True
         row = {"net": name, "device": dev}
-        try:
-            med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args)
-            err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
-            row.update(modelc_fp32_us=med, modelc_fp32_min_us=lo, modelc_compile_s=cs, modelc_rel_err=err)
-        except Exception as ex:  # one net's failure is a row, not the end
-            row.update(modelc_error=str(ex)[-2000:])
-        if not args.skip_fp16:
-            try:  # fp16 storage, fp32 arithmetic; checked against the fp32 reference
-                med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args, "fp16")
+        for variant in ["fp32", "tf32"] + ([] if args.skip_fp16 else ["fp16"]):
+            try:  # one variant's failure is a cell, not the end; all checked against the fp32 reference
+                med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args, variant)
                 err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
-                row.update(modelc_fp16_us=med, modelc_fp16_min_us=lo, modelc_fp16_rel_err=err)
+                row.update({f"modelc_{variant}_us": med, f"modelc_{variant}_min_us": lo,
+                            f"modelc_{variant}_compile_s": cs, f"modelc_{variant}_rel_err": err})
             except Exception as ex:
-                row.update(modelc_fp16_error=str(ex)[-2000:])
+                row.update({f"modelc_{variant}_error": str(ex)[-2000:]})
         if args.skip_torch:
             rows.append(row)
             print(json.dumps(row), flush=True)
             continue
         med, lo, cs = torch_compile_us(model, xc, args.reps)
         row.update(torch_fp32_us=med, torch_fp32_min_us=lo, torch_compile_s=cs)
+        if args.torch_strict:
+            torch.backends.cudnn.allow_tf32 = False
+            med, lo, cs = torch_compile_us(model, xc, args.reps)
+            row.update(torch_strict_us=med, torch_strict_min_us=lo)
+            torch.backends.cudnn.allow_tf32 = True
         if not args.skip_fp16:
             mh = model.half()
             with torch.no_grad():  # what fp16 itself costs in accuracy: torch's own half output
@@ -160,25 +169,25 @@ def main():
     print()
     print(f"device: {dev}; torch {torch.__version__}; CUDA-event median of {args.reps} runs (us)")
     print()
-    print("| net | modelc fp32 | torch.compile fp32 | ratio fp32 | modelc fp16 | torch.compile fp16 | ratio fp16 "
-          "| rel. max err vs fp32: modelc fp32 / modelc fp16 / torch eager fp16 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    def cell(r, key, fmt="{:.1f}"):
+        v = r.get(key)
+        return fmt.format(v) if v is not None else ("FAILED" if key.replace("_us", "_error") in r else "-")
+
+    def ratio(r, a, b):
+        return f"{r[a] / r[b]:.2f}" if r.get(a) and r.get(b) else "-"
+
+    print("| net | modelc fp32 | torch.compile fp32 TF32 off | ratio | modelc --tf32 | torch.compile fp32 (TF32 convs) "
+          "| ratio | modelc fp16 | torch.compile fp16 | ratio | rel. max err vs fp32: modelc fp32 / tf32 / fp16 "
+          "/ torch eager fp16 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        m = r.get("modelc_fp32_us")
-        t = r.get("torch_fp32_us")
-        if t is None:
-            print(f"| {r['net']} | {m if m else 'FAILED'} | - | - | - | - | {r.get('modelc_rel_err', '-')} |")
-            continue
-        mc = f"{m:.1f}" if m else "FAILED"
-        ratio = f"{m / t:.2f}" if m else "-"
-        t16 = r.get("torch_fp16_us")
-        m16 = r.get("modelc_fp16_us")
-        ratio16 = f"{m16 / t16:.2f}" if m16 and t16 else "-"
-        err = f"{r['modelc_rel_err']:.1e}" if "modelc_rel_err" in r else "-"
-        err16 = f"{r['modelc_fp16_rel_err']:.1e}" if "modelc_fp16_rel_err" in r else "-"
-        terr16 = f"{r['torch_fp16_rel_err']:.1e}" if "torch_fp16_rel_err" in r else "-"
-        print(f"| {r['net']} | {mc} | {t:.1f} | {ratio} | {f'{m16:.1f}' if m16 else '-'} | "
-              f"{f'{t16:.1f}' if t16 else '-'} | {ratio16} | {err} / {err16} / {terr16} |")
+        errs = " / ".join(cell(r, k, "{:.1e}") for k in
+                          ["modelc_fp32_rel_err", "modelc_tf32_rel_err", "modelc_fp16_rel_err", "torch_fp16_rel_err"])
+        print(f"| {r['net']} | {cell(r, 'modelc_fp32_us')} | {cell(r, 'torch_strict_us')} | "
+              f"{ratio(r, 'modelc_fp32_us', 'torch_strict_us')} | {cell(r, 'modelc_tf32_us')} | "
+              f"{cell(r, 'torch_fp32_us')} | {ratio(r, 'modelc_tf32_us', 'torch_fp32_us')} | "
+              f"{cell(r, 'modelc_fp16_us')} | {cell(r, 'torch_fp16_us')} | {ratio(r, 'modelc_fp16_us', 'torch_fp16_us')} "
+              f"| {errs} |")
     return 0
 
 

@@ -66,6 +66,8 @@ typedef struct {
 	int *calls;                     /* per kernel: steps launching it */
 	int n_launches, n_single, n_warp, n_tmpl; /* --stats */
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
+	bool mma;                       /* every arch has mma.sync (sm_80+): fp16 convs on tensor cores */
+	bool tf32;                      /* --tf32: fp32 convs on tensor cores too */
 	int64_t max_total;
 } cuda_emitter;
 
@@ -553,6 +555,190 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 /* ---- templates ---- */
 #define TMPL_TILE 64
 
+/* The template's results: LOOPS opens loops (closed here with one brace
+ * each of its lines' `{`) that define mm (channel) and pp (pixel) of the
+ * value VAL; into the split's partial sums, or through the epilogue EPI. */
+static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
+                                const launch *el)
+{
+	mc_strbuf *sb = c->ce.sb;
+	int opened = 0;
+	for (const char *s = loops; (s = strchr(s, '{')); s++)
+		opened++;
+	if (!epi)
+		mc_sb_puts(sb, "\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n");
+	else
+		mc_sb_puts(sb, "\t(void)split;\n");
+	mc_sb_puts(sb, loops);
+	if (!epi) {
+		mc_sb_printf(sb, "\t\t\tif (mm < M && pp < P)\n\t\t\t\to[mm * P + pp] = %s;\n", val);
+	} else {
+		const char *vt[4];
+		for (int d = 0; d < 4; d++)
+			vt[d] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[d]->var].type);
+		mc_sb_printf(sb,
+			"\t\t\tif (mm < M && pp < P) /* bias and the fused epilogue */\n"
+			"\t\t\t\t%s(dev, (%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW), %s);\n",
+			epi, vt[0], vt[1], vt[2], vt[3], val);
+	}
+	for (int i = 0; i < opened; i++)
+		mc_sb_puts(sb, "\t\t}\n");
+}
+
+/* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
+ * (m16n8k16), else float32 inputs rounded to TF32 (m16n8k8); float32 sums
+ * either way. Tiles of 64 channels x 64 pixels, 32 k at a time; its eight
+ * warps (2 x 4) each own 32 x 16 of the tile: 2 x 2 mma fragments. Shared
+ * memory holds both tiles k-contiguous (As[m][k], Bs[p][k]), a fragment's
+ * register a 32-bit word there; rows are padded so that the eight rows a
+ * fragment reads fall in distinct banks. Each thread moves 8 consecutive
+ * k of one row (m of the weights, p of the im2col) per tile: the warp's
+ * global reads run along m or p, its shared stores are 16 bytes wide. */
+static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const char *epi, const launch *el)
+{
+	mc_strbuf *sb = c->ce.sb;
+	/* words a row: 32 halves (16 words) + 4, or 32 floats + 4 */
+	int pitch = f16 ? 20 : 36;
+	const char *et = f16 ? "uint16_t" : "float";
+	mc_sb_printf(sb,
+		"\t/* on tensor cores: mma.sync %s, float32 sums */\n"
+		"\t__shared__ __align__(16) unsigned As[2][64][%d];\n"
+		"\t__shared__ __align__(16) unsigned Bs[2][64][%d];\n"
+		"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
+		"\tconst int g = lane >> 2, tg = lane & 3; /* a fragment's row, its k (pair) */\n"
+		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n"
+		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
+		"\tconst int split = blockIdx.z %% SPLITS, n = blockIdx.z / SPLITS;\n"
+		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
+		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
+		"\tconst int lr = tid & 63, lk = (tid >> 6) * 8; /* this thread's row and k in a tile */\n"
+		"\tconst int mx = m0 + lr, px = p0 + lr;\n",
+		f16 ? "m16n8k16 f16" : "m16n8k8 tf32", pitch, pitch);
+	if (!one_by_one)
+		mc_sb_puts(sb, "\tconst int ih0 = (px / OW) * SH - PH, iw0 = (px % OW) * SW - PW;\n");
+	mc_sb_printf(sb,
+		"\tfloat acc[2][2][4];\n"
+		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++)\n"
+		"\t\t\t\tacc[i][j][r] = 0.0f;\n"
+		"\t%s ra[8], rb[8]; /* the next tiles, on their way to shared memory */\n", et);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *in = pass ? "\t\t\t" : "\t\t";
+		const char *kv = pass ? "k0 + 32" : "kbeg";
+		if (pass)
+			mc_sb_puts(sb,
+				"\tint stage = 0;\n"
+				"\tfor (int k0 = kbeg; k0 < kend; k0 += 32) {\n"
+				"\t\tconst bool more = k0 + 32 < kend;\n"
+				"\t\tif (more) {\n");
+		else
+			mc_sb_puts(sb, "\t{\n");
+		mc_sb_printf(sb,
+			"%s#pragma unroll\n"
+			"%sfor (int i = 0; i < 8; i++) {\n"
+			"%s\tconst int kx = %s + lk + i;\n"
+			"%s\tra[i] = kx < kend && mx < M ? wt[kx * M + mx] : (%s)0;\n",
+			in, in, in, kv, in, et);
+		if (one_by_one)
+			mc_sb_printf(sb, "%s\trb[i] = kx < kend && px < P ? xn[kx * P + px] : (%s)0;\n", in, et);
+		else
+			mc_sb_printf(sb,
+				"%s\t%s v = 0;\n"
+				"%s\tif (kx < kend && px < P) {\n"
+				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
+				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
+				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+				"%s\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
+				"%s\t}\n"
+				"%s\trb[i] = v;\n",
+				in, et, in, in, in, in, in, in, in);
+		mc_sb_printf(sb, "%s}\n", in);
+		if (pass) {
+			mc_sb_puts(sb, "\t\t}\n#pragma unroll\n");
+			if (f16)
+				mc_sb_puts(sb,
+					"\t\tfor (int kk = 0; kk < 16; kk += 8) { /* words: two k16 steps */\n"
+					"\t\t\tunsigned a[2][4], b[2][2];\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int i = 0; i < 2; i++) {\n"
+					"\t\t\t\tconst unsigned *r = &As[stage][wm + i * 16 + g][kk + tg];\n"
+					"\t\t\t\ta[i][0] = r[0];\n\t\t\t\ta[i][1] = r[8 * 20];\n"
+					"\t\t\t\ta[i][2] = r[4];\n\t\t\t\ta[i][3] = r[8 * 20 + 4];\n"
+					"\t\t\t}\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int j = 0; j < 2; j++) {\n"
+					"\t\t\t\tconst unsigned *r = &Bs[stage][wp + j * 8 + g][kk + tg];\n"
+					"\t\t\t\tb[j][0] = r[0];\n\t\t\t\tb[j][1] = r[4];\n"
+					"\t\t\t}\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int i = 0; i < 2; i++)\n"
+					"#pragma unroll\n"
+					"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
+					"\t\t\t\t\tasm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+					"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+					"\t\t\t\t\t             : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n"
+					"\t\t\t\t\t             : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));\n"
+					"\t\t}\n");
+			else
+				mc_sb_puts(sb,
+					"\t\tfor (int kk = 0; kk < 32; kk += 8) { /* four k8 steps */\n"
+					"\t\t\tunsigned a[2][4], b[2][2];\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int i = 0; i < 2; i++) {\n"
+					"\t\t\t\tconst unsigned *r = &As[stage][wm + i * 16 + g][kk + tg];\n"
+					"\t\t\t\ta[i][0] = r[0];\n\t\t\t\ta[i][1] = r[8 * 36];\n"
+					"\t\t\t\ta[i][2] = r[4];\n\t\t\t\ta[i][3] = r[8 * 36 + 4];\n"
+					"\t\t\t}\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int j = 0; j < 2; j++) {\n"
+					"\t\t\t\tconst unsigned *r = &Bs[stage][wp + j * 8 + g][kk + tg];\n"
+					"\t\t\t\tb[j][0] = r[0];\n\t\t\t\tb[j][1] = r[4];\n"
+					"\t\t\t}\n"
+					"#pragma unroll\n"
+					"\t\t\tfor (int i = 0; i < 2; i++)\n"
+					"#pragma unroll\n"
+					"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
+					"\t\t\t\t\tasm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+					"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+					"\t\t\t\t\t             : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n"
+					"\t\t\t\t\t             : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));\n"
+					"\t\t}\n");
+			mc_sb_puts(sb, "\t\tif (more) {\n");
+		}
+		/* registers to the other stage (the first tiles: stage 0) */
+		const char *st = pass ? "stage ^ 1" : "0";
+		if (f16)
+			mc_sb_printf(sb,
+				"%s*(uint4 *)&As[%s][lr][lk / 2] = make_uint4(ra[0] | (unsigned)ra[1] << 16, ra[2] | (unsigned)ra[3] << 16,\n"
+				"%s                                          ra[4] | (unsigned)ra[5] << 16, ra[6] | (unsigned)ra[7] << 16);\n"
+				"%s*(uint4 *)&Bs[%s][lr][lk / 2] = make_uint4(rb[0] | (unsigned)rb[1] << 16, rb[2] | (unsigned)rb[3] << 16,\n"
+				"%s                                          rb[4] | (unsigned)rb[5] << 16, rb[6] | (unsigned)rb[7] << 16);\n",
+				in, st, in, in, st, in);
+		else
+			mc_sb_printf(sb,
+				"%sunsigned ta[8], tb[8]; /* rounded to TF32 */\n"
+				"#pragma unroll\n"
+				"%sfor (int i = 0; i < 8; i++) {\n"
+				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(ta[i]) : \"f\"(ra[i]));\n"
+				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(tb[i]) : \"f\"(rb[i]));\n"
+				"%s}\n"
+				"%s*(uint4 *)&As[%s][lr][lk] = make_uint4(ta[0], ta[1], ta[2], ta[3]);\n"
+				"%s*(uint4 *)&As[%s][lr][lk + 4] = make_uint4(ta[4], ta[5], ta[6], ta[7]);\n"
+				"%s*(uint4 *)&Bs[%s][lr][lk] = make_uint4(tb[0], tb[1], tb[2], tb[3]);\n"
+				"%s*(uint4 *)&Bs[%s][lr][lk + 4] = make_uint4(tb[4], tb[5], tb[6], tb[7]);\n",
+				in, in, in, in, in, in, st, in, st, in, st, in, st);
+		if (pass)
+			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");
+		else
+			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
+	}
+	/* a fragment's accumulators: r = 0, 1 at row g, columns 2 tg + r;
+	 * r = 2, 3 at row g + 8 */
+	put_template_stores(c,
+		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++) {\n"
+		"\t\t\t\tconst int mm = m0 + wm + i * 16 + g + (r >> 1) * 8, pp = p0 + wp + j * 8 + tg * 2 + (r & 1);\n",
+		"acc[i][j][r]", epi, el);
+}
+
 /* MC_TMPL_CONV2D_SPLITK: an implicit GEMM, C[m][p] = sum_k wt[k][m] *
  * im2col(x)[k][p], over the split's range of k. Tiles of 64 channels x 64
  * pixels, 16 k at a time in shared memory; each of the 256 threads keeps a
@@ -582,12 +768,21 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		", N = %" PRId64 " };\n",
 		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw,
 		t->splits, t->k_split, t->cin, t->n);
+	bool one_by_one = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
+	                  t->oh == t->h && t->ow == t->w;
+	if (c->mma && x16 && w16) {
+		put_template_mma(c, true, one_by_one, epi, el);
+		return;
+	}
+	if (c->tf32 && !x16 && !w16) {
+		put_template_mma(c, false, one_by_one, epi, el);
+		return;
+	}
 	/* vector loads where rows are contiguous and 16-byte aligned: the
 	 * packed weights when M is a multiple of 4; the input of a 1x1,
 	 * stride-1, unpadded convolution (pixels are then columns of x) */
 	bool a_vec = m % 4 == 0 && !w16;
-	bool b_vec = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
-	             t->oh == t->h && t->ow == t->w && pix % 4 == 0 && !x16;
+	bool b_vec = one_by_one && pix % 4 == 0 && !x16;
 	mc_sb_puts(sb,
 		"\t__shared__ __align__(16) float As[2][16][64];\n"
 		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
@@ -681,26 +876,9 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		else
 			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
 	}
-	if (!epi) {
-		mc_sb_puts(sb,
-			"\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n"
-			"\tfor (int i = 0; i < 4; i++)\n"
-			"\t\tfor (int j = 0; j < 4; j++)\n"
-			"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P)\n"
-			"\t\t\t\to[(m0 + tm + i) * P + p0 + tp + j] = acc[i][j];\n");
-		return;
-	}
-	const char *vt[4];
-	for (int d = 0; d < 4; d++)
-		vt[d] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[d]->var].type);
-	mc_sb_printf(sb,
-		"\t(void)split;\n"
-		"\tfor (int i = 0; i < 4; i++)\n"
-		"\t\tfor (int j = 0; j < 4; j++)\n"
-		"\t\t\tif (m0 + tm + i < M && p0 + tp + j < P) /* bias and the fused epilogue */\n"
-		"\t\t\t\t%s(dev, (%s)n, (%s)(m0 + tm + i), (%s)((p0 + tp + j) / OW), (%s)((p0 + tp + j) %% OW),"
-		" acc[i][j]);\n",
-		epi, vt[0], vt[1], vt[2], vt[3]);
+	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
+	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
+	                    "acc[i][j]", epi, el);
 }
 
 /* The bias-and-epilogue launch el of a one-split template, as a device
@@ -1276,6 +1454,8 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	if (mc_ce_init(&c.ce, p, o, "CUDA target"))
 		return -1;
 	c.ce.cuda = true;
+	c.mma = mc_cuda_archs_at_least(o->cuda_arch, 80);
+	c.tf32 = o->tf32 && c.mma;
 	plan_layout(&c);
 	mc_strbuf header = { 0 }, source = { 0 }, weights = { 0 };
 	/* the source first: it plans the launches the header counts */

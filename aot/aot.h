@@ -117,7 +117,8 @@ typedef enum {
 	 * splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
 	 * wt[k][m] * x[n][ci][ih][iw], with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow,
 	 * ih = oh*sh - ph + i*dh, iw = ow*sw - pw + j*dw, x taken as 0 outside
-	 * the image. wt is the weight re-laid K x M at generation time. */
+	 * the image. wt is the weight re-laid K x M at generation time, or kept
+	 * M x K where `mma` (the tensor-core form reads rows of k). */
 	MC_TMPL_CONV2D_SPLITK,
 } mc_tmpl_kind;
 
@@ -125,6 +126,7 @@ typedef struct mc_ktemplate {
 	mc_tmpl_kind kind;
 	int64_t n, cin, h, w, cout, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
 	int64_t splits, k_split;
+	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
 	int x, wt, out;           /* kernel buffers */
 } mc_ktemplate;
 
@@ -214,13 +216,15 @@ typedef struct {
 	const char *name;       /* as --isa spells it */
 	int max_lanes;          /* widest f32 vector; 1: no vectors */
 	int vregs;              /* registers a micro-kernel may fill */
+	bool mma;               /* cuda: convolutions multiply on tensor cores */
 } mc_isa;
 
 /* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
  * machine runs. NULL if unknown. */
 const mc_isa *mc_isa_find(const char *name);
-/* The cuda target's ISA (mc_isa_find does not name it). */
-const mc_isa *mc_isa_cuda(void);
+/* The cuda target's ISA (mc_isa_find does not name it); mma: convolutions
+ * on tensor cores (--dtype fp16 or --tf32, every arch sm_80 or newer). */
+const mc_isa *mc_isa_cuda(bool mma);
 /* True if vectors of `lanes` f32 exist on isa (1 is always true). */
 bool mc_isa_has_lanes(const mc_isa *isa, int lanes);
 /* The widest lane count of isa that is <= n (1 if none). */

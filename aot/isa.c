@@ -5,11 +5,11 @@
 #include "aot.h"
 
 static const mc_isa isas[] = {
-	{ MC_ISA_GENERIC, "generic", 1, 16 },
-	{ MC_ISA_AVX2, "avx2", 8, 16 },
-	{ MC_ISA_AVX512, "avx512", 16, 32 },
-	{ MC_ISA_NEON, "neon", 4, 32 },
-	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32 },
+	{ MC_ISA_GENERIC, "generic", 1, 16, false },
+	{ MC_ISA_AVX2, "avx2", 8, 16, false },
+	{ MC_ISA_AVX512, "avx512", 16, 32, false },
+	{ MC_ISA_NEON, "neon", 4, 32, false },
+	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false },
 };
 
 /* The widest ISA this machine runs: what -march=native builds for. */
@@ -27,10 +27,11 @@ static const mc_isa *native(void)
 	return &isas[0];
 }
 
-const mc_isa *mc_isa_cuda(void)
+const mc_isa *mc_isa_cuda(bool mma)
 {
-	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0 };
-	return &cuda;
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false };
+	static const mc_isa cuda_mma = { MC_ISA_CUDA, "cuda", 1, 0, true };
+	return mma ? &cuda_mma : &cuda;
 }
 
 const mc_isa *mc_isa_find(const char *name)

@@ -1,7 +1,8 @@
 /* Conv on the cuda target (see aot/aot.h: MC_TMPL_CONV2D_SPLITK). A thread
  * per output element reads each weight and input value from memory for
  * one multiply; the target's implicit-GEMM template keeps tiles of both in
- * shared memory and computes a register tile per thread. Small images with
+ * shared memory and computes a register tile per thread (or tensor-core
+ * fragments a warp). Small images with
  * many channels give few output tiles, so the reduction is split into K
  * ranges that run side by side, each writing its partial sums into a
  * scratch buffer; a plain IR loop then adds the splits and the bias and
@@ -33,10 +34,11 @@ static int64_t ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
-/* wt[k][m] = w[m][k]: the template reads a row of channels per k. */
-static mc_tensor *transposed_weights(const mc_tensor *w, int64_t m, int64_t k)
+/* wt[k][m] = w[m][k]: the FFMA template reads a row of channels per k; the
+ * tensor-core one rows of k (wt[m][k], the weight's own order). */
+static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool transpose)
 {
-	mc_shape s = { .rank = 2, .dims = { k, m } };
+	mc_shape s = { .rank = 2, .dims = { transpose ? k : m, transpose ? m : k } };
 	mc_tensor *t = mc_tensor_new(MC_FLOAT, &s);
 	if (!t)
 		return NULL;
@@ -44,7 +46,7 @@ static mc_tensor *transposed_weights(const mc_tensor *w, int64_t m, int64_t k)
 	float *dst = t->data;
 	for (int64_t i = 0; i < m; i++)
 		for (int64_t j = 0; j < k; j++)
-			dst[j * m + i] = src[i * k + j];
+			dst[transpose ? j * m + i : i * k + j] = src[i * k + j];
 	return t;
 }
 
@@ -87,10 +89,11 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	if (t.splits * outn >= INT32_MAX)
 		return 1;
 
-	mc_tensor *wt = transposed_weights(w, m, k);
+	mc_kb *kb = c->kb;
+	t.mma = kb->isa && kb->isa->mma;
+	mc_tensor *wt = packed_weights(w, m, k, !t.mma);
 	if (!wt)
 		return 1;
-	mc_kb *kb = c->kb;
 	t.x = c->in_buf[0];
 	t.wt = mc_kb_packed(kb, wt);
 	t.out = mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));

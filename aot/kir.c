@@ -722,11 +722,11 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 		case MC_KS_FAIL: fprintf(f, "fail %d\n", s->code); break;
 		case MC_KS_TEMPLATE: {
 			const mc_ktemplate *t = s->tmpl;
-			fprintf(f, "template conv2d_splitk(x b%d, wt b%d -> b%d) n %" PRId64 " cin %" PRId64
+			fprintf(f, "template conv2d_splitk%s(x b%d, wt b%d -> b%d) n %" PRId64 " cin %" PRId64
 			           " %" PRId64 "x%" PRId64 " cout %" PRId64 " kernel %" PRId64 "x%" PRId64
 			           " out %" PRId64 "x%" PRId64 " stride %" PRId64 ",%" PRId64 " pad %" PRId64
 			           ",%" PRId64 " dilation %" PRId64 ",%" PRId64 " splits %" PRId64 " of %" PRId64 "\n",
-			        t->x, t->wt, t->out, t->n, t->cin, t->h, t->w, t->cout, t->kh, t->kw, t->oh, t->ow,
+			        t->mma ? "_mma" : "", t->x, t->wt, t->out, t->n, t->cin, t->h, t->w, t->cout, t->kh, t->kw, t->oh, t->ow,
 			        t->sh, t->sw, t->ph, t->pw, t->dh, t->dw, t->splits, t->k_split);
 			break;
 		}

@@ -293,7 +293,10 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
-	p->isa = o->target && !strcmp(o->target, "cuda") ? mc_isa_cuda() : mc_isa_find(o->isa);
+	bool cuda = o->target && !strcmp(o->target, "cuda");
+	bool mma = cuda && ((o->dtype && !strcmp(o->dtype, "fp16")) || o->tf32) &&
+	           mc_cuda_archs_at_least(o->cuda_arch, 80);
+	p->isa = cuda ? mc_isa_cuda(mma) : mc_isa_find(o->isa);
 	if (!p->isa) {
 		mc_error("unknown --isa '%s'", o->isa);
 		return -1;

@@ -66,8 +66,6 @@ typedef struct {
 	int *calls;                     /* per kernel: steps launching it */
 	int n_launches, n_single, n_warp, n_tmpl; /* --stats */
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
-	bool mma;                       /* every arch has mma.sync (sm_80+): fp16 convs on tensor cores */
-	bool tf32;                      /* --tf32: fp32 convs on tensor cores too */
 	int64_t max_total;
 } cuda_emitter;
 
@@ -555,34 +553,40 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 /* ---- templates ---- */
 #define TMPL_TILE 64
 
-/* The template's results: LOOPS opens loops (closed here with one brace
- * each of its lines' `{`) that define mm (channel) and pp (pixel) of the
- * value VAL; into the split's partial sums, or through the epilogue EPI. */
+/* The template's results: LOOPS opens loops (closed here, a brace for each
+ * `{` in it) that define mm (channel) and pp (pixel) of the value VAL;
+ * stored into the split's partial sums, or through the epilogue EPI (one
+ * split). */
 static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
                                 const launch *el)
 {
 	mc_strbuf *sb = c->ce.sb;
-	int opened = 0;
+	int opened = 0, depth = 0; /* the loops' braces; the depth of their body */
 	for (const char *s = loops; (s = strchr(s, '{')); s++)
 		opened++;
+	for (const char *s = loops; (s = strstr(s, "for (")); s++)
+		depth++;
+	const char *tabs = "\t\t\t\t\t\t\t\t";
+	int d = depth + 1;
 	if (!epi)
 		mc_sb_puts(sb, "\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n");
 	else
 		mc_sb_puts(sb, "\t(void)split;\n");
 	mc_sb_puts(sb, loops);
+	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n", d, tabs);
 	if (!epi) {
-		mc_sb_printf(sb, "\t\t\tif (mm < M && pp < P)\n\t\t\t\to[mm * P + pp] = %s;\n", val);
+		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
 	} else {
 		const char *vt[4];
 		for (int d = 0; d < 4; d++)
 			vt[d] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[d]->var].type);
 		mc_sb_printf(sb,
-			"\t\t\tif (mm < M && pp < P) /* bias and the fused epilogue */\n"
-			"\t\t\t\t%s(dev, (%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW), %s);\n",
-			epi, vt[0], vt[1], vt[2], vt[3], val);
+			"%.*s%s(dev, (%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW), %s); /* bias and the fused epilogue */\n",
+			d + 1, tabs, epi, vt[0], vt[1], vt[2], vt[3], val);
 	}
+	mc_sb_printf(sb, "%.*s}\n", d, tabs);
 	for (int i = 0; i < opened; i++)
-		mc_sb_puts(sb, "\t\t}\n");
+		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
 }
 
 /* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
@@ -593,13 +597,16 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
  * register a 32-bit word there; rows are padded so that the eight rows a
  * fragment reads fall in distinct banks. Each thread moves 8 consecutive
  * k of one row (m of the weights, p of the im2col) per tile: the warp's
- * global reads run along m or p, its shared stores are 16 bytes wide. */
-static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const char *epi, const launch *el)
+ * global reads run along m or p, its shared stores are 16 bytes wide.
+ * X_FLOAT: in F16, x is float (a graph input), rounded as it loads. */
+static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, bool x_float, bool one_by_one,
+                             const char *epi, const launch *el)
 {
 	mc_strbuf *sb = c->ce.sb;
 	/* words a row: 32 halves (16 words) + 4, or 32 floats + 4 */
 	int pitch = f16 ? 20 : 36;
 	const char *et = f16 ? "uint16_t" : "float";
+	const char *xl = f16 && x_float ? "modelc_f32_to_f16(" : "(";
 	mc_sb_printf(sb,
 		"\t/* on tensor cores: mma.sync %s, float32 sums */\n"
 		"\t__shared__ __align__(16) unsigned As[2][64][%d];\n"
@@ -620,7 +627,9 @@ static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const c
 		"\tfloat acc[2][2][4];\n"
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++)\n"
 		"\t\t\t\tacc[i][j][r] = 0.0f;\n"
-		"\t%s ra[8], rb[8]; /* the next tiles, on their way to shared memory */\n", et);
+		"\t%s; /* the next tiles, on their way to shared memory */\n", f16 ? "uint4 ra; uint16_t rb[8]" : "float ra[8], rb[8]");
+	/* weight rows are 16-byte aligned when K is a multiple of 8 */
+	bool a_vec = t->cin * t->kh * t->kw % 8 == 0;
 	for (int pass = 0; pass < 2; pass++) {
 		const char *in = pass ? "\t\t\t" : "\t\t";
 		const char *kv = pass ? "k0 + 32" : "kbeg";
@@ -632,14 +641,40 @@ static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const c
 				"\t\tif (more) {\n");
 		else
 			mc_sb_puts(sb, "\t{\n");
+		/* the weights: 8 k of row mx, 16 or 32 bytes */
+		mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk;\n", in, in, kv);
+		if (a_vec && f16)
+			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend)\n"
+			                 "%s\t\tra = *(const uint4 *)&wt[mx * K + kx];\n"
+			                 "%s\telse", in, in, in);
+		else if (a_vec)
+			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend) {\n"
+			                 "%s\t\tconst float4 u = *(const float4 *)&wt[mx * K + kx], v = *(const float4 *)&wt[mx * K + kx + 4];\n"
+			                 "%s\t\tra[0] = u.x, ra[1] = u.y, ra[2] = u.z, ra[3] = u.w;\n"
+			                 "%s\t\tra[4] = v.x, ra[5] = v.y, ra[6] = v.z, ra[7] = v.w;\n"
+			                 "%s\t} else", in, in, in, in, in);
+		if (f16) { /* two k a word, the lower in the low half */
+			mc_sb_printf(sb, a_vec ? " { /* the row's end */\n" : "%s\t{\n", in);
+			for (int w = 0; w < 4; w++)
+				mc_sb_printf(sb, "%s\t\tra.%c = (mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) |\n"
+				                 "%s\t\t       (unsigned)(mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) << 16;\n",
+				             in, "xyzw"[w], 2 * w, 2 * w, in, 2 * w + 1, 2 * w + 1);
+			mc_sb_printf(sb, "%s\t}\n", in);
+		} else {
+			mc_sb_printf(sb,
+				"%s%sfor (int i = 0; i < 8; i++)%s\n"
+				"%s%s\tra[i] = mx < M && kx + i < kend ? wt[mx * K + kx + i] : 0.0f;\n",
+				a_vec ? " " : in, a_vec ? "" : "\t", a_vec ? " /* the row's end */" : "", in, "\t\t");
+		}
+		mc_sb_printf(sb, "%s}\n", in);
+		/* the im2col: 8 k of pixel px */
 		mc_sb_printf(sb,
 			"%s#pragma unroll\n"
 			"%sfor (int i = 0; i < 8; i++) {\n"
-			"%s\tconst int kx = %s + lk + i;\n"
-			"%s\tra[i] = kx < kend && mx < M ? wt[kx * M + mx] : (%s)0;\n",
-			in, in, in, kv, in, et);
+			"%s\tconst int kx = %s + lk + i;\n",
+			in, in, in, kv);
 		if (one_by_one)
-			mc_sb_printf(sb, "%s\trb[i] = kx < kend && px < P ? xn[kx * P + px] : (%s)0;\n", in, et);
+			mc_sb_printf(sb, "%s\trb[i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n", in, xl, et);
 		else
 			mc_sb_printf(sb,
 				"%s\t%s v = 0;\n"
@@ -647,10 +682,10 @@ static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const c
 				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
 				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
 				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-				"%s\t\t\tv = xn[(ci * H + ih) * W + iw];\n"
+				"%s\t\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
 				"%s\t}\n"
 				"%s\trb[i] = v;\n",
-				in, et, in, in, in, in, in, in, in);
+				in, et, in, in, in, in, in, xl, in, in);
 		mc_sb_printf(sb, "%s}\n", in);
 		if (pass) {
 			mc_sb_puts(sb, "\t\t}\n#pragma unroll\n");
@@ -708,11 +743,10 @@ static void put_template_mma(cuda_emitter *c, bool f16, bool one_by_one, const c
 		const char *st = pass ? "stage ^ 1" : "0";
 		if (f16)
 			mc_sb_printf(sb,
-				"%s*(uint4 *)&As[%s][lr][lk / 2] = make_uint4(ra[0] | (unsigned)ra[1] << 16, ra[2] | (unsigned)ra[3] << 16,\n"
-				"%s                                          ra[4] | (unsigned)ra[5] << 16, ra[6] | (unsigned)ra[7] << 16);\n"
+				"%s*(uint4 *)&As[%s][lr][lk / 2] = ra;\n"
 				"%s*(uint4 *)&Bs[%s][lr][lk / 2] = make_uint4(rb[0] | (unsigned)rb[1] << 16, rb[2] | (unsigned)rb[3] << 16,\n"
 				"%s                                          rb[4] | (unsigned)rb[5] << 16, rb[6] | (unsigned)rb[7] << 16);\n",
-				in, st, in, in, st, in);
+				in, st, in, st, in);
 		else
 			mc_sb_printf(sb,
 				"%sunsigned ta[8], tb[8]; /* rounded to TF32 */\n"
@@ -770,12 +804,14 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		t->splits, t->k_split, t->cin, t->n);
 	bool one_by_one = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
 	                  t->oh == t->h && t->ow == t->w;
-	if (c->mma && x16 && w16) {
-		put_template_mma(c, true, one_by_one, epi, el);
-		return;
-	}
-	if (c->tf32 && !x16 && !w16) {
-		put_template_mma(c, false, one_by_one, epi, el);
+	if (t->mma) {
+		/* --dtype fp16 stores the weights as half, and activations but for
+		 * the graph's inputs: a float input is rounded to half as it loads */
+		if (x16 && !w16) {
+			mc_ce_fail(&c->ce, "a tensor-core convolution with float weights and half inputs");
+			return;
+		}
+		put_template_mma(c, t, w16, !x16, one_by_one, epi, el);
 		return;
 	}
 	/* vector loads where rows are contiguous and 16-byte aligned: the
@@ -1454,8 +1490,6 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	if (mc_ce_init(&c.ce, p, o, "CUDA target"))
 		return -1;
 	c.ce.cuda = true;
-	c.mma = mc_cuda_archs_at_least(o->cuda_arch, 80);
-	c.tf32 = o->tf32 && c.mma;
 	plan_layout(&c);
 	mc_strbuf header = { 0 }, source = { 0 }, weights = { 0 };
 	/* the source first: it plans the launches the header counts */

@@ -224,6 +224,22 @@ Test(cuda, options_are_checked)
 	o.target = "c";
 	cr_assert_eq(mc_compile(model, out, &o), -1);
 	cr_assert_eq(diag_count_with("--cuda-arch needs --target cuda"), 1, "%s", diag_all());
+	/* --tf32: fp32 convolutions on tensor cores; needs sm_80+ and fp32 */
+	o.target = "cuda";
+	o.tf32 = true;
+	o.cuda_arch = "sm_75,sm_90";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--tf32 needs tensor cores of sm_80 or newer, and --cuda-arch 'sm_75,sm_90'"), 1,
+	             "%s", diag_all());
+	o.cuda_arch = NULL;
+	o.dtype = "fp16";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--tf32 needs --target cuda and --dtype fp32"), 1, "%s", diag_all());
+	o.dtype = NULL;
+	o.target = "c";
+	cr_assert_eq(mc_compile(model, out, &o), -1);
+	cr_assert_eq(diag_count_with("--tf32 needs --target cuda and --dtype fp32"), 2, "%s", diag_all());
+	o.tf32 = false;
 	o.target = "rocm";
 	o.cuda_arch = NULL;
 	cr_assert_eq(mc_compile(model, out, &o), -1);
@@ -269,6 +285,31 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	free(tmp);
 }
 
+Test(cuda, tf32_convolutions_use_tensor_cores)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = conv_model_hw(tmp, 8); /* 64 pixels: the conv template */
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("t");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "t.cu");
+	/* fp32 by default: float FMAs, no tensor cores */
+	cr_assert(strstr(cu, "fmaf(") && !strstr(cu, "mma.sync"), "%s", cu);
+	free(cu);
+	o.tf32 = true;
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	cu = read_text(out, "t.cu");
+	/* operands rounded to TF32 on their way to shared memory, float sums */
+	cr_assert(strstr(cu, "cvt.rna.tf32.f32") && strstr(cu, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+	          "%s", cu);
+	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);
+	nvcc_builds(out, "t");
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
 Test(cuda, fp16_stores_weights_and_activations_as_half)
 {
 	char *tmp = make_temp_dir(), out[4096];
@@ -285,6 +326,12 @@ Test(cuda, fp16_stores_weights_and_activations_as_half)
 	cr_assert(strstr(cu, "const uint16_t *__restrict__ const wt"), "%s", cu);
 	cr_assert(strstr(cu, "modelc_f16_to_f32(") && strstr(cu, "modelc_f32_to_f16("), "%s", cu);
 	cr_assert(strstr(js, "\"dtype\": \"fp16\""));
+	/* the conv on tensor cores (the default archs are sm_80 or newer): half
+	 * fragments, float sums; its input is the graph's float input, rounded
+	 * to half as it loads */
+	cr_assert(strstr(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "%s", cu);
+	cr_assert(strstr(cu, "modelc_f32_to_f16(xn["), "%s", cu);
+	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);
 	nvcc_builds(out, "h");
 	free(cu), free(w), free(js);
 	/* fp16 is the cuda target's; unknown dtypes are refused */

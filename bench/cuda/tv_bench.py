@@ -109,7 +109,8 @@ def main():
     ap.add_argument("--nets", default=",".join(NETS))
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--cuda-arch", default="sm_90")
-    ap.add_argument("--skip-fp16", action="store_true")
+    ap.add_argument("--variants", default="fp32,tf32,fp16", help="modelc's: fp32, tf32, fp16")
+    ap.add_argument("--skip-fp16", action="store_true", help="no fp16 (modelc's or torch's)")
     ap.add_argument("--torch-strict", action="store_true", help="also torch.compile fp32 with TF32 off")
     ap.add_argument("--skip-torch", action="store_true", help="modelc only (no torch.compile timing)")
     ap.add_argument("--profile", action="store_true", help="print modelc's time per launch")
@@ -136,7 +137,7 @@ def main():
             ref = model(xc).float().cpu().numpy().ravel()
         torch.backends.cudnn.allow_tf32 = True
         row = {"net": name, "device": dev}
-        for variant in ["fp32", "tf32"] + ([] if args.skip_fp16 else ["fp16"]):
+        for variant in [v for v in args.variants.split(",") if not (args.skip_fp16 and v == "fp16")]:
             try:  # one variant's failure is a cell, not the end; all checked against the fp32 reference
                 med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args, variant)
                 err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))

@@ -2,11 +2,11 @@
  * per output element reads each weight and input value from memory for
  * one multiply; the target's implicit-GEMM template keeps tiles of both in
  * shared memory and computes a register tile per thread (or tensor-core
- * fragments a warp). Small images with
- * many channels give few output tiles, so the reduction is split into K
- * ranges that run side by side, each writing its partial sums into a
- * scratch buffer; a plain IR loop then adds the splits and the bias and
- * stores through the fused epilogue (mc_lower_store), a thread per output.
+ * fragments a warp). Small images with many channels give few output
+ * tiles, so the reduction is split into K ranges that run side by side,
+ * each writing its partial sums into a scratch buffer; a plain IR loop then
+ * adds the splits and the bias and stores through the fused epilogue
+ * (mc_lower_store), a thread per output.
  *
  *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
  *

@@ -578,8 +578,8 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
 	} else {
 		const char *vt[4];
-		for (int d = 0; d < 4; d++)
-			vt[d] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[d]->var].type);
+		for (int i = 0; i < 4; i++)
+			vt[i] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[i]->var].type);
 		mc_sb_printf(sb,
 			"%.*s%s(dev, (%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW), %s); /* bias and the fused epilogue */\n",
 			d + 1, tabs, epi, vt[0], vt[1], vt[2], vt[3], val);

@@ -1,0 +1,97 @@
+/*
+ * The cortex-m4 example: runs three compiled models (the default digits
+ * model on 8 stored test images, the openWakeWord speech embedding and
+ * its hey_jarvis classifier on stored features) and prints every output
+ * as float32 bits, with a checksum per model.
+ *
+ * Built twice from the same sources: for the MPS2 AN386 board (Cortex-M4F,
+ * arm-none-eabi-gcc, output over semihosting; run in qemu-system-arm) and
+ * for the host (cc): `make check` compares the two.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "inputs.h" /* and the models' headers */
+
+/* The models run one after another: one arena, as large as the largest
+ * one needs (in .bss: RAM, zeroed at reset; nothing on the heap). */
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define ARENA_BYTES MAX2(MAX2(DIGITS_ARENA_BYTES, EMBEDDING_ARENA_BYTES), HEY_JARVIS_ARENA_BYTES)
+typedef char arena_alignment_is_enough[DIGITS_ARENA_ALIGN <= 64 && EMBEDDING_ARENA_ALIGN <= 64 &&
+                                       HEY_JARVIS_ARENA_ALIGN <= 64 ? 1 : -1];
+static unsigned char arena[ARENA_BYTES] __attribute__((aligned(64)));
+
+static float digits_logits[DIGITS_OUTPUT_0_NUMEL];
+static float embedding_out[EMBEDDING_OUTPUT_0_NUMEL];
+static float hey_jarvis_out[HEY_JARVIS_OUTPUT_0_NUMEL];
+
+/* FNV-1a over the outputs' bits */
+static uint32_t fnv1a(uint32_t h, const float *values, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		uint32_t bits;
+		memcpy(&bits, &values[i], sizeof bits);
+		for (int b = 0; b < 4; b++) {
+			h ^= (bits >> (8 * b)) & 0xffu;
+			h *= 16777619u;
+		}
+	}
+	return h;
+}
+
+/* `out MODEL INDEX COUNT`, then one line of hex bits per value (what
+ * tools/compare reads) */
+static uint32_t print_output(const char *model, int index, const float *values, size_t count, uint32_t h)
+{
+	printf("out %s %d %lu\n", model, index, (unsigned long)count);
+	for (size_t i = 0; i < count; i++) {
+		uint32_t bits;
+		memcpy(&bits, &values[i], sizeof bits);
+		printf("%08lx\n", (unsigned long)bits);
+	}
+	return fnv1a(h, values, count);
+}
+
+static int argmax(const float *values, size_t count)
+{
+	size_t best = 0;
+	for (size_t i = 1; i < count; i++)
+		if (values[i] > values[best])
+			best = i;
+	return (int)best;
+}
+
+int main(void)
+{
+	int status = 0;
+	uint32_t h = 2166136261u;
+	printf("modelc cortex-m4 example\n");
+	for (int i = 0; i < DIGITS_IMAGES && status == 0; i++) {
+		const void *in[1] = { &digits_images[i * DIGITS_INPUT_0_NUMEL] };
+		void *out[1] = { digits_logits };
+		status = digits_run(arena, in, out);
+		h = print_output("digits", i, digits_logits, DIGITS_OUTPUT_0_NUMEL, h);
+		printf("digits: image %d is a %d\n", i, argmax(digits_logits, DIGITS_OUTPUT_0_NUMEL));
+	}
+	printf("checksum digits %08lx\n", (unsigned long)h);
+
+	h = 2166136261u;
+	if (status == 0) {
+		const void *in[1] = { embedding_input };
+		void *out[1] = { embedding_out };
+		status = embedding_run(arena, in, out);
+		h = print_output("embedding", 0, embedding_out, EMBEDDING_OUTPUT_0_NUMEL, h);
+		printf("checksum embedding %08lx\n", (unsigned long)h);
+	}
+	h = 2166136261u;
+	if (status == 0) {
+		const void *in[1] = { hey_jarvis_input };
+		void *out[1] = { hey_jarvis_out };
+		status = hey_jarvis_run(arena, in, out);
+		h = print_output("hey_jarvis", 0, hey_jarvis_out, HEY_JARVIS_OUTPUT_0_NUMEL, h);
+		printf("checksum hey_jarvis %08lx\n", (unsigned long)h);
+	}
+	printf(status == 0 ? "done\n" : "FAILED: status %d\n", status);
+	return status == 0 ? 0 : 1;
+}

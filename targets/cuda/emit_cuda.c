@@ -688,55 +688,34 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 				in, et, in, in, in, in, in, xl, in, in);
 		mc_sb_printf(sb, "%s}\n", in);
 		if (pass) {
-			mc_sb_puts(sb, "\t\t}\n#pragma unroll\n");
-			if (f16)
-				mc_sb_puts(sb,
-					"\t\tfor (int kk = 0; kk < 16; kk += 8) { /* words: two k16 steps */\n"
-					"\t\t\tunsigned a[2][4], b[2][2];\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int i = 0; i < 2; i++) {\n"
-					"\t\t\t\tconst unsigned *r = &As[stage][wm + i * 16 + g][kk + tg];\n"
-					"\t\t\t\ta[i][0] = r[0];\n\t\t\t\ta[i][1] = r[8 * 20];\n"
-					"\t\t\t\ta[i][2] = r[4];\n\t\t\t\ta[i][3] = r[8 * 20 + 4];\n"
-					"\t\t\t}\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int j = 0; j < 2; j++) {\n"
-					"\t\t\t\tconst unsigned *r = &Bs[stage][wp + j * 8 + g][kk + tg];\n"
-					"\t\t\t\tb[j][0] = r[0];\n\t\t\t\tb[j][1] = r[4];\n"
-					"\t\t\t}\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int i = 0; i < 2; i++)\n"
-					"#pragma unroll\n"
-					"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
-					"\t\t\t\t\tasm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-					"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
-					"\t\t\t\t\t             : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n"
-					"\t\t\t\t\t             : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));\n"
-					"\t\t}\n");
-			else
-				mc_sb_puts(sb,
-					"\t\tfor (int kk = 0; kk < 32; kk += 8) { /* four k8 steps */\n"
-					"\t\t\tunsigned a[2][4], b[2][2];\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int i = 0; i < 2; i++) {\n"
-					"\t\t\t\tconst unsigned *r = &As[stage][wm + i * 16 + g][kk + tg];\n"
-					"\t\t\t\ta[i][0] = r[0];\n\t\t\t\ta[i][1] = r[8 * 36];\n"
-					"\t\t\t\ta[i][2] = r[4];\n\t\t\t\ta[i][3] = r[8 * 36 + 4];\n"
-					"\t\t\t}\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int j = 0; j < 2; j++) {\n"
-					"\t\t\t\tconst unsigned *r = &Bs[stage][wp + j * 8 + g][kk + tg];\n"
-					"\t\t\t\tb[j][0] = r[0];\n\t\t\t\tb[j][1] = r[4];\n"
-					"\t\t\t}\n"
-					"#pragma unroll\n"
-					"\t\t\tfor (int i = 0; i < 2; i++)\n"
-					"#pragma unroll\n"
-					"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
-					"\t\t\t\t\tasm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-					"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
-					"\t\t\t\t\t             : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n"
-					"\t\t\t\t\t             : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));\n"
-					"\t\t}\n");
+			/* a step: the fragments of both tiles from shared memory, 2 x 2 mma */
+			mc_sb_printf(sb,
+				"\t\t}\n#pragma unroll\n"
+				"\t\tfor (int kk = 0; kk < %d; kk += 8) { /* %s */\n"
+				"\t\t\tunsigned a[2][4], b[2][2];\n"
+				"#pragma unroll\n"
+				"\t\t\tfor (int i = 0; i < 2; i++) {\n"
+				"\t\t\t\tconst unsigned *r = &As[stage][wm + i * 16 + g][kk + tg];\n"
+				"\t\t\t\ta[i][0] = r[0];\n\t\t\t\ta[i][1] = r[8 * %d];\n"
+				"\t\t\t\ta[i][2] = r[4];\n\t\t\t\ta[i][3] = r[8 * %d + 4];\n"
+				"\t\t\t}\n"
+				"#pragma unroll\n"
+				"\t\t\tfor (int j = 0; j < 2; j++) {\n"
+				"\t\t\t\tconst unsigned *r = &Bs[stage][wp + j * 8 + g][kk + tg];\n"
+				"\t\t\t\tb[j][0] = r[0];\n\t\t\t\tb[j][1] = r[4];\n"
+				"\t\t\t}\n"
+				"#pragma unroll\n"
+				"\t\t\tfor (int i = 0; i < 2; i++)\n"
+				"#pragma unroll\n"
+				"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
+				"\t\t\t\t\tasm volatile(\"mma.sync.aligned.%s.row.col.f32.%s.%s.f32 ",
+				f16 ? 16 : 32, f16 ? "words: two k16 steps" : "four k8 steps", pitch, pitch,
+				f16 ? "m16n8k16" : "m16n8k8", f16 ? "f16" : "tf32", f16 ? "f16" : "tf32");
+			mc_sb_puts(sb,
+				"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+				"\t\t\t\t\t             : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n"
+				"\t\t\t\t\t             : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), \"r\"(b[j][0]), \"r\"(b[j][1]));\n"
+				"\t\t}\n");
 			mc_sb_puts(sb, "\t\tif (more) {\n");
 		}
 		/* registers to the other stage (the first tiles: stage 0) */

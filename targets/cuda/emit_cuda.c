@@ -589,6 +589,33 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
 }
 
+/* The lines both template forms open with: the block's output tile, its
+ * split of K and its image. */
+static void put_template_block(mc_strbuf *sb)
+{
+	mc_sb_puts(sb,
+		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
+		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
+		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
+		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n");
+}
+
+/* One im2col element, x at (k = kx, pixel px) or 0 outside the image, as
+ * `TYPE v`; IN indents it. LOAD opens the read of x (a conversion, or
+ * "("). */
+static void put_im2col_value(mc_strbuf *sb, const char *in, const char *type, const char *load)
+{
+	mc_sb_printf(sb,
+		"%s%s v = 0;\n"
+		"%sif (kx < kend && px < P) {\n"
+		"%s\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
+		"%s\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
+		"%s\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+		"%s\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
+		"%s}\n",
+		in, type, in, in, in, in, in, load, in);
+}
+
 /* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
  * (m16n8k16), else float32 inputs rounded to TF32 (m16n8k8); float32 sums
  * either way. Tiles of 64 channels x 64 pixels, 32 k at a time; its eight
@@ -613,14 +640,12 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 		"\t__shared__ __align__(16) unsigned Bs[2][64][%d];\n"
 		"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
 		"\tconst int g = lane >> 2, tg = lane & 3; /* a fragment's row, its k (pair) */\n"
-		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n"
-		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
-		"\tconst int split = blockIdx.z %% SPLITS, n = blockIdx.z / SPLITS;\n"
-		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
-		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
-		"\tconst int lr = tid & 63, lk = (tid >> 6) * 8; /* this thread's row and k in a tile */\n"
-		"\tconst int mx = m0 + lr, px = p0 + lr;\n",
+		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n",
 		f16 ? "m16n8k16 f16" : "m16n8k8 tf32", pitch, pitch);
+	put_template_block(sb);
+	mc_sb_puts(sb,
+		"\tconst int lr = tid & 63, lk = (tid >> 6) * 8; /* this thread's row and k in a tile */\n"
+		"\tconst int mx = m0 + lr, px = p0 + lr;\n");
 	if (!one_by_one)
 		mc_sb_puts(sb, "\tconst int ih0 = (px / OW) * SH - PH, iw0 = (px % OW) * SW - PW;\n");
 	mc_sb_printf(sb,
@@ -675,17 +700,12 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 			in, in, in, kv);
 		if (one_by_one)
 			mc_sb_printf(sb, "%s\trb[i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n", in, xl, et);
-		else
-			mc_sb_printf(sb,
-				"%s\t%s v = 0;\n"
-				"%s\tif (kx < kend && px < P) {\n"
-				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
-				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
-				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-				"%s\t\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
-				"%s\t}\n"
-				"%s\trb[i] = v;\n",
-				in, et, in, in, in, in, in, xl, in, in);
+		else {
+			char body[16];
+			snprintf(body, sizeof body, "%s\t", in);
+			put_im2col_value(sb, body, et, xl);
+			mc_sb_printf(sb, "%s\trb[i] = v;\n", in);
+		}
 		mc_sb_printf(sb, "%s}\n", in);
 		if (pass) {
 			/* a step: the fragments of both tiles from shared memory, 2 x 2 mma */
@@ -801,11 +821,9 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 	mc_sb_puts(sb,
 		"\t__shared__ __align__(16) float As[2][16][64];\n"
 		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
-		"\tconst int tid = threadIdx.x;\n"
-		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
-		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
-		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
-		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n"
+		"\tconst int tid = threadIdx.x;\n");
+	put_template_block(sb);
+	mc_sb_puts(sb,
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
 		"\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++)\n\t\t\tacc[i][j] = 0.0f;\n");
@@ -846,19 +864,15 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 				"%s\tconst int kx = %s + tid / 16, px = p0 + (tid %% 16) * 4;\n"
 				"%s\trb = kx < kend && px < P ? *(const float4 *)&xn[kx * P + px] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
 				"%s}\n", in, in, kv, in, in);
-		else
+		else {
 			mc_sb_printf(sb,
 				"%sfor (int i = 0; i < 4; i++) { /* im2col: 16 k x 64 pixels */\n"
-				"%s\tconst int kx = %s + tid / 64 + i * 4;\n"
-				"%s\tfloat v = 0.0f;\n"
-				"%s\tif (kx < kend && px < P) {\n"
-				"%s\t\tconst int ci = kx / (KH * KW), r = kx %% (KH * KW), kh = r / KW, kw = r %% KW;\n"
-				"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
-				"%s\t\tif ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-				"%s\t\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
-				"%s\t}\n"
-				"%s\trb[i] = v;\n"
-				"%s}\n", in, in, kv, in, in, in, in, in, in, xl, in, in, in);
+				"%s\tconst int kx = %s + tid / 64 + i * 4;\n", in, in, kv);
+			char body[16];
+			snprintf(body, sizeof body, "%s\t", in);
+			put_im2col_value(sb, body, "float", xl);
+			mc_sb_printf(sb, "%s\trb[i] = v;\n%s}\n", in, in);
+		}
 		if (pass) {
 			mc_sb_puts(sb,
 				"\t\t}\n"

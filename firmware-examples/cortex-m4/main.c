@@ -62,36 +62,43 @@ static int argmax(const float *values, size_t count)
 	return (int)best;
 }
 
+/* One run of a model with one input and one output; prints the output and
+ * folds it into *h when the run succeeds. Returns the run's status. */
+typedef int (*run_fn)(void *arena, const void *const inputs[], void *const outputs[]);
+static int run_one(const char *model, int index, run_fn run, const float *input, float *output, size_t count,
+                   uint32_t *h)
+{
+	const void *in[1] = { input };
+	void *out[1] = { output };
+	int status = run(arena, in, out);
+	if (status == 0)
+		*h = print_output(model, index, output, count, *h);
+	return status;
+}
+
+#define FNV_START 2166136261u
+
 int main(void)
 {
 	int status = 0;
-	uint32_t h = 2166136261u;
+	uint32_t h = FNV_START;
 	printf("modelc cortex-m4 example\n");
 	for (int i = 0; i < DIGITS_IMAGES && status == 0; i++) {
-		const void *in[1] = { &digits_images[i * DIGITS_INPUT_0_NUMEL] };
-		void *out[1] = { digits_logits };
-		status = digits_run(arena, in, out);
-		h = print_output("digits", i, digits_logits, DIGITS_OUTPUT_0_NUMEL, h);
-		printf("digits: image %d is a %d\n", i, argmax(digits_logits, DIGITS_OUTPUT_0_NUMEL));
+		status = run_one("digits", i, digits_run, &digits_images[i * DIGITS_INPUT_0_NUMEL], digits_logits,
+		                 DIGITS_OUTPUT_0_NUMEL, &h);
+		if (status == 0)
+			printf("digits: image %d is a %d\n", i, argmax(digits_logits, DIGITS_OUTPUT_0_NUMEL));
 	}
-	printf("checksum digits %08lx\n", (unsigned long)h);
-
-	h = 2166136261u;
-	if (status == 0) {
-		const void *in[1] = { embedding_input };
-		void *out[1] = { embedding_out };
-		status = embedding_run(arena, in, out);
-		h = print_output("embedding", 0, embedding_out, EMBEDDING_OUTPUT_0_NUMEL, h);
+	if (status == 0)
+		printf("checksum digits %08lx\n", (unsigned long)h);
+	h = FNV_START;
+	if (status == 0 && (status = run_one("embedding", 0, embedding_run, embedding_input, embedding_out,
+	                                     EMBEDDING_OUTPUT_0_NUMEL, &h)) == 0)
 		printf("checksum embedding %08lx\n", (unsigned long)h);
-	}
-	h = 2166136261u;
-	if (status == 0) {
-		const void *in[1] = { hey_jarvis_input };
-		void *out[1] = { hey_jarvis_out };
-		status = hey_jarvis_run(arena, in, out);
-		h = print_output("hey_jarvis", 0, hey_jarvis_out, HEY_JARVIS_OUTPUT_0_NUMEL, h);
+	h = FNV_START;
+	if (status == 0 && (status = run_one("hey_jarvis", 0, hey_jarvis_run, hey_jarvis_input, hey_jarvis_out,
+	                                     HEY_JARVIS_OUTPUT_0_NUMEL, &h)) == 0)
 		printf("checksum hey_jarvis %08lx\n", (unsigned long)h);
-	}
 	printf(status == 0 ? "done\n" : "FAILED: status %d\n", status);
 	return status == 0 ? 0 : 1;
 }

@@ -82,36 +82,39 @@ static int run_c(c_run_fn run, const float *input, float *output, int repeat, do
 #ifndef APP_NO_CUDA
 /* NAME_on_gpu: one inference of model NAME on the GPU, then `repeat`
  * timed ones: init (one device allocation, the weights uploaded once, the
- * inference captured into a CUDA graph), input, run, output, then status,
- * which waits for the stream. Returns MODELC_OK or the first failing
- * step's status (MODELC_ERR_CUDA: *err says why). The models' types
- * differ, hence a macro rather than function pointers. */
-#define DEFINE_ON_GPU(NAME)                                                                            \
-	static int NAME##_on_gpu(const float *input, float *output, int repeat, double *us, cudaError_t *err) \
-	{                                                                                              \
-		NAME##_cuda m;                                                                         \
-		int status = NAME##_cuda_init(&m, NULL, 0, 0);                                        \
-		if (status != MODELC_OK) {                                                             \
-			*err = m.error; /* init released m */                                         \
-			return status;                                                                 \
-		}                                                                                      \
-		status = NAME##_cuda_set_input(&m, 0, input);                                         \
-		if (status == MODELC_OK)                                                               \
-			status = NAME##_cuda_run(&m);                                                  \
-		if (status == MODELC_OK)                                                               \
-			status = NAME##_cuda_get_output(&m, 0, output);                               \
-		int done = NAME##_cuda_status(&m);                                                     \
-		if (status == MODELC_OK)                                                               \
-			status = done;                                                                 \
-		double t0 = now_us();                                                                  \
-		for (int i = 0; status == MODELC_OK && i < repeat; i++)                                \
-			status = NAME##_cuda_run(&m);                                                  \
-		if (repeat > 0 && status == MODELC_OK)                                                 \
-			status = NAME##_cuda_status(&m);                                               \
-		*us = repeat > 0 ? (now_us() - t0) / repeat : 0;                                       \
-		*err = m.error;                                                                        \
-		NAME##_cuda_free(&m);                                                                  \
-		return status;                                                                         \
+ * inference captured into a CUDA graph; *up says whether it succeeded),
+ * input, run, output, then status, which waits for the stream. Returns
+ * MODELC_OK or the first failing step's status (MODELC_ERR_CUDA: *err says
+ * why). The models' types differ, hence a macro rather than function
+ * pointers. */
+#define DEFINE_ON_GPU(NAME) \
+	static int NAME##_on_gpu(const float *input, float *output, int repeat, double *us, cudaError_t *err, \
+	                         int *up) \
+	{ \
+		NAME##_cuda m; \
+		int status = NAME##_cuda_init(&m, NULL, 0, 0); \
+		*up = status == MODELC_OK; \
+		if (status != MODELC_OK) { \
+			*err = m.error; /* init released m */ \
+			return status; \
+		} \
+		status = NAME##_cuda_set_input(&m, 0, input); \
+		if (status == MODELC_OK) \
+			status = NAME##_cuda_run(&m); \
+		if (status == MODELC_OK) \
+			status = NAME##_cuda_get_output(&m, 0, output); \
+		int done = NAME##_cuda_status(&m); \
+		if (status == MODELC_OK) \
+			status = done; \
+		double t0 = now_us(); \
+		for (int i = 0; status == MODELC_OK && i < repeat; i++) \
+			status = NAME##_cuda_run(&m); \
+		if (repeat > 0 && status == MODELC_OK) \
+			status = NAME##_cuda_status(&m); \
+		*us = repeat > 0 ? (now_us() - t0) / repeat : 0; \
+		*err = m.error; \
+		NAME##_cuda_free(&m); \
+		return status; \
 	}
 DEFINE_ON_GPU(embedding_gpu)
 DEFINE_ON_GPU(hey_jarvis_gpu)
@@ -121,7 +124,7 @@ typedef char same_shapes[EMBEDDING_GPU_INPUT_0_NUMEL == EMBEDDING_INPUT_0_NUMEL 
                          EMBEDDING_GPU_OUTPUT_0_NUMEL == EMBEDDING_OUTPUT_0_NUMEL &&
                          HEY_JARVIS_GPU_INPUT_0_NUMEL == HEY_JARVIS_INPUT_0_NUMEL &&
                          HEY_JARVIS_GPU_OUTPUT_0_NUMEL == HEY_JARVIS_OUTPUT_0_NUMEL ? 1 : -1];
-typedef int (*gpu_run_fn)(const float *input, float *output, int repeat, double *us, cudaError_t *err);
+typedef int (*gpu_run_fn)(const float *input, float *output, int repeat, double *us, cudaError_t *err, int *up);
 
 /* max|a - b| / max|b| (NaN counts as a difference) */
 static double rel_err(const float *a, const float *b, size_t n)
@@ -224,7 +227,13 @@ int main(int argc, char **argv)
 			continue;
 		double us_g = 0;
 		cudaError_t err = cudaSuccess;
-		status = m->on_gpu(m->input, m->out_gpu, repeat, &us_g, &err);
+		int up = 0;
+		status = m->on_gpu(m->input, m->out_gpu, repeat, &us_g, &err, &up);
+		if (!up) { /* no room, no kernels for this GPU, ...: the fallback serves */
+			fprintf(stderr, "%s: the CUDA model did not initialise (status %d: %s): C fallback only\n", m->name,
+			        status, status == MODELC_ERR_CUDA ? cudaGetErrorString(err) : "see modelc_rt.h");
+			continue;
+		}
 		if (status) {
 			fprintf(stderr, "%s: GPU FAILED (status %d%s%s)\n", m->name, status,
 			        status == MODELC_ERR_CUDA ? ": " : "", status == MODELC_ERR_CUDA ? cudaGetErrorString(err) : "");

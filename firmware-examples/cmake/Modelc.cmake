@@ -9,7 +9,12 @@
 # into ${CMAKE_CURRENT_BINARY_DIR}/modelc/name (name.h and modelc_rt.h are
 # on its public include path), built with this project's compiler and
 # flags: a cross toolchain file works. TARGET_KIND cuda compiles name.cu
-# (the project must enable the CUDA language; it links CUDA::cudart).
+# as C++17 (the project must enable the CUDA language) for the project's
+# CMAKE_CUDA_ARCHITECTURES, which it passes to modelc as --cuda-arch (the
+# generated code depends on them: tensor cores from sm_80) unless OPTIONS
+# has one, and links the CUDA runtime CMAKE_CUDA_RUNTIME_LIBRARY names
+# (static by default; CMake adds that one to CUDA links too, so naming it
+# links one runtime, not two).
 # MODELC (or the cache variable MODELC_EXECUTABLE) names the modelc binary.
 #
 # modelc runs again when the model, the modelc binary or the options
@@ -45,6 +50,21 @@ function(modelc_add_model)
 	set(options ${MC_OPTIONS})
 	if(MC_TARGET_KIND STREQUAL "cuda")
 		list(APPEND options --target cuda)
+		# 87;90-real -> sm_87,sm_90; all, native or none: modelc's default
+		set(archs "")
+		if(NOT "--cuda-arch" IN_LIST options)
+			foreach(a IN LISTS CMAKE_CUDA_ARCHITECTURES)
+				string(REGEX REPLACE "-(real|virtual)$" "" a "${a}")
+				if(a MATCHES "^[0-9]+[af]?$")
+					list(APPEND archs "sm_${a}")
+				endif()
+			endforeach()
+		endif()
+		if(archs)
+			list(REMOVE_DUPLICATES archs)
+			string(REPLACE ";" "," archs "${archs}")
+			list(APPEND options --cuda-arch ${archs})
+		endif()
 		set(code "${dir}/${MC_TARGET}.cu")
 	else()
 		set(code "${dir}/${MC_TARGET}.c")
@@ -64,7 +84,13 @@ function(modelc_add_model)
 	target_include_directories(${MC_TARGET} PUBLIC "${dir}")
 	if(MC_TARGET_KIND STREQUAL "cuda")
 		find_package(CUDAToolkit REQUIRED)
-		target_link_libraries(${MC_TARGET} PUBLIC CUDA::cudart)
+		set_target_properties(${MC_TARGET} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+		string(TOLOWER "${CMAKE_CUDA_RUNTIME_LIBRARY}" runtime)
+		if(runtime STREQUAL "shared")
+			target_link_libraries(${MC_TARGET} PUBLIC CUDA::cudart)
+		elseif(NOT runtime STREQUAL "none")
+			target_link_libraries(${MC_TARGET} PUBLIC CUDA::cudart_static)
+		endif()
 	else()
 		target_link_libraries(${MC_TARGET} PUBLIC m)
 	endif()

@@ -73,9 +73,11 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tmemset(q, 0, n ? n : 1);\n\treturn q;\n}\n\n"
 	    "int main(int argc, char **argv)\n{\n"
 	    "\tconst void *in[N_IN + 1];\n\tvoid *out[N_OUT + 1];\n"
-	    "\tlong repeat = 1;\n\tint a = 2, names = 0, profile = 0;\n"
+	    "\tlong repeat = 1;\n\tint a = 2, names = 0, profile = 0;\n\tunsigned flags = 0;\n"
 	    "\tfor (;;) {\n"
 	    "\t\tif (argc > a && strcmp(argv[a], \"--profile\") == 0) {\n\t\t\tprofile = 1;\n\t\t\ta++;\n\t\t\tcontinue;\n\t\t}\n"
+	    "\t\tif (argc > a && strcmp(argv[a], \"--no-pdl\") == 0) { /* cuda: launches one after another */\n"
+	    "\t\t\tflags |= 2u;\n\t\t\ta++;\n\t\t\tcontinue;\n\t\t}\n"
 	    "\t\tif (argc > a + 1 && strcmp(argv[a], \"--repeat\") == 0) {\n\t\t\trepeat = atol(argv[a + 1]);\n\t\t\ta += 2;\n"
 	    "\t\t} else if (argc > a && strcmp(argv[a], \"--names\") == 0) {\n\t\t\tnames = 1;\n\t\t\ta++;\n"
 	    "\t\t} else {\n\t\t\tbreak;\n\t\t}\n\t}\n"
@@ -96,7 +98,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	if (cuda)
 		mc_sb_printf(&b,
 		    "\t%s_cuda m;\n"
-		    "\tint st = %s_cuda_init(&m, NULL, 0, 0);\n"
+		    "\tint st = %s_cuda_init(&m, NULL, 0, flags);\n"
 		    "\tfor (int i = 0; i < N_IN && st == 0; i++)\n"
 		    "\t\tst = %s_cuda_set_input(&m, i, in[i]);\n"
 		    "\t/* with --repeat N > 1: 10 warm-up runs, then N runs, each between two\n"
@@ -121,8 +123,9 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		    "\t\t\tfor (; j > 0 && us[j - 1] > 1000 * ms; j--)\n\t\t\t\tus[j] = us[j - 1];\n"
 		    "\t\t\tus[j] = 1000 * ms;\n\t\t}\n"
 		    "\t\tcudaEventElapsedTime(&ms, ev[0], ev[2 * repeat - 1]);\n"
-		    "\t\tfprintf(stderr, \"%s: %%ld runs: median %%.2f us, min %%.2f us, whole sequence %%.2f us per run\\n\",\n"
-		    "\t\t        repeat, us[repeat / 2], us[0], 1000.0 * ms / (double)repeat);\n\t}\n"
+		    "\t\tfprintf(stderr, \"%s: %%ld runs (pdl %%s): median %%.2f us, min %%.2f us, whole sequence %%.2f us\"\n"
+		    "\t\t                \" per run\\n\", repeat, m.pdl ? \"on\" : \"off\", us[repeat / 2], us[0],\n"
+		    "\t\t        1000.0 * ms / (double)repeat);\n\t}\n"
 		    "\tfor (long r = 0; r < 2 * repeat && repeat > 1; r++)\n"
 		    "\t\tcudaEventDestroy(ev[r]);\n"
 		    "\tif (st == 0 && profile)\n\t\tst = profile_launches(&m);\n"
@@ -142,7 +145,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
 	    "\t\tst = %s_run(arena, in, out);\n"
 	    "\tfree(arena);\n"
-	    "\t(void)profile;\n",
+	    "\t(void)profile;\n\t(void)flags;\n",
 		    up, n);
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"

@@ -9,7 +9,9 @@ mobilenet_v3_small; seeded random weights, eval mode, batch 1, 3x224x224):
   2. compiles it with `modelc compile --target cuda --harness`, builds
      libNAME.a with the generated build.ninja and the driver with nvcc, runs
      it on the same input: N timed runs of the CUDA graph, each between two
-     CUDA events (the driver prints the median);
+     CUDA events (the driver prints the median), and once more with
+     programmatic dependent launch off (--no-pdl: each launch after the
+     one before it), to show what the overlap gives;
   3. times torch.compile(mode="reduce-overhead") with
      torch._inductor.config.freezing = True on the same module and input,
      the same way (N calls, each between two events, median);
@@ -95,11 +97,18 @@ def modelc_net(name, onnx_path, x_np, args, dtype="fp32"):
     if args.profile:
         prof = [l for l in r.stderr.splitlines() if l.startswith("profile:")][:28]
         print("\n".join(f"{name}: {l}" for l in prof), flush=True)
-    line = [l for l in r.stderr.splitlines() if "median" in l][-1]
-    med = float(line.split("median ")[1].split(" us")[0])
-    lo = float(line.split("min ")[1].split(" us")[0])
+    med, lo, pdl = driver_times(r)
     y = np.fromfile(os.path.join(out, "output_0.bin"), dtype=np.float32)
-    return med, lo, compile_s, y
+    # the same library with every launch after the one before it (NAME_CUDA_NO_PDL)
+    nopdl = driver_times(run([os.path.join(gen, "run"), out, "--repeat", str(args.reps), "--no-pdl", inp]))[0]
+    return med, lo, compile_s, y, pdl, nopdl
+
+
+def driver_times(r):
+    """The driver's median and min (us) and whether it overlapped launches."""
+    line = [l for l in r.stderr.splitlines() if "median" in l][-1]
+    return (float(line.split("median ")[1].split(" us")[0]), float(line.split("min ")[1].split(" us")[0]),
+            "(pdl on)" in line)
 
 
 def main():
@@ -139,9 +148,10 @@ def main():
         row = {"net": name, "device": dev}
         for variant in [v for v in args.variants.split(",") if not (args.skip_fp16 and v == "fp16")]:
             try:  # one variant's failure is a cell, not the end; all checked against the fp32 reference
-                med, lo, cs, y = modelc_net(name, onnx_path, x.numpy(), args, variant)
+                med, lo, cs, y, pdl, nopdl = modelc_net(name, onnx_path, x.numpy(), args, variant)
                 err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
                 row.update({f"modelc_{variant}_us": med, f"modelc_{variant}_min_us": lo,
+                            f"modelc_{variant}_pdl": pdl, f"modelc_{variant}_no_pdl_us": nopdl,
                             f"modelc_{variant}_compile_s": cs, f"modelc_{variant}_rel_err": err})
             except Exception as ex:
                 row.update({f"modelc_{variant}_error": str(ex)[-2000:]})

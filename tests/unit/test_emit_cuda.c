@@ -144,8 +144,17 @@ Test(cuda, emits_grid_kernels_and_the_api)
 	cr_assert_null(strstr(cu, " restrict "), "C99 restrict in CUDA C++");
 	cr_assert(strstr(cu, "cudaStreamBeginCapture") && strstr(cu, "cudaGraphLaunch"));
 	cr_assert(strstr(cu, "cnet_launch_all"));
-	/* every __global__ function is launched once */
-	cr_assert_eq(count(cu, ", 0, s>>>(dev);"), count(cu, "__global__"));
+	/* every __global__ function is launched once, through the one launcher */
+	int kernels = count(cu, "__global__");
+	cr_assert_eq(count(cu, ", dev, s, "), kernels, "%s", cu);
+	/* programmatic dependent launch: every kernel first waits for the one
+	 * before it (sm_90 code only); every launch but the first may overlap */
+	cr_assert_eq(count(cu, "(unsigned char *const dev)\n{\n\tMODELC_CUDA_WAIT_FOR_PREVIOUS();\n"), kernels, "%s", cu);
+	cr_assert(strstr(cu, "__CUDA_ARCH__ >= 900") && strstr(cu, "griddepcontrol.wait;"), "%s", cu);
+	cr_assert(strstr(cu, "cudaLaunchAttributeProgrammaticStreamSerialization"), "%s", cu);
+	cr_assert_eq(count(cu, ", dev, s, 0)) != cudaSuccess)"), 1, "%s", cu);
+	cr_assert_eq(count(cu, ", dev, s, pdl)) != cudaSuccess)"), kernels - 1, "%s", cu);
+	cr_assert(strstr(cu, "m->pdl = fa.ptxVersion >= 90;") && strstr(h, "#define CNET_CUDA_NO_PDL 2u"), "%s", cu);
 	cr_assert(strstr(h, "#define CNET_NUM_LAUNCHES ") && strstr(cu, "cnet_launch_names["));
 	cr_assert(strstr(h, "#define CNET_DEVICE_BYTES ") && strstr(h, "#define CNET_INPUT_0_OFFSET "));
 	cr_assert(strstr(h, "int cnet_cuda_init(cnet_cuda *m, void *device, cudaStream_t stream, unsigned flags);"));
@@ -277,7 +286,7 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	cr_assert(strstr(cu, ">> 5; t < 10u;"), "%s", cu);
 	cr_assert(strstr(cu, "(gv_idx)lane;") && strstr(cu, "+= 32) { /* split over"), "%s", cu);
 	cr_assert_eq(count(cu, "__shfl_xor_sync(0xffffffffu, "), 1, "%s", cu);
-	cr_assert(strstr(cu, "<<<2, 256, 0, s>>>"), "10 warps: 320 threads in blocks of 256\n%s", cu);
+	cr_assert(strstr(cu, "dim3(2, 1, 1), 256, dev, s, "), "10 warps: 320 threads in blocks of 256\n%s", cu);
 	nvcc_builds(out, "gv");
 	free(cu);
 	rm_tree(tmp);

@@ -329,6 +329,7 @@ typedef struct {
 	int epi[MC_MAX_EPILOGUE];         /* node indices, in order */
 	int epi_chain_in[MC_MAX_EPILOGUE];/* which input of epi[i] is the chain */
 	bool alias;                       /* anchor's output shares its input's storage; no kernel */
+	bool slabs;                       /* alias too: a Concat whose inputs are stored into it */
 } mc_group;
 
 /* ---- lowering: one entry per op, in aot/lower_*.c ---- */

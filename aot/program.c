@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aot.h"
+#include "../libcore/ops/tensor.h"
 #include "../freezing/graph_edit.h"
 
 #define ARENA_ALIGN 64
@@ -124,6 +125,7 @@ static void group_names(const mc_graph *g, const mc_group *gr, int idx, mc_progr
 
 typedef struct {
 	int *root;          /* storage root of each value (aliases share one) */
+	size_t *off;        /* bytes from its root's start (a Concat's input: its slab) */
 	int *out_slot;      /* output index a value is written to directly, -1 */
 	int *req;           /* memory request of each arena root, -1 */
 	int *weight;        /* weight index of each constant value, -1 */
@@ -211,9 +213,88 @@ static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_
 	return -1;
 }
 
-static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
-                     int r, mc_loc *loc)
+static bool is_graph_output(const mc_graph *g, int v)
 {
+	for (int j = 0; j < g->n_outputs; j++)
+		if (g->outputs[j] == v)
+			return true;
+	return false;
+}
+
+/* Value v is stored by group gr's kernel: the last member's output, or one
+ * of the anchor's outputs when nothing is fused into it. */
+static bool stored_by(const mc_graph *g, const mc_group *gr, int v)
+{
+	if (gr->alias)
+		return false;
+	if (gr->n_epi > 0)
+		return g->nodes[gr->epi[gr->n_epi - 1]].outputs[0] == v;
+	const mc_node *a = &g->nodes[gr->anchor];
+	for (int k = 0; k < a->n_outputs; k++)
+		if (a->outputs[k] == v)
+			return true;
+	return false;
+}
+
+/* Concat without a copy: where every dim before the axis is 1, each input
+ * is one contiguous slab of the output, so the kernel producing it can
+ * store it there directly and the Concat needs no kernel (squeezenet's fire
+ * modules: two convolutions each). Each input must be stored by a kernel
+ * of its own (not a graph input, output, constant or alias), appear once,
+ * and start at an aligned offset, for the kernels' vector access. Outer
+ * Concats first, so that a nested one's slabs land in the outermost
+ * storage. */
+static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, value_maps *m)
+{
+	int *group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
+	for (int i = 0; i < n_groups; i++) {
+		group_of[groups[i].anchor] = i;
+		for (int e = 0; e < groups[i].n_epi; e++)
+			group_of[groups[i].epi[e]] = i;
+	}
+	for (int i = n_groups - 1; i >= 0; i--) {
+		mc_group *gr = &groups[i];
+		const mc_node *nd = &g->nodes[gr->anchor];
+		int x = nd->outputs[0], axis;
+		if (strcmp(nd->op_type, "Concat") || gr->alias || gr->n_epi || nd->guard || x < 0 ||
+		    g->values[x].kind != MC_VAL_NODE || is_graph_output(g, x))
+			continue;
+		const mc_shape *xs = &g->values[x].shape;
+		if (mc_concat_axis(nd, xs->rank, &axis))
+			continue; /* the lowering reports it */
+		bool ok = nd->n_inputs >= 1;
+		for (int d = 0; d < axis; d++)
+			ok = ok && xs->dims[d] == 1;
+		size_t at = m->off[x], elem = mc_dtype_size(g->values[x].dtype);
+		for (int k = 0; k < nd->n_inputs && ok; k++) {
+			int v = nd->inputs[k];
+			const mc_value *val = v >= 0 ? &g->values[v] : NULL;
+			ok = val && val->kind == MC_VAL_NODE && !is_graph_output(g, v) && m->root[v] == v &&
+			     mc_numel(&val->shape) > 0 && at % ARENA_ALIGN == 0 && val->producer >= 0 &&
+			     !g->nodes[val->producer].guard && stored_by(g, &groups[group_of[val->producer]], v);
+			for (int j = 0; j < k && ok; j++)
+				ok = nd->inputs[j] != v;
+			at += val ? mc_numel(&val->shape) * elem : 0;
+		}
+		if (!ok)
+			continue;
+		at = m->off[x];
+		for (int k = 0; k < nd->n_inputs; k++) {
+			int v = nd->inputs[k];
+			m->root[v] = m->root[x];
+			m->off[v] = at;
+			at += mc_numel(&g->values[v].shape) * elem;
+		}
+		gr->alias = gr->slabs = true;
+	}
+	free(group_of);
+}
+
+/* Where value v lives: its storage root's place, plus its offset in it. */
+static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
+                     int v, mc_loc *loc)
+{
+	int r = m->root[v];
 	const mc_value *rv = &g->values[r];
 	if (rv->kind == MC_VAL_CONST)
 		*loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = weight_of(g, p, m, r) };
@@ -222,7 +303,7 @@ static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_m
 	else if (m->out_slot[r] >= 0)
 		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
 	else if (m->req[r] >= 0)
-		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan->offsets[m->req[r]] };
+		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan->offsets[m->req[r]] + m->off[v] };
 	else {
 		mc_error("internal: value '%s' has no place", rv->name);
 		return -1;
@@ -281,7 +362,7 @@ static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_
 			st->then_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = t0 + k };
 		for (int k = 0; k < st->n_else; k++)
 			st->else_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = e0 + k };
-		if (value_loc(g, p, m, plan, m->root[gv - 1], &st->cond))
+		if (value_loc(g, p, m, plan, gv - 1, &st->cond))
 			return -1;
 	}
 	return 0;
@@ -309,7 +390,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	if (mc_fuse(g, o->no_fuse, &groups, &n_groups))
 		return -1;
 	size_t nv = (size_t)g->n_values + 1;
-	value_maps m = { mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)),
+	value_maps m = { mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(size_t)), mc_xcalloc(nv, sizeof(int)),
 	                 mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)) };
 	int *first = mc_xcalloc(nv, sizeof(int)), *last = mc_xcalloc(nv, sizeof(int));
 	int *group_kernel = mc_xcalloc((size_t)n_groups + 1, sizeof(int));
@@ -322,10 +403,12 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		m.out_slot[v] = m.req[v] = m.weight[v] = first[v] = -1;
 		last[v] = -1;
 	}
+	concats_in_place(g, groups, n_groups, &m);
 	for (int i = 0; i < n_groups; i++)
-		if (groups[i].alias) {
+		if (groups[i].alias && !groups[i].slabs) {
 			const mc_node *nd = &g->nodes[groups[i].anchor];
 			m.root[nd->outputs[0]] = m.root[nd->inputs[0]];
+			m.off[nd->outputs[0]] = m.off[nd->inputs[0]];
 		}
 	/* Graph outputs produced by a kernel are written in place. */
 	bool *copy_out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(bool));
@@ -447,7 +530,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };
 				continue;
 			}
-			if (value_loc(g, p, &m, &plan, m.root[kb->value], &kb->loc)) {
+			if (value_loc(g, p, &m, &plan, kb->value, &kb->loc)) {
 				free(used);
 				mc_mem_plan_free(&plan);
 				free(reqs);
@@ -484,6 +567,7 @@ out:
 	free(first);
 	free(last);
 	free(m.root);
+	free(m.off);
 	free(m.out_slot);
 	free(m.req);
 	free(m.weight);

@@ -151,6 +151,50 @@ Test(lower_tensor, concat_with_fused_relu)
 	mb_free(b);
 }
 
+/* Concats whose inputs are slabs of their output (dims before the axis
+ * all 1, aligned offsets): the producers store into the output, nested
+ * Concats too, and no Concat has a kernel of its own. */
+Test(lower_tensor, concat_of_kernel_outputs_without_a_copy)
+{
+	mb *b = mb_new(19);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "1,16");
+	mb_node(b, g, "Relu", "ra", "x", "a");
+	mb_node(b, g, "Neg", "nb", "x", "bb");
+	mb_node(b, g, "Abs", "ae", "x", "e");
+	mb_attr_int(b, mb_node(b, g, "Concat", "c1", "a,bb", "ab"), "axis", 1);
+	mb_attr_int(b, mb_node(b, g, "Concat", "c2", "ab,e", "abe"), "axis", -1);
+	/* a graph output has its own bytes: this one copies */
+	mb_attr_int(b, mb_node(b, g, "Concat", "c3", "abe,x", "y"), "axis", 1);
+	mb_output(b, g, "y");
+	float x[16], want[64];
+	for (int i = 0; i < 16; i++) {
+		x[i] = (float)(i - 8);
+		want[i] = x[i] > 0 ? x[i] : 0;
+		want[16 + i] = -x[i];
+		want[32 + i] = x[i] < 0 ? -x[i] : x[i];
+		want[48 + i] = x[i];
+	}
+	expect_run(b, x, 16, want, 64, 4); /* Relu, Neg, Abs, c3 */
+	mb_free(b);
+}
+
+/* The same with 3-element slabs: the second would start unaligned, so the
+ * Concat copies (its own kernel) and the result is the same. */
+Test(lower_tensor, concat_of_unaligned_slabs_copies)
+{
+	mb *b = mb_new(19);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "1,3");
+	mb_node(b, g, "Relu", "ra", "x", "a");
+	mb_node(b, g, "Neg", "nb", "x", "bb");
+	mb_attr_int(b, mb_node(b, g, "Concat", "c1", "a,bb", "ab"), "axis", 1);
+	mb_attr_int(b, mb_node(b, g, "Concat", "c2", "ab,x", "y"), "axis", 1);
+	mb_output(b, g, "y");
+	expect_run(b, (float[]){-1, 2, -3}, 3, (float[]){0, 2, 0, 1, -2, 3, -1, 2, -3}, 9, 4); /* c1 too */
+	mb_free(b);
+}
+
 /* Split into three with the middle output omitted. */
 Test(lower_tensor, split_with_omitted_output)
 {

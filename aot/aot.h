@@ -173,6 +173,7 @@ typedef struct {
 	size_t count;     /* elements */
 	bool written;     /* the kernel stores into it */
 	mc_loc loc;       /* filled in by the plan before emission */
+	size_t slab;      /* of loc.offset, the bytes into its storage (a Concat's input) */
 	/* A constant the lowering made (weights re-laid at generation time in
 	 * the order the kernel reads them): value is -1, the kernel owns it,
 	 * and it becomes one of the program's weights. */

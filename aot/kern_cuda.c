@@ -20,7 +20,8 @@
 #define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
 #define TILE_P 64
 #define TILE_K 32          /* splits are whole reduction steps of the tensor-core form (FFMA: 2 of 16) */
-#define WANT_BLOCKS 528    /* four waves of an H100's 132 SMs (measured: better than two) */
+#define SMS 132            /* an H100's or H200's SMs: what the splits are tuned for */
+#define WANT_BLOCKS 528    /* four waves of them (measured: better than two) */
 #ifndef WANT_BLOCKS_MMA    /* the same on tensor cores (-D: for tuning runs) */
 #define WANT_BLOCKS_MMA 264 /* two waves: resnet18 fp16 0.89x the time of four, the others within 1% */
 #endif
@@ -29,7 +30,9 @@
  * enough that filling the GPU wins. On an H200, against 64 per split and
  * two waves: mobilenet_v2 0.90x, mobilenet_v3_small 0.89x, squeezenet
  * 0.98x, resnet18 1.04x the time; 256 per split was 1.5-1.9x slower. */
+#ifndef MIN_K_SPLIT
 #define MIN_K_SPLIT 32
+#endif
 #define MIN_PIXELS 32
 
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -86,7 +89,11 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t.n;
 	bool mma = c->kb->isa && c->kb->isa->mma;
 	int64_t want = mma ? WANT_BLOCKS_MMA : WANT_BLOCKS;
-	int64_t splits = tiles >= want ? 1 : ceil_div(want, tiles);
+	/* on tensor cores, tiles that alone give every SM a block are not
+	 * split: splits would add the partial sums' traffic and a launch for
+	 * no more parallel work (resnet18's first conv: --tf32 1.5% faster in
+	 * all; the FFMA form, slower a step, gains from more waves) */
+	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
 	if (splits > k / MIN_K_SPLIT)
 		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
 	t.k_split = ceil_div(ceil_div(k, splits), TILE_K) * TILE_K;

@@ -530,6 +530,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };
 				continue;
 			}
+			kb->slab = m.off[kb->value];
 			if (value_loc(g, p, &m, &plan, kb->value, &kb->loc)) {
 				free(used);
 				mc_mem_plan_free(&plan);
@@ -604,8 +605,13 @@ int mc_program_store_fp16(mc_program *p)
 			bool arena_value = kb->loc.kind == MC_LOC_ARENA && kb->value >= 0;
 			bool weight = kb->loc.kind == MC_LOC_WEIGHT && kb->loc.index >= 0 &&
 			              kb->loc.index < p->n_weights && half[kb->loc.index];
-			if (kb->dtype == MC_FLOAT && (arena_value || weight))
+			if (kb->dtype == MC_FLOAT && (arena_value || weight)) {
 				kb->dtype = MC_FLOAT16;
+				/* the plan's float-sized storage keeps its place; a slab
+				 * in it starts after half the bytes */
+				kb->loc.offset -= kb->slab / 2;
+				kb->slab /= 2;
+			}
 		}
 	free(half);
 	return 0;

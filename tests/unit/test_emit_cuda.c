@@ -356,3 +356,61 @@ Test(cuda, fp16_stores_weights_and_activations_as_half)
 	free(model);
 	free(tmp);
 }
+
+/* Device offsets of the buffers declared as TYPE[COUNT] (written ones
+ * unless `reads`), in order of appearance; their number. */
+static int offsets_of(const char *cu, const char *decl, bool reads, size_t *off, int max)
+{
+	int n = 0;
+	for (const char *s = cu; (s = strstr(s, "*)(dev + ")) && n < max; s++) {
+		const char *line = s;
+		while (line > cu && line[-1] != '\n')
+			line--;
+		const char *end = strchr(s, '\n');
+		bool is_const = strncmp(line, "\tconst ", 7) == 0;
+		const char *d = strstr(line, decl);
+		if (!d || (end && d > end) || is_const != reads)
+			continue;
+		off[n++] = strtoull(s + strlen("*)(dev + "), NULL, 10);
+	}
+	return n;
+}
+
+/* Concat without a copy, in half precision: each producer stores its slab
+ * at its place in the half-precision output (the plan's offsets are in
+ * float32 bytes; half storage halves them), and the Concat has no kernel. */
+Test(cuda, concat_slabs_in_half_precision)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	mb *b = mb_new(19);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,16");
+	mb_node(b, g, "Relu", "ra", "x", "a");
+	mb_node(b, g, "Neg", "nb", "x", "bb");
+	mb_attr_int(b, mb_node(b, g, "Concat", "c1", "a,bb", "ab"), "axis", 1);
+	mb_attr_int(b, mb_node(b, g, "Concat", "c2", "ab,x", "y"), "axis", 1);
+	mb_output(b, g, "y");
+	char *model = write_model(b, tmp, "cat.onnx");
+	snprintf(out, sizeof out, "%s/out", tmp);
+	const char *dtypes[] = { "fp32", "fp16" }, *slab[] = { "float32[16]", "float16[16]" },
+	           *whole[] = { "float32[32]", "float16[32]" };
+	for (int d = 0; d < 2; d++) {
+		mc_compile_opts o = cuda_opts("cat");
+		o.dtype = dtypes[d];
+		cr_assert_eq(mc_compile(model, out, &o), 0);
+		char *cu = read_text(out, "cat.cu");
+		size_t stores[4], loads[4];
+		cr_assert_eq(offsets_of(cu, slab[d], false, stores, 4), 2, "%s", cu);
+		cr_assert_eq(offsets_of(cu, whole[d], true, loads, 4), 1, "%s", cu);
+		cr_assert_eq(stores[1], stores[0] + (d ? 32 : 64), "%s: slabs at %zu and %zu\n%s", dtypes[d], stores[0],
+		             stores[1], cu);
+		cr_assert_eq(loads[0], stores[0], "%s", cu);
+		cr_assert_null(strstr(cu, "Concat 'c1'"), "%s", cu);
+		cr_assert_eq(count(cu, "__global__"), 4, "Relu, Neg, the output's Concat (a launch per input)\n%s", cu);
+		nvcc_builds(out, "cat");
+		free(cu);
+	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}

@@ -221,6 +221,19 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	return rc;
 }
 
+/* PATH's last component, trailing slashes ignored: [*start, *end). */
+static void last_component(const char *path, size_t *start, size_t *end)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	size_t s = len;
+	while (s > 0 && path[s - 1] != '/')
+		s--;
+	*start = s;
+	*end = len;
+}
+
 /* DIR's absolute path, symlinks resolved, into abs: ninja reads every path
  * relative to its own working directory, so build.ninja names DIR by it to
  * work as a subninja of a build elsewhere as well as on its own. DIR may
@@ -234,12 +247,8 @@ static int out_dir_abs(const char *out_dir, const char *stage, char *abs, size_t
 		mc_error("path too long: %s", real);
 		return -1;
 	}
-	size_t len = strlen(out_dir);
-	while (len > 1 && out_dir[len - 1] == '/')
-		len--;
-	size_t start = len;
-	while (start > 0 && out_dir[start - 1] != '/')
-		start--;
+	size_t start, len;
+	last_component(out_dir, &start, &len);
 	char *slash;
 	if (!realpath(stage, real) || !(slash = strrchr(real, '/'))) {
 		mc_error("cannot resolve output directory '%s': %s", out_dir, strerror(errno));
@@ -549,12 +558,8 @@ static void remove_stale_stages(const char *prefix)
  * its real path where it ends in "." or "..", then STAGE_TAG and our pid. */
 static int stage_path(const char *out_dir, char *stage, size_t n, char *prefix, size_t n_prefix)
 {
-	size_t len = strlen(out_dir);
-	while (len > 1 && out_dir[len - 1] == '/')
-		len--;
-	size_t start = len;
-	while (start > 0 && out_dir[start - 1] != '/')
-		start--;
+	size_t start, len;
+	last_component(out_dir, &start, &len);
 	const char *base = out_dir, *last = out_dir + start;
 	size_t last_len = len - start; /* 0 for "/" */
 	char real[4096];

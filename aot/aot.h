@@ -127,6 +127,7 @@ typedef struct mc_ktemplate {
 	int64_t n, cin, h, w, cout, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
 	int64_t splits, k_split;
 	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
+	int k_step;               /* k a step of the tensor-core form (isa->mma_k); k_split a multiple */
 	int x, wt, out;           /* kernel buffers */
 } mc_ktemplate;
 
@@ -218,14 +219,16 @@ typedef struct {
 	int max_lanes;          /* widest f32 vector; 1: no vectors */
 	int vregs;              /* registers a micro-kernel may fill */
 	bool mma;               /* cuda: convolutions multiply on tensor cores */
+	int mma_k;              /* k a tensor-core step: 64 with half operands, 32 with TF32 */
 } mc_isa;
 
 /* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
  * machine runs. NULL if unknown. */
 const mc_isa *mc_isa_find(const char *name);
 /* The cuda target's ISA (mc_isa_find does not name it); mma: convolutions
- * on tensor cores (--dtype fp16 or --tf32, every arch sm_80 or newer). */
-const mc_isa *mc_isa_cuda(bool mma);
+ * on tensor cores (--dtype fp16 or --tf32, every arch sm_80 or newer),
+ * half: their operands are half (--dtype fp16), else TF32. */
+const mc_isa *mc_isa_cuda(bool mma, bool half);
 /* True if vectors of `lanes` f32 exist on isa (1 is always true). */
 bool mc_isa_has_lanes(const mc_isa *isa, int lanes);
 /* The widest lane count of isa that is <= n (1 if none). */

@@ -5,11 +5,11 @@
 #include "aot.h"
 
 static const mc_isa isas[] = {
-	{ MC_ISA_GENERIC, "generic", 1, 16, false },
-	{ MC_ISA_AVX2, "avx2", 8, 16, false },
-	{ MC_ISA_AVX512, "avx512", 16, 32, false },
-	{ MC_ISA_NEON, "neon", 4, 32, false },
-	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false },
+	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0 },
+	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0 },
+	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0 },
+	{ MC_ISA_NEON, "neon", 4, 32, false, 0 },
+	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0 },
 };
 
 /* The widest ISA this machine runs: what -march=native builds for. */
@@ -27,11 +27,18 @@ static const mc_isa *native(void)
 	return &isas[0];
 }
 
-const mc_isa *mc_isa_cuda(bool mma)
+#ifndef MMA_K_HALF /* (-D: for tuning runs) */
+#define MMA_K_HALF 64
+#endif
+
+const mc_isa *mc_isa_cuda(bool mma, bool half)
 {
-	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false };
-	static const mc_isa cuda_mma = { MC_ISA_CUDA, "cuda", 1, 0, true };
-	return mma ? &cuda_mma : &cuda;
+	/* half operands take twice the k of TF32 in the same shared memory:
+	 * half the steps, each waiting on its loads once */
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0 };
+	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32 };
+	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF };
+	return !mma ? &cuda : half ? &cuda_f16 : &cuda_tf32;
 }
 
 const mc_isa *mc_isa_find(const char *name)

@@ -19,7 +19,7 @@
 
 #define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
 #define TILE_P 64
-#define TILE_K 32          /* splits are whole reduction steps of the tensor-core form (FFMA: 2 of 16) */
+#define TILE_K 32          /* splits are whole steps of the FFMA form (2 of 16); on tensor cores, of isa->mma_k */
 #define SMS 132            /* an H100's or H200's SMs: what the splits are tuned for */
 #define WANT_BLOCKS 528    /* four waves of them (measured: better than two) */
 #ifndef WANT_BLOCKS_MMA    /* the same on tensor cores (-D: for tuning runs) */
@@ -96,13 +96,15 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
 	if (splits > k / MIN_K_SPLIT)
 		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
-	t.k_split = ceil_div(ceil_div(k, splits), TILE_K) * TILE_K;
+	int64_t step = mma ? c->kb->isa->mma_k : TILE_K;
+	t.k_split = ceil_div(ceil_div(k, splits), step) * step;
 	t.splits = ceil_div(k, t.k_split);
 	if (t.splits * outn >= INT32_MAX)
 		return 1;
 
 	mc_kb *kb = c->kb;
 	t.mma = mma;
+	t.k_step = (int)step;
 	mc_tensor *wt = packed_weights(w, m, k, !t.mma);
 	if (!wt)
 		return 1;

@@ -377,7 +377,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 	bool cuda = o->target && !strcmp(o->target, "cuda");
 	bool mma = cuda && ((o->dtype && !strcmp(o->dtype, "fp16")) || o->tf32) &&
 	           mc_cuda_archs_at_least(o->cuda_arch, 80);
-	p->isa = cuda ? mc_isa_cuda(mma) : mc_isa_find(o->isa);
+	p->isa = cuda ? mc_isa_cuda(mma, o->dtype && !strcmp(o->dtype, "fp16")) : mc_isa_find(o->isa);
 	if (!p->isa) {
 		mc_error("unknown --isa '%s'", o->isa);
 		return -1;

@@ -619,20 +619,25 @@ static void put_im2col_value(mc_strbuf *sb, const char *in, const char *type, co
 
 /* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
  * (m16n8k16), else float32 inputs rounded to TF32 (m16n8k8); float32 sums
- * either way. Tiles of 64 channels x 64 pixels, 32 k at a time; its eight
- * warps (2 x 4) each own 32 x 16 of the tile: 2 x 2 mma fragments. Shared
+ * either way. Tiles of 64 channels x 64 pixels, t->k_step k at a time (64
+ * halves or 32 floats: rows of 32 words; the 64 halve the steps, each of
+ * which waits on its loads: squeezenet1_1 5% faster); its eight warps
+ * (2 x 4) each own 32 x 16 of the tile: 2 x 2 mma fragments. Shared
  * memory holds both tiles k-contiguous (As[m][k], Bs[p][k]), a fragment's
  * register a 32-bit word there; rows are padded so that the eight rows a
  * fragment reads fall in distinct banks. Each thread moves 8 consecutive
- * k of one row (m of the weights, p of the im2col) per tile: the warp's
- * global reads run along m or p, its shared stores are 16 bytes wide.
+ * k of one row (m of the weights, p of the im2col) per group of 32 k: the
+ * warp's global reads run along m or p, its shared stores are 16 bytes
+ * wide.
  * X_FLOAT: in F16, x is float (a graph input), rounded as it loads. */
 static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, bool x_float, bool one_by_one,
                              const char *epi, const launch *el)
 {
 	mc_strbuf *sb = c->ce.sb;
-	/* words a row: 32 halves (16 words) + 4, or 32 floats + 4 */
-	int pitch = f16 ? 20 : 36;
+	/* k a step (64 halves or 32 floats: a row of 32 words), in groups of
+	 * 32 (a thread's 8 k of a row each); rows padded by 4 words */
+	int kt = t->k_step > 0 ? t->k_step : 32, groups = kt / 32, words = f16 ? kt / 2 : kt;
+	int pitch = words + 4;
 	const char *et = f16 ? "uint16_t" : "float";
 	const char *xl = f16 && x_float ? "modelc_f32_to_f16(" : "(";
 	mc_sb_printf(sb,
@@ -653,66 +658,70 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 		"\tfloat acc[2][2][4];\n"
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++)\n"
 		"\t\t\t\tacc[i][j][r] = 0.0f;\n"
-		"\t%s; /* the next tiles, on their way to shared memory */\n", f16 ? "uint4 ra; uint16_t rb[8]" : "float ra[8], rb[8]");
+		"\t%s ra[%d]%s%s rb[%d][8]; /* the next tiles, on their way to shared memory */\n",
+		f16 ? "uint4" : "float", groups, f16 ? ";\n\t" : "[8],", f16 ? "uint16_t" : "", groups);
 	/* weight rows are 16-byte aligned when K is a multiple of 8 */
 	bool a_vec = t->cin * t->kh * t->kw % 8 == 0;
 	for (int pass = 0; pass < 2; pass++) {
-		const char *in = pass ? "\t\t\t" : "\t\t";
-		const char *kv = pass ? "k0 + 32" : "kbeg";
+		const char *in = pass ? "\t\t\t\t" : "\t\t\t";
+		char kv[32];
+		snprintf(kv, sizeof kv, pass ? "k0 + %d" : "kbeg", kt);
 		if (pass)
-			mc_sb_puts(sb,
+			mc_sb_printf(sb,
 				"\tint stage = 0;\n"
-				"\tfor (int k0 = kbeg; k0 < kend; k0 += 32) {\n"
-				"\t\tconst bool more = k0 + 32 < kend;\n"
-				"\t\tif (more) {\n");
+				"\tfor (int k0 = kbeg; k0 < kend; k0 += %d) {\n"
+				"\t\tconst bool more = k0 + %d < kend;\n"
+				"\t\tif (more) {\n", kt, kt);
 		else
 			mc_sb_puts(sb, "\t{\n");
+		mc_sb_printf(sb, "#pragma unroll\n%.*sfor (int h = 0; h < %d; h++) { /* this thread's groups of k */\n",
+		             pass ? 3 : 2, "\t\t\t", groups);
 		/* the weights: 8 k of row mx, 16 or 32 bytes */
-		mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk;\n", in, in, kv);
+		mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk + 32 * h;\n", in, in, kv);
 		if (a_vec && f16)
 			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend)\n"
-			                 "%s\t\tra = *(const uint4 *)&wt[mx * K + kx];\n"
+			                 "%s\t\tra[h] = *(const uint4 *)&wt[mx * K + kx];\n"
 			                 "%s\telse", in, in, in);
 		else if (a_vec)
 			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend) {\n"
 			                 "%s\t\tconst float4 u = *(const float4 *)&wt[mx * K + kx], v = *(const float4 *)&wt[mx * K + kx + 4];\n"
-			                 "%s\t\tra[0] = u.x, ra[1] = u.y, ra[2] = u.z, ra[3] = u.w;\n"
-			                 "%s\t\tra[4] = v.x, ra[5] = v.y, ra[6] = v.z, ra[7] = v.w;\n"
+			                 "%s\t\tra[h][0] = u.x, ra[h][1] = u.y, ra[h][2] = u.z, ra[h][3] = u.w;\n"
+			                 "%s\t\tra[h][4] = v.x, ra[h][5] = v.y, ra[h][6] = v.z, ra[h][7] = v.w;\n"
 			                 "%s\t} else", in, in, in, in, in);
 		if (f16) { /* two k a word, the lower in the low half */
 			mc_sb_printf(sb, a_vec ? " { /* the row's end */\n" : "%s\t{\n", in);
 			for (int w = 0; w < 4; w++)
-				mc_sb_printf(sb, "%s\t\tra.%c = (mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) |\n"
-				                 "%s\t\t       (unsigned)(mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) << 16;\n",
+				mc_sb_printf(sb, "%s\t\tra[h].%c = (mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) |\n"
+				                 "%s\t\t          (unsigned)(mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) << 16;\n",
 				             in, "xyzw"[w], 2 * w, 2 * w, in, 2 * w + 1, 2 * w + 1);
 			mc_sb_printf(sb, "%s\t}\n", in);
 		} else {
 			mc_sb_printf(sb,
 				"%s%sfor (int i = 0; i < 8; i++)%s\n"
-				"%s%s\tra[i] = mx < M && kx + i < kend ? wt[mx * K + kx + i] : 0.0f;\n",
-				a_vec ? " " : in, a_vec ? "" : "\t", a_vec ? " /* the row's end */" : "", in, "\t\t");
+				"%s\t\tra[h][i] = mx < M && kx + i < kend ? wt[mx * K + kx + i] : 0.0f;\n",
+				a_vec ? " " : in, a_vec ? "" : "\t", a_vec ? " /* the row's end */" : "", in);
 		}
 		mc_sb_printf(sb, "%s}\n", in);
 		/* the im2col: 8 k of pixel px */
 		mc_sb_printf(sb,
-			"%s#pragma unroll\n"
+			"#pragma unroll\n"
 			"%sfor (int i = 0; i < 8; i++) {\n"
-			"%s\tconst int kx = %s + lk + i;\n",
-			in, in, in, kv);
+			"%s\tconst int kx = %s + lk + 32 * h + i;\n",
+			in, in, kv);
 		if (one_by_one)
-			mc_sb_printf(sb, "%s\trb[i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n", in, xl, et);
+			mc_sb_printf(sb, "%s\trb[h][i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n", in, xl, et);
 		else {
 			char body[16];
 			snprintf(body, sizeof body, "%s\t", in);
 			put_im2col_value(sb, body, et, xl);
-			mc_sb_printf(sb, "%s\trb[i] = v;\n", in);
+			mc_sb_printf(sb, "%s\trb[h][i] = v;\n", in);
 		}
-		mc_sb_printf(sb, "%s}\n", in);
+		mc_sb_printf(sb, "%s}\n%.*s}\n", in, pass ? 3 : 2, "\t\t\t");
 		if (pass) {
 			/* a step: the fragments of both tiles from shared memory, 2 x 2 mma */
 			mc_sb_printf(sb,
 				"\t\t}\n#pragma unroll\n"
-				"\t\tfor (int kk = 0; kk < %d; kk += 8) { /* %s */\n"
+				"\t\tfor (int kk = 0; kk < %d; kk += 8) { /* %d %s */\n"
 				"\t\t\tunsigned a[2][4], b[2][2];\n"
 				"#pragma unroll\n"
 				"\t\t\tfor (int i = 0; i < 2; i++) {\n"
@@ -730,7 +739,7 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 				"#pragma unroll\n"
 				"\t\t\t\tfor (int j = 0; j < 2; j++)\n"
 				"\t\t\t\t\tasm volatile(\"mma.sync.aligned.%s.row.col.f32.%s.%s.f32 ",
-				f16 ? 16 : 32, f16 ? "words: two k16 steps" : "four k8 steps", pitch, pitch,
+				words, f16 ? kt / 16 : kt / 8, f16 ? "k16 steps, two k a word" : "k8 steps", pitch, pitch,
 				f16 ? "m16n8k16" : "m16n8k8", f16 ? "f16" : "tf32", f16 ? "f16" : "tf32");
 			mc_sb_puts(sb,
 				"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
@@ -741,25 +750,29 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 		}
 		/* registers to the other stage (the first tiles: stage 0) */
 		const char *st = pass ? "stage ^ 1" : "0";
+		mc_sb_printf(sb, "#pragma unroll\n%.*sfor (int h = 0; h < %d; h++) {\n", pass ? 3 : 2, "\t\t\t", groups);
 		if (f16)
 			mc_sb_printf(sb,
-				"%s*(uint4 *)&As[%s][lr][lk / 2] = ra;\n"
-				"%s*(uint4 *)&Bs[%s][lr][lk / 2] = make_uint4(rb[0] | (unsigned)rb[1] << 16, rb[2] | (unsigned)rb[3] << 16,\n"
-				"%s                                          rb[4] | (unsigned)rb[5] << 16, rb[6] | (unsigned)rb[7] << 16);\n",
-				in, st, in, st, in);
+				"%sconst int w = (lk + 32 * h) / 2; /* the group's first word */\n"
+				"%s*(uint4 *)&As[%s][lr][w] = ra[h];\n"
+				"%s*(uint4 *)&Bs[%s][lr][w] = make_uint4(rb[h][0] | (unsigned)rb[h][1] << 16, rb[h][2] | (unsigned)rb[h][3] << 16,\n"
+				"%s                                     rb[h][4] | (unsigned)rb[h][5] << 16, rb[h][6] | (unsigned)rb[h][7] << 16);\n",
+				in, in, st, in, st, in);
 		else
 			mc_sb_printf(sb,
+				"%sconst int w = lk + 32 * h;\n"
 				"%sunsigned ta[8], tb[8]; /* rounded to TF32 */\n"
 				"#pragma unroll\n"
 				"%sfor (int i = 0; i < 8; i++) {\n"
-				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(ta[i]) : \"f\"(ra[i]));\n"
-				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(tb[i]) : \"f\"(rb[i]));\n"
+				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(ta[i]) : \"f\"(ra[h][i]));\n"
+				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(tb[i]) : \"f\"(rb[h][i]));\n"
 				"%s}\n"
-				"%s*(uint4 *)&As[%s][lr][lk] = make_uint4(ta[0], ta[1], ta[2], ta[3]);\n"
-				"%s*(uint4 *)&As[%s][lr][lk + 4] = make_uint4(ta[4], ta[5], ta[6], ta[7]);\n"
-				"%s*(uint4 *)&Bs[%s][lr][lk] = make_uint4(tb[0], tb[1], tb[2], tb[3]);\n"
-				"%s*(uint4 *)&Bs[%s][lr][lk + 4] = make_uint4(tb[4], tb[5], tb[6], tb[7]);\n",
-				in, in, in, in, in, in, st, in, st, in, st, in, st);
+				"%s*(uint4 *)&As[%s][lr][w] = make_uint4(ta[0], ta[1], ta[2], ta[3]);\n"
+				"%s*(uint4 *)&As[%s][lr][w + 4] = make_uint4(ta[4], ta[5], ta[6], ta[7]);\n"
+				"%s*(uint4 *)&Bs[%s][lr][w] = make_uint4(tb[0], tb[1], tb[2], tb[3]);\n"
+				"%s*(uint4 *)&Bs[%s][lr][w + 4] = make_uint4(tb[4], tb[5], tb[6], tb[7]);\n",
+				in, in, in, in, in, in, in, st, in, st, in, st, in, st);
+		mc_sb_printf(sb, "%.*s}\n", pass ? 3 : 2, "\t\t\t");
 		if (pass)
 			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");
 		else

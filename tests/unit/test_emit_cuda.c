@@ -309,6 +309,7 @@ Test(cuda, tf32_convolutions_use_tensor_cores)
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	cu = read_text(out, "t.cu");
 	/* operands rounded to TF32 on their way to shared memory, float sums */
+	cr_assert(strstr(cu, "k0 += 32) {") && strstr(cu, "unsigned As[2][64][36];"), "%s", cu);
 	cr_assert(strstr(cu, "cvt.rna.tf32.f32") && strstr(cu, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
 	          "%s", cu);
 	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);
@@ -339,6 +340,8 @@ Test(cuda, fp16_stores_weights_and_activations_as_half)
 	 * fragments, float sums; its input is the graph's float input, rounded
 	 * to half as it loads */
 	cr_assert(strstr(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "%s", cu);
+	/* 64 k a step in shared memory (half the steps of TF32's 32) */
+	cr_assert(strstr(cu, "k0 += 64) {") && strstr(cu, "unsigned As[2][64][36];"), "%s", cu);
 	cr_assert(strstr(cu, "modelc_f32_to_f16(xn["), "%s", cu);
 	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);
 	nvcc_builds(out, "h");

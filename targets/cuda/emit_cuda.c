@@ -703,20 +703,39 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 		}
 		mc_sb_printf(sb, "%s}\n", in);
 		/* the im2col: 8 k of pixel px */
-		mc_sb_printf(sb,
-			"#pragma unroll\n"
-			"%sfor (int i = 0; i < 8; i++) {\n"
-			"%s\tconst int kx = %s + lk + 32 * h + i;\n",
-			in, in, kv);
-		if (one_by_one)
-			mc_sb_printf(sb, "%s\trb[h][i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n", in, xl, et);
-		else {
-			char body[16];
-			snprintf(body, sizeof body, "%s\t", in);
-			put_im2col_value(sb, body, et, xl);
-			mc_sb_printf(sb, "%s\trb[h][i] = v;\n", in);
+		if (one_by_one) {
+			mc_sb_printf(sb,
+				"#pragma unroll\n"
+				"%sfor (int i = 0; i < 8; i++) {\n"
+				"%s\tconst int kx = %s + lk + 32 * h + i;\n"
+				"%s\trb[h][i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n"
+				"%s}\n",
+				in, in, kv, in, xl, et, in);
+		} else {
+			/* the 8 k are consecutive: the first one's channel and tap
+			 * divided out once, then stepped (the divisions for each were
+			 * most of a step's instructions) */
+			mc_sb_printf(sb,
+				"%sconst int kx = %s + lk + 32 * h;\n"
+				"%sint ci = kx / (KH * KW), kh = kx %% (KH * KW) / KW, kw = kx %% KW;\n"
+				"#pragma unroll\n"
+				"%sfor (int i = 0; i < 8; i++) {\n"
+				"%s\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
+				"%s\t%s v = 0;\n"
+				"%s\tif (kx + i < kend && px < P && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+				"%s\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
+				"%s\trb[h][i] = v;\n"
+				"%s\tif (++kw == KW) {\n"
+				"%s\t\tkw = 0;\n"
+				"%s\t\tif (++kh == KH) {\n"
+				"%s\t\t\tkh = 0;\n"
+				"%s\t\t\tci++;\n"
+				"%s\t\t}\n"
+				"%s\t}\n"
+				"%s}\n",
+				in, kv, in, in, in, in, et, in, in, xl, in, in, in, in, in, in, in, in, in);
 		}
-		mc_sb_printf(sb, "%s}\n%.*s}\n", in, pass ? 3 : 2, "\t\t\t");
+		mc_sb_printf(sb, "%.*s}\n", pass ? 3 : 2, "\t\t\t");
 		if (pass) {
 			/* a step: the fragments of both tiles from shared memory, 2 x 2 mma */
 			mc_sb_printf(sb,

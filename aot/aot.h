@@ -128,6 +128,7 @@ typedef struct mc_ktemplate {
 	int64_t splits, k_split;
 	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
 	int k_step;               /* k a step of the tensor-core form (isa->mma_k); k_split a multiple */
+	bool wt_tf32;             /* wt's floats are already rounded to TF32 (the template's operands) */
 	int x, wt, out;           /* kernel buffers */
 } mc_ktemplate;
 

@@ -40,9 +40,22 @@ static int64_t ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
+/* v rounded to TF32 (10 mantissa bits) to nearest, ties away from zero:
+ * what the template's cvt.rna.tf32.f32 gives on the device. */
+static float round_tf32(float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, sizeof u);
+	if ((u & 0x7f800000u) != 0x7f800000u) /* not inf or NaN */
+		u = (u + 0x1000u) & ~0x1fffu;
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
 /* wt[k][m] = w[m][k]: the FFMA template reads a row of channels per k; the
- * tensor-core one rows of k (wt[m][k], the weight's own order). */
-static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool transpose)
+ * tensor-core one rows of k (wt[m][k], the weight's own order). With tf32,
+ * each rounded to TF32 here, once, instead of on every load. */
+static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool transpose, bool tf32)
 {
 	mc_shape s = { .rank = 2, .dims = { transpose ? k : m, transpose ? m : k } };
 	mc_tensor *t = mc_tensor_new(MC_FLOAT, &s);
@@ -52,7 +65,7 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
 	float *dst = t->data;
 	for (int64_t i = 0; i < m; i++)
 		for (int64_t j = 0; j < k; j++)
-			dst[transpose ? j * m + i : i * k + j] = src[i * k + j];
+			dst[transpose ? j * m + i : i * k + j] = tf32 ? round_tf32(src[i * k + j]) : src[i * k + j];
 	return t;
 }
 
@@ -105,7 +118,9 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	mc_kb *kb = c->kb;
 	t.mma = mma;
 	t.k_step = (int)step;
-	mc_tensor *wt = packed_weights(w, m, k, !t.mma);
+	/* TF32 operands (fp32 storage on tensor cores; fp16 halves them later) */
+	t.wt_tf32 = mma && c->kb->isa->mma_k == 32;
+	mc_tensor *wt = packed_weights(w, m, k, !t.mma, t.wt_tf32);
 	if (!wt)
 		return 1;
 	t.x = c->in_buf[0];

@@ -783,14 +783,17 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 				"%sunsigned ta[8], tb[8]; /* rounded to TF32 */\n"
 				"#pragma unroll\n"
 				"%sfor (int i = 0; i < 8; i++) {\n"
-				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(ta[i]) : \"f\"(ra[h][i]));\n"
+				"%s\t%s\n"
 				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(tb[i]) : \"f\"(rb[h][i]));\n"
 				"%s}\n"
 				"%s*(uint4 *)&As[%s][lr][w] = make_uint4(ta[0], ta[1], ta[2], ta[3]);\n"
 				"%s*(uint4 *)&As[%s][lr][w + 4] = make_uint4(ta[4], ta[5], ta[6], ta[7]);\n"
 				"%s*(uint4 *)&Bs[%s][lr][w] = make_uint4(tb[0], tb[1], tb[2], tb[3]);\n"
 				"%s*(uint4 *)&Bs[%s][lr][w + 4] = make_uint4(tb[4], tb[5], tb[6], tb[7]);\n",
-				in, in, in, in, in, in, in, st, in, st, in, st, in, st);
+				in, in, in, in,
+				t->wt_tf32 ? "ta[i] = __float_as_uint(ra[h][i]); /* rounded when generated */"
+				           : "asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(ta[i]) : \"f\"(ra[h][i]));",
+				in, in, in, st, in, st, in, st, in, st);
 		mc_sb_printf(sb, "%.*s}\n", pass ? 3 : 2, "\t\t\t");
 		if (pass)
 			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");

@@ -310,6 +310,10 @@ Test(cuda, tf32_convolutions_use_tensor_cores)
 	cu = read_text(out, "t.cu");
 	/* operands rounded to TF32 on their way to shared memory, float sums */
 	cr_assert(strstr(cu, "k0 += 32) {") && strstr(cu, "unsigned As[2][64][36];"), "%s", cu);
+	/* the weights were rounded to TF32 when generated; the activations are
+	 * rounded as they load */
+	cr_assert(strstr(cu, "ta[i] = __float_as_uint(ra[h][i]);") && !strstr(cu, "\"=r\"(ta[i])") &&
+	          strstr(cu, "\"=r\"(tb[i]) : \"f\"(rb[h][i])"), "%s", cu);
 	cr_assert(strstr(cu, "cvt.rna.tf32.f32") && strstr(cu, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
 	          "%s", cu);
 	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);

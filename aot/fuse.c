@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "aot.h"
+#include "../freezing/graph_edit.h"
 
 static void count_uses(const mc_graph *g, int *uses)
 {
@@ -28,14 +29,6 @@ static int sole_consumer(const mc_graph *g, int v, int after)
 			if (g->nodes[n].inputs[i] == v)
 				return n;
 	return -1;
-}
-
-static bool is_graph_output(const mc_graph *g, int v)
-{
-	for (int i = 0; i < g->n_outputs; i++)
-		if (g->outputs[i] == v)
-			return true;
-	return false;
 }
 
 static int present_outputs(const mc_node *n)
@@ -102,7 +95,7 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 			/* A graph output needs its own bytes: it is copied. So is a
 			 * value in an If's branch (the If's outputs are written by
 			 * either branch). */
-			gr->alias = !is_graph_output(g, nd->outputs[0]) && !nd->guard;
+			gr->alias = !ge_is_graph_output(g, nd->outputs[0]) && !nd->guard;
 			if (gr->alias)
 				continue;
 		}

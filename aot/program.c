@@ -213,14 +213,6 @@ static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_
 	return -1;
 }
 
-static bool is_graph_output(const mc_graph *g, int v)
-{
-	for (int j = 0; j < g->n_outputs; j++)
-		if (g->outputs[j] == v)
-			return true;
-	return false;
-}
-
 /* Value v is stored by group gr's kernel: the last member's output, or one
  * of the anchor's outputs when nothing is fused into it. */
 static bool stored_by(const mc_graph *g, const mc_group *gr, int v)
@@ -257,7 +249,7 @@ static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, 
 		const mc_node *nd = &g->nodes[gr->anchor];
 		int x = nd->outputs[0], axis;
 		if (strcmp(nd->op_type, "Concat") || gr->alias || gr->n_epi || nd->guard || x < 0 ||
-		    g->values[x].kind != MC_VAL_NODE || is_graph_output(g, x))
+		    g->values[x].kind != MC_VAL_NODE || ge_is_graph_output(g, x))
 			continue;
 		const mc_shape *xs = &g->values[x].shape;
 		if (mc_concat_axis(nd, xs->rank, &axis))
@@ -269,7 +261,7 @@ static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, 
 		for (int k = 0; k < nd->n_inputs && ok; k++) {
 			int v = nd->inputs[k];
 			const mc_value *val = v >= 0 ? &g->values[v] : NULL;
-			ok = val && val->kind == MC_VAL_NODE && !is_graph_output(g, v) && m->root[v] == v &&
+			ok = val && val->kind == MC_VAL_NODE && !ge_is_graph_output(g, v) && m->root[v] == v &&
 			     mc_numel(&val->shape) > 0 && at % ARENA_ALIGN == 0 && val->producer >= 0 &&
 			     !g->nodes[val->producer].guard && stored_by(g, &groups[group_of[val->producer]], v);
 			for (int j = 0; j < k && ok; j++)

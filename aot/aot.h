@@ -221,6 +221,7 @@ typedef struct {
 	int vregs;              /* registers a micro-kernel may fill */
 	bool mma;               /* cuda: convolutions multiply on tensor cores */
 	int mma_k;              /* k a tensor-core step: 64 with half operands, 32 with TF32 */
+	bool mma_tf32;          /* the operands are TF32 (fp32 storage), not half */
 } mc_isa;
 
 /* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this

@@ -5,11 +5,11 @@
 #include "aot.h"
 
 static const mc_isa isas[] = {
-	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0 },
-	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0 },
-	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0 },
-	{ MC_ISA_NEON, "neon", 4, 32, false, 0 },
-	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0 },
+	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false },
+	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0, false },
+	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0, false },
+	{ MC_ISA_NEON, "neon", 4, 32, false, 0, false },
+	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0, false },
 };
 
 /* The widest ISA this machine runs: what -march=native builds for. */
@@ -35,9 +35,9 @@ const mc_isa *mc_isa_cuda(bool mma, bool half)
 {
 	/* half operands take twice the k of TF32 in the same shared memory:
 	 * half the steps, each waiting on its loads once */
-	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0 };
-	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32 };
-	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF };
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0, false };
+	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32, true };
+	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF, false };
 	return !mma ? &cuda : half ? &cuda_f16 : &cuda_tf32;
 }
 

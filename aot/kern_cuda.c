@@ -119,7 +119,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	t.mma = mma;
 	t.k_step = (int)step;
 	/* TF32 operands (fp32 storage on tensor cores; fp16 halves them later) */
-	t.wt_tf32 = mma && c->kb->isa->mma_k == 32;
+	t.wt_tf32 = mma && c->kb->isa->mma_tf32;
 	mc_tensor *wt = packed_weights(w, m, k, !t.mma, t.wt_tf32);
 	if (!wt)
 		return 1;

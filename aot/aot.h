@@ -514,13 +514,17 @@ int mc_program_store_fp16(mc_program *p);
 /* ---- the compile pipeline (aot/compile.c) ---- */
 typedef struct {
 	const char *name;           /* prefix of every generated identifier/file */
-	const char *target;         /* "c" or "cuda" */
+	const char *target;         /* "c", "cuda" or "llvm" */
 	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
 	const char *dtype;          /* --dtype fp32|fp16 (cuda): fp16 stores activations and weights as
 	                             * float16, computing in float32; NULL: fp32 */
 	bool tf32;                  /* --tf32 (cuda, fp32): convolutions multiply in TF32 on tensor
 	                             * cores (10-bit mantissa, float32 sums), as PyTorch's cuDNN does */
-	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" */
+	const char *isa;            /* --isa: mc_isa_find's names; NULL: "generic" (llvm: from the triple) */
+	const char *triple;         /* --triple (llvm): the target; NULL: this machine's */
+	const char *cpu;            /* --cpu (llvm): LLVM's CPU name, or "native"; NULL: generic */
+	const char *features;       /* --features (llvm): LLVM's +feat,-feat list; NULL: the CPU's */
+	bool emit_llvm;             /* --emit-llvm (llvm): also write NAME.ll, the optimised IR */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */
@@ -666,6 +670,7 @@ void mc_sb_free(mc_strbuf *b);
 /* Text embedded at build time (scripts/embed-text). */
 extern const char mc_model_ninja_in[];   /* aot/model.ninja.in */
 extern const char mc_model_cuda_ninja_in[]; /* aot/model_cuda.ninja.in */
+extern const char mc_model_llvm_ninja_in[]; /* aot/model_llvm.ninja.in */
 extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
@@ -675,6 +680,14 @@ int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
  * files (targets/cuda/emit_cuda.c). */
 int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir);
 #define MC_CUDA_ARCH_DEFAULT "sm_87,sm_90"
+/* The LLVM target: NAME.h, NAME.o, libNAME.a, the runtime-min files and,
+ * with --emit-llvm, NAME.ll (targets/llvm/emit_llvm.c). Built only where
+ * configure found LLVM: mc_llvm_available says whether this modelc has it. */
+int mc_emit_llvm(const mc_program *p, const mc_compile_opts *o, const char *dir);
+bool mc_llvm_available(void);
+/* The --isa the llvm target's kernels are generated for when none is
+ * given: from o's triple, CPU and features; NULL: generic. */
+const char *mc_llvm_default_isa(const mc_compile_opts *o);
 /* whether every arch of a --cuda-arch list (NULL: the default) is sm_MIN or newer */
 bool mc_cuda_archs_at_least(const char *list, int min);
 /* The same three files as text, written nowhere (the fuzzer, tests). */

@@ -186,7 +186,10 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 {
 	/* dir is the staging directory, where NAME.c already is. */
 	mc_stack_usage stack = { 0 };
-	if (strcmp(o->target, "c"))
+	if (!strcmp(o->target, "llvm"))
+		snprintf(stack.note, sizeof stack.note, "not measured (the llvm target writes objects; "
+		         "measure them with the firmware's linker)");
+	else if (strcmp(o->target, "c"))
 		snprintf(stack.note, sizeof stack.note, "not measured (the %s target's run only launches)",
 		         o->target);
 	else if (o->no_stack_usage)
@@ -272,9 +275,9 @@ static int write_ninja(const mc_compile_opts *o, const char *model_abs, const ch
 		snprintf(self, sizeof self, "modelc");
 	else
 		self[n] = 0;
-	bool cuda = !strcmp(o->target, "cuda");
+	bool cuda = !strcmp(o->target, "cuda"), llvm = !strcmp(o->target, "llvm");
 	mc_strbuf b = { 0 };
-	for (const char *s = cuda ? mc_model_cuda_ninja_in : mc_model_ninja_in; *s; ) {
+	for (const char *s = cuda ? mc_model_cuda_ninja_in : llvm ? mc_model_llvm_ninja_in : mc_model_ninja_in; *s; ) {
 		if (strncmp(s, "@NAME@", 6) == 0) {
 			mc_sb_puts(&b, o->name);
 			s += 6;
@@ -405,9 +408,18 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("--name '%s' is not a C identifier", o->name ? o->name : "");
 		return -1;
 	}
-	bool cuda = !strcmp(o->target, "cuda");
-	if (strcmp(o->target, "c") && !cuda) {
-		mc_error("unknown target '%s' (this build knows: c, cuda)", o->target);
+	bool cuda = !strcmp(o->target, "cuda"), llvm = !strcmp(o->target, "llvm");
+	if (strcmp(o->target, "c") && !cuda && !llvm) {
+		mc_error("unknown target '%s' (known: c, cuda, llvm)", o->target);
+		return -1;
+	}
+	if (llvm && !mc_llvm_available()) {
+		mc_emit_llvm(NULL, o, NULL); /* reports why */
+		return -1;
+	}
+	if (!llvm && (o->triple || o->cpu || o->features || o->emit_llvm)) {
+		mc_error("%s needs --target llvm", o->triple ? "--triple" : o->cpu ? "--cpu"
+		                                   : o->features ? "--features" : "--emit-llvm");
 		return -1;
 	}
 	if (cuda && o->isa) {
@@ -839,6 +851,9 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	 * element: channels-first serves them as well and needs no transposes */
 	if (cuda && !o.layout)
 		o.layout = "nchw";
+	/* the llvm target's kernels are tiled for the CPU it builds for */
+	if (!strcmp(o.target, "llvm") && !o.isa)
+		o.isa = mc_llvm_default_isa(&o);
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
 	                      .layout = o.layout };
@@ -858,7 +873,9 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	memcpy(sha, g->sha256, sizeof sha);
 	if (make_stage(out_dir, stage, sizeof stage))
 		goto out;
-	bool emitted = !(cuda ? mc_emit_cuda(&p, &o, stage) : mc_emit_c(&p, &o, stage)) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
+	int (*emit)(const mc_program *, const mc_compile_opts *, const char *) =
+		cuda ? mc_emit_cuda : !strcmp(o.target, "llvm") ? mc_emit_llvm : mc_emit_c;
+	bool emitted = !emit(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
 	               !(model_abs && write_ninja(&o, model_abs, stage, out_dir)) &&
 	               !(o.harness && mc_emit_harness(&p, &o, stage));
 	bool committed = emitted && !commit_stage(stage, out_dir, o.name);

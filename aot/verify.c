@@ -76,8 +76,16 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 {
 	char cmd[16384], line[512];
 	*exit_status = 0;
-	snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",
-	         dir, cc, cflags, name, name, name, name);
+	/* the llvm target leaves a library, no sources: link the driver to it */
+	char lib[4200];
+	snprintf(lib, sizeof lib, "%s/lib%s.a", dir, name);
+	snprintf(cmd + 0, sizeof cmd, "%s/%s.c", dir, name);
+	if (access(cmd, F_OK) != 0 && access(lib, F_OK) == 0)
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main -L. -l%s -lm > cc.log 2>&1",
+		         dir, cc, cflags, name, name, name);
+	else
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",
+		         dir, cc, cflags, name, name, name, name);
 	if (system(cmd) != 0) {
 		first_log_line(dir, "cc.log", line, sizeof line);
 		mc_error("generated code does not compile: %s", line);

@@ -35,8 +35,14 @@ static void usage(FILE *f)
 	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
-	      "  --target c|cuda           c (default): C99 sources; cuda: NAME.cu for NVIDIA GPUs\n"
-	      "                            (NAME_cuda_init/run, one device allocation, CUDA graphs)\n"
+	      "  --target c|cuda|llvm      c (default): C99 sources; cuda: NAME.cu for NVIDIA GPUs\n"
+	      "                            (NAME_cuda_init/run, one device allocation, CUDA graphs);\n"
+	      "                            llvm: NAME.o and libNAME.a through LLVM, no C compiler\n"
+	      "  --triple T                llvm: the target (default this machine's), e.g.\n"
+	      "                            aarch64-linux-gnu, thumbv7em-none-eabihf\n"
+	      "  --cpu CPU                 llvm: LLVM's CPU name (cortex-m4, skylake, ...) or native\n"
+	      "  --features F              llvm: LLVM's feature list, e.g. +avx2,+fma\n"
+	      "  --emit-llvm               llvm: also write NAME.ll, the optimised IR\n"
 	      "  --cuda-arch LIST          GPU archs build.ninja's nvcc builds for (default sm_87,sm_90)\n"
 	      "  --dtype fp32|fp16         cuda: fp16 stores weights and activations as float16 and\n"
 	      "                            computes in float32 (inputs and outputs stay float32);\n"
@@ -160,6 +166,18 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--tf32") == 0) {
 		o->tf32 = true;
+		note_option(c, a, NULL);
+	} else if (strcmp(a, "--triple") == 0 && has_val) {
+		o->triple = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--cpu") == 0 && has_val) {
+		o->cpu = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--features") == 0 && has_val) {
+		o->features = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--emit-llvm") == 0) {
+		o->emit_llvm = true;
 		note_option(c, a, NULL);
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];

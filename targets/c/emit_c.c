@@ -1393,7 +1393,7 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 	}
 }
 
-static void put_header(emitter *e)
+void mc_ce_header(emitter *e)
 {
 	const mc_program *p = e->p;
 	mc_strbuf *sb = e->sb;
@@ -1718,7 +1718,7 @@ int mc_emit_c_sources(const mc_program *p, const mc_compile_opts *o, mc_c_source
 	if (mc_ce_init(&e, p, o, "C target"))
 		return -1;
 	e.sb = &out->header;
-	put_header(&e);
+	mc_ce_header(&e);
 	e.sb = &out->source;
 	put_source(&e);
 	e.sb = &out->weights;

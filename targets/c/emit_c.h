@@ -59,6 +59,8 @@ void mc_ce_kernel_comment(mc_cemit *e, const mc_kernel *k); /* its name and node
 void mc_ce_io_comment(mc_cemit *e, const char *title, const mc_io_desc *d, int n);
 void mc_ce_io_macros(mc_cemit *e, const char *kind, const mc_io_desc *d, int n);
 void mc_ce_desc_table(mc_cemit *e, const char *kind, const char *table, const mc_io_desc *d, int n);
+/* NAME.h of the C target (the LLVM target's too: the same contract). */
+void mc_ce_header(mc_cemit *e);
 /* The weights' extern declarations, between open (a format of the model
  * name) and close; nothing without weights. */
 void mc_ce_weight_decls(mc_cemit *e, const char *open, const char *close);

@@ -81,7 +81,7 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 	snprintf(lib, sizeof lib, "%s/lib%s.a", dir, name);
 	snprintf(cmd + 0, sizeof cmd, "%s/%s.c", dir, name);
 	if (access(cmd, F_OK) != 0 && access(lib, F_OK) == 0)
-		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main -L. -l%s -lm > cc.log 2>&1",
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main ./lib%s.a -lm > cc.log 2>&1",
 		         dir, cc, cflags, name, name, name);
 	else
 		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",

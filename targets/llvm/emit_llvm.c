@@ -64,6 +64,7 @@ typedef struct {
 	LLVMTargetDataRef td;
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, idx, half;
 	LLVMValueRef *weights;    /* per weight: its global, NULL when empty */
+	LLVMValueRef small_table[MC_INT2 + 1]; /* per small float dtype: its codes' values */
 	/* the kernel being built */
 	const mc_kernel *k;
 	LLVMValueRef fn;
@@ -156,6 +157,8 @@ static LLVMValueRef libcall(lemit *e, const char *base, bool f32, LLVMValueRef a
 	return LLVMBuildCall2(e->b, ft, f, args, b ? 2 : 1, "");
 }
 
+static LLVMValueRef private_global(lemit *e, LLVMValueRef init, const char *name, unsigned align);
+
 /* ---- conversions between memory and compute types ---- */
 static LLVMValueRef f16_to_f32(lemit *e, LLVMValueRef bits)
 {
@@ -201,6 +204,129 @@ static LLVMValueRef wrap_bits(lemit *e, LLVMValueRef v, unsigned bits, bool is_s
 	return LLVMBuildSub(e->b, LLVMBuildXor(e->b, m, top, ""), top, "");
 }
 
+/* A small float's code (float8 types, float4e2m1, float8e8m0) to f32: a
+ * table of every code's value, made by the reference's own decoding
+ * (mc_small_float_to_double), so the two cannot disagree. */
+static LLVMValueRef small_to_f32(lemit *e, mc_dtype dt, LLVMValueRef code)
+{
+	if (!e->small_table[dt]) {
+		LLVMValueRef v[256];
+		for (unsigned c = 0; c < 256; c++)
+			v[c] = LLVMConstReal(e->f32, (double)(float)mc_small_float_to_double(dt, (uint8_t)c));
+		char name[300];
+		snprintf(name, sizeof name, "%s_%s_values", e->ce.name, mc_dtype_name(dt));
+		e->small_table[dt] = private_global(e, LLVMConstArray(e->f32, v, 256), name, 16);
+	}
+	LLVMValueRef i = LLVMBuildZExt(e->b, code, e->i32, "");
+	if (dt == MC_FLOAT4E2M1) /* a nibble in a byte, as modelc_f4e2m1_to_f32 reads it */
+		i = LLVMBuildAnd(e->b, i, LLVMConstInt(e->i32, 0xf, 0), "");
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, e->f32, e->small_table[dt], &i, 1, "");
+	return LLVMBuildLoad2(e->b, e->f32, p, "");
+}
+
+/* The float8 formats and float4e2m1, as runtime-min's modelc_f32_to_small
+ * takes them: mantissa bits, bias, the sign bit's position, the largest
+ * finite magnitude code, whether NaN exists, FNUZ, the positive NaN code. */
+typedef struct {
+	unsigned mbits;
+	int bias;
+	unsigned sign_shift, max;
+	bool has_nan, fnuz;
+	unsigned nan;
+} small_format;
+
+static const small_format *small_format_of(mc_dtype dt)
+{
+	static const small_format e4m3fn = { 3, 7, 7, 0x7e, true, false, 0x7f };
+	static const small_format e4m3fnuz = { 3, 8, 7, 0x7f, true, true, 0x80 };
+	static const small_format e5m2 = { 2, 15, 7, 0x7b, true, false, 0x7e };
+	static const small_format e5m2fnuz = { 2, 16, 7, 0x7f, true, true, 0x80 };
+	static const small_format e2m1 = { 1, 1, 3, 0x7, false, false, 0 };
+	switch (dt) {
+	case MC_FLOAT8E4M3FN: return &e4m3fn;
+	case MC_FLOAT8E4M3FNUZ: return &e4m3fnuz;
+	case MC_FLOAT8E5M2: return &e5m2;
+	case MC_FLOAT8E5M2FNUZ: return &e5m2fnuz;
+	case MC_FLOAT4E2M1: return &e2m1;
+	default: return NULL;
+	}
+}
+
+/* modelc_f32_to_small, branch-free: round to nearest even at the format's
+ * precision (never finer than its subnormals), saturate at the largest
+ * finite value (inf included), NaN to the format's NaN (float4e2m1: -0),
+ * no -0 in FNUZ formats. */
+static LLVMValueRef f32_to_small(lemit *e, const small_format *f, LLVMValueRef v)
+{
+	LLVMBuilderRef b = e->b;
+#define K(n) LLVMConstInt(e->i32, (unsigned long long)(n), 0)
+	LLVMValueRef x = LLVMBuildBitCast(b, v, e->i32, "");
+	LLVMValueRef ax = LLVMBuildAnd(b, x, K(0x7fffffffu), "");
+	LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, x, K(0), "");
+	LLVMValueRef sign = LLVMBuildSelect(b, neg, K(1u << f->sign_shift), K(0), "");
+	LLVMValueRef nan_code = !f->has_nan ? K(1u << f->sign_shift) : f->fnuz ? K(0x80) : LLVMBuildOr(b, sign, K(f->nan), "");
+	LLVMValueRef biased = LLVMBuildLShr(b, ax, K(23), "");
+	LLVMValueRef ex = LLVMBuildSub(b, biased, K(127), "");
+	LLVMValueRef min_lead = K(1 - f->bias);
+	LLVMValueRef lead = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, ex, min_lead, ""), min_lead, ex, "");
+	LLVMValueRef shift = LLVMBuildAdd(b, LLVMBuildSub(b, lead, ex, ""), K(23 - f->mbits), "");
+	LLVMValueRef to_zero = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, biased, K(0), ""),
+	                                   LLVMBuildICmp(b, LLVMIntSGE, shift, K(25), ""), "");
+	LLVMValueRef s = LLVMBuildSelect(b, to_zero, K(1), shift, "");
+	LLVMValueRef m = LLVMBuildOr(b, LLVMBuildAnd(b, ax, K(0x7fffffu), ""), K(0x800000u), "");
+	LLVMValueRef q = LLVMBuildLShr(b, m, s, "");
+	LLVMValueRef rem = LLVMBuildAnd(b, m, LLVMBuildSub(b, LLVMBuildShl(b, K(1), s, ""), K(1), ""), "");
+	LLVMValueRef half = LLVMBuildShl(b, K(1), LLVMBuildSub(b, s, K(1), ""), "");
+	LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, q, K(1), ""), K(0), "");
+	LLVMValueRef up = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, rem, half, ""),
+	                              LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rem, half, ""), odd, ""), "");
+	q = LLVMBuildAdd(b, q, LLVMBuildZExt(b, up, e->i32, ""), "");
+	q = LLVMBuildSelect(b, to_zero, K(0), q, "");
+	/* subnormal codes are q; normal ones (exp - 1) << mbits plus q, which
+	 * carries into the exponent when rounding reached the next binade */
+	LLVMValueRef mag = LLVMBuildAdd(b, LLVMBuildShl(b, LLVMBuildAdd(b, lead, K(f->bias - 1), ""), K(f->mbits), ""), q, "");
+	mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, mag, K(f->max), ""), K(f->max), mag, "");
+	LLVMValueRef r = LLVMBuildOr(b, sign, mag, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, q, K(0), ""), f->fnuz ? K(0) : sign, r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, ax, K(0x7f800000u), ""), LLVMBuildOr(b, sign, K(f->max), ""), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, K(0x7f800000u), ""), nan_code, r, "");
+#undef K
+	return LLVMBuildTrunc(b, r, e->i8, "");
+}
+
+static LLVMValueRef intrinsic(lemit *e, const char *name, LLVMTypeRef *over, int n_over, LLVMValueRef *args,
+                              int n_args);
+
+/* modelc_f32_to_f8e8m0: up to a power of two, saturating (ONNX Cast's
+ * defaults); NaN gives 0xff, inf the largest code, zero the smallest. */
+static LLVMValueRef f32_to_e8m0(lemit *e, LLVMValueRef v)
+{
+	LLVMBuilderRef b = e->b;
+#define K(n) LLVMConstInt(e->i32, (unsigned long long)(n), 0)
+	LLVMValueRef ax = LLVMBuildAnd(b, LLVMBuildBitCast(b, v, e->i32, ""), K(0x7fffffffu), "");
+	LLVMValueRef biased = LLVMBuildLShr(b, ax, K(23), "");
+	LLVMValueRef frac = LLVMBuildAnd(b, ax, K(0x7fffffu), "");
+	LLVMValueRef p_normal = LLVMBuildAdd(b, LLVMBuildSub(b, biased, K(127), ""),
+	                                     LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, frac, K(0), ""), e->i32, ""), "");
+	/* f32 subnormal: ax * 2^-149, its leading bit found by ctlz */
+	LLVMValueRef args[2] = { ax, LLVMConstInt(e->i1, 0, 0) };
+	LLVMValueRef lz = intrinsic(e, "llvm.ctlz", &e->i32, 1, args, 2);
+	LLVMValueRef lead = LLVMBuildSub(b, K(31), lz, "");
+	LLVMValueRef below = LLVMBuildSub(b, LLVMBuildShl(b, K(1), lead, ""), K(1), "");
+	LLVMValueRef p_sub = LLVMBuildAdd(b, LLVMBuildSub(b, lead, K(149), ""),
+	                                  LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ax, below, ""), K(0), ""),
+	                                                e->i32, ""), "");
+	LLVMValueRef p = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, biased, K(0), ""), p_sub, p_normal, "");
+	LLVMValueRef r = LLVMBuildAdd(b, p, K(127), "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, p, K(-127), ""), K(0), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, p, K(127), ""), K(0xfe), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, ax, K(0), ""), K(0), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, ax, K(0x7f800000u), ""), K(0xfe), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, K(0x7f800000u), ""), K(0xff), r, "");
+#undef K
+	return LLVMBuildTrunc(b, r, e->i8, "");
+}
+
 static LLVMValueRef widen(lemit *e, mc_dtype dt, LLVMValueRef v)
 {
 	switch (dt) {
@@ -208,9 +334,7 @@ static LLVMValueRef widen(lemit *e, mc_dtype dt, LLVMValueRef v)
 	case MC_BFLOAT16: return bf16_to_f32(e, v);
 	case MC_BOOL: return LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "");
 	default:
-		if (mc_dtype_is_small_float(dt))
-			fail(e, "dtype %s has no llvm lowering yet (the C target has it)", mc_dtype_name(dt));
-		return v;
+		return mc_dtype_is_small_float(dt) ? small_to_f32(e, dt, v) : v;
 	}
 }
 
@@ -225,8 +349,10 @@ static LLVMValueRef narrow(lemit *e, mc_dtype dt, LLVMValueRef v)
 	case MC_UINT4: return wrap_bits(e, v, 4, false);
 	case MC_UINT2: return wrap_bits(e, v, 2, false);
 	default:
-		if (mc_dtype_is_small_float(dt))
-			fail(e, "dtype %s has no llvm lowering yet (the C target has it)", mc_dtype_name(dt));
+		if (dt == MC_FLOAT8E8M0)
+			return f32_to_e8m0(e, v);
+		if (small_format_of(dt))
+			return f32_to_small(e, small_format_of(dt), v);
 		return v;
 	}
 }

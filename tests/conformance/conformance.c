@@ -41,6 +41,8 @@ static const double rel_tol = 1e-3;
 static double abs_tol = 1e-7;
 /* --compiled: the generated code is what is compared. */
 static bool compiled;
+/* --target: what --compiled compiles to (c, or llvm: NAME_main.c linked to libNAME.a) */
+static const char *compile_target = "c";
 static bool keep_dirs;
 
 /* Upstream's own overrides (onnx/backend/test: test_dft* gets atol 1e-6 to
@@ -293,7 +295,8 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	o.name = "m";
 	o.harness = true;
 	o.no_stack_usage = true; /* a compile of NAME.c per test, for a figure nobody reads */
-	o.isa = getenv("MODELC_ISA");       /* NULL: generic */
+	o.target = compile_target;
+	o.isa = getenv("MODELC_ISA");       /* NULL: generic (llvm: from the triple) */
 	o.layout = getenv("MODELC_LAYOUT"); /* NULL: auto */
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
@@ -531,11 +534,13 @@ static int cmp_str(const void *a, const void *b)
 
 static void usage(void)
 {
-	fputs("usage: conformance [-v] [-j N] [--compiled [--keep]] [--filter SUBSTR]...\n"
+	fputs("usage: conformance [-v] [-j N] [--compiled [--target c|llvm] [--keep]] [--filter SUBSTR]...\n"
 	      "                   [--expect FILE] [--write-expect FILE] [--ops] DIR...\n"
 	      "DIR holds test directories (each with model.onnx and test_data_set_0/).\n"
 	      "--compiled compiles each test to C, builds it with $MODELC_CC (cc) and\n"
 	      "$MODELC_CFLAGS (-std=c99 -O1 -Wall -Wextra -Werror), runs and compares;\n"
+	      "--target llvm compiles through the LLVM target instead (libNAME.a, no C\n"
+	      "sources) and links the driver to it;\n"
 	      "--keep leaves the generated directories in $TMPDIR.\n",
 	      stderr);
 }
@@ -551,6 +556,8 @@ int main(int argc, char **argv)
 			verbose = true;
 		else if (strcmp(argv[i], "--compiled") == 0)
 			compiled = true;
+		else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc)
+			compile_target = argv[++i];
 		else if (strcmp(argv[i], "--keep") == 0)
 			keep_dirs = true;
 		else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
@@ -702,7 +709,7 @@ int main(int argc, char **argv)
 	int all = total[PASS] + total[FAIL] + total[UNSUPPORTED] + total[CRASH];
 	int in_all = scope[PASS] + scope[FAIL] + scope[UNSUPPORTED] + scope[CRASH];
 	printf("\nconformance (%s): %d tests: %d pass, %d fail, %d unsupported, "
-	       "%d crash\n", compiled ? "compiled C" : "reference interpreter", all, total[PASS], total[FAIL], total[UNSUPPORTED], total[CRASH]);
+	       "%d crash\n", !compiled ? "reference interpreter" : strcmp(compile_target, "c") ? "compiled, llvm target" : "compiled C", all, total[PASS], total[FAIL], total[UNSUPPORTED], total[CRASH]);
 	printf("in scope (all ops in the foundation list): %d tests: %d pass (%.1f%%), %d fail, "
 	       "%d unsupported, %d crash\n", in_all, scope[PASS],
 	       in_all ? 100.0 * scope[PASS] / in_all : 0.0, scope[FAIL], scope[UNSUPPORTED],

@@ -572,7 +572,7 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--version") == 0) {
-		printf("modelc %s\n", MC_VERSION);
+		printf("modelc %s\ntargets: c cuda%s\n", MC_VERSION, mc_llvm_available() ? " llvm" : "");
 		return 0;
 	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

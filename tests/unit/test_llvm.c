@@ -1,0 +1,228 @@
+/* The llvm target (targets/llvm): the ar writer, and models compiled to
+ * libNAME.a, linked to the test driver and checked against the reference
+ * (mc_verify). Where modelc was built without LLVM, the target must say so. */
+#define _GNU_SOURCE /* memmem */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../aot/aot.h"
+#include "../../targets/llvm/archive.h"
+#include "model_builder.h"
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+Test(llvm_archive, index_names_and_members)
+{
+	const char *syms_a[] = { "m_run", "m_inputs" }, *syms_b[] = { "other" };
+	mc_ar_member m[2] = {
+		{ "m.o", "abc", 3, syms_a, 2 },
+		{ "a_member_name_longer_than_15.o", "wxyz", 4, syms_b, 1 },
+	};
+	unsigned char *ar;
+	size_t len;
+	cr_assert_eq(mc_ar_build(m, 2, &ar, &len), 0);
+	cr_assert_eq(memcmp(ar, "!<arch>\n", 8), 0);
+	/* the index: "/" header, 3 symbols, offsets of the headers that define them */
+	cr_assert_eq(memcmp(ar + 8, "/               ", 16), 0);
+	const unsigned char *idx = ar + 8 + 60;
+	cr_assert_eq(be32(idx), 3);
+	uint32_t off_a = be32(idx + 4), off_a2 = be32(idx + 8), off_b = be32(idx + 12);
+	cr_assert_eq(off_a, off_a2);
+	cr_assert_str_eq((const char *)idx + 16, "m_run");
+	cr_assert_eq(memcmp(ar + off_a, "m.o/", 4), 0);
+	cr_assert_eq(memcmp(ar + off_a + 60, "abc", 3), 0);
+	cr_assert_eq(ar[off_a + 63], '\n', "odd members are padded to an even length");
+	cr_assert_eq(memcmp(ar + off_b, "/0 ", 3), 0, "long names point into the // table");
+	cr_assert_eq(memcmp(ar + off_b + 60, "wxyz", 4), 0);
+	cr_assert_eq(off_b + 60 + 4, len);
+	/* the // table holds the long name */
+	cr_assert_not_null(memmem(ar, len, "a_member_name_longer_than_15.o/\n", 32));
+	/* deterministic: the same bytes again */
+	unsigned char *again;
+	size_t len2;
+	cr_assert_eq(mc_ar_build(m, 2, &again, &len2), 0);
+	cr_assert(len == len2 && memcmp(ar, again, len) == 0);
+	free(again);
+	free(ar);
+	mc_ar_member bad = { "dir/x.o", "a", 1, NULL, 0 };
+	cr_assert_eq(mc_ar_build(&bad, 1, &ar, &len), -1);
+}
+
+/* y = Relu(x) * 2 - x: a pointwise chain fused into one kernel */
+static mb *chain_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,37");
+	float two = 2.0f;
+	mb_init_floats(b, g, "two", "", &two, 1);
+	mb_node(b, g, "Relu", "r", "x", "r");
+	mb_node(b, g, "Mul", "m", "r,two", "m");
+	mb_node(b, g, "Sub", "s", "m,x", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+/* A 3x3 convolution with bias and Relu, then a Gemm: the register-tiled
+ * kernels, vector code where the ISA has it. */
+static mb *conv_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,5,9,11");
+	float w[7 * 5 * 3 * 3], bias[7], fc[7 * 9 * 11 * 4];
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+		w[i] = (float)((int)(i * 37 % 19) - 9) / 16.0f;
+	for (size_t i = 0; i < 7; i++)
+		bias[i] = (float)i / 8.0f - 0.4f;
+	for (size_t i = 0; i < sizeof fc / sizeof *fc; i++)
+		fc[i] = (float)((int)(i * 13 % 23) - 11) / 64.0f;
+	mb_init_floats(b, g, "w", "7,5,3,3", w, sizeof w / sizeof *w);
+	mb_init_floats(b, g, "b", "7", bias, 7);
+	mb_init_floats(b, g, "fc", "693,4", fc, sizeof fc / sizeof *fc);
+	Onnx__NodeProto *c = mb_node(b, g, "Conv", "c", "x,w,b", "c");
+	mb_attr_ints(b, c, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "r", "c", "r");
+	Onnx__NodeProto *f = mb_node(b, g, "Flatten", "f", "r", "f");
+	mb_attr_int(b, f, "axis", 1);
+	mb_node(b, g, "MatMul", "mm", "f,fc", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+/* Integer edges the llvm target must lower as the C target does: division
+ * and Mod of negatives (truncating; Mod takes the divisor's sign), by -1,
+ * shifts past the width give 0. (Division by zero the reference refuses,
+ * so the conformance run is what checks the rest.) */
+static mb *int_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "a", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "6");
+	int64_t d[] = { 5, -1, 3, -7, 1, 2 }, sh[] = { 33, 40, 1, 0, 31, 32 };
+	mb_init_ints(b, g, "d", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "6", d, 6);
+	mb_init_ints(b, g, "sh64", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "6", sh, 6);
+	mb_attr_int(b, mb_node(b, g, "Cast", "csh", "sh64", "sh"), "to", ONNX__TENSOR_PROTO__DATA_TYPE__UINT32);
+	mb_node(b, g, "Div", "div", "a,d", "q");
+	mb_node(b, g, "Mod", "mod", "a,d", "r");
+	mb_node(b, g, "Add", "add", "q,r", "y");
+	mb_attr_int(b, mb_node(b, g, "Cast", "cu", "y", "yu"), "to", ONNX__TENSOR_PROTO__DATA_TYPE__UINT32);
+	mb_attr_string(b, mb_node(b, g, "BitShift", "shl", "yu,sh", "l"), "direction", "LEFT");
+	mb_attr_string(b, mb_node(b, g, "BitShift", "shr", "yu,sh", "z"), "direction", "RIGHT");
+	mb_output(b, g, "y");
+	mb_output(b, g, "l");
+	mb_output(b, g, "z");
+	return b;
+}
+
+static int verify_llvm(mb *b, const char *cpu)
+{
+	char *dir = make_temp_dir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.target = "llvm";
+	o.cpu = cpu;
+	mc_verify_opts v;
+	mc_verify_opts_init(&v);
+	v.rtol = 1e-4;
+	v.atol = 1e-5;
+	int rc = mc_verify(path, &o, &v);
+	rm_tree(dir);
+	free(dir);
+	mb_free(b);
+	return rc;
+}
+
+Test(llvm_target, runs_like_the_reference)
+{
+	if (!mc_llvm_available())
+		cr_skip_test("modelc was built without LLVM");
+	cr_assert_eq(verify_llvm(chain_model(), NULL), 0);
+	cr_assert_eq(verify_llvm(conv_model(), NULL), 0);
+	cr_assert_eq(verify_llvm(conv_model(), "native"), 0, "vector kernels for this machine's CPU");
+	cr_assert_eq(verify_llvm(int_model(), NULL), 0);
+}
+
+Test(llvm_target, writes_a_library_and_no_sources)
+{
+	if (!mc_llvm_available())
+		cr_skip_test("modelc was built without LLVM");
+	char *dir = make_temp_dir();
+	char path[512], out[512], f[600];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	snprintf(out, sizeof out, "%s/gen", dir);
+	mb *b = chain_model();
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.target = "llvm";
+	o.triple = "aarch64-linux-gnu";
+	o.emit_llvm = true;
+	cr_assert_eq(mc_compile(path, out, &o), 0);
+	const char *want[] = { "t.h", "t.o", "libt.a", "t.ll", "modelc_rt.h", "t.json", "build.ninja" };
+	struct stat st;
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		snprintf(f, sizeof f, "%s/%s", out, want[i]);
+		cr_assert_eq(stat(f, &st), 0, "%s is missing", want[i]);
+	}
+	snprintf(f, sizeof f, "%s/t.c", out);
+	cr_assert_neq(stat(f, &st), 0, "no C sources");
+	/* the object is an aarch64 ELF file: e_machine 183 */
+	snprintf(f, sizeof f, "%s/t.o", out);
+	FILE *fp = fopen(f, "rb");
+	unsigned char h[20];
+	cr_assert_eq(fread(h, 1, 20, fp), 20);
+	fclose(fp);
+	cr_assert_eq(memcmp(h, "\177ELF", 4), 0);
+	cr_assert_eq(h[18] | h[19] << 8, 183);
+	rm_tree(dir);
+	free(dir);
+}
+
+Test(llvm_target, bad_options_are_errors)
+{
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.cpu = "native";
+	diag_capture();
+	cr_assert_eq(mc_compile("/nonexistent.onnx", "/tmp/x", &o), -1);
+	cr_assert_eq(diag_count_with("--cpu needs --target llvm"), 1, "%s", diag_all());
+	if (!mc_llvm_available()) {
+		o.cpu = NULL;
+		o.target = "llvm";
+		diag_capture();
+		cr_assert_eq(mc_compile("/nonexistent.onnx", "/tmp/x", &o), -1);
+		cr_assert_eq(diag_count_with("not in this build"), 1, "%s", diag_all());
+		return;
+	}
+	char *dir = make_temp_dir();
+	char path[512], out[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	snprintf(out, sizeof out, "%s/gen", dir);
+	mb *b = chain_model();
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	o.cpu = NULL;
+	o.target = "llvm";
+	o.triple = "nosucharch-unknown-none";
+	diag_capture();
+	cr_assert_eq(mc_compile(path, out, &o), -1);
+	cr_assert_eq(diag_count_with("--triple 'nosucharch-unknown-none'"), 1, "%s", diag_all());
+	struct stat st;
+	cr_assert_neq(stat(out, &st), 0, "nothing written after the error");
+	rm_tree(dir);
+	free(dir);
+}

@@ -6,7 +6,9 @@
 #
 # For NAME it defines
 #   NAME_LIB     OUTDIR/libNAME.a: the generated C compiled with this build's
-#                $(CC) and $(CFLAGS) (a cross compiler works) and $(AR)
+#                $(CC) and $(CFLAGS) (a cross compiler works) and $(AR); with
+#                `--target llvm` among the options, modelc writes it itself
+#                (then give --triple and --cpu for the board)
 #   NAME_CFLAGS  -IOUTDIR: NAME.h and modelc_rt.h
 # and the rules that make them. `modelc compile` runs again when the model,
 # the modelc binary or the options change; it rewrites only the sources
@@ -34,6 +36,12 @@ $(3)/$(1).stamp: $(2) $(MODELC_BIN) $(3)/$(1).options
 	$(MODELC) compile $(2) -o $(3) --name $(1) $(4)
 	@touch $$@
 
+ifneq (,$(findstring --target llvm,$(4)))
+# the llvm target writes the library itself: no sources to compile
+$(1)_SRCS :=
+$(1)_OBJS :=
+$$($(1)_LIB) $(3)/$(1).h: $(3)/$(1).stamp ;
+else
 $(3)/$(1).c $(3)/$(1)_weights.c $(3)/$(1).h: $(3)/$(1).stamp ;
 
 $(3)/%.o: $(3)/%.c $(3)/$(1).h
@@ -41,7 +49,8 @@ $(3)/%.o: $(3)/%.c $(3)/$(1).h
 
 $$($(1)_LIB): $$($(1)_OBJS) $(3)/$(1).stamp
 	@rm -f $$@
-	$$(AR) rcs $$@ $$($(1)_OBJS)
+	$$(AR) rcs $$@ $(3)/$(1).o $(3)/$(1)_weights.o
+endif
 
 .DEFAULT_GOAL := $$(modelc_saved_goal)
 endef

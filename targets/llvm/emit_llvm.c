@@ -908,6 +908,9 @@ static int build_weights(lemit *e)
 		char name[300];
 		snprintf(name, sizeof name, "%s_w%d", e->ce.name, i);
 		e->weights[i] = private_global(e, const_bytes(e, bytes, n), name, (unsigned)align);
+		/* a local symbol, not a private label: a firmware's map and nm show
+		 * where each weight array went (flash) */
+		LLVMSetLinkage(e->weights[i], LLVMInternalLinkage);
 		free(bytes);
 	}
 	return 0;

@@ -252,7 +252,7 @@ Test(cuda, options_are_checked)
 	o.target = "rocm";
 	o.cuda_arch = NULL;
 	cr_assert_eq(mc_compile(model, out, &o), -1);
-	cr_assert_eq(diag_count_with("unknown target 'rocm' (this build knows: c, cuda)"), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with("unknown target 'rocm' (known: c, cuda, llvm)"), 1, "%s", diag_all());
 	rm_tree(tmp);
 	free(model);
 	free(tmp);

@@ -158,18 +158,9 @@ uint16_t mc_float_to_bf16(float f)
  * One description per format; encoding rounds the exact value to the
  * format's precision (round to nearest even) and only then looks at the
  * range, so "[x] > FLT_MAX" in the spec's tables means the rounded value. */
-typedef struct {
-	int mbits;        /* mantissa bits */
-	int bias;
-	int sign_shift;   /* the sign bit's position */
-	uint8_t max;      /* code of the largest finite value */
-	bool has_inf;     /* max + 1 is inf (E5M2) */
-	bool has_nan;     /* false for float4e2m1 */
-	bool fnuz;        /* NaN is 0x80, there is no -0 */
-	uint8_t nan;      /* positive NaN code (fnuz: 0x80) */
-} small_float;
+typedef mc_small_float small_float;
 
-static const small_float *small_float_format(mc_dtype t)
+const mc_small_float *mc_small_float_format(mc_dtype t)
 {
 	static const small_float e4m3fn = {3, 7, 7, 0x7e, false, true, false, 0x7f};
 	static const small_float e4m3fnuz = {3, 8, 7, 0x7f, false, true, true, 0x80};
@@ -199,7 +190,7 @@ double mc_small_float_to_double(mc_dtype t, uint8_t code)
 {
 	if (t == MC_FLOAT8E8M0)
 		return code == 0xff ? NAN : ldexp(1.0, code - 127);
-	const small_float *f = small_float_format(t);
+	const small_float *f = mc_small_float_format(t);
 	if (!f)
 		return 0;
 	unsigned sign_bit = 1u << f->sign_shift, mag = code & (sign_bit - 1);
@@ -228,7 +219,7 @@ uint8_t mc_double_to_small_float(mc_dtype t, double v, bool saturate)
 {
 	if (t == MC_FLOAT8E8M0)
 		return mc_double_to_e8m0(v, saturate, MC_ROUND_UP);
-	const small_float *f = small_float_format(t);
+	const small_float *f = mc_small_float_format(t);
 	if (!f)
 		return 0;
 	unsigned sign = signbit(v) ? 1u << f->sign_shift : 0;

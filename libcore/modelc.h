@@ -77,6 +77,20 @@ float mc_bf16_to_float(uint16_t h);
 uint16_t mc_float_to_bf16(float f);
 /* Bit code of a small float type (mc_dtype_is_small_float) to its value. */
 double mc_small_float_to_double(mc_dtype t, uint8_t code);
+/* The layout of the float8 types and float4e2m1 (not float8e8m0), what
+ * encoders of them (the reference here, targets in generated code) need. */
+typedef struct {
+	int mbits;        /* mantissa bits */
+	int bias;
+	int sign_shift;   /* the sign bit's position */
+	uint8_t max;      /* code of the largest finite value */
+	bool has_inf;     /* max + 1 is inf (E5M2) */
+	bool has_nan;     /* false for float4e2m1 */
+	bool fnuz;        /* NaN is 0x80, there is no -0 */
+	uint8_t nan;      /* positive NaN code (fnuz: 0x80) */
+} mc_small_float;
+/* NULL for other dtypes (float8e8m0 included). */
+const mc_small_float *mc_small_float_format(mc_dtype t);
 /* Value to bit code, rounding to nearest even, as ONNX's Cast. Out of range
  * (inf included): saturate clamps to the largest finite value; otherwise
  * inf where the type has it, else NaN. float4e2m1 always saturates (and

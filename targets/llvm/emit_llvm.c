@@ -224,47 +224,19 @@ static LLVMValueRef small_to_f32(lemit *e, mc_dtype dt, LLVMValueRef code)
 	return LLVMBuildLoad2(e->b, e->f32, p, "");
 }
 
-/* The float8 formats and float4e2m1, as runtime-min's modelc_f32_to_small
- * takes them: mantissa bits, bias, the sign bit's position, the largest
- * finite magnitude code, whether NaN exists, FNUZ, the positive NaN code. */
-typedef struct {
-	unsigned mbits;
-	int bias;
-	unsigned sign_shift, max;
-	bool has_nan, fnuz;
-	unsigned nan;
-} small_format;
-
-static const small_format *small_format_of(mc_dtype dt)
-{
-	static const small_format e4m3fn = { 3, 7, 7, 0x7e, true, false, 0x7f };
-	static const small_format e4m3fnuz = { 3, 8, 7, 0x7f, true, true, 0x80 };
-	static const small_format e5m2 = { 2, 15, 7, 0x7b, true, false, 0x7e };
-	static const small_format e5m2fnuz = { 2, 16, 7, 0x7f, true, true, 0x80 };
-	static const small_format e2m1 = { 1, 1, 3, 0x7, false, false, 0 };
-	switch (dt) {
-	case MC_FLOAT8E4M3FN: return &e4m3fn;
-	case MC_FLOAT8E4M3FNUZ: return &e4m3fnuz;
-	case MC_FLOAT8E5M2: return &e5m2;
-	case MC_FLOAT8E5M2FNUZ: return &e5m2fnuz;
-	case MC_FLOAT4E2M1: return &e2m1;
-	default: return NULL;
-	}
-}
-
 /* modelc_f32_to_small, branch-free: round to nearest even at the format's
  * precision (never finer than its subnormals), saturate at the largest
  * finite value (inf included), NaN to the format's NaN (float4e2m1: -0),
  * no -0 in FNUZ formats. */
-static LLVMValueRef f32_to_small(lemit *e, const small_format *f, LLVMValueRef v)
+static LLVMValueRef f32_to_small(lemit *e, const mc_small_float *f, LLVMValueRef v)
 {
 	LLVMBuilderRef b = e->b;
 #define K(n) LLVMConstInt(e->i32, (unsigned long long)(n), 0)
 	LLVMValueRef x = LLVMBuildBitCast(b, v, e->i32, "");
 	LLVMValueRef ax = LLVMBuildAnd(b, x, K(0x7fffffffu), "");
 	LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, x, K(0), "");
-	LLVMValueRef sign = LLVMBuildSelect(b, neg, K(1u << f->sign_shift), K(0), "");
-	LLVMValueRef nan_code = !f->has_nan ? K(1u << f->sign_shift) : f->fnuz ? K(0x80) : LLVMBuildOr(b, sign, K(f->nan), "");
+	LLVMValueRef sign = LLVMBuildSelect(b, neg, K(1u << (unsigned)f->sign_shift), K(0), "");
+	LLVMValueRef nan_code = !f->has_nan ? K(1u << (unsigned)f->sign_shift) : f->fnuz ? K(0x80) : LLVMBuildOr(b, sign, K(f->nan), "");
 	LLVMValueRef biased = LLVMBuildLShr(b, ax, K(23), "");
 	LLVMValueRef ex = LLVMBuildSub(b, biased, K(127), "");
 	LLVMValueRef min_lead = K(1 - f->bias);
@@ -351,8 +323,8 @@ static LLVMValueRef narrow(lemit *e, mc_dtype dt, LLVMValueRef v)
 	default:
 		if (dt == MC_FLOAT8E8M0)
 			return f32_to_e8m0(e, v);
-		if (small_format_of(dt))
-			return f32_to_small(e, small_format_of(dt), v);
+		if (mc_small_float_format(dt)) /* the reference's own description of the format */
+			return f32_to_small(e, mc_small_float_format(dt), v);
 		return v;
 	}
 }

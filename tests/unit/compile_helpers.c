@@ -17,21 +17,26 @@ bool host_runs_isa(const char *isa)
 
 int verify_model(mb *b, size_t fold_limit)
 {
-	char *dir = make_temp_dir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	if (fold_limit)
 		o.fold_limit = fold_limit;
+	return verify_model_with(b, &o);
+}
+
+int verify_model_with(mb *b, const mc_compile_opts *o)
+{
+	char *dir = make_temp_dir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
 	mc_verify_opts v;
 	mc_verify_opts_init(&v);
 	v.rtol = 1e-4;
 	v.atol = 1e-5;
 	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
-	int rc = mc_verify(path, &o, &v);
+	int rc = mc_verify(path, o, &v);
 	rm_tree(dir);
 	free(dir);
 	mb_free(b);

@@ -9,6 +9,8 @@
 /* mc_verify on b's model (rtol 1e-4, atol 1e-5, -O1 -Werror); frees b.
  * 0 when every output is within tolerance. fold_limit 0: the default. */
 int verify_model(mb *b, size_t fold_limit);
+/* The same with o's compile options (target, ISA...). */
+int verify_model_with(mb *b, const mc_compile_opts *o);
 /* Imports, infers and builds the program of b's model (b stays). */
 mc_graph *program_of(mb *b, mc_program *p);
 /* True if this machine runs code built for isa with -march=native (tests

@@ -10,6 +10,7 @@
 
 #include "../../aot/aot.h"
 #include "../../targets/llvm/archive.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 static uint32_t be32(const unsigned char *p)
@@ -123,24 +124,12 @@ static mb *int_model(void)
 
 static int verify_llvm(mb *b, const char *cpu)
 {
-	char *dir = make_temp_dir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.target = "llvm";
 	o.cpu = cpu;
-	mc_verify_opts v;
-	mc_verify_opts_init(&v);
-	v.rtol = 1e-4;
-	v.atol = 1e-5;
-	int rc = mc_verify(path, &o, &v);
-	rm_tree(dir);
-	free(dir);
-	mb_free(b);
-	return rc;
+	return verify_model_with(b, &o);
 }
 
 Test(llvm_target, runs_like_the_reference)

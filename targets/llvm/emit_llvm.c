@@ -459,7 +459,8 @@ static LLVMValueRef compare(lemit *e, int op, mc_ktype t, LLVMValueRef a, LLVMVa
 	bool uns = is_unsigned(t) || t == MC_KT_BOOL;
 	static const LLVMIntPredicate spreds[] = { LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE };
 	static const LLVMIntPredicate upreds[] = { LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE, LLVMIntEQ, LLVMIntNE };
-	return LLVMBuildICmp(e->b, (uns ? upreds : spreds)[op - MC_KB_LT], a, b, "");
+	int i = op - MC_KB_LT;
+	return LLVMBuildICmp(e->b, uns ? upreds[i] : spreds[i], a, b, "");
 }
 
 /* modelc_div/rem: x / 0 and x % 0 give 0, INT_MIN / -1 wraps */

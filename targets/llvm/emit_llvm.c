@@ -978,6 +978,11 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 	for (int i = 0; i < n && !e->err; i++) {
 		const mc_step *s = &steps[i];
 		if (s->kind == MC_STEP_IF) {
+			const mc_weight *w = s->cond.kind == MC_LOC_WEIGHT ? mc_ce_weight_of(&e->ce, s->cond.index) : NULL;
+			if (s->cond.kind == MC_LOC_WEIGHT && (!w || w->t->numel == 0 || w->t->dtype != MC_BOOL)) {
+				fail(e, "If step: condition without a valid location", NULL);
+				return;
+			}
 			LLVMValueRef c = LLVMBuildLoad2(e->b, e->i8, loc_ptr(e, &s->cond, arena, in, out), "");
 			c = LLVMBuildICmp(e->b, LLVMIntNE, c, LLVMConstInt(e->i8, 0, 0), "");
 			LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "then");

@@ -1113,6 +1113,18 @@ const mc_weight *mc_ce_weight_of(const emitter *e, int index)
 	return &e->p->weights[index];
 }
 
+bool mc_ce_is_cond_weight(const emitter *e, int index)
+{
+	const mc_weight *w = mc_ce_weight_of(e, index);
+	return w && w->t->numel > 0 && w->t->dtype == MC_BOOL;
+}
+
+size_t mc_ce_weight_align(const mc_weight *w)
+{
+	/* aligned() needs a power of two */
+	return w->align && (w->align & (w->align - 1)) == 0 ? w->align : 16;
+}
+
 /* Whether two buffers of a kernel may share storage: the same input,
  * output or weight, or intersecting arena ranges (in-place kernels).
  * Inputs, outputs, weights and the arena never overlap each other (the
@@ -1252,14 +1264,12 @@ static void put_cond(emitter *e, const mc_loc *l)
 	case MC_LOC_OUTPUT:
 		mc_sb_printf(e->sb, "((const uint8_t *)outputs[%d])[0] != 0", l->index);
 		return;
-	case MC_LOC_WEIGHT: {
-		const mc_weight *w = mc_ce_weight_of(e, l->index);
-		if (w && w->t->numel > 0 && w->t->dtype == MC_BOOL) {
+	case MC_LOC_WEIGHT:
+		if (mc_ce_is_cond_weight(e, l->index)) {
 			mc_sb_printf(e->sb, "%s_w%d[0] != 0", e->name, l->index);
 			return;
 		}
 		break;
-	}
 	default:
 		break;
 	}
@@ -1637,9 +1647,7 @@ int mc_ce_weights(emitter *e)
 		}
 		if (t->numel == 0)
 			continue;
-		size_t align = p->weights[i].align;
-		if (align == 0 || (align & (align - 1)) != 0) /* aligned() needs a power of two */
-			align = 16;
+		size_t align = mc_ce_weight_align(&p->weights[i]);
 		mc_sb_printf(sb, "\n/* %s", mc_dtype_name(t->dtype));
 		char shape[256];
 		mc_sb_printf(sb, " %s */\n", mc_shape_str(&t->shape, shape, sizeof shape));

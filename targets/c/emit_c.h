@@ -39,6 +39,10 @@ const char *mc_ce_ctype(const mc_cemit *e, mc_ktype t);
 const char *mc_ce_storage_type(mc_dtype t); /* NULL: no C storage */
 const char *mc_ce_dtype_const(mc_dtype t);  /* "MODELC_FLOAT", ... */
 const mc_weight *mc_ce_weight_of(const mc_cemit *e, int index);
+/* Weight `index` can be an If step's condition: a non-empty bool constant. */
+bool mc_ce_is_cond_weight(const mc_cemit *e, int index);
+/* A weight array's alignment: its own where a power of two, else 16. */
+size_t mc_ce_weight_align(const mc_weight *w);
 size_t mc_ce_arena_align(const mc_program *p);
 
 /* Kernel bodies. mc_ce_begin_kernel counts uses (unused buffers get no

@@ -10,7 +10,6 @@
  * semantics (emit_c.c and runtime-min/modelc_rt.h say what each operation
  * does at the edges: wrapping, division by zero, saturating conversions);
  * vectors are LLVM vector types, legalised by LLVM for the target. */
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,12 +119,18 @@ static LLVMTypeRef storage(lemit *e, mc_dtype t)
 	}
 }
 
+/* unsigned ints and bool */
 static bool is_unsigned(mc_ktype t)
 {
 	return !mc_ktype_is_signed(t);
 }
 
 /* ---- calls ---- */
+static LLVMAttributeRef enum_attr(lemit *e, const char *name)
+{
+	return LLVMCreateEnumAttribute(e->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
+}
+
 static LLVMValueRef intrinsic(lemit *e, const char *name, LLVMTypeRef *over, int n_over, LLVMValueRef *args,
                               int n_args)
 {
@@ -150,8 +155,7 @@ static LLVMValueRef libcall(lemit *e, const char *base, bool f32, LLVMValueRef a
 	LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
 	if (!f) {
 		f = LLVMAddFunction(e->mod, name, ft);
-		LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-		                        LLVMCreateEnumAttribute(e->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+		LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
 	}
 	LLVMValueRef args[2] = { a, b };
 	return LLVMBuildCall2(e->b, ft, f, args, b ? 2 : 1, "");
@@ -266,9 +270,6 @@ static LLVMValueRef f32_to_small(lemit *e, const mc_small_float *f, LLVMValueRef
 	return LLVMBuildTrunc(b, r, e->i8, "");
 }
 
-static LLVMValueRef intrinsic(lemit *e, const char *name, LLVMTypeRef *over, int n_over, LLVMValueRef *args,
-                              int n_args);
-
 /* modelc_f32_to_f8e8m0: up to a power of two, saturating (ONNX Cast's
  * defaults); NaN gives 0xff, inf the largest code, zero the smallest. */
 static LLVMValueRef f32_to_e8m0(lemit *e, LLVMValueRef v)
@@ -320,9 +321,8 @@ static LLVMValueRef narrow(lemit *e, mc_dtype dt, LLVMValueRef v)
 	case MC_INT2: return wrap_bits(e, v, 2, true);
 	case MC_UINT4: return wrap_bits(e, v, 4, false);
 	case MC_UINT2: return wrap_bits(e, v, 2, false);
+	case MC_FLOAT8E8M0: return f32_to_e8m0(e, v);
 	default:
-		if (dt == MC_FLOAT8E8M0)
-			return f32_to_e8m0(e, v);
 		if (mc_small_float_format(dt)) /* the reference's own description of the format */
 			return f32_to_small(e, mc_small_float_format(dt), v);
 		return v;
@@ -407,7 +407,7 @@ static LLVMValueRef un(lemit *e, const mc_kexpr *x)
 		case MC_KU_FLOOR: case MC_KU_CEIL: case MC_KU_TRUNC: case MC_KU_RINT: case MC_KU_ROUND:
 			return a;
 		case MC_KU_ABS:
-			if (is_unsigned(t) || t == MC_KT_BOOL)
+			if (is_unsigned(t))
 				return a;
 			return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, LLVMConstNull(at), ""),
 			                       LLVMBuildNeg(e->b, a, ""), a, "");
@@ -456,7 +456,7 @@ static LLVMValueRef compare(lemit *e, int op, mc_ktype t, LLVMValueRef a, LLVMVa
 		                                           LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE };
 		return LLVMBuildFCmp(e->b, preds[op - MC_KB_LT], a, b, "");
 	}
-	bool uns = is_unsigned(t) || t == MC_KT_BOOL;
+	bool uns = is_unsigned(t);
 	static const LLVMIntPredicate spreds[] = { LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE };
 	static const LLVMIntPredicate upreds[] = { LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE, LLVMIntEQ, LLVMIntNE };
 	int i = op - MC_KB_LT;
@@ -572,7 +572,7 @@ static LLVMValueRef cast(lemit *e, const mc_kexpr *x)
 		LLVMTypeRef over[2] = { tt, LLVMTypeOf(a) };
 		return intrinsic(e, is_unsigned(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", over, 2, &a, 1);
 	}
-	bool src_uns = is_unsigned(from) || from == MC_KT_BOOL;
+	bool src_uns = is_unsigned(from);
 	if (to_float)
 		return src_uns ? LLVMBuildUIToFP(e->b, a, tt, "") : LLVMBuildSIToFP(e->b, a, tt, "");
 	unsigned wf = LLVMGetIntTypeWidth(LLVMTypeOf(a)), wt = LLVMGetIntTypeWidth(tt);
@@ -763,11 +763,6 @@ static void block(lemit *e, const mc_kstmt *s)
 }
 
 /* ---- kernels: int k(ptr b0, ptr b1, ...), one pointer per buffer it touches ---- */
-static LLVMAttributeRef enum_attr(lemit *e, const char *name)
-{
-	return LLVMCreateEnumAttribute(e->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)), 0);
-}
-
 static LLVMValueRef build_kernel(lemit *e, const mc_kernel *k, int **used_out, int *n_used_out)
 {
 	e->k = k;
@@ -779,12 +774,12 @@ static LLVMValueRef build_kernel(lemit *e, const mc_kernel *k, int **used_out, i
 	LLVMTypeRef *params = mc_xcalloc((size_t)n_used + 1, sizeof *params);
 	for (int i = 0; i < n_used; i++)
 		params[i] = e->ptr;
-	char name[512];
-	snprintf(name, sizeof name, "%s_%s", e->ce.name, k->name);
-	for (char *c = name; *c; c++)
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			*c = '_';
-	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, (unsigned)n_used, 0));
+	mc_strbuf name = { 0 };
+	e->ce.sb = &name;
+	mc_ce_kernel_name(&e->ce, k); /* the C target's name for it */
+	e->ce.sb = NULL;
+	LLVMValueRef fn = LLVMAddFunction(e->mod, name.data, LLVMFunctionType(e->i32, params, (unsigned)n_used, 0));
+	mc_sb_free(&name);
 	free(params);
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
@@ -875,9 +870,7 @@ static int build_weights(lemit *e)
 					bytes[j + a] = bytes[j + b];
 					bytes[j + b] = c;
 				}
-		size_t align = p->weights[i].align;
-		if (align == 0 || (align & (align - 1)) != 0)
-			align = 16;
+		size_t align = mc_ce_weight_align(&p->weights[i]);
 		char name[300];
 		snprintf(name, sizeof name, "%s_w%d", e->ce.name, i);
 		e->weights[i] = private_global(e, const_bytes(e, bytes, n), name, (unsigned)align);
@@ -899,7 +892,7 @@ static void build_desc_table(lemit *e, const char *kind, const char *table, cons
 {
 	if (n == 0)
 		return;
-	LLVMTypeRef fields[4] = { e->ptr, LLVMInt32TypeInContext(e->ctx), LLVMInt32TypeInContext(e->ctx), e->ptr };
+	LLVMTypeRef fields[4] = { e->ptr, e->i32, e->i32, e->ptr };
 	LLVMTypeRef desc = LLVMStructTypeInContext(e->ctx, fields, 4, 0);
 	LLVMValueRef *rows = mc_xcalloc((size_t)n, sizeof *rows);
 	char name[400];
@@ -978,8 +971,7 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 	for (int i = 0; i < n && !e->err; i++) {
 		const mc_step *s = &steps[i];
 		if (s->kind == MC_STEP_IF) {
-			const mc_weight *w = s->cond.kind == MC_LOC_WEIGHT ? mc_ce_weight_of(&e->ce, s->cond.index) : NULL;
-			if (s->cond.kind == MC_LOC_WEIGHT && (!w || w->t->numel == 0 || w->t->dtype != MC_BOOL)) {
+			if (s->cond.kind == MC_LOC_WEIGHT && !mc_ce_is_cond_weight(&e->ce, s->cond.index)) {
 				fail(e, "If step: condition without a valid location", NULL);
 				return;
 			}
@@ -1005,15 +997,10 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 		const kernel_fn *k = &kf[s->kernel];
 		const mc_kernel *kern = e->p->kernels[s->kernel];
 		LLVMValueRef *args = mc_xcalloc((size_t)k->n_used + 1, sizeof *args);
-		LLVMTypeRef *types = mc_xcalloc((size_t)k->n_used + 1, sizeof *types);
-		for (int j = 0; j < k->n_used; j++) {
+		for (int j = 0; j < k->n_used; j++)
 			args[j] = loc_ptr(e, &kern->bufs[k->used[j]].loc, arena, in, out);
-			types[j] = e->ptr;
-		}
-		LLVMTypeRef ft = LLVMFunctionType(e->i32, types, (unsigned)k->n_used, 0);
-		LLVMValueRef st = LLVMBuildCall2(e->b, ft, k->fn, args, (unsigned)k->n_used, "");
+		LLVMValueRef st = LLVMBuildCall2(e->b, LLVMGlobalGetValueType(k->fn), k->fn, args, (unsigned)k->n_used, "");
 		free(args);
-		free(types);
 		ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, st, LLVMConstInt(e->i32, 0, 0), ""), st);
 	}
 }

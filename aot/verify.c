@@ -77,10 +77,10 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 	char cmd[16384], line[512];
 	*exit_status = 0;
 	/* the llvm target leaves a library, no sources: link the driver to it */
-	char lib[4200];
+	char src[4200], lib[4200];
+	snprintf(src, sizeof src, "%s/%s.c", dir, name);
 	snprintf(lib, sizeof lib, "%s/lib%s.a", dir, name);
-	snprintf(cmd + 0, sizeof cmd, "%s/%s.c", dir, name);
-	if (access(cmd, F_OK) != 0 && access(lib, F_OK) == 0)
+	if (access(src, F_OK) != 0 && access(lib, F_OK) == 0)
 		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main ./lib%s.a -lm > cc.log 2>&1",
 		         dir, cc, cflags, name, name, name);
 	else

@@ -12,6 +12,7 @@
 
 const mc_pass mc_freeze_passes[] = {
 	{"fold", mc_pass_fold},
+	{"unroll", mc_pass_unroll},
 	{"bn", mc_pass_fold_bn},
 	{"pad", mc_pass_fold_pad},
 	{"identity", mc_pass_identity},

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loop.h"
 #include "ops.h"
 
 /* A loop whose inputs are all compile-time constants is evaluated while
@@ -705,23 +706,7 @@ static const mc_op op_loop = {
 };
 
 /* ---- Scan ---- */
-/* Opset 9+: inputs are N initial states then M scan inputs; each scan
- * input is sliced along its axis (scan_input_axes), forwards or backwards
- * (scan_input_directions); body: (N states, M slices) -> (N states, K
- * slices); outputs: N final states, K slices stacked along
- * scan_output_axes (scan_output_directions: 1 fills from the end).
- * Opset 8: a leading optional sequence_lens input and a batch axis 0 on
- * every input and output; the scan axis is 1 and outputs are stacked
- * along axis 1 in iteration order ('directions' reverses inputs only). */
-
-typedef struct {
-	int n_state, n_scan_in, n_scan_out;
-	int64_t seq_len;    /* set by infer */
-	int64_t batch;      /* opset 8 only */
-	bool folding;
-	int *in_axis, *in_dir, *out_axis, *out_dir; /* point into data[] */
-	int data[];
-} scan_params;
+/* The inputs, outputs and attributes: see loop.h. */
 
 /* Reads an optional ints attribute of `count` entries into dst (dflt if absent). */
 static int scan_ints_attr(mc_node *n, const char *name, int count, int *dst, int dflt,

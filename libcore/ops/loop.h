@@ -1,0 +1,26 @@
+/* Scan's parsed attributes (node->params), shared by the reference
+ * implementation (loop.c) and the compiler's unrolling of Scan
+ * (freezing/unroll.c). */
+#ifndef MODELC_OPS_LOOP_H
+#define MODELC_OPS_LOOP_H
+
+#include "../modelc.h"
+
+/* Opset 9+: inputs are n_state initial states then n_scan_in scan inputs;
+ * each scan input is sliced along in_axis, forwards or backwards (in_dir
+ * 1); body: (states, slices) -> (states, n_scan_out slices); outputs: the
+ * final states, then the slices stacked along out_axis (out_dir 1 fills
+ * from the end). Opset 8: a leading optional sequence_lens input and a
+ * batch axis 0 on every input and output; the scan axis is 1 and outputs
+ * are stacked along axis 1 in iteration order (in_dir reverses inputs
+ * only). Inference normalises the axes and sets seq_len (and batch). */
+typedef struct {
+	int n_state, n_scan_in, n_scan_out;
+	int64_t seq_len;    /* set by infer */
+	int64_t batch;      /* opset 8 only */
+	bool folding;
+	int *in_axis, *in_dir, *out_axis, *out_dir; /* point into data[] */
+	int data[];
+} scan_params;
+
+#endif

@@ -87,6 +87,19 @@ typedef struct {
 #define MODELC_ALIGN(n)
 #endif
 
+/* Ends every kernel of the C target. GCC 12 (x86-64 and arm-none-eabi
+ * alike) can judge a kernel "const" once it has rewritten the kernel's
+ * loops, although the kernel stores through its arena pointer, and then
+ * drops a later call of it or moves memory accesses across one (identical
+ * kernels, merged into one function, then ran once instead of once per
+ * copy). An empty asm that clobbers memory is never const and costs no
+ * instruction. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MODELC_KERNEL_END() __asm__ __volatile__("" ::: "memory")
+#else
+#define MODELC_KERNEL_END() ((void)0)
+#endif
+
 /* ---- float bits ---- */
 MODELC_FN uint32_t modelc_f32_bits(float f)
 {

@@ -1247,7 +1247,7 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 	if (!uses_out)
 		mc_sb_puts(e->sb, "\t(void)out;\n");
 	mc_ce_block(e, k->body, 1);
-	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n\n");
+	mc_sb_puts(e->sb, "\tMODELC_KERNEL_END();\n\treturn MODELC_OK;\n}\n\n");
 	mc_ce_end_kernel(e);
 }
 

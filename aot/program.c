@@ -84,11 +84,11 @@ static int check_lowerings(const mc_graph *g)
 	for (int n = 0; n < g->n_nodes; n++) {
 		const mc_node *nd = &g->nodes[n];
 		char why[256];
-		const char *scan_why = !nd->domain[0] && !strcmp(nd->op_type, "Scan")
-		                       ? mc_scan_unroll_refusal(g, nd, why, sizeof why) : NULL;
-		if (scan_why) {
-			mc_node_error(nd, "Scan is compiled by unrolling its body, and this one cannot be: %s",
-			              scan_why);
+		bool unrolled = !nd->domain[0] && (!strcmp(nd->op_type, "Scan") || !strcmp(nd->op_type, "Loop"));
+		const char *unroll_why = unrolled ? mc_unroll_refusal(g, nd, why, sizeof why) : NULL;
+		if (unroll_why) {
+			mc_node_error(nd, "%s is compiled by unrolling its body, and this one cannot be: %s",
+			              nd->op_type, unroll_why);
 			missing++;
 		} else if (!mc_lowering_find(nd->op_type)) {
 			mc_node_error(nd, "has no lowering to kernels yet (op %s is not supported by the compiler)",

@@ -50,12 +50,12 @@ int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o);
  * transposes sunk to the graph's boundary (freezing/layout.c). mc_freeze
  * runs it once, after the other passes' fixed point. */
 int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o);
-/* Scan nodes become their body's nodes once per iteration (the generated
- * code has no loops over graphs): freezing/unroll.c. */
+/* Scan and Loop nodes become their body's nodes once per iteration (the
+ * generated code has no loops over graphs): freezing/unroll.c. */
 int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o);
-/* Why Scan node n of g cannot be unrolled (buf, len hold the text), or
- * NULL when it can. */
-const char *mc_scan_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len);
+/* Why Scan or Loop node n of g cannot be unrolled (buf, len may hold the
+ * text), or NULL when it can. */
+const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len);
 
 /* Readable text of the graph: one line per node with input/output names,
  * dtypes and shapes; constants summarised. */

@@ -1,14 +1,17 @@
-/* Scan unrolled for code generation: the generated code has no loops over
- * graphs, so a Scan whose inputs are not all known (those fold whole)
- * becomes its body's nodes once per iteration. Shapes are static, so the
- * iteration count is known; each iteration's scan slices are Gathers of
- * the scan inputs, its states the previous iteration's body results, and
- * the stacked outputs Concats of the iterations' slices. The other passes
- * then fold, merge and fuse the copies like any other nodes.
+/* Scan and Loop unrolled for code generation: the generated code has no
+ * loops over graphs, so a Scan or Loop whose inputs are not all known
+ * (those fold whole) becomes its body's nodes once per iteration. The
+ * iteration count must be known when compiling: a Scan's from its static
+ * shapes, a Loop's from a constant trip count and a condition that cannot
+ * end it early (a for loop). Each iteration's scan slices are Gathers of
+ * the scan inputs, its iteration number a constant, its states the
+ * previous iteration's body results, and the stacked outputs Concats of
+ * the iterations' slices. The other passes then fold, merge and fuse the
+ * copies like any other nodes.
  *
- * The copies cost code per iteration, so a Scan that would unroll into
- * more than MAX_UNROLLED_NODES nodes is left as it is and the compiler
- * says why (mc_scan_unroll_refusal). */
+ * The copies cost code per iteration, so one that would unroll into more
+ * than MAX_UNROLLED_NODES nodes is left as it is and the compiler says why
+ * (mc_unroll_refusal). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +34,12 @@ static bool has_zero_elements(const mc_value *v)
 	return !mc_shape_numel(&v->shape, &numel) || numel == 0;
 }
 
-const char *mc_scan_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+/* What keeps any body from being unrolled `copies` times, or NULL. */
+static const char *body_refusal(const mc_graph *g, const mc_node *n, int64_t copies, int extra,
+                                char *buf, size_t len)
 {
-	const scan_params *p = n->params;
 	const mc_graph *body = body_of(n);
-	bool v8 = n->opset < 9;
-	if (!p || !body || !n->op)
+	if (!n->params || !body || !n->op)
 		return "it has no typed body";
 	for (int i = 0; i < body->n_nodes; i++) {
 		const mc_node *bn = &body->nodes[i];
@@ -46,20 +49,30 @@ const char *mc_scan_unroll_refusal(const mc_graph *g, const mc_node *n, char *bu
 			return buf;
 		}
 	}
-	if (p->seq_len < 1)
-		return "its sequence is empty";
 	for (int k = 0; k < n->n_inputs; k++)
 		if (n->inputs[k] >= 0 && has_zero_elements(&g->values[n->inputs[k]]))
 			return "an input has no elements";
 	for (int k = 0; k < n->n_outputs; k++)
 		if (n->outputs[k] >= 0 && has_zero_elements(&g->values[n->outputs[k]]))
 			return "an output has no elements";
-	int64_t copies = v8 ? p->batch * p->seq_len : p->seq_len;
-	if (copies > MAX_UNROLLED_NODES / (body->n_nodes + p->n_scan_in + 1)) {
+	if (copies > MAX_UNROLLED_NODES / (body->n_nodes + extra + 1)) {
 		snprintf(buf, len, "%lld iterations of its %d-node body would make more than %d nodes",
 		         (long long)copies, body->n_nodes, MAX_UNROLLED_NODES);
 		return buf;
 	}
+	return NULL;
+}
+
+static const char *scan_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+{
+	const scan_params *p = n->params;
+	bool v8 = n->opset < 9;
+	if (p && p->seq_len < 1)
+		return "its sequence is empty";
+	const char *why = body_refusal(g, n, !p ? 0 : v8 ? p->batch * p->seq_len : p->seq_len,
+	                               p ? p->n_scan_in : 0, buf, len);
+	if (why)
+		return why;
 	if (v8 && n->n_inputs > 0 && n->inputs[0] >= 0) {
 		const mc_tensor *lens = g->values[n->inputs[0]].konst;
 		if (!lens)
@@ -74,6 +87,28 @@ const char *mc_scan_unroll_refusal(const mc_graph *g, const mc_node *n, char *bu
 		}
 	}
 	return NULL;
+}
+
+static const char *loop_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+{
+	const loop_params *p = n->params;
+	if (p && p->iters < 0) {
+		snprintf(buf, len, "its iteration count is not known at compile time (%s)",
+		         p->iters_why ? p->iters_why : "the trip count or condition is not constant");
+		return buf;
+	}
+	return body_refusal(g, n, p ? p->iters : 0, 0, buf, len);
+}
+
+const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+{
+	if (n->domain[0])
+		return "it is not of the default domain";
+	if (!strcmp(n->op_type, "Scan"))
+		return scan_refusal(g, n, buf, len);
+	if (!strcmp(n->op_type, "Loop"))
+		return loop_refusal(g, n, buf, len);
+	return "only Scan and Loop unroll";
 }
 
 /* ---- building the unrolled nodes ---- */
@@ -147,7 +182,7 @@ static int add_node(unroller *u, const char *op_type, const char *what, const in
 		n->attrs[0].i = axis;
 	}
 	if (!n->op)
-		return mc_node_error(n, "internal error: no %s at opset %d to unroll Scan with", op_type,
+		return mc_node_error(n, "internal error: no %s at opset %d to unroll with", op_type,
 		                     n->opset);
 	return n->op->parse ? n->op->parse(n) : 0;
 }
@@ -232,8 +267,9 @@ static mc_attr clone_attr(const mc_attr *a)
 	return c;
 }
 
-/* Body value bv as a value of g in this iteration (map: -2 not yet). */
-static int map_value(unroller *u, int *map, int bv, const char *iter)
+/* Body value bv as a value of g in this iteration (map: -2 not yet); with
+ * konst, a constant inference found for it is kept. */
+static int map_value(unroller *u, int *map, int bv, const char *iter, bool konst)
 {
 	if (bv < 0)
 		return -1;
@@ -250,22 +286,23 @@ static int map_value(unroller *u, int *map, int bv, const char *iter)
 	char what[1024];
 	snprintf(what, sizeof what, "%s/%s", iter, src->name);
 	int v = new_value(u, what, src->dtype, &src->shape);
-	if (src->konst)
+	if (konst && src->konst)
 		u->g->values[v].konst = mc_tensor_clone(src->konst);
 	return map[bv] = v;
 }
 
-/* One iteration: the body's nodes on states[0..n_state) (replaced by its
- * results) and slices[]; its scan outputs into outs[]. */
-static int run_iteration(unroller *u, int n_state, int *states, const int *slices, int *outs,
-                         const char *iter)
+/* One iteration: the body's nodes reading ins[] (a value of g for each body
+ * input); outs[] gets the body's outputs as values of g. With konst, the
+ * constants inference found inside the body hold for every iteration and
+ * are kept. */
+static int run_iteration(unroller *u, const int *ins, int *outs, const char *iter, bool konst)
 {
 	const mc_graph *b = u->body;
 	int *map = mc_xmalloc(((size_t)b->n_values + 1) * sizeof *map), rc = 0;
 	for (int v = 0; v < b->n_values; v++)
 		map[v] = -2;
 	for (int i = 0; i < b->n_inputs; i++)
-		map[b->inputs[i]] = i < n_state ? states[i] : slices[i - n_state];
+		map[b->inputs[i]] = ins[i];
 	for (int i = 0; i < b->n_nodes && !rc; i++) {
 		const mc_node *bn = &b->nodes[i];
 		mc_node *n = push_node(u);
@@ -281,23 +318,38 @@ static int run_iteration(unroller *u, int n_state, int *states, const int *slice
 		n->inputs = mc_xmalloc(((size_t)bn->n_inputs + 1) * sizeof *n->inputs);
 		n->outputs = mc_xmalloc(((size_t)bn->n_outputs + 1) * sizeof *n->outputs);
 		for (int k = 0; k < bn->n_inputs; k++)
-			n->inputs[k] = map_value(u, map, bn->inputs[k], iter);
+			n->inputs[k] = map_value(u, map, bn->inputs[k], iter, konst);
 		for (int k = 0; k < bn->n_outputs; k++)
-			n->outputs[k] = map_value(u, map, bn->outputs[k], iter);
+			n->outputs[k] = map_value(u, map, bn->outputs[k], iter, konst);
 		n->n_attrs = bn->n_attrs;
 		n->attrs = mc_xcalloc((size_t)bn->n_attrs + 1, sizeof *n->attrs);
 		for (int a = 0; a < bn->n_attrs; a++)
 			n->attrs[a] = clone_attr(&bn->attrs[a]);
 		rc = n->op && n->op->parse ? n->op->parse(n) : 0;
 	}
-	for (int k = 0; k < b->n_outputs && !rc; k++) {
-		int v = map_value(u, map, b->outputs[k], iter);
-		if (k < n_state)
-			states[k] = v;
-		else
-			outs[k - n_state] = v;
-	}
+	for (int k = 0; k < b->n_outputs && !rc; k++)
+		outs[k] = map_value(u, map, b->outputs[k], iter, konst);
 	free(map);
+	return rc;
+}
+
+/* States, then slices: a Scan body's inputs; its outputs back into states
+ * and outs. */
+static int scan_iteration(unroller *u, const scan_params *p, int *states, const int *slices,
+                          int *outs, const char *iter)
+{
+	int n_in = p->n_state + p->n_scan_in, n_out = p->n_state + p->n_scan_out;
+	int *ins = mc_xmalloc(((size_t)n_in + 1) * sizeof *ins);
+	int *res = mc_xmalloc(((size_t)n_out + 1) * sizeof *res);
+	memcpy(ins, states, (size_t)p->n_state * sizeof *ins);
+	memcpy(ins + p->n_state, slices, (size_t)p->n_scan_in * sizeof *ins);
+	int rc = run_iteration(u, ins, res, iter, true);
+	if (!rc) {
+		memcpy(states, res, (size_t)p->n_state * sizeof *states);
+		memcpy(outs, res + p->n_state, (size_t)p->n_scan_out * sizeof *outs);
+	}
+	free(res);
+	free(ins);
 	return rc;
 }
 
@@ -320,7 +372,7 @@ static int unroll9(unroller *u, const mc_node *n, const scan_params *p)
 			rc = slices[j] < 0;
 		}
 		if (!rc)
-			rc = run_iteration(u, p->n_state, states, slices, outs, iter);
+			rc = scan_iteration(u, p, states, slices, outs, iter);
 		for (int k = 0; k < p->n_scan_out && !rc; k++)
 			ys[(size_t)k * L + (p->out_dir[k] ? L - 1 - t : t)] = outs[k];
 	}
@@ -384,7 +436,7 @@ static int unroll8(unroller *u, const mc_node *n, const scan_params *p)
 				rc = slices[j] < 0;
 			}
 			if (!rc)
-				rc = run_iteration(u, p->n_state, states, slices, outs, iter);
+				rc = scan_iteration(u, p, states, slices, outs, iter);
 			for (int k = 0; k < p->n_scan_out && !rc; k++)
 				per_iter[(size_t)k * L + t] = outs[k];
 		}
@@ -435,22 +487,92 @@ static int unroll8(unroller *u, const mc_node *n, const scan_params *p)
 	return rc ? -1 : 0;
 }
 
-static int unroll_scan(mc_graph *g, int pos)
+/* A for loop: the iteration number a constant, the condition the constant
+ * true (the body was typed with it true, and its count is known, so the
+ * condition it computes cannot end the loop early); carried values feed the
+ * next iteration, scan slices are stacked along a new axis 0. A body typed
+ * once per iteration number (shapes that depend on it) keeps none of the
+ * constants of its last typing: its copies are typed again once spliced. */
+static int unroll_loop(unroller *u, const mc_node *n, const loop_params *p)
+{
+	const mc_graph *b = u->body;
+	int n_carried = n->n_inputs - 2, n_scan = n->n_outputs - n_carried, L = (int)p->iters;
+	int rc = 0;
+	int *ins = mc_xmalloc(((size_t)b->n_inputs + 1) * sizeof *ins);
+	int *res = mc_xmalloc(((size_t)b->n_outputs + 1) * sizeof *res);
+	int *ys = mc_xmalloc(((size_t)n_scan * L + 1) * sizeof *ys); /* [k][t] */
+	const mc_value *iv = &b->values[b->inputs[0]], *cv = &b->values[b->inputs[1]];
+	mc_tensor *yes = mc_tensor_new(MC_BOOL, &cv->shape);
+	if (!yes) {
+		mc_error("out of memory");
+		exit(3);
+	}
+	mc_set_i(yes, 0, 1);
+	char what[1100];
+	snprintf(what, sizeof what, "%s/cond", u->prefix);
+	ins[1] = ge_add_const(u->g, what, yes);
+	for (int k = 0; k < n_carried; k++)
+		ins[2 + k] = n->inputs[2 + k];
+	for (int t = 0; t < L && !rc; t++) {
+		char iter[32];
+		snprintf(iter, sizeof iter, "i%d", t);
+		mc_tensor *it = mc_tensor_new(MC_INT64, &iv->shape);
+		if (!it) {
+			mc_error("out of memory");
+			exit(3);
+		}
+		mc_set_i(it, 0, t);
+		snprintf(what, sizeof what, "%s/%s/iteration", u->prefix, iter);
+		ins[0] = ge_add_const(u->g, what, it);
+		rc = run_iteration(u, ins, res, iter, !p->per_iteration);
+		for (int k = 0; k < n_carried && !rc; k++)
+			ins[2 + k] = res[1 + k];
+		for (int k = 0; k < n_scan && !rc; k++)
+			ys[(size_t)k * L + t] = res[1 + n_carried + k];
+	}
+	for (int k = 0; k < n_carried && !rc; k++) {
+		if (n->outputs[k] < 0)
+			continue;
+		snprintf(what, sizeof what, "%s/carried%d", u->prefix, k);
+		mc_node *id = push_node(u);
+		*id = ge_identity_node(u->g, what, ins[2 + k], n->outputs[k]);
+		id->guard = u->guard;
+		id->guard_else = u->guard_else;
+	}
+	for (int k = 0; k < n_scan && !rc; k++) {
+		snprintf(what, sizeof what, "stacked%d", k);
+		int dst = n->outputs[n_carried + k];
+		if (dst >= 0)
+			rc = stack(u, ys + (size_t)k * L, L, 0, dst, what) < 0;
+	}
+	free(ys);
+	free(res);
+	free(ins);
+	return rc ? -1 : 0;
+}
+
+/* Replaces the Scan or Loop at pos by its unrolled nodes. */
+static int unroll_node(mc_graph *g, int pos)
 {
 	const mc_node *n = &g->nodes[pos];
 	const mc_graph *body = body_of(n);
-	char *prefix = mc_xstrdup(n->name[0] ? n->name : "scan");
+	bool loop = !strcmp(n->op_type, "Loop");
+	bool retype = loop && ((const loop_params *)n->params)->per_iteration;
+	char *prefix = mc_xstrdup(n->name[0] ? n->name : loop ? "loop" : "scan");
 	unroller u = {.g = g, .body = body, .prefix = prefix, .guard = n->guard,
 	              .guard_else = n->guard_else};
 	u.const_of = mc_xmalloc(((size_t)body->n_values + 1) * sizeof *u.const_of);
 	for (int v = 0; v < body->n_values; v++)
 		u.const_of[v] = -1;
-	int rc = n->opset < 9 ? unroll8(&u, n, n->params) : unroll9(&u, n, n->params);
+	int rc = loop ? unroll_loop(&u, n, n->params)
+	              : n->opset < 9 ? unroll8(&u, n, n->params) : unroll9(&u, n, n->params);
 	if (rc) {
 		for (int i = 0; i < u.count; i++)
 			ge_node_free(&u.nodes[i]);
 	} else {
 		ge_splice_nodes(g, pos, u.nodes, u.count);
+		for (int i = pos; i < pos + u.count && retype && !rc; i++)
+			rc = mc_infer_node(g, i);
 	}
 	free(u.nodes);
 	free(u.const_of);
@@ -466,10 +588,11 @@ int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o)
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
 		char why[256];
-		if (n->domain[0] || strcmp(n->op_type, "Scan") || mc_scan_unroll_refusal(g, n, why, sizeof why))
+		if (n->domain[0] || (strcmp(n->op_type, "Scan") && strcmp(n->op_type, "Loop")) ||
+		    mc_unroll_refusal(g, n, why, sizeof why))
 			continue;
 		int before = g->n_nodes;
-		if (unroll_scan(g, i))
+		if (unroll_node(g, i))
 			return -1;
 		i += g->n_nodes - before; /* past the copies */
 		changes++;

@@ -172,6 +172,49 @@ static int fold(mc_graph *g, mc_node *n)
 	return rc;
 }
 
+int mc_infer_node(mc_graph *g, int i)
+{
+	mc_node *n = &g->nodes[i];
+	if (!n->op) {
+		char where[512];
+		mc_error("%s: cannot infer shapes through an unsupported op",
+		         mc_node_where(n, where, sizeof where));
+		return -1;
+	}
+	const mc_value *in[n->n_inputs + 1];
+	mc_value *out[n->n_outputs + 1];
+	for (int k = 0; k < n->n_inputs; k++) {
+		in[k] = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
+		if (in[k] && !in[k]->typed)
+			return mc_node_error(n, "input '%s' has no known type", in[k]->name);
+	}
+	for (int k = 0; k < n->n_outputs; k++)
+		out[k] = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
+	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
+	                  .in = in, .out = out};
+	if (n->op->infer(&c))
+		return -1;
+	for (int k = 0; k < n->n_outputs; k++) {
+		size_t numel;
+		if (!out[k])
+			continue;
+		if (!out[k]->typed)
+			return mc_node_error(n, "internal error: output %d was not typed", k);
+		if (!mc_dtype_supported(out[k]->dtype))
+			return mc_node_error(n, "output '%s' would have unsupported dtype %s",
+			                     out[k]->name, mc_dtype_name(out[k]->dtype));
+		if (!mc_shape_numel(&out[k]->shape, &numel)) {
+			char buf[256];
+			return mc_node_error(n, "output '%s' would have shape %s, which is too large "
+			                     "or invalid", out[k]->name,
+			                     mc_shape_str(&out[k]->shape, buf, sizeof buf));
+		}
+	}
+	if (foldable(g, n) && fold(g, n))
+		return -1;
+	return 0;
+}
+
 int mc_infer_graph(mc_graph *g)
 {
 	for (int v = 0; v < g->n_values; v++) {
@@ -188,45 +231,8 @@ int mc_infer_graph(mc_graph *g)
 	for (int i = 0; i < g->n_inputs; i++)
 		if (check_input(&g->values[g->inputs[i]]))
 			return -1;
-	for (int i = 0; i < g->n_nodes; i++) {
-		mc_node *n = &g->nodes[i];
-		if (!n->op) {
-			char where[512];
-			mc_error("%s: cannot infer shapes through an unsupported op",
-			         mc_node_where(n, where, sizeof where));
+	for (int i = 0; i < g->n_nodes; i++)
+		if (mc_infer_node(g, i))
 			return -1;
-		}
-		const mc_value *in[n->n_inputs + 1];
-		mc_value *out[n->n_outputs + 1];
-		for (int k = 0; k < n->n_inputs; k++) {
-			in[k] = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
-			if (in[k] && !in[k]->typed)
-				return mc_node_error(n, "input '%s' has no known type", in[k]->name);
-		}
-		for (int k = 0; k < n->n_outputs; k++)
-			out[k] = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
-		mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
-		                  .in = in, .out = out};
-		if (n->op->infer(&c))
-			return -1;
-		for (int k = 0; k < n->n_outputs; k++) {
-			size_t numel;
-			if (!out[k])
-				continue;
-			if (!out[k]->typed)
-				return mc_node_error(n, "internal error: output %d was not typed", k);
-			if (!mc_dtype_supported(out[k]->dtype))
-				return mc_node_error(n, "output '%s' would have unsupported dtype %s",
-				                     out[k]->name, mc_dtype_name(out[k]->dtype));
-			if (!mc_shape_numel(&out[k]->shape, &numel)) {
-				char buf[256];
-				return mc_node_error(n, "output '%s' would have shape %s, which is too large "
-				                     "or invalid", out[k]->name,
-				                     mc_shape_str(&out[k]->shape, buf, sizeof buf));
-			}
-		}
-		if (foldable(g, n) && fold(g, n))
-			return -1;
-	}
 	return 0;
 }

@@ -318,6 +318,9 @@ mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len);
  * known and that the registry can evaluate get their outputs computed
  * (shape subgraphs), unless the result exceeds fold_limit bytes. */
 int mc_infer_graph(mc_graph *g);
+/* Types node i's outputs from its typed inputs (and folds it as
+ * mc_infer_graph does): a pass that adds nodes types them with it. */
+int mc_infer_node(mc_graph *g, int i);
 /* Compile-time evaluation (inference and the freezing passes) shares one
  * budget per model, 256 MiB plus four times the model's own constant
  * bytes, so that a small file cannot make modelc evaluate gigabytes (a

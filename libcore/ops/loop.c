@@ -244,11 +244,6 @@ static int fold_budget(void)
 /* Per-iteration typing is tried up to this trip count. */
 #define UNROLL_MAX_ITERS 1024
 
-typedef struct {
-	bool folding;        /* every input constant: evaluation happens at compile time */
-	bool per_iteration;  /* the body is typed for each iteration number */
-} loop_params;
-
 static int loop_parse(mc_node *n)
 {
 	mc_graph *body;
@@ -597,11 +592,14 @@ static int loop_infer_static(mc_infer_ctx *c, mc_graph *body, int64_t *iters)
 		                   cond ? "its body's condition output is always true"
 		                        : "no condition");
 	*iters = 0;
-	if (!rc && n_scan > 0)
+	if (!rc)
 		why = loop_static_iters(c, cond_out, iters);
 	loop_untype_inputs(body);
-	if (!rc && why)
+	if (!rc && why && n_scan > 0)
 		rc = loop_count_iters(c, body, n_scan, why, iters);
+	else if (why)
+		*iters = -1;
+	((loop_params *)n->params)->iters_why = *iters < 0 ? why : NULL;
 	return rc;
 }
 
@@ -653,6 +651,9 @@ static int loop_infer_per_iteration(mc_infer_ctx *c, mc_graph *body, int64_t *it
 	}
 	if (!rc && n_scan > 0 && why)
 		rc = loop_count_iters(c, body, n_scan, why, iters);
+	else if (why)
+		*iters = -1;
+	((loop_params *)n->params)->iters_why = *iters < 0 ? why : NULL;
 	return rc;
 }
 
@@ -673,6 +674,7 @@ static int loop_infer(mc_infer_ctx *c)
 	if (p->per_iteration ? loop_infer_per_iteration(c, body, &iters)
 	                     : loop_infer_static(c, body, &iters))
 		return -1;
+	p->iters = iters;
 	for (int k = 0; k < n_carried; k++)
 		mc_set_out(c, k, c->in[2 + k]->dtype, &c->in[2 + k]->shape);
 	for (int k = 0; k < n_scan; k++) {

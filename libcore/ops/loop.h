@@ -1,6 +1,5 @@
-/* Scan's parsed attributes (node->params), shared by the reference
- * implementation (loop.c) and the compiler's unrolling of Scan
- * (freezing/unroll.c). */
+/* Loop's and Scan's node->params, shared by the reference implementation
+ * (loop.c) and the compiler's unrolling of them (freezing/unroll.c). */
 #ifndef MODELC_OPS_LOOP_H
 #define MODELC_OPS_LOOP_H
 
@@ -14,6 +13,19 @@
  * batch axis 0 on every input and output; the scan axis is 1 and outputs
  * are stacked along axis 1 in iteration order (in_dir reverses inputs
  * only). Inference normalises the axes and sets seq_len (and batch). */
+/* Loop: inputs (trip count, condition, carried values...), body (iteration
+ * number, condition, carried...) -> (condition, carried..., scan slices...),
+ * outputs (final carried values..., slices stacked along a new axis 0). */
+typedef struct {
+	bool folding;        /* every input constant: evaluation happens at compile time */
+	bool per_iteration;  /* the body is typed for each iteration number */
+	/* Set by infer: the iterations it runs whatever the run-time values
+	 * (a constant trip count, a condition that cannot end it early), or
+	 * -1 when that is not known at compile time. */
+	int64_t iters;
+	const char *iters_why; /* why iters is -1 (a string literal), or NULL */
+} loop_params;
+
 typedef struct {
 	int n_state, n_scan_in, n_scan_out;
 	int64_t seq_len;    /* set by infer */

@@ -233,3 +233,127 @@ Test(unroll, identical_kernels_each_run_at_O2)
 	free(dir);
 	cr_assert_eq(rc, 0);
 }
+
+/* ---- Loop ---- */
+
+/* A for loop (trip count 4, no condition input): x <- x * w + i, each
+ * iteration's x stacked (with_scan); w is a run-time input the body
+ * captures. */
+static mb *for_loop_model(const char *cond_input, bool trip_known, bool with_scan)
+{
+	mb *b = mb_new(16);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x0", F32, "3");
+	mb_input(b, g, "w", F32, "3");
+	if (trip_known)
+		mb_init_ints(b, g, "trip", I64, "", (const int64_t[]){4}, 1);
+	else
+		mb_input(b, g, "trip", I64, "");
+	if (cond_input[0])
+		mb_input(b, g, cond_input, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	Onnx__GraphProto *body = mb_graph(b, "body");
+	mb_input(b, body, "i", I64, "");
+	mb_input(b, body, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	mb_input(b, body, "x", F32, "3");
+	Onnx__NodeProto *cast = mb_node(b, body, "Cast", "to_float", "i", "fi");
+	mb_attr_int(b, cast, "to", F32);
+	mb_node(b, body, "Mul", "scale", "x,w", "xw");
+	mb_node(b, body, "Add", "shift", "xw,fi", "x_out");
+	mb_node(b, body, "Identity", "keep_going", "c", "c_out");
+	mb_output(b, body, "c_out");
+	mb_output(b, body, "x_out");
+	if (with_scan) {
+		mb_node(b, body, "Identity", "record", "x_out", "y_t");
+		mb_output(b, body, "y_t");
+	}
+	char ins[64];
+	snprintf(ins, sizeof ins, "trip,%s,x0", cond_input);
+	Onnx__NodeProto *n = mb_node(b, g, "Loop", "for_loop", ins, with_scan ? "x,y" : "x");
+	mb_attr_graph(b, n, "body", body);
+	mb_output(b, g, "x");
+	if (with_scan)
+		mb_output(b, g, "y");
+	return b;
+}
+
+Test(unroll, for_loop_compiles)
+{
+	cr_assert_eq(verify_model(for_loop_model("", true, true), 0), 0);
+	cr_assert_eq(verify_model(for_loop_model("", true, false), 0), 0);
+}
+
+/* The body sums the first i + 1 rows of a run-time input: a slice whose
+ * shape depends on the iteration number, so the body is typed once per
+ * iteration and its copies typed again once unrolled. The condition is
+ * the constant true, passed on by the body. */
+static mb *prefix_sum_model(void)
+{
+	mb *b = mb_new(16);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "data", F32, "5,2");
+	mb_input(b, g, "acc0", F32, "1,2");
+	mb_init_ints(b, g, "trip", I64, "", (const int64_t[]){5}, 1);
+	mb_const_bool(b, g, "go", true);
+	Onnx__GraphProto *body = mb_graph(b, "body");
+	mb_input(b, body, "i", I64, "");
+	mb_input(b, body, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	mb_input(b, body, "acc", F32, "1,2");
+	mb_init_ints(b, body, "axes", I64, "1", (const int64_t[]){0}, 1);
+	mb_init_ints(b, body, "one", I64, "1", (const int64_t[]){1}, 1);
+	mb_init_ints(b, body, "zero", I64, "1", (const int64_t[]){0}, 1);
+	mb_node(b, body, "Unsqueeze", "last", "i,axes", "s");
+	mb_node(b, body, "Add", "end", "s,one", "e");
+	mb_node(b, body, "Slice", "rows", "data,zero,e", "prefix");
+	mb_node(b, body, "ReduceSum", "total", "prefix,axes", "r");
+	mb_node(b, body, "Add", "sum", "acc,r", "acc_out");
+	mb_node(b, body, "Identity", "keep_going", "c", "c_out");
+	mb_output(b, body, "c_out");
+	mb_output(b, body, "acc_out");
+	mb_output(b, body, "r");
+	Onnx__NodeProto *n = mb_node(b, g, "Loop", "rows", "trip,go,acc0", "acc,rows_out");
+	mb_attr_graph(b, n, "body", body);
+	mb_output(b, g, "acc");
+	mb_output(b, g, "rows_out");
+	return b;
+}
+
+Test(unroll, loop_reading_its_iteration_number_compiles)
+{
+	cr_assert_eq(verify_model(prefix_sum_model(), 0), 0);
+}
+
+/* Right after the pass, iteration t's slice holds t + 1 rows. */
+Test(unroll, per_iteration_copies_are_typed_for_their_iteration)
+{
+	mb *b = prefix_sum_model();
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	cr_assert_eq(mc_pass_unroll(g, NULL), 1, "%s", diag_all());
+	int slices = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		if (strcmp(n->op_type, "Slice"))
+			continue;
+		const mc_value *v = &g->values[n->outputs[0]];
+		cr_assert_eq(v->shape.rank, 2);
+		cr_assert_eq(v->shape.dims[0], slices + 1, "%s: %lld rows", v->name,
+		             (long long)v->shape.dims[0]);
+		slices++;
+	}
+	cr_assert_eq(slices, 5);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+Test(unroll, loops_without_a_known_count_are_refused_with_the_reason)
+{
+	char *why = compile_error(for_loop_model("", false, false));
+	cr_assert(strstr(why, "Loop is compiled by unrolling its body, and this one cannot be: its "
+	                      "iteration count is not known at compile time (the trip count is not a "
+	                      "compile-time constant)"), "%s", why);
+	free(why);
+	why = compile_error(for_loop_model("cond", true, false));
+	cr_assert(strstr(why, "(the condition input is not a compile-time constant)"), "%s", why);
+	free(why);
+}

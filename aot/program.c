@@ -84,8 +84,8 @@ static int check_lowerings(const mc_graph *g)
 	for (int n = 0; n < g->n_nodes; n++) {
 		const mc_node *nd = &g->nodes[n];
 		char why[256];
-		bool unrolled = !nd->domain[0] && (!strcmp(nd->op_type, "Scan") || !strcmp(nd->op_type, "Loop"));
-		const char *unroll_why = unrolled ? mc_unroll_refusal(g, nd, why, sizeof why) : NULL;
+		bool loop_like = !nd->domain[0] && (!strcmp(nd->op_type, "Scan") || !strcmp(nd->op_type, "Loop"));
+		const char *unroll_why = loop_like ? mc_unroll_refusal(g, nd, why, sizeof why) : NULL;
 		if (unroll_why) {
 			mc_node_error(nd, "%s is compiled by unrolling its body, and this one cannot be: %s",
 			              nd->op_type, unroll_why);

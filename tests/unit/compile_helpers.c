@@ -27,6 +27,11 @@ int verify_model(mb *b, size_t fold_limit)
 
 int verify_model_with(mb *b, const mc_compile_opts *o)
 {
+	return verify_model_cflags(b, o, "-std=c99 -O1 -Wall -Wextra -Werror");
+}
+
+int verify_model_cflags(mb *b, const mc_compile_opts *o, const char *cflags)
+{
 	char *dir = make_temp_dir();
 	char path[512];
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -35,7 +40,7 @@ int verify_model_with(mb *b, const mc_compile_opts *o)
 	mc_verify_opts_init(&v);
 	v.rtol = 1e-4;
 	v.atol = 1e-5;
-	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
+	v.cflags = cflags;
 	int rc = mc_verify(path, o, &v);
 	rm_tree(dir);
 	free(dir);

@@ -11,6 +11,8 @@
 int verify_model(mb *b, size_t fold_limit);
 /* The same with o's compile options (target, ISA...). */
 int verify_model_with(mb *b, const mc_compile_opts *o);
+/* The same, the generated C built with cflags. */
+int verify_model_cflags(mb *b, const mc_compile_opts *o, const char *cflags);
 /* Imports, infers and builds the program of b's model (b stays). */
 mc_graph *program_of(mb *b, mc_program *p);
 /* True if this machine runs code built for isa with -march=native (tests

@@ -39,24 +39,11 @@ static int verify_isa(mb *b, const char *isa)
 		mb_free(b);
 		return 0;
 	}
-	char *dir = make_temp_dir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.isa = isa;
-	mc_verify_opts v;
-	mc_verify_opts_init(&v);
-	v.rtol = 1e-4;
-	v.atol = 1e-5;
-	v.cflags = "-std=c99 -O1 -march=native -Wall -Wextra -Werror";
-	int rc = mc_verify(path, &o, &v);
-	rm_tree(dir);
-	free(dir);
-	mb_free(b);
-	return rc;
+	return verify_model_cflags(b, &o, "-std=c99 -O1 -march=native -Wall -Wextra -Werror");
 }
 
 /* The program of b's model for isa (b stays). */

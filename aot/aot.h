@@ -525,6 +525,8 @@ typedef struct {
 	const char *cpu;            /* --cpu (llvm): LLVM's CPU name, or "native"; NULL: generic */
 	const char *features;       /* --features (llvm): LLVM's +feat,-feat list; NULL: the CPU's */
 	bool emit_llvm;             /* --emit-llvm (llvm): also write NAME.ll, the optimised IR */
+	const char *opt;            /* --opt O3|Os|Oz (llvm): LLVM's pipeline; NULL: O3 (Os, Oz: smaller
+	                             * code for microcontrollers' flash) */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */

@@ -417,9 +417,15 @@ static int check_opts(const mc_compile_opts *o)
 		mc_emit_llvm(NULL, o, NULL); /* reports why */
 		return -1;
 	}
-	if (!llvm && (o->triple || o->cpu || o->features || o->emit_llvm)) {
-		mc_error("%s needs --target llvm", o->triple ? "--triple" : o->cpu ? "--cpu"
-		                                   : o->features ? "--features" : "--emit-llvm");
+	if (!llvm && (o->triple || o->cpu || o->features || o->emit_llvm || o->opt)) {
+		mc_error("%s needs --target llvm%s", o->triple ? "--triple" : o->cpu ? "--cpu"
+		         : o->features ? "--features" : o->emit_llvm ? "--emit-llvm" : "--opt",
+		         o->opt ? " (the C target is optimised by the flags of the compiler that builds it)"
+		                : "");
+		return -1;
+	}
+	if (o->opt && strcmp(o->opt, "O3") && strcmp(o->opt, "Os") && strcmp(o->opt, "Oz")) {
+		mc_error("unknown --opt '%s' (known: O3, Os, Oz)", o->opt);
 		return -1;
 	}
 	if (cuda && o->isa) {

@@ -43,6 +43,8 @@ static void usage(FILE *f)
 	      "  --cpu CPU                 llvm: LLVM's CPU name (cortex-m4, skylake, ...) or native\n"
 	      "  --features F              llvm: LLVM's feature list, e.g. +avx2,+fma\n"
 	      "  --emit-llvm               llvm: also write NAME.ll, the optimised IR\n"
+	      "  --opt O3|Os|Oz            llvm: optimise for speed (O3, default) or size (Os, Oz:\n"
+	      "                            no unrolling; Oz also no loop vectorising)\n"
 	      "  --cuda-arch LIST          GPU archs build.ninja's nvcc builds for (default sm_87,sm_90)\n"
 	      "  --dtype fp32|fp16         cuda: fp16 stores weights and activations as float16 and\n"
 	      "                            computes in float32 (inputs and outputs stay float32);\n"
@@ -179,6 +181,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--emit-llvm") == 0) {
 		o->emit_llvm = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--opt") == 0 && has_val) {
+		o->opt = argv[++*i];
+		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];
 		note_option(c, a, argv[*i]);

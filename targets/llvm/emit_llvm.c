@@ -1071,7 +1071,9 @@ static LLVMTargetMachineRef target_machine(const mc_compile_opts *o, char **trip
 	                                        : mc_xstrdup(o->features ? o->features : "");
 	/* bare metal links at fixed addresses; hosted code goes into PIE programs */
 	LLVMRelocMode reloc = strstr(triple, "-none") ? LLVMRelocStatic : LLVMRelocPIC;
-	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+	LLVMCodeGenOptLevel level = o->opt && strcmp(o->opt, "O3") ? LLVMCodeGenLevelDefault
+	                                                            : LLVMCodeGenLevelAggressive;
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
 	                                                  reloc, LLVMCodeModelDefault);
 	free(cpu);
 	free(features);
@@ -1124,11 +1126,25 @@ static int emit_object(lemit *e, LLVMTargetMachineRef tm, const char *dir)
 		return -1;
 	}
 	LLVMDisposeMessage(err);
+	/* --opt: as clang's -O3, -Os and -Oz: the size levels mark every
+	 * function optsize (Oz also minsize), which the code generator reads,
+	 * and neither unrolls; Oz does not vectorise loops either */
+	const char *opt = e->o->opt ? e->o->opt : "O3";
+	bool for_size = strcmp(opt, "O3") != 0, min = !strcmp(opt, "Oz");
+	for (LLVMValueRef f = LLVMGetFirstFunction(e->mod); for_size && f; f = LLVMGetNextFunction(f)) {
+		if (LLVMIsDeclaration(f))
+			continue;
+		LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, enum_attr(e, "optsize"));
+		if (min)
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, enum_attr(e, "minsize"));
+	}
+	char pipeline[32];
+	snprintf(pipeline, sizeof pipeline, "default<%s>", opt);
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
-	LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-	LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-	LLVMErrorRef perr = LLVMRunPasses(e->mod, "default<O3>", tm, po);
+	LLVMPassBuilderOptionsSetLoopVectorization(po, !min);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, !min);
+	LLVMPassBuilderOptionsSetLoopUnrolling(po, !for_size);
+	LLVMErrorRef perr = LLVMRunPasses(e->mod, pipeline, tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (perr) {
 		char *msg = LLVMGetErrorMessage(perr);

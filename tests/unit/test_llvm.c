@@ -122,14 +122,20 @@ static mb *int_model(void)
 	return b;
 }
 
-static int verify_llvm(mb *b, const char *cpu)
+static int verify_llvm_opt(mb *b, const char *cpu, const char *opt)
 {
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.target = "llvm";
 	o.cpu = cpu;
+	o.opt = opt;
 	return verify_model_with(b, &o);
+}
+
+static int verify_llvm(mb *b, const char *cpu)
+{
+	return verify_llvm_opt(b, cpu, NULL);
 }
 
 Test(llvm_target, runs_like_the_reference)
@@ -140,6 +146,70 @@ Test(llvm_target, runs_like_the_reference)
 	cr_assert_eq(verify_llvm(conv_model(), NULL), 0);
 	cr_assert_eq(verify_llvm(conv_model(), "native"), 0, "vector kernels for this machine's CPU");
 	cr_assert_eq(verify_llvm(int_model(), NULL), 0);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint32_t le16(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+/* Bytes of the .text sections of the 32-bit little-endian ELF object dir/file. */
+static size_t elf32_text_bytes(const char *dir, const char *file)
+{
+	size_t len;
+	unsigned char *f = (unsigned char *)read_file_in(dir, file, &len);
+	cr_assert_not_null(f, "%s/%s", dir, file);
+	cr_assert(len > 52 && !memcmp(f, "\177ELF", 4) && f[4] == 1 && f[5] == 1, "not ELF32 LE");
+	size_t shoff = le32(f + 0x20), shentsize = le16(f + 0x2e), shnum = le16(f + 0x30);
+	size_t names = le32(f + shoff + le16(f + 0x32) * shentsize + 0x10);
+	size_t text = 0;
+	for (size_t i = 0; i < shnum; i++) {
+		const unsigned char *sh = f + shoff + i * shentsize;
+		if (!strncmp((const char *)f + names + le32(sh), ".text", 5))
+			text += le32(sh + 0x14);
+	}
+	free(f);
+	return text;
+}
+
+/* --opt: Os and Oz run like the reference and make less code than O3 for
+ * a Cortex-M4 (where the tiles' loops unroll most). */
+Test(llvm_target, size_levels_make_less_code)
+{
+	if (!mc_llvm_available())
+		cr_skip_test("modelc was built without LLVM");
+	cr_assert_eq(verify_llvm_opt(conv_model(), NULL, "Os"), 0);
+	cr_assert_eq(verify_llvm_opt(conv_model(), NULL, "Oz"), 0);
+	char *dir = make_temp_dir();
+	char path[512], out[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	mb *b = conv_model();
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	const char *levels[] = {"O3", "Os", "Oz"};
+	size_t text[3];
+	for (int i = 0; i < 3; i++) {
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.target = "llvm";
+		o.triple = "thumbv7em-none-eabihf";
+		o.cpu = "cortex-m4";
+		o.opt = levels[i];
+		snprintf(out, sizeof out, "%s/%s", dir, levels[i]);
+		cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
+		text[i] = elf32_text_bytes(out, "t.o");
+	}
+	cr_assert_gt(text[0], 0);
+	cr_assert_lt(text[1], text[0], "Os %zu bytes, O3 %zu", text[1], text[0]);
+	cr_assert_leq(text[2], text[1], "Oz %zu bytes, Os %zu", text[2], text[1]);
+	rm_tree(dir);
+	free(dir);
 }
 
 Test(llvm_target, writes_a_library_and_no_sources)
@@ -189,6 +259,14 @@ Test(llvm_target, bad_options_are_errors)
 	diag_capture();
 	cr_assert_eq(mc_compile("/nonexistent.onnx", "/tmp/x", &o), -1);
 	cr_assert_eq(diag_count_with("--cpu needs --target llvm"), 1, "%s", diag_all());
+	o.cpu = NULL;
+	o.opt = "Os";
+	diag_capture();
+	cr_assert_eq(mc_compile("/nonexistent.onnx", "/tmp/x", &o), -1);
+	cr_assert_eq(diag_count_with("--opt needs --target llvm (the C target is optimised by the "
+	                             "flags of the compiler that builds it)"), 1, "%s", diag_all());
+	o.opt = NULL;
+	o.cpu = "native";
 	if (!mc_llvm_available()) {
 		o.cpu = NULL;
 		o.target = "llvm";
@@ -206,6 +284,11 @@ Test(llvm_target, bad_options_are_errors)
 	mb_free(b);
 	o.cpu = NULL;
 	o.target = "llvm";
+	o.opt = "O2";
+	diag_capture();
+	cr_assert_eq(mc_compile(path, out, &o), -1);
+	cr_assert_eq(diag_count_with("unknown --opt 'O2' (known: O3, Os, Oz)"), 1, "%s", diag_all());
+	o.opt = NULL;
 	o.triple = "nosucharch-unknown-none";
 	diag_capture();
 	cr_assert_eq(mc_compile(path, out, &o), -1);

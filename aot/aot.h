@@ -533,6 +533,7 @@ typedef struct {
 	const char **bind_values;
 	int n_binds;
 	size_t fold_limit;          /* bytes a folded constant may have */
+	int unroll_limit;           /* --unroll-limit: nodes an unrolled Scan or Loop may make (0: 4096) */
 	const char *dump_after;     /* pass name or "all"; NULL: no dumps */
 	const char *dump_dir;       /* where dumps go (default OUT/debug) */
 	bool stats;                 /* per-pass metrics on stderr */

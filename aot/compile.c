@@ -860,7 +860,8 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	/* the llvm target's kernels are tiled for the CPU it builds for */
 	if (!strcmp(o.target, "llvm") && !o.isa)
 		o.isa = mc_llvm_default_isa(&o);
-	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .dump_after = o.dump_after,
+	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .unroll_limit = o.unroll_limit,
+	                      .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
 	                      .layout = o.layout };
 	if (mc_freeze(g, &fo))

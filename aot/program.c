@@ -78,14 +78,14 @@ static int inline_runtime_ifs(mc_graph *g)
 
 /* Every node of every group needs a lowering; all missing ones are
  * reported at once. */
-static int check_lowerings(const mc_graph *g)
+static int check_lowerings(const mc_graph *g, int unroll_limit)
 {
 	int missing = 0;
 	for (int n = 0; n < g->n_nodes; n++) {
 		const mc_node *nd = &g->nodes[n];
 		char why[256];
 		bool loop_like = !nd->domain[0] && (!strcmp(nd->op_type, "Scan") || !strcmp(nd->op_type, "Loop"));
-		const char *unroll_why = loop_like ? mc_unroll_refusal(g, nd, why, sizeof why) : NULL;
+		const char *unroll_why = loop_like ? mc_unroll_refusal(g, nd, unroll_limit, why, sizeof why) : NULL;
 		if (unroll_why) {
 			mc_node_error(nd, "%s is compiled by unrolling its body, and this one cannot be: %s",
 			              nd->op_type, unroll_why);
@@ -382,7 +382,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		return -1;
 	}
 	p->macs = mc_graph_macs(g);
-	if (inline_runtime_ifs(g) || check_lowerings(g))
+	if (inline_runtime_ifs(g) || check_lowerings(g, o->unroll_limit))
 		return -1;
 	mc_group *groups;
 	int n_groups;

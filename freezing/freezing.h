@@ -18,9 +18,11 @@ typedef struct {
 	const char *dump_dir;     /* directory for dumps (created if missing) */
 	FILE *stats;              /* per-pass time and node counts; NULL: none */
 	const char *layout;       /* "auto", "nchw", "nhwc"; NULL: "auto" (mc_pass_layout) */
+	int unroll_limit;         /* nodes an unrolled Scan or Loop may make; 0: MC_DEFAULT_UNROLL_LIMIT */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)
+#define MC_DEFAULT_UNROLL_LIMIT 4096
 
 typedef struct {
 	const char *name;         /* "fold", "bn", "identity", "dce", "cse", ... */
@@ -53,9 +55,9 @@ int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o);
 /* Scan and Loop nodes become their body's nodes once per iteration (the
  * generated code has no loops over graphs): freezing/unroll.c. */
 int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o);
-/* Why Scan or Loop node n of g cannot be unrolled (buf, len may hold the
- * text), or NULL when it can. */
-const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len);
+/* Why Scan or Loop node n of g cannot be unrolled into at most `limit`
+ * nodes (0: the default), or NULL when it can (buf, len may hold the text). */
+const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, int limit, char *buf, size_t len);
 
 /* Readable text of the graph: one line per node with input/output names,
  * dtypes and shapes; constants summarised. */

@@ -10,8 +10,8 @@
  * copies like any other nodes.
  *
  * The copies cost code per iteration, so one that would unroll into more
- * than MAX_UNROLLED_NODES nodes is left as it is and the compiler says why
- * (mc_unroll_refusal). */
+ * nodes than the limit (--unroll-limit) is left as it is and the compiler
+ * says why (mc_unroll_refusal). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +19,6 @@
 
 #include "../libcore/ops/loop.h"
 #include "graph_edit.h"
-
-#define MAX_UNROLLED_NODES 4096
 
 static const mc_graph *body_of(const mc_node *n)
 {
@@ -36,7 +34,7 @@ static bool has_zero_elements(const mc_value *v)
 
 /* What keeps any body from being unrolled `copies` times, or NULL. */
 static const char *body_refusal(const mc_graph *g, const mc_node *n, int64_t copies, int extra,
-                                char *buf, size_t len)
+                                int limit, char *buf, size_t len)
 {
 	const mc_graph *body = body_of(n);
 	if (!n->params || !body || !n->op)
@@ -55,22 +53,23 @@ static const char *body_refusal(const mc_graph *g, const mc_node *n, int64_t cop
 	for (int k = 0; k < n->n_outputs; k++)
 		if (n->outputs[k] >= 0 && has_zero_elements(&g->values[n->outputs[k]]))
 			return "an output has no elements";
-	if (copies > MAX_UNROLLED_NODES / (body->n_nodes + extra + 1)) {
-		snprintf(buf, len, "%lld iterations of its %d-node body would make more than %d nodes",
-		         (long long)copies, body->n_nodes, MAX_UNROLLED_NODES);
+	if (copies > limit / (body->n_nodes + extra + 1)) {
+		snprintf(buf, len, "%lld iterations of its %d-node body would make more than %d nodes "
+		         "(--unroll-limit)", (long long)copies, body->n_nodes, limit);
 		return buf;
 	}
 	return NULL;
 }
 
-static const char *scan_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+static const char *scan_refusal(const mc_graph *g, const mc_node *n, int limit, char *buf,
+                                size_t len)
 {
 	const scan_params *p = n->params;
 	bool v8 = n->opset < 9;
 	if (p && p->seq_len < 1)
 		return "its sequence is empty";
 	const char *why = body_refusal(g, n, !p ? 0 : v8 ? p->batch * p->seq_len : p->seq_len,
-	                               p ? p->n_scan_in : 0, buf, len);
+	                               p ? p->n_scan_in : 0, limit, buf, len);
 	if (why)
 		return why;
 	if (v8 && n->n_inputs > 0 && n->inputs[0] >= 0) {
@@ -89,7 +88,8 @@ static const char *scan_refusal(const mc_graph *g, const mc_node *n, char *buf, 
 	return NULL;
 }
 
-static const char *loop_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+static const char *loop_refusal(const mc_graph *g, const mc_node *n, int limit, char *buf,
+                                size_t len)
 {
 	const loop_params *p = n->params;
 	if (p && p->iters < 0) {
@@ -97,17 +97,19 @@ static const char *loop_refusal(const mc_graph *g, const mc_node *n, char *buf, 
 		         p->iters_why ? p->iters_why : "the trip count or condition is not constant");
 		return buf;
 	}
-	return body_refusal(g, n, p ? p->iters : 0, 0, buf, len);
+	return body_refusal(g, n, p ? p->iters : 0, 0, limit, buf, len);
 }
 
-const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, char *buf, size_t len)
+const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, int limit, char *buf, size_t len)
 {
+	if (limit <= 0)
+		limit = MC_DEFAULT_UNROLL_LIMIT;
 	if (n->domain[0])
 		return "it is not of the default domain";
 	if (!strcmp(n->op_type, "Scan"))
-		return scan_refusal(g, n, buf, len);
+		return scan_refusal(g, n, limit, buf, len);
 	if (!strcmp(n->op_type, "Loop"))
-		return loop_refusal(g, n, buf, len);
+		return loop_refusal(g, n, limit, buf, len);
 	return "only Scan and Loop unroll";
 }
 
@@ -589,7 +591,7 @@ int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o)
 		const mc_node *n = &g->nodes[i];
 		char why[256];
 		if (n->domain[0] || (strcmp(n->op_type, "Scan") && strcmp(n->op_type, "Loop")) ||
-		    mc_unroll_refusal(g, n, why, sizeof why))
+		    mc_unroll_refusal(g, n, o ? o->unroll_limit : 0, why, sizeof why))
 			continue;
 		int before = g->n_nodes;
 		if (unroll_node(g, i))

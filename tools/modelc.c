@@ -32,6 +32,7 @@ static void usage(FILE *f)
 	      "  --bind NAME=VALUE         freeze input NAME to a constant: a tensor file, or\n"
 	      "                            comma-separated numbers (--bind sample_rate=16000)\n"
 	      "  --fold-limit BYTES        largest constant folding may create (default 4194304)\n"
+	      "  --unroll-limit NODES      most nodes an unrolled Scan or Loop may make (default 4096)\n"
 	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
@@ -150,6 +151,15 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		}
 		o->fold_limit = (size_t)x;
 		note_option(c, "--fold-limit", argv[*i]);
+	} else if (strcmp(a, "--unroll-limit") == 0 && has_val) {
+		char *end;
+		long x = strtol(argv[++*i], &end, 10);
+		if (end == argv[*i] || *end || x < 1 || x > 1000000) {
+			mc_error("--unroll-limit: '%s' is not a node count from 1 to 1000000", argv[*i]);
+			return -1;
+		}
+		o->unroll_limit = (int)x;
+		note_option(c, "--unroll-limit", argv[*i]);
 	} else if (strcmp(a, "--dump-after") == 0 && has_val) {
 		o->dump_after = argv[++*i];
 	} else if (strcmp(a, "--stats") == 0) {

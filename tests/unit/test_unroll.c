@@ -337,3 +337,26 @@ Test(unroll, loops_without_a_known_count_are_refused_with_the_reason)
 	cr_assert(strstr(why, "(the condition input is not a compile-time constant)"), "%s", why);
 	free(why);
 }
+
+/* --unroll-limit moves the bound: 700 iterations of a 3-node body with two
+ * scan inputs make about 4200 nodes. */
+Test(unroll, the_limit_is_an_option)
+{
+	mb *b = scan9_model(0, 700);
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	const mc_node *scan = NULL;
+	for (int i = 0; i < g->n_nodes; i++)
+		if (!strcmp(g->nodes[i].op_type, "Scan"))
+			scan = &g->nodes[i];
+	cr_assert_not_null(scan);
+	char why[256];
+	const char *r = mc_unroll_refusal(g, scan, 0, why, sizeof why);
+	cr_assert(r && strstr(r, "more than 4096 nodes (--unroll-limit)"), "%s", r ? r : "(none)");
+	cr_assert_null(mc_unroll_refusal(g, scan, 5000, why, sizeof why));
+	mc_freeze_opts o = {.unroll_limit = 5000};
+	cr_assert_eq(mc_pass_unroll(g, &o), 1, "%s", diag_all());
+	mc_graph_free(g);
+	mb_free(b);
+}

@@ -189,6 +189,17 @@ static int add_node(unroller *u, const char *op_type, const char *what, const in
 	return n->op->parse ? n->op->parse(n) : 0;
 }
 
+/* An Identity copying `in` into the node's output `out`. */
+static void add_identity(unroller *u, const char *what, int in, int out)
+{
+	char name[1100];
+	snprintf(name, sizeof name, "%s/%s", u->prefix, what);
+	mc_node *id = push_node(u);
+	*id = ge_identity_node(u->g, name, in, out);
+	id->guard = u->guard;
+	id->guard_else = u->guard_else;
+}
+
 static int int64_const(unroller *u, const char *what, const int64_t *vals, int count, bool scalar)
 {
 	mc_shape s = {.rank = scalar ? 0 : 1, .dims = {count}};
@@ -381,12 +392,9 @@ static int unroll9(unroller *u, const mc_node *n, const scan_params *p)
 	for (int k = 0; k < p->n_state && !rc; k++) {
 		if (n->outputs[k] < 0)
 			continue;
-		char name[1100];
-		snprintf(name, sizeof name, "%s/state%d", u->prefix, k);
-		mc_node *id = push_node(u);
-		*id = ge_identity_node(u->g, name, states[k], n->outputs[k]);
-		id->guard = u->guard;
-		id->guard_else = u->guard_else;
+		char what[32];
+		snprintf(what, sizeof what, "state%d", k);
+		add_identity(u, what, states[k], n->outputs[k]);
 	}
 	for (int k = 0; k < p->n_scan_out && !rc; k++) {
 		char what[64];
@@ -456,8 +464,9 @@ static int unroll8(unroller *u, const mc_node *n, const scan_params *p)
 					mc_error("out of memory");
 					exit(3);
 				}
-				snprintf(what, sizeof what, "%s/b%d/zero%d", u->prefix, b, k);
-				int z = ge_add_const(u->g, what, zero);
+				char zname[1100];
+				snprintf(zname, sizeof zname, "%s/b%d/zero%d", u->prefix, b, k);
+				int z = ge_add_const(u->g, zname, zero);
 				for (int t = len; t < L; t++)
 					ys[t] = z;
 			}
@@ -535,11 +544,8 @@ static int unroll_loop(unroller *u, const mc_node *n, const loop_params *p)
 	for (int k = 0; k < n_carried && !rc; k++) {
 		if (n->outputs[k] < 0)
 			continue;
-		snprintf(what, sizeof what, "%s/carried%d", u->prefix, k);
-		mc_node *id = push_node(u);
-		*id = ge_identity_node(u->g, what, ins[2 + k], n->outputs[k]);
-		id->guard = u->guard;
-		id->guard_else = u->guard_else;
+		snprintf(what, sizeof what, "carried%d", k);
+		add_identity(u, what, ins[2 + k], n->outputs[k]);
 	}
 	for (int k = 0; k < n_scan && !rc; k++) {
 		snprintf(what, sizeof what, "stacked%d", k);

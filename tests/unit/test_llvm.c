@@ -263,8 +263,8 @@ Test(llvm_target, bad_options_are_errors)
 	o.opt = "Os";
 	diag_capture();
 	cr_assert_eq(mc_compile("/nonexistent.onnx", "/tmp/x", &o), -1);
-	cr_assert_eq(diag_count_with("--opt needs --target llvm (the C target is optimised by the "
-	                             "flags of the compiler that builds it)"), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with("--opt needs --target llvm (the C and cuda targets are optimised "
+	                             "by the flags of the compiler that builds them)"), 1, "%s", diag_all());
 	o.opt = NULL;
 	o.cpu = "native";
 	if (!mc_llvm_available()) {

@@ -420,8 +420,8 @@ static int check_opts(const mc_compile_opts *o)
 	if (!llvm && (o->triple || o->cpu || o->features || o->emit_llvm || o->opt)) {
 		mc_error("%s needs --target llvm%s", o->triple ? "--triple" : o->cpu ? "--cpu"
 		         : o->features ? "--features" : o->emit_llvm ? "--emit-llvm" : "--opt",
-		         o->opt ? " (the C and cuda targets are optimised by the flags of the compiler that builds them)"
-		                : "");
+		         o->opt ? " (the C and cuda targets are optimised by the flags of the compiler that "
+		                  "builds them)" : "");
 		return -1;
 	}
 	if (o->opt && strcmp(o->opt, "O3") && strcmp(o->opt, "Os") && strcmp(o->opt, "Oz")) {

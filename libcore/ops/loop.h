@@ -5,14 +5,6 @@
 
 #include "../modelc.h"
 
-/* Opset 9+: inputs are n_state initial states then n_scan_in scan inputs;
- * each scan input is sliced along in_axis, forwards or backwards (in_dir
- * 1); body: (states, slices) -> (states, n_scan_out slices); outputs: the
- * final states, then the slices stacked along out_axis (out_dir 1 fills
- * from the end). Opset 8: a leading optional sequence_lens input and a
- * batch axis 0 on every input and output; the scan axis is 1 and outputs
- * are stacked along axis 1 in iteration order (in_dir reverses inputs
- * only). Inference normalises the axes and sets seq_len (and batch). */
 /* Loop: inputs (trip count, condition, carried values...), body (iteration
  * number, condition, carried...) -> (condition, carried..., scan slices...),
  * outputs (final carried values..., slices stacked along a new axis 0). */
@@ -26,6 +18,15 @@ typedef struct {
 	const char *iters_why; /* why iters is -1 (a string literal), or NULL */
 } loop_params;
 
+/* Scan. Opset 9+: inputs are n_state initial states then n_scan_in scan
+ * inputs; each scan input is sliced along in_axis, forwards or backwards
+ * (in_dir 1); body: (states, slices) -> (states, n_scan_out slices);
+ * outputs: the final states, then the slices stacked along out_axis
+ * (out_dir 1 fills from the end). Opset 8: a leading optional
+ * sequence_lens input and a batch axis 0 on every input and output; the
+ * scan axis is 1 and outputs are stacked along axis 1 in iteration order
+ * (in_dir reverses inputs only). Inference normalises the axes and sets
+ * seq_len (and batch). */
 typedef struct {
 	int n_state, n_scan_in, n_scan_out;
 	int64_t seq_len;    /* set by infer */

@@ -544,10 +544,22 @@ static void small_float_limit(mc_dtype t, double *limit, bool *tie_out)
 	*tie_out = (max_code & 1) != 0;
 }
 
-/* saturate=0 for a float8 type without inf: NaN where rounding leaves the
- * range (the store's conversion saturates everything else the same way). */
-static mc_kexpr *no_saturate(mc_lower_ctx *c, mc_dtype t, mc_kexpr *v)
+/* A value on its way to a small float type's store, as Cast converts it:
+ * the store rounds, clamps finite values to the largest one and keeps inf
+ * where the type has it (float8e5m2). With saturate, inf clamps too; without,
+ * whatever rounding takes out of range becomes inf (float8e5m2) or NaN. */
+static mc_kexpr *small_float_range(mc_lower_ctx *c, mc_dtype t, mc_kexpr *v, bool saturate)
 {
+	const mc_small_float *f = mc_small_float_format(t);
+	bool has_inf = f && f->has_inf;
+	if (saturate) {
+		if (!has_inf)
+			return v;
+		double max = mc_small_float_to_double(t, (uint8_t)f->max);
+		v = let(c, v);
+		mc_kexpr *is_inf = bin(c, MC_KB_EQ, un(c, MC_KU_ABS, v), num(c, v, INFINITY));
+		return sel(c, is_inf, sel(c, bin(c, MC_KB_LT, v, num(c, v, 0)), num(c, v, -max), num(c, v, max)), v);
+	}
 	double limit;
 	bool tie_out;
 	if (t == MC_FLOAT8E8M0) { /* rounding up: 2^-127 .. 2^127 */
@@ -561,19 +573,18 @@ static mc_kexpr *no_saturate(mc_lower_ctx *c, mc_dtype t, mc_kexpr *v)
 	v = let(c, v);
 	mc_kexpr *m = un(c, MC_KU_ABS, v);
 	mc_kexpr *out = bin(c, tie_out ? MC_KB_GE : MC_KB_GT, m, num(c, m, limit));
-	return sel(c, out, num(c, v, NAN), v);
+	mc_kexpr *beyond = has_inf ? sel(c, bin(c, MC_KB_LT, v, num(c, v, 0)), num(c, v, -INFINITY),
+	                                 num(c, v, INFINITY))
+	                           : num(c, v, NAN);
+	return sel(c, out, beyond, v);
 }
 
 /* Cases the C target cannot convert like the reference. */
-static int cast_check(mc_lower_ctx *c, mc_dtype to, bool saturate, mc_round_mode round)
+static int cast_check(mc_lower_ctx *c, mc_dtype to, mc_round_mode round)
 {
 	mc_dtype from = c->in[0]->dtype;
 	if (from == to)
 		return 0;
-	if (to == MC_FLOAT8E5M2 && !saturate)
-		return mc_lower_error(c, "conversion to float8e5m2 with saturate=0 has no C lowering "
-		                      "(not supported: the generated store saturates, it cannot "
-		                      "write inf)");
 	if (to == MC_FLOAT8E8M0 && round != MC_ROUND_UP)
 		return mc_lower_error(c, "conversion to float8e8m0 with round_mode other than \"up\" has "
 		                      "no C lowering (not supported)");
@@ -582,8 +593,7 @@ static int cast_check(mc_lower_ctx *c, mc_dtype to, bool saturate, mc_round_mode
 
 /* x converted towards `to`: the store (or the caller's cast) does the rest.
  * Floats to 4-bit and 2-bit integers wrap after saturating to int64, as
- * the reference does; saturate=0 small-float targets give NaN out of
- * range. */
+ * the reference does; small-float targets get small_float_range. */
 static mc_kexpr *cast_value(mc_lower_ctx *c, mc_kexpr *x, mc_dtype to, bool saturate)
 {
 	mc_dtype from = c->in[0]->dtype;
@@ -591,11 +601,10 @@ static mc_kexpr *cast_value(mc_lower_ctx *c, mc_kexpr *x, mc_dtype to, bool satu
 		return x;
 	if (mc_dtype_is_float(from) && is_subbyte_int(to))
 		return mc_k_cast(c->kb, MC_KT_I64, x);
-	if (mc_dtype_is_small_float(to) && to != MC_FLOAT4E2M1 && !saturate) {
-		if (!mc_ktype_is_float(x->type))
-			x = mc_k_cast(c->kb, MC_KT_F64, x);
-		return no_saturate(c, to, x);
-	}
+	if (mc_dtype_is_small_float(to) && to != MC_FLOAT4E2M1 && mc_ktype_is_float(x->type))
+		return small_float_range(c, to, x, saturate);
+	if (mc_dtype_is_small_float(to) && to != MC_FLOAT4E2M1 && !saturate)
+		return small_float_range(c, to, mc_k_cast(c->kb, MC_KT_F64, x), saturate);
 	return x;
 }
 
@@ -605,7 +614,7 @@ static int lower_cast(mc_lower_ctx *c)
 {
 	const cast_attrs *p = c->node->params;
 	mc_dtype to = c->out[0]->dtype;
-	if (cast_check(c, to, p->saturate, p->round))
+	if (cast_check(c, to, p->round))
 		return -1;
 	mc_kb *kb = c->kb;
 	mc_kexpr *i = mc_kb_fori(kb, (int64_t)mc_numel(&c->out[0]->shape), MC_KF_PARALLEL | MC_KF_VECTOR);
@@ -705,7 +714,7 @@ static int lower_quantize(mc_lower_ctx *c)
 	mc_dtype prec = p->precision ? (mc_dtype)p->precision : mc_quant_promote(x->dtype, scale->dtype);
 	mc_ktype ft = prec == MC_DOUBLE ? MC_KT_F64 : MC_KT_F32;
 	bool to_float = mc_dtype_is_small_float(out);
-	if (to_float && cast_check(c, out, p->saturate, MC_ROUND_UP))
+	if (to_float && cast_check(c, out, MC_ROUND_UP))
 		return -1;
 	mc_kb *kb = c->kb;
 	int rounding = -1;
@@ -728,8 +737,8 @@ static int lower_quantize(mc_lower_ctx *c)
 		y = bin(c, MC_KB_ADD, q, zp);
 		if (prec != MC_DOUBLE)
 			y = mc_k_cast(kb, MC_KT_F32, y);
-		if (!p->saturate && out != MC_FLOAT4E2M1)
-			y = no_saturate(c, out, y);
+		if (out != MC_FLOAT4E2M1)
+			y = small_float_range(c, out, y, p->saturate);
 	} else {
 		int64_t lo, hi;
 		mc_quant_range(out, &lo, &hi);

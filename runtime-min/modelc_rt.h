@@ -179,12 +179,15 @@ MODELC_FN uint16_t modelc_f32_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
-/* ---- small floats (float8 types, float4e2m1), as ONNX's Cast with
- * saturate: round to nearest even, values beyond the largest finite one
- * (inf included) clamp to it; NaN gives the format's NaN (float4e2m1 has
- * none: -0); FNUZ formats have no -0. Parameters: mantissa bits, bias, the
- * sign bit's position, the largest finite magnitude code, whether
- * max + 1 is inf, whether NaN exists, FNUZ, the positive NaN code. ---- */
+/* ---- small floats (float8 types, float4e2m1): round to nearest even,
+ * finite values beyond the largest finite one clamp to it, inf stays inf
+ * where the format has it (float8e5m2) and clamps elsewhere, so that data
+ * moved through a kernel keeps its codes (Cast's saturate=1 clamps inf
+ * before the store, saturate=0 makes overflow inf); NaN gives the format's
+ * NaN (float4e2m1 has none: -0); FNUZ formats have no -0. Parameters:
+ * mantissa bits, bias, the sign bit's position, the largest finite
+ * magnitude code, whether max + 1 is inf, whether NaN exists, FNUZ, the
+ * positive NaN code. ---- */
 MODELC_FN float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, unsigned sign_shift,
                                         unsigned max, int has_inf, int fnuz)
 {
@@ -206,7 +209,7 @@ MODELC_FN float modelc_small_to_f32(uint8_t code, unsigned mbits, int bias, unsi
 }
 
 MODELC_FN uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, unsigned sign_shift,
-                                          unsigned max, int has_nan, int fnuz, unsigned nan)
+                                          unsigned max, int has_nan, int fnuz, unsigned nan, int has_inf)
 {
 	uint32_t x = modelc_f32_bits(f), ax = x & 0x7fffffffu;
 	uint32_t sign = (x >> 31) ? 1u << sign_shift : 0u;
@@ -215,8 +218,8 @@ MODELC_FN uint8_t modelc_f32_to_small(float f, unsigned mbits, int bias, unsigne
 			return (uint8_t)(1u << sign_shift);
 		return (uint8_t)(fnuz ? 0x80u : (sign | nan));
 	}
-	if (ax >= 0x7f800000u) /* inf saturates */
-		return (uint8_t)(sign | max);
+	if (ax >= 0x7f800000u) /* inf stays inf where the format has it, else saturates */
+		return (uint8_t)(sign | (has_inf ? max + 1u : max));
 	int e = (int)(ax >> 23) - 127; /* binade of f (f32 subnormals round to 0 below) */
 	int lead = e < 1 - bias ? 1 - bias : e;
 	/* f = s * 2^(e - 23) with s the 24-bit significand; keep mbits bits
@@ -242,11 +245,11 @@ MODELC_FN float modelc_f8e4m3fnuz_to_f32(uint8_t c) { return modelc_small_to_f32
 MODELC_FN float modelc_f8e5m2_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 15, 7, 0x7b, 1, 0); }
 MODELC_FN float modelc_f8e5m2fnuz_to_f32(uint8_t c) { return modelc_small_to_f32(c, 2, 16, 7, 0x7f, 0, 1); }
 MODELC_FN float modelc_f4e2m1_to_f32(uint8_t c) { return modelc_small_to_f32(c & 0xfu, 1, 1, 3, 0x7, 0, 0); }
-MODELC_FN uint8_t modelc_f32_to_f8e4m3fn(float f) { return modelc_f32_to_small(f, 3, 7, 7, 0x7e, 1, 0, 0x7f); }
-MODELC_FN uint8_t modelc_f32_to_f8e4m3fnuz(float f) { return modelc_f32_to_small(f, 3, 8, 7, 0x7f, 1, 1, 0x80); }
-MODELC_FN uint8_t modelc_f32_to_f8e5m2(float f) { return modelc_f32_to_small(f, 2, 15, 7, 0x7b, 1, 0, 0x7e); }
-MODELC_FN uint8_t modelc_f32_to_f8e5m2fnuz(float f) { return modelc_f32_to_small(f, 2, 16, 7, 0x7f, 1, 1, 0x80); }
-MODELC_FN uint8_t modelc_f32_to_f4e2m1(float f) { return modelc_f32_to_small(f, 1, 1, 3, 0x7, 0, 0, 0); }
+MODELC_FN uint8_t modelc_f32_to_f8e4m3fn(float f) { return modelc_f32_to_small(f, 3, 7, 7, 0x7e, 1, 0, 0x7f, 0); }
+MODELC_FN uint8_t modelc_f32_to_f8e4m3fnuz(float f) { return modelc_f32_to_small(f, 3, 8, 7, 0x7f, 1, 1, 0x80, 0); }
+MODELC_FN uint8_t modelc_f32_to_f8e5m2(float f) { return modelc_f32_to_small(f, 2, 15, 7, 0x7b, 1, 0, 0x7e, 1); }
+MODELC_FN uint8_t modelc_f32_to_f8e5m2fnuz(float f) { return modelc_f32_to_small(f, 2, 16, 7, 0x7f, 1, 1, 0x80, 0); }
+MODELC_FN uint8_t modelc_f32_to_f4e2m1(float f) { return modelc_f32_to_small(f, 1, 1, 3, 0x7, 0, 0, 0, 0); }
 
 /* float8e8m0: 2^(code - 127), no sign, no zero; 0xff is NaN. */
 MODELC_FN float modelc_f8e8m0_to_f32(uint8_t c)

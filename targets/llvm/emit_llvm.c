@@ -230,8 +230,8 @@ static LLVMValueRef small_to_f32(lemit *e, mc_dtype dt, LLVMValueRef code)
 
 /* modelc_f32_to_small, branch-free: round to nearest even at the format's
  * precision (never finer than its subnormals), saturate at the largest
- * finite value (inf included), NaN to the format's NaN (float4e2m1: -0),
- * no -0 in FNUZ formats. */
+ * finite value, inf to inf where the format has it (else saturated too),
+ * NaN to the format's NaN (float4e2m1: -0), no -0 in FNUZ formats. */
 static LLVMValueRef f32_to_small(lemit *e, const mc_small_float *f, LLVMValueRef v)
 {
 	LLVMBuilderRef b = e->b;
@@ -264,7 +264,8 @@ static LLVMValueRef f32_to_small(lemit *e, const mc_small_float *f, LLVMValueRef
 	mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, mag, K(f->max), ""), K(f->max), mag, "");
 	LLVMValueRef r = LLVMBuildOr(b, sign, mag, "");
 	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, q, K(0), ""), f->fnuz ? K(0) : sign, r, "");
-	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, ax, K(0x7f800000u), ""), LLVMBuildOr(b, sign, K(f->max), ""), r, "");
+	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, ax, K(0x7f800000u), ""),
+	                    LLVMBuildOr(b, sign, K(f->has_inf ? f->max + 1u : f->max), ""), r, "");
 	r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, K(0x7f800000u), ""), nan_code, r, "");
 #undef K
 	return LLVMBuildTrunc(b, r, e->i8, "");

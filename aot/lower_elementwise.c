@@ -558,7 +558,9 @@ static mc_kexpr *small_float_range(mc_lower_ctx *c, mc_dtype t, mc_kexpr *v, boo
 		double max = mc_small_float_to_double(t, (uint8_t)f->max);
 		v = let(c, v);
 		mc_kexpr *is_inf = bin(c, MC_KB_EQ, un(c, MC_KU_ABS, v), num(c, v, INFINITY));
-		return sel(c, is_inf, sel(c, bin(c, MC_KB_LT, v, num(c, v, 0)), num(c, v, -max), num(c, v, max)), v);
+		mc_kexpr *clamped = sel(c, bin(c, MC_KB_LT, v, num(c, v, 0)), num(c, v, -max),
+		                        num(c, v, max));
+		return sel(c, is_inf, clamped, v);
 	}
 	double limit;
 	bool tie_out;
@@ -601,11 +603,14 @@ static mc_kexpr *cast_value(mc_lower_ctx *c, mc_kexpr *x, mc_dtype to, bool satu
 		return x;
 	if (mc_dtype_is_float(from) && is_subbyte_int(to))
 		return mc_k_cast(c->kb, MC_KT_I64, x);
-	if (mc_dtype_is_small_float(to) && to != MC_FLOAT4E2M1 && mc_ktype_is_float(x->type))
-		return small_float_range(c, to, x, saturate);
-	if (mc_dtype_is_small_float(to) && to != MC_FLOAT4E2M1 && !saturate)
-		return small_float_range(c, to, mc_k_cast(c->kb, MC_KT_F64, x), saturate);
-	return x;
+	if (!mc_dtype_is_small_float(to) || to == MC_FLOAT4E2M1)
+		return x;
+	if (!mc_ktype_is_float(x->type)) {
+		if (saturate) /* an integer is never inf */
+			return x;
+		x = mc_k_cast(c->kb, MC_KT_F64, x);
+	}
+	return small_float_range(c, to, x, saturate);
 }
 
 /* Cast and CastLike: one flat loop (CastLike's input 1 only gives the

@@ -20,12 +20,6 @@
 #include "../libcore/ops/loop.h"
 #include "graph_edit.h"
 
-static const mc_graph *body_of(const mc_node *n)
-{
-	const mc_attr *a = mc_attr_find(n, "body");
-	return a && a->type == MC_ATTR_GRAPH ? a->g : NULL;
-}
-
 static bool has_zero_elements(const mc_value *v)
 {
 	size_t numel;
@@ -36,7 +30,7 @@ static bool has_zero_elements(const mc_value *v)
 static const char *body_refusal(const mc_graph *g, const mc_node *n, int64_t copies, int extra,
                                 int limit, char *buf, size_t len)
 {
-	const mc_graph *body = body_of(n);
+	const mc_graph *body = mc_loop_body(n);
 	if (!n->params || !body || !n->op)
 		return "it has no typed body";
 	for (int i = 0; i < body->n_nodes; i++) {
@@ -114,6 +108,19 @@ const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, int limit, ch
 }
 
 /* ---- building the unrolled nodes ---- */
+
+/* A zeroed tensor for a new constant; the shapes are the graph's own,
+ * which inference has already sized. */
+static mc_tensor *new_tensor(mc_dtype t, const mc_shape *s)
+{
+	mc_tensor *r = mc_tensor_new(t, s);
+	if (!r) {
+		mc_error("out of memory");
+		exit(3);
+	}
+	return r;
+}
+
 
 typedef struct {
 	mc_graph *g;
@@ -203,11 +210,7 @@ static void add_identity(unroller *u, const char *what, int in, int out)
 static int int64_const(unroller *u, const char *what, const int64_t *vals, int count, bool scalar)
 {
 	mc_shape s = {.rank = scalar ? 0 : 1, .dims = {count}};
-	mc_tensor *t = mc_tensor_new(MC_INT64, &s);
-	if (!t) {
-		mc_error("out of memory");
-		exit(3);
-	}
+	mc_tensor *t = new_tensor(MC_INT64, &s);
 	for (int i = 0; i < count; i++)
 		mc_set_i(t, (size_t)i, vals[i]);
 	char base[1024];
@@ -459,11 +462,7 @@ static int unroll8(unroller *u, const mc_node *n, const scan_params *p)
 			for (int t = 0; t < L; t++)
 				ys[t] = t < len ? per_iter[(size_t)k * L + t] : -1;
 			if (len < L) {
-				mc_tensor *zero = mc_tensor_new(slice->dtype, &slice->shape);
-				if (!zero) {
-					mc_error("out of memory");
-					exit(3);
-				}
+				mc_tensor *zero = new_tensor(slice->dtype, &slice->shape);
 				char zname[1100];
 				snprintf(zname, sizeof zname, "%s/b%d/zero%d", u->prefix, b, k);
 				int z = ge_add_const(u->g, zname, zero);
@@ -513,11 +512,7 @@ static int unroll_loop(unroller *u, const mc_node *n, const loop_params *p)
 	int *res = mc_xmalloc(((size_t)b->n_outputs + 1) * sizeof *res);
 	int *ys = mc_xmalloc(((size_t)n_scan * L + 1) * sizeof *ys); /* [k][t] */
 	const mc_value *iv = &b->values[b->inputs[0]], *cv = &b->values[b->inputs[1]];
-	mc_tensor *yes = mc_tensor_new(MC_BOOL, &cv->shape);
-	if (!yes) {
-		mc_error("out of memory");
-		exit(3);
-	}
+	mc_tensor *yes = new_tensor(MC_BOOL, &cv->shape);
 	mc_set_i(yes, 0, 1);
 	char what[1100];
 	snprintf(what, sizeof what, "%s/cond", u->prefix);
@@ -527,11 +522,7 @@ static int unroll_loop(unroller *u, const mc_node *n, const loop_params *p)
 	for (int t = 0; t < L && !rc; t++) {
 		char iter[32];
 		snprintf(iter, sizeof iter, "i%d", t);
-		mc_tensor *it = mc_tensor_new(MC_INT64, &iv->shape);
-		if (!it) {
-			mc_error("out of memory");
-			exit(3);
-		}
+		mc_tensor *it = new_tensor(MC_INT64, &iv->shape);
 		mc_set_i(it, 0, t);
 		snprintf(what, sizeof what, "%s/%s/iteration", u->prefix, iter);
 		ins[0] = ge_add_const(u->g, what, it);
@@ -563,7 +554,7 @@ static int unroll_loop(unroller *u, const mc_node *n, const loop_params *p)
 static int unroll_node(mc_graph *g, int pos)
 {
 	const mc_node *n = &g->nodes[pos];
-	const mc_graph *body = body_of(n);
+	const mc_graph *body = mc_loop_body(n);
 	bool loop = !strcmp(n->op_type, "Loop");
 	bool retype = loop && ((const loop_params *)n->params)->per_iteration;
 	char *prefix = mc_xstrdup(n->name[0] ? n->name : loop ? "loop" : "scan");

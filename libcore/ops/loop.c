@@ -26,12 +26,6 @@
 
 /* ---- shared helpers ---- */
 
-static mc_graph *body_of(const mc_node *n)
-{
-	const mc_attr *a = mc_attr_find(n, "body");
-	return a && a->type == MC_ATTR_GRAPH ? a->g : NULL;
-}
-
 /* Drops what an earlier inference of g folded or typed, so that typing the
  * body again (new input types) cannot reuse stale results. Nested
  * subgraphs get their captured values refreshed by mc_infer_graph, but
@@ -661,7 +655,7 @@ static int loop_infer(mc_infer_ctx *c)
 {
 	mc_node *n = c->node;
 	loop_params *p = n->params;
-	mc_graph *body = body_of(n);
+	mc_graph *body = mc_loop_body(n);
 	int n_carried = c->n_in - 2, n_scan = c->n_out - n_carried;
 	if (c->in[0] && loop_check_one(n, c->in[0], MC_INT64, "trip count"))
 		return -1;
@@ -693,7 +687,7 @@ static int loop_eval(mc_eval_ctx *c)
 	const mc_node *n = c->node;
 	const loop_params *p = n->params;
 	int n_carried = c->n_in - 2;
-	loop_run r = {.node = n, .body = body_of(n), .env = c->env, .trip = c->in[0],
+	loop_run r = {.node = n, .body = mc_loop_body(n), .env = c->env, .trip = c->in[0],
 	              .cond = c->in[1], .init = c->in + 2, .n_carried = n_carried,
 	              .n_scan = c->n_out - n_carried, .folding = p->folding,
 	              .per_iteration = p->per_iteration, .carried_out = c->out,
@@ -884,7 +878,7 @@ static int scan_infer(mc_infer_ctx *c)
 {
 	mc_node *n = c->node;
 	scan_params *p = n->params;
-	mc_graph *body = body_of(n);
+	mc_graph *body = mc_loop_body(n);
 	bool v8 = n->opset < 9;
 	int first = v8 ? 1 : 0;
 	if (v8 ? scan8_geometry(c, p) : scan9_geometry(c, p))
@@ -1028,7 +1022,7 @@ static int scan9_eval(mc_eval_ctx *c, const scan_params *p)
 	for (int k = 0; k < p->n_state; k++)
 		if (!(states[k] = mc_tensor_clone(c->in[k])))
 			rc = mc_node_error(c->node, "out of memory");
-	scan_seq s = {.node = c->node, .body = body_of(c->node), .p = p, .env = c->env,
+	scan_seq s = {.node = c->node, .body = mc_loop_body(c->node), .p = p, .env = c->env,
 	              .scan_in = c->in + p->n_state, .scan_out = c->out + p->n_state,
 	              .len = p->seq_len};
 	if (!rc)
@@ -1045,7 +1039,7 @@ static int scan9_eval(mc_eval_ctx *c, const scan_params *p)
 static int scan8_eval(mc_eval_ctx *c, const scan_params *p)
 {
 	const mc_node *n = c->node;
-	const mc_graph *body = body_of(n);
+	const mc_graph *body = mc_loop_body(n);
 	mc_tensor *states[p->n_state + 1];
 	int rc = 0;
 	for (int64_t b = 0; b < p->batch && !rc; b++) {

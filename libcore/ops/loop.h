@@ -5,6 +5,13 @@
 
 #include "../modelc.h"
 
+/* The 'body' graph of a Loop or Scan node, or NULL. */
+static inline mc_graph *mc_loop_body(const mc_node *n)
+{
+	const mc_attr *a = mc_attr_find(n, "body");
+	return a && a->type == MC_ATTR_GRAPH ? a->g : NULL;
+}
+
 /* Loop: inputs (trip count, condition, carried values...), body (iteration
  * number, condition, carried...) -> (condition, carried..., scan slices...),
  * outputs (final carried values..., slices stacked along a new axis 0). */

@@ -129,6 +129,10 @@ typedef struct mc_ktemplate {
 	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
 	int k_step;               /* k a step of the tensor-core form (isa->mma_k); k_split a multiple */
 	bool wt_tf32;             /* wt's floats are already rounded to TF32 (the template's operands) */
+	/* One split: the target passes each sum straight to the loop nest that
+	 * follows (over out's [n][cout][oh][ow], which loads out at its linear
+	 * index once), so `out` is transient: it has no storage. */
+	bool direct;
 	int x, wt, out;           /* kernel buffers */
 } mc_ktemplate;
 
@@ -180,6 +184,9 @@ typedef struct {
 	 * the order the kernel reads them): value is -1, the kernel owns it,
 	 * and it becomes one of the program's weights. */
 	mc_tensor *packed;
+	/* Scratch whose values pass in registers (a direct template's out):
+	 * the plan gives it no bytes and no place (loc MC_LOC_NONE). */
+	bool transient;
 } mc_kbuf;
 
 typedef struct {
@@ -264,6 +271,8 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
  * kernel-private arena area the plan allocates for this kernel only. */
 int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written);
 int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count);
+/* Scratch that never reaches memory (see mc_kbuf.transient). */
+int mc_kb_transient(mc_kb *kb, mc_dtype dtype, size_t count);
 /* A constant made by the lowering (takes ownership of t): see mc_kbuf.packed. */
 int mc_kb_packed(mc_kb *kb, mc_tensor *t);
 
@@ -364,7 +373,7 @@ typedef int (*mc_lower_fn)(mc_lower_ctx *c);
 typedef mc_kexpr *(*mc_pointwise_fn)(mc_lower_ctx *c, mc_kexpr *const *args);
 
 typedef struct {
-	const char *op;             /* ONNX op_type, default domain */
+	mc_opid op;                 /* the op it lowers */
 	mc_lower_fn lower;          /* NULL for pointwise-only entries */
 	mc_pointwise_fn pointwise;  /* set for pointwise ops */
 	unsigned flags;
@@ -386,7 +395,8 @@ extern const mc_lowering *const mc_lower_tensor[];
 extern const mc_lowering *const mc_lower_index[];
 extern const mc_lowering *const mc_lower_reduce[];
 extern const mc_lowering *const mc_lower_misc[];
-const mc_lowering *mc_lowering_find(const char *op_type);
+/* The lowering of op id; NULL if it has none. */
+const mc_lowering *mc_lowering_find(mc_opid id);
 
 /* Toolbox for lowerings (aot/lower.c). */
 /* Opens one loop per dim of s (outermost first) and puts the variables in
@@ -429,9 +439,6 @@ int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
 int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
-/* Multiply-accumulates of one run of g (Conv, ConvTranspose, Gemm, MatMul
- * and their internal forms), for --stats, NAME.json and the benchmarks. */
-double mc_graph_macs(const mc_graph *g);
 
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
@@ -500,16 +507,11 @@ typedef struct {
 	int64_t max_index;          /* largest element count of any buffer */
 	const mc_isa *isa;          /* what the kernels were built for */
 	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
-	int n_owned;
-	mc_tensor **owned;          /* weights the program made (mc_program_store_fp16) */
+	int n_owned, cap_owned;
+	mc_tensor **owned;          /* weights the program made (float32 ones stored as float16) */
 } mc_program;
 
 void mc_program_free(mc_program *p);
-/* --dtype fp16: every float32 weight and activation of p is stored as
- * float16 (kernels widen on load and round on store, computing in float32);
- * the graph's inputs and outputs and kernel scratch stay float32. The
- * memory plan is kept (each buffer in the first half of its place). */
-int mc_program_store_fp16(mc_program *p);
 
 /* ---- the compile pipeline (aot/compile.c) ---- */
 typedef struct {
@@ -655,7 +657,14 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 /* Builds the program from an inferred graph (fusion, plan, lowering); the
  * pieces used by mc_compile, exposed for tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
+/* The stages, in order: schedule, lower, storage (the dtype each buffer
+ * is stored in: --dtype fp16 stores float32 activations and weights as
+ * float16, computing in float32; graph inputs, outputs and kernel scratch
+ * stay float32), liveness, plan, place, steps; --dump-after NAME writes
+ * what one left into the dump directory. */
 int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p);
+/* NAME is one of those stages. */
+bool mc_program_stage_known(const char *name);
 
 /* ---- output files ---- */
 /* Writes path only if its content differs (atomic: temporary + rename), so

@@ -869,8 +869,6 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	double t_freeze = now_ms();
 	if (mc_build_program(g, &o, &p))
 		goto out;
-	if (o.dtype && !strcmp(o.dtype, "fp16") && mc_program_store_fp16(&p))
-		goto out;
 	double t_build = now_ms();
 	if (dump_kernels(&p, &o))
 		goto out;

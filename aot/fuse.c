@@ -46,8 +46,8 @@ static bool epilogue_ok(const mc_graph *g, int b, int v, int last, int *chain_in
 	const mc_node *vn = &g->nodes[last];
 	if (bn->guard != vn->guard || bn->guard_else != vn->guard_else)
 		return false; /* another branch, or outside the If */
-	const mc_lowering *l = mc_lowering_find(bn->op_type);
-	if (!l || !l->pointwise || l->lower || bn->n_outputs != 1 || bn->outputs[0] < 0 || bn->n_implicit)
+	const mc_lowering *l = mc_lowering_find(bn->id);
+	if (!mc_op_has(bn->id, MC_OF_PW) || !l || bn->n_outputs != 1 || bn->outputs[0] < 0 || bn->n_implicit)
 		return false;
 	const mc_value *out = &g->values[bn->outputs[0]];
 	if (!mc_shape_eq(&out->shape, &g->values[v].shape))
@@ -82,7 +82,7 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 		if (taken[n])
 			continue;
 		const mc_node *nd = &g->nodes[n];
-		const mc_lowering *l = mc_lowering_find(nd->op_type);
+		const mc_lowering *l = mc_lowering_find(nd->id);
 		mc_group *gr = &groups[n_groups];
 		memset(gr, 0, sizeof *gr);
 		gr->anchor = n;
@@ -99,7 +99,7 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 			if (gr->alias)
 				continue;
 		}
-		bool can_epi = l->pointwise || (l->flags & MC_LOWER_EPILOGUE);
+		bool can_epi = mc_op_has(nd->id, MC_OF_PW) || (l->flags & MC_LOWER_EPILOGUE);
 		if (no_fuse || !can_epi || present_outputs(nd) != 1 || nd->outputs[0] < 0)
 			continue;
 		int tail = nd->outputs[0], last = n;

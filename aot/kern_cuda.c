@@ -10,8 +10,8 @@
  *
  *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
  *
- * With one split the target may fold the second statement into the
- * template's stores (targets/cuda: a fused epilogue). */
+ * With one split the target folds the second statement into the
+ * template's stores (mc_ktemplate.direct: its sums never reach memory). */
 #include <string.h>
 
 #include "lower_window.h"
@@ -125,7 +125,10 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 		return 1;
 	t.x = c->in_buf[0];
 	t.wt = mc_kb_packed(kb, wt);
-	t.out = mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
+	/* one split: its sums go straight to the bias and epilogue below */
+	t.direct = t.splits == 1;
+	t.out = t.direct ? mc_kb_transient(kb, MC_FLOAT, (size_t)outn)
+	                 : mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
 	mc_kb_template(kb, &t);
 
 	/* out = bias + the splits' sums, through the epilogue */

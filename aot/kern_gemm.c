@@ -213,6 +213,6 @@ int mc_kern_gemm(mc_lower_ctx *c)
 	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||
 	    mc_numel(&c->in[1]->shape) == 0)
 		return 1;
-	bool gemm = strcmp(c->node->op_type, "Gemm") == 0;
+	bool gemm = c->node->id == MC_OP_Gemm;
 	return gemm ? kern_gemm(c) : kern_matmul(c);
 }

@@ -75,8 +75,8 @@ static void pixel_chunk(void *ctx, mc_kexpr *c0, int lanes)
 
 int mc_kern_pool_nhwc(mc_lower_ctx *c)
 {
-	bool max = strcmp(c->node->op_type, "NhwcMaxPool") == 0;
-	if (!max && strcmp(c->node->op_type, "NhwcAveragePool") != 0)
+	bool max = c->node->id == MC_OP_NhwcMaxPool;
+	if (!max && c->node->id != MC_OP_NhwcAveragePool)
 		return 1;
 	/* MaxPool's Indices output stays with the plain lowering */
 	if (c->n_out > 1 && c->out[1])

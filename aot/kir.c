@@ -156,6 +156,13 @@ int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count)
 	return mc_kb_buf(kb, -1, dtype, count, true);
 }
 
+int mc_kb_transient(mc_kb *kb, mc_dtype dtype, size_t count)
+{
+	int b = mc_kb_scratch(kb, dtype, count);
+	kb->k->bufs[b].transient = true;
+	return b;
+}
+
 int mc_kb_packed(mc_kb *kb, mc_tensor *t)
 {
 	int b = mc_kb_buf(kb, -1, t->dtype, mc_numel(&t->shape), false);
@@ -741,7 +748,8 @@ void mc_kernel_dump(const mc_kernel *k, FILE *f)
 		fprintf(f, "  # %s", k->comment);
 	fputc('\n', f);
 	for (int i = 0; i < k->n_bufs; i++)
-		fprintf(f, "  b%d: %s[%zu] value %d%s\n", i, mc_dtype_name(k->bufs[i].dtype),
-		        k->bufs[i].count, k->bufs[i].value, k->bufs[i].written ? " (written)" : "");
+		fprintf(f, "  b%d: %s[%zu] value %d%s%s\n", i, mc_dtype_name(k->bufs[i].dtype),
+		        k->bufs[i].count, k->bufs[i].value, k->bufs[i].written ? " (written)" : "",
+		        k->bufs[i].transient ? " (transient)" : "");
 	dump_block(k, k->body, 1, f);
 }

@@ -17,13 +17,19 @@ static const mc_lowering *const *const families[] = {
 	mc_lower_reduce, mc_lower_misc, mc_lower_nhwc,
 };
 
-const mc_lowering *mc_lowering_find(const char *op_type)
+const mc_lowering *mc_lowering_find(mc_opid id)
 {
-	for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-		for (const mc_lowering *const *l = families[f]; *l; l++)
-			if (strcmp((*l)->op, op_type) == 0)
-				return *l;
-	return NULL;
+	/* indexed by op id on first use: the family tables stay where their
+	 * lowerings are */
+	static const mc_lowering *by_id[MC_OP__COUNT];
+	static bool indexed;
+	if (!indexed) {
+		for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+			for (const mc_lowering *const *l = families[f]; *l; l++)
+				by_id[(*l)->op] = *l;
+		indexed = true;
+	}
+	return (unsigned)id < MC_OP__COUNT && id != MC_OP_NONE ? by_id[id] : NULL;
 }
 
 int mc_lower_error(const mc_lower_ctx *c, const char *fmt, ...)
@@ -146,7 +152,7 @@ static mc_kexpr *apply_epilogue(mc_lower_ctx *c, mc_kexpr *value, mc_kexpr **coo
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
 		mc_lower_ctx ec;
 		node_ctx(c, en, gr->epi_chain_in[e], &ec);
-		const mc_lowering *l = mc_lowering_find(en->op_type);
+		const mc_lowering *l = mc_lowering_find(en->id);
 		mc_kexpr **args = mc_kpool_alloc(kb->pool, sizeof *args * (size_t)(en->n_inputs + 1));
 		for (int i = 0; i < en->n_inputs; i++) {
 			if (!ec.in[i])
@@ -193,15 +199,7 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 /* Epilogue ops whose pointwise form the vector IR can build lane-wise. */
 static bool has_vector_form(const mc_node *n)
 {
-	static const char *const ops[] = { "Relu", "LeakyRelu", "Clip", "Add", "Sub", "Mul", "Div",
-	                                   "Max", "Min", "Sum", "Mean", "PRelu", "HardSigmoid",
-	                                   "HardSwish", "Neg", NULL };
-	if (n->opset < 7) /* legacy broadcasting */
-		return false;
-	for (int i = 0; ops[i]; i++)
-		if (strcmp(n->op_type, ops[i]) == 0)
-			return true;
-	return false;
+	return n->opset >= 7 /* legacy broadcasting */ && mc_op_has(n->id, MC_OF_VEC);
 }
 
 /* How an epilogue operand shaped vs varies along the output's last dim:

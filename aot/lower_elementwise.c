@@ -124,8 +124,7 @@ static bool pointwise_coords(mc_lower_ctx *c, mc_kexpr **coords)
 	const mc_shape *os = &c->out[0]->shape;
 	if (!c->group)
 		return false;
-	const mc_lowering *al = mc_lowering_find(c->g->nodes[c->group->anchor].op_type);
-	if (!al || al->lower)
+	if (!mc_op_has(c->g->nodes[c->group->anchor].id, MC_OF_PW))
 		return false;
 	if (kb->depth == os->rank) {
 		for (int d = 0; d < os->rank; d++) {
@@ -831,84 +830,84 @@ static int lower_dynamic_quantize(mc_lower_ctx *c)
 /* ---- the table ---- */
 
 #define POINTWISE(var, name, fn) static const mc_lowering var = { name, NULL, pw_##fn, 0 }
-POINTWISE(l_relu, "Relu", relu);
-POINTWISE(l_leaky_relu, "LeakyRelu", leaky_relu);
-POINTWISE(l_sigmoid, "Sigmoid", sigmoid);
-POINTWISE(l_hard_sigmoid, "HardSigmoid", hard_sigmoid);
-POINTWISE(l_hard_swish, "HardSwish", hard_swish);
-POINTWISE(l_tanh, "Tanh", tanh);
-POINTWISE(l_exp, "Exp", exp);
-POINTWISE(l_log, "Log", log);
-POINTWISE(l_sqrt, "Sqrt", sqrt);
-POINTWISE(l_erf, "Erf", erf);
-POINTWISE(l_neg, "Neg", neg);
-POINTWISE(l_abs, "Abs", abs);
-POINTWISE(l_reciprocal, "Reciprocal", reciprocal);
-POINTWISE(l_floor, "Floor", floor);
-POINTWISE(l_ceil, "Ceil", ceil);
-POINTWISE(l_round, "Round", round);
-POINTWISE(l_sign, "Sign", sign);
-POINTWISE(l_sin, "Sin", sin);
-POINTWISE(l_cos, "Cos", cos);
-POINTWISE(l_tan, "Tan", tan);
-POINTWISE(l_asin, "Asin", asin);
-POINTWISE(l_acos, "Acos", acos);
-POINTWISE(l_atan, "Atan", atan);
-POINTWISE(l_sinh, "Sinh", sinh);
-POINTWISE(l_cosh, "Cosh", cosh);
-POINTWISE(l_asinh, "Asinh", asinh);
-POINTWISE(l_acosh, "Acosh", acosh);
-POINTWISE(l_atanh, "Atanh", atanh);
-POINTWISE(l_elu, "Elu", elu);
-POINTWISE(l_selu, "Selu", selu);
-POINTWISE(l_celu, "Celu", celu);
-POINTWISE(l_softplus, "Softplus", softplus);
-POINTWISE(l_softsign, "Softsign", softsign);
-POINTWISE(l_thresholded_relu, "ThresholdedRelu", thresholded_relu);
-POINTWISE(l_gelu, "Gelu", gelu);
-POINTWISE(l_mish, "Mish", mish);
-POINTWISE(l_isnan, "IsNaN", isnan);
-POINTWISE(l_isinf, "IsInf", isinf);
-POINTWISE(l_shrink, "Shrink", shrink);
-POINTWISE(l_bitwise_not, "BitwiseNot", bitwise_not);
-POINTWISE(l_not, "Not", not);
-POINTWISE(l_swish, "Swish", swish);
-POINTWISE(l_add, "Add", add);
-POINTWISE(l_sub, "Sub", sub);
-POINTWISE(l_mul, "Mul", mul);
-POINTWISE(l_div, "Div", div);
-POINTWISE(l_pow, "Pow", pow);
-POINTWISE(l_mod, "Mod", mod);
-POINTWISE(l_prelu, "PRelu", prelu);
-POINTWISE(l_bitshift, "BitShift", bitshift);
-POINTWISE(l_bitwise_and, "BitwiseAnd", bitwise_and);
-POINTWISE(l_bitwise_or, "BitwiseOr", bitwise_or);
-POINTWISE(l_bitwise_xor, "BitwiseXor", bitwise_xor);
-POINTWISE(l_equal, "Equal", equal);
-POINTWISE(l_less, "Less", less);
-POINTWISE(l_greater, "Greater", greater);
-POINTWISE(l_less_equal, "LessOrEqual", less_equal);
-POINTWISE(l_greater_equal, "GreaterOrEqual", greater_equal);
-POINTWISE(l_and, "And", and);
-POINTWISE(l_or, "Or", or);
-POINTWISE(l_xor, "Xor", xor);
-POINTWISE(l_max, "Max", max);
-POINTWISE(l_min, "Min", min);
-POINTWISE(l_sum, "Sum", sum);
-POINTWISE(l_mean, "Mean", mean);
-POINTWISE(l_clip, "Clip", clip);
-POINTWISE(l_where, "Where", where);
+POINTWISE(l_relu, MC_OP_Relu, relu);
+POINTWISE(l_leaky_relu, MC_OP_LeakyRelu, leaky_relu);
+POINTWISE(l_sigmoid, MC_OP_Sigmoid, sigmoid);
+POINTWISE(l_hard_sigmoid, MC_OP_HardSigmoid, hard_sigmoid);
+POINTWISE(l_hard_swish, MC_OP_HardSwish, hard_swish);
+POINTWISE(l_tanh, MC_OP_Tanh, tanh);
+POINTWISE(l_exp, MC_OP_Exp, exp);
+POINTWISE(l_log, MC_OP_Log, log);
+POINTWISE(l_sqrt, MC_OP_Sqrt, sqrt);
+POINTWISE(l_erf, MC_OP_Erf, erf);
+POINTWISE(l_neg, MC_OP_Neg, neg);
+POINTWISE(l_abs, MC_OP_Abs, abs);
+POINTWISE(l_reciprocal, MC_OP_Reciprocal, reciprocal);
+POINTWISE(l_floor, MC_OP_Floor, floor);
+POINTWISE(l_ceil, MC_OP_Ceil, ceil);
+POINTWISE(l_round, MC_OP_Round, round);
+POINTWISE(l_sign, MC_OP_Sign, sign);
+POINTWISE(l_sin, MC_OP_Sin, sin);
+POINTWISE(l_cos, MC_OP_Cos, cos);
+POINTWISE(l_tan, MC_OP_Tan, tan);
+POINTWISE(l_asin, MC_OP_Asin, asin);
+POINTWISE(l_acos, MC_OP_Acos, acos);
+POINTWISE(l_atan, MC_OP_Atan, atan);
+POINTWISE(l_sinh, MC_OP_Sinh, sinh);
+POINTWISE(l_cosh, MC_OP_Cosh, cosh);
+POINTWISE(l_asinh, MC_OP_Asinh, asinh);
+POINTWISE(l_acosh, MC_OP_Acosh, acosh);
+POINTWISE(l_atanh, MC_OP_Atanh, atanh);
+POINTWISE(l_elu, MC_OP_Elu, elu);
+POINTWISE(l_selu, MC_OP_Selu, selu);
+POINTWISE(l_celu, MC_OP_Celu, celu);
+POINTWISE(l_softplus, MC_OP_Softplus, softplus);
+POINTWISE(l_softsign, MC_OP_Softsign, softsign);
+POINTWISE(l_thresholded_relu, MC_OP_ThresholdedRelu, thresholded_relu);
+POINTWISE(l_gelu, MC_OP_Gelu, gelu);
+POINTWISE(l_mish, MC_OP_Mish, mish);
+POINTWISE(l_isnan, MC_OP_IsNaN, isnan);
+POINTWISE(l_isinf, MC_OP_IsInf, isinf);
+POINTWISE(l_shrink, MC_OP_Shrink, shrink);
+POINTWISE(l_bitwise_not, MC_OP_BitwiseNot, bitwise_not);
+POINTWISE(l_not, MC_OP_Not, not);
+POINTWISE(l_swish, MC_OP_Swish, swish);
+POINTWISE(l_add, MC_OP_Add, add);
+POINTWISE(l_sub, MC_OP_Sub, sub);
+POINTWISE(l_mul, MC_OP_Mul, mul);
+POINTWISE(l_div, MC_OP_Div, div);
+POINTWISE(l_pow, MC_OP_Pow, pow);
+POINTWISE(l_mod, MC_OP_Mod, mod);
+POINTWISE(l_prelu, MC_OP_PRelu, prelu);
+POINTWISE(l_bitshift, MC_OP_BitShift, bitshift);
+POINTWISE(l_bitwise_and, MC_OP_BitwiseAnd, bitwise_and);
+POINTWISE(l_bitwise_or, MC_OP_BitwiseOr, bitwise_or);
+POINTWISE(l_bitwise_xor, MC_OP_BitwiseXor, bitwise_xor);
+POINTWISE(l_equal, MC_OP_Equal, equal);
+POINTWISE(l_less, MC_OP_Less, less);
+POINTWISE(l_greater, MC_OP_Greater, greater);
+POINTWISE(l_less_equal, MC_OP_LessOrEqual, less_equal);
+POINTWISE(l_greater_equal, MC_OP_GreaterOrEqual, greater_equal);
+POINTWISE(l_and, MC_OP_And, and);
+POINTWISE(l_or, MC_OP_Or, or);
+POINTWISE(l_xor, MC_OP_Xor, xor);
+POINTWISE(l_max, MC_OP_Max, max);
+POINTWISE(l_min, MC_OP_Min, min);
+POINTWISE(l_sum, MC_OP_Sum, sum);
+POINTWISE(l_mean, MC_OP_Mean, mean);
+POINTWISE(l_clip, MC_OP_Clip, clip);
+POINTWISE(l_where, MC_OP_Where, where);
 
-static const mc_lowering l_cast = { "Cast", lower_cast, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_castlike = { "CastLike", lower_cast, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_identity = { "Identity", mc_lower_copy, NULL,
+static const mc_lowering l_cast = { MC_OP_Cast, lower_cast, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_castlike = { MC_OP_CastLike, lower_cast, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_identity = { MC_OP_Identity, mc_lower_copy, NULL,
 	                                    MC_LOWER_ALIAS | MC_LOWER_EPILOGUE };
 /* Not an alias: the optional mask output needs a kernel of its own. */
-static const mc_lowering l_dropout = { "Dropout", lower_dropout, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_quantize = { "QuantizeLinear", lower_quantize, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_dequantize = { "DequantizeLinear", lower_dequantize, NULL,
+static const mc_lowering l_dropout = { MC_OP_Dropout, lower_dropout, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_quantize = { MC_OP_QuantizeLinear, lower_quantize, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_dequantize = { MC_OP_DequantizeLinear, lower_dequantize, NULL,
 	                                      MC_LOWER_EPILOGUE };
-static const mc_lowering l_dynamic_quantize = { "DynamicQuantizeLinear", lower_dynamic_quantize,
+static const mc_lowering l_dynamic_quantize = { MC_OP_DynamicQuantizeLinear, lower_dynamic_quantize,
 	                                            NULL, MC_LOWER_EPILOGUE };
 
 const mc_lowering *const mc_lower_elementwise[] = {

@@ -944,25 +944,25 @@ static int lower_compress(mc_lower_ctx *c)
 	return 0;
 }
 
-static const mc_lowering l_slice = { "Slice", lower_slice, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_gather = { "Gather", lower_gather, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_gather_elements = { "GatherElements", lower_gather_elements, NULL,
+static const mc_lowering l_slice = { MC_OP_Slice, lower_slice, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_gather = { MC_OP_Gather, lower_gather, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_gather_elements = { MC_OP_GatherElements, lower_gather_elements, NULL,
                                                MC_LOWER_EPILOGUE };
-static const mc_lowering l_gathernd = { "GatherND", lower_gathernd, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_scatter = { "Scatter", lower_scatter_elements, NULL, 0 };
-static const mc_lowering l_scatter_elements = { "ScatterElements", lower_scatter_elements, NULL,
+static const mc_lowering l_gathernd = { MC_OP_GatherND, lower_gathernd, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_scatter = { MC_OP_Scatter, lower_scatter_elements, NULL, 0 };
+static const mc_lowering l_scatter_elements = { MC_OP_ScatterElements, lower_scatter_elements, NULL,
                                                 0 };
-static const mc_lowering l_scatternd = { "ScatterND", lower_scatternd, NULL, 0 };
-static const mc_lowering l_pad = { "Pad", lower_pad, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_resize = { "Resize", lower_resize, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_upsample = { "Upsample", lower_resize, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_depth_to_space = { "DepthToSpace", lower_depth_to_space, NULL,
+static const mc_lowering l_scatternd = { MC_OP_ScatterND, lower_scatternd, NULL, 0 };
+static const mc_lowering l_pad = { MC_OP_Pad, lower_pad, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_resize = { MC_OP_Resize, lower_resize, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_upsample = { MC_OP_Upsample, lower_resize, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_depth_to_space = { MC_OP_DepthToSpace, lower_depth_to_space, NULL,
                                               MC_LOWER_EPILOGUE };
-static const mc_lowering l_space_to_depth = { "SpaceToDepth", lower_space_to_depth, NULL,
+static const mc_lowering l_space_to_depth = { MC_OP_SpaceToDepth, lower_space_to_depth, NULL,
                                               MC_LOWER_EPILOGUE };
-static const mc_lowering l_onehot = { "OneHot", lower_onehot, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_trilu = { "Trilu", lower_trilu, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_compress = { "Compress", lower_compress, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_onehot = { MC_OP_OneHot, lower_onehot, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_trilu = { MC_OP_Trilu, lower_trilu, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_compress = { MC_OP_Compress, lower_compress, NULL, MC_LOWER_EPILOGUE };
 
 const mc_lowering *const mc_lower_index[] = {
 	&l_slice, &l_gather, &l_gather_elements, &l_gathernd, &l_scatter, &l_scatter_elements,

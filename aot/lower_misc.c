@@ -410,9 +410,9 @@ static int lower_rnn(mc_lower_ctx *c)
 	return 0;
 }
 
-static const mc_lowering l_rnn = { "RNN", lower_rnn, NULL, 0 };
-static const mc_lowering l_gru = { "GRU", lower_rnn, NULL, 0 };
-static const mc_lowering l_lstm = { "LSTM", lower_rnn, NULL, 0 };
+static const mc_lowering l_rnn = { MC_OP_RNN, lower_rnn, NULL, 0 };
+static const mc_lowering l_gru = { MC_OP_GRU, lower_rnn, NULL, 0 };
+static const mc_lowering l_lstm = { MC_OP_LSTM, lower_rnn, NULL, 0 };
 
 /* ==== signal: DFT, STFT, windows, CumProd ==== */
 
@@ -715,12 +715,12 @@ static int lower_cumprod(mc_lower_ctx *c)
 	return 0;
 }
 
-static const mc_lowering l_dft = { "DFT", lower_dft, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_stft = { "STFT", lower_stft, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_hann = { "HannWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_hamming = { "HammingWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_blackman = { "BlackmanWindow", lower_window, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_cumprod = { "CumProd", lower_cumprod, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_dft = { MC_OP_DFT, lower_dft, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_stft = { MC_OP_STFT, lower_stft, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_hann = { MC_OP_HannWindow, lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_hamming = { MC_OP_HammingWindow, lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_blackman = { MC_OP_BlackmanWindow, lower_window, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_cumprod = { MC_OP_CumProd, lower_cumprod, NULL, MC_LOWER_EPILOGUE };
 
 /* ---- MelWeightMatrix: folds when its inputs are constants; this is the
  * run-time form (sample_rate or the edges fed at run time), step by step
@@ -844,7 +844,7 @@ static int lower_mel(mc_lower_ctx *c)
 	return 0;
 }
 
-static const mc_lowering l_mel = { "MelWeightMatrix", lower_mel, NULL, 0 };
+static const mc_lowering l_mel = { MC_OP_MelWeightMatrix, lower_mel, NULL, 0 };
 
 /* ==== extra: CenterCropPad, RotaryEmbedding, Det, GridSample, RoiAlign ==== */
 
@@ -1612,16 +1612,16 @@ static int lower_data_shaped(mc_lower_ctx *c)
 	                      c->node->op_type);
 }
 
-static const mc_lowering l_ccp = {"CenterCropPad", lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE};
-static const mc_lowering l_rope = {"RotaryEmbedding", lower_rotary_embedding, NULL,
+static const mc_lowering l_ccp = {MC_OP_CenterCropPad, lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE};
+static const mc_lowering l_rope = {MC_OP_RotaryEmbedding, lower_rotary_embedding, NULL,
                                    MC_LOWER_EPILOGUE};
-static const mc_lowering l_det = { "Det", lower_det, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_grid_sample = {"GridSample", lower_grid_sample, NULL, MC_LOWER_EPILOGUE};
-static const mc_lowering l_roi_align = { "RoiAlign", lower_roi_align, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_attention = { "Attention", lower_attention, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_nonzero = { "NonZero", lower_data_shaped, NULL, 0 };
-static const mc_lowering l_unique = { "Unique", lower_data_shaped, NULL, 0 };
-static const mc_lowering l_nms = { "NonMaxSuppression", lower_data_shaped, NULL, 0 };
+static const mc_lowering l_det = { MC_OP_Det, lower_det, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_grid_sample = {MC_OP_GridSample, lower_grid_sample, NULL, MC_LOWER_EPILOGUE};
+static const mc_lowering l_roi_align = { MC_OP_RoiAlign, lower_roi_align, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_attention = { MC_OP_Attention, lower_attention, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_nonzero = { MC_OP_NonZero, lower_data_shaped, NULL, 0 };
+static const mc_lowering l_unique = { MC_OP_Unique, lower_data_shaped, NULL, 0 };
+static const mc_lowering l_nms = { MC_OP_NonMaxSuppression, lower_data_shaped, NULL, 0 };
 
 const mc_lowering *const mc_lower_misc[] = {
 	&l_rnn,

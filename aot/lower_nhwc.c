@@ -213,9 +213,9 @@ static int lower_nhwc_avgpool(mc_lower_ctx *c)
 
 #define LOWERING(var, name, fn) static const mc_lowering var = { name, fn, NULL, MC_LOWER_EPILOGUE }
 
-LOWERING(l_nhwc_conv, "NhwcConv", lower_nhwc_conv);
-LOWERING(l_nhwc_maxpool, "NhwcMaxPool", lower_nhwc_maxpool);
-LOWERING(l_nhwc_avgpool, "NhwcAveragePool", lower_nhwc_avgpool);
+LOWERING(l_nhwc_conv, MC_OP_NhwcConv, lower_nhwc_conv);
+LOWERING(l_nhwc_maxpool, MC_OP_NhwcMaxPool, lower_nhwc_maxpool);
+LOWERING(l_nhwc_avgpool, MC_OP_NhwcAveragePool, lower_nhwc_avgpool);
 
 const mc_lowering *const mc_lower_nhwc[] = {
 	&l_nhwc_conv, &l_nhwc_maxpool, &l_nhwc_avgpool,

@@ -923,22 +923,22 @@ static int lower_col2im(mc_lower_ctx *c)
 
 #define LOWERING(var, name, fn) static const mc_lowering var = { name, fn, NULL, MC_LOWER_EPILOGUE }
 
-LOWERING(l_conv, "Conv", lower_conv);
-LOWERING(l_conv_transpose, "ConvTranspose", lower_conv_transpose);
-LOWERING(l_conv_integer, "ConvInteger", lower_conv_integer);
-LOWERING(l_qlinear_conv, "QLinearConv", lower_qlinear_conv);
-LOWERING(l_maxpool, "MaxPool", lower_maxpool);
-LOWERING(l_avgpool, "AveragePool", lower_avgpool);
-LOWERING(l_lppool, "LpPool", lower_lppool);
-LOWERING(l_global_avgpool, "GlobalAveragePool", lower_global_avgpool);
-LOWERING(l_global_maxpool, "GlobalMaxPool", lower_global_maxpool);
-LOWERING(l_global_lppool, "GlobalLpPool", lower_global_lppool);
-LOWERING(l_gemm, "Gemm", lower_gemm);
-LOWERING(l_matmul, "MatMul", lower_matmul);
-LOWERING(l_matmul_integer, "MatMulInteger", lower_matmul_integer);
-LOWERING(l_qlinear_matmul, "QLinearMatMul", lower_qlinear_matmul);
-LOWERING(l_einsum, "Einsum", lower_einsum);
-LOWERING(l_col2im, "Col2Im", lower_col2im);
+LOWERING(l_conv, MC_OP_Conv, lower_conv);
+LOWERING(l_conv_transpose, MC_OP_ConvTranspose, lower_conv_transpose);
+LOWERING(l_conv_integer, MC_OP_ConvInteger, lower_conv_integer);
+LOWERING(l_qlinear_conv, MC_OP_QLinearConv, lower_qlinear_conv);
+LOWERING(l_maxpool, MC_OP_MaxPool, lower_maxpool);
+LOWERING(l_avgpool, MC_OP_AveragePool, lower_avgpool);
+LOWERING(l_lppool, MC_OP_LpPool, lower_lppool);
+LOWERING(l_global_avgpool, MC_OP_GlobalAveragePool, lower_global_avgpool);
+LOWERING(l_global_maxpool, MC_OP_GlobalMaxPool, lower_global_maxpool);
+LOWERING(l_global_lppool, MC_OP_GlobalLpPool, lower_global_lppool);
+LOWERING(l_gemm, MC_OP_Gemm, lower_gemm);
+LOWERING(l_matmul, MC_OP_MatMul, lower_matmul);
+LOWERING(l_matmul_integer, MC_OP_MatMulInteger, lower_matmul_integer);
+LOWERING(l_qlinear_matmul, MC_OP_QLinearMatMul, lower_qlinear_matmul);
+LOWERING(l_einsum, MC_OP_Einsum, lower_einsum);
+LOWERING(l_col2im, MC_OP_Col2Im, lower_col2im);
 
 const mc_lowering *const mc_lower_nn[] = {
 	&l_conv, &l_conv_transpose, &l_conv_integer, &l_qlinear_conv,

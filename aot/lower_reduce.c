@@ -1033,33 +1033,33 @@ static int lower_sce(mc_lower_ctx *c)
 /* ==== the table ==== */
 
 #define ENTRY(var, name, fn) static const mc_lowering var = { name, fn, NULL, MC_LOWER_EPILOGUE }
-ENTRY(l_reduce_sum, "ReduceSum", lower_reduce_op);
-ENTRY(l_reduce_mean, "ReduceMean", lower_reduce_op);
-ENTRY(l_reduce_prod, "ReduceProd", lower_reduce_op);
-ENTRY(l_reduce_max, "ReduceMax", lower_reduce_op);
-ENTRY(l_reduce_min, "ReduceMin", lower_reduce_op);
-ENTRY(l_reduce_l1, "ReduceL1", lower_reduce_op);
-ENTRY(l_reduce_l2, "ReduceL2", lower_reduce_op);
-ENTRY(l_reduce_log_sum, "ReduceLogSum", lower_reduce_op);
-ENTRY(l_reduce_log_sum_exp, "ReduceLogSumExp", lower_reduce_op);
-ENTRY(l_reduce_sum_square, "ReduceSumSquare", lower_reduce_op);
-ENTRY(l_argmax, "ArgMax", lower_arg);
-ENTRY(l_argmin, "ArgMin", lower_arg);
-ENTRY(l_softmax, "Softmax", lower_softmax);
-ENTRY(l_log_softmax, "LogSoftmax", lower_softmax);
-ENTRY(l_hardmax, "Hardmax", lower_softmax);
-ENTRY(l_cumsum, "CumSum", lower_cumsum);
-ENTRY(l_topk, "TopK", lower_topk);
-ENTRY(l_batch_norm, "BatchNormalization", lower_batchnorm);
-ENTRY(l_instance_norm, "InstanceNormalization", lower_instancenorm);
-ENTRY(l_group_norm, "GroupNormalization", lower_groupnorm);
-ENTRY(l_layer_norm, "LayerNormalization", lower_layernorm);
-ENTRY(l_rms_norm, "RMSNormalization", lower_rmsnorm);
-ENTRY(l_lp_norm, "LpNormalization", lower_lpnorm);
-ENTRY(l_mvn, "MeanVarianceNormalization", lower_mvn);
-ENTRY(l_lrn, "LRN", lower_lrn);
-ENTRY(l_nll, "NegativeLogLikelihoodLoss", lower_nll);
-ENTRY(l_sce, "SoftmaxCrossEntropyLoss", lower_sce);
+ENTRY(l_reduce_sum, MC_OP_ReduceSum, lower_reduce_op);
+ENTRY(l_reduce_mean, MC_OP_ReduceMean, lower_reduce_op);
+ENTRY(l_reduce_prod, MC_OP_ReduceProd, lower_reduce_op);
+ENTRY(l_reduce_max, MC_OP_ReduceMax, lower_reduce_op);
+ENTRY(l_reduce_min, MC_OP_ReduceMin, lower_reduce_op);
+ENTRY(l_reduce_l1, MC_OP_ReduceL1, lower_reduce_op);
+ENTRY(l_reduce_l2, MC_OP_ReduceL2, lower_reduce_op);
+ENTRY(l_reduce_log_sum, MC_OP_ReduceLogSum, lower_reduce_op);
+ENTRY(l_reduce_log_sum_exp, MC_OP_ReduceLogSumExp, lower_reduce_op);
+ENTRY(l_reduce_sum_square, MC_OP_ReduceSumSquare, lower_reduce_op);
+ENTRY(l_argmax, MC_OP_ArgMax, lower_arg);
+ENTRY(l_argmin, MC_OP_ArgMin, lower_arg);
+ENTRY(l_softmax, MC_OP_Softmax, lower_softmax);
+ENTRY(l_log_softmax, MC_OP_LogSoftmax, lower_softmax);
+ENTRY(l_hardmax, MC_OP_Hardmax, lower_softmax);
+ENTRY(l_cumsum, MC_OP_CumSum, lower_cumsum);
+ENTRY(l_topk, MC_OP_TopK, lower_topk);
+ENTRY(l_batch_norm, MC_OP_BatchNormalization, lower_batchnorm);
+ENTRY(l_instance_norm, MC_OP_InstanceNormalization, lower_instancenorm);
+ENTRY(l_group_norm, MC_OP_GroupNormalization, lower_groupnorm);
+ENTRY(l_layer_norm, MC_OP_LayerNormalization, lower_layernorm);
+ENTRY(l_rms_norm, MC_OP_RMSNormalization, lower_rmsnorm);
+ENTRY(l_lp_norm, MC_OP_LpNormalization, lower_lpnorm);
+ENTRY(l_mvn, MC_OP_MeanVarianceNormalization, lower_mvn);
+ENTRY(l_lrn, MC_OP_LRN, lower_lrn);
+ENTRY(l_nll, MC_OP_NegativeLogLikelihoodLoss, lower_nll);
+ENTRY(l_sce, MC_OP_SoftmaxCrossEntropyLoss, lower_sce);
 
 const mc_lowering *const mc_lower_reduce[] = {
 	&l_reduce_sum, &l_reduce_mean, &l_reduce_prod, &l_reduce_max, &l_reduce_min,

@@ -248,21 +248,21 @@ static int lower_size(mc_lower_ctx *c)
 
 /* Reshape, Flatten, Squeeze, Unsqueeze share their input's storage; the
  * copy runs only where they cannot (a graph output). */
-static const mc_lowering l_reshape = { "Reshape", mc_lower_copy, NULL, MC_LOWER_ALIAS };
-static const mc_lowering l_flatten = { "Flatten", mc_lower_copy, NULL, MC_LOWER_ALIAS };
-static const mc_lowering l_squeeze = { "Squeeze", mc_lower_copy, NULL, MC_LOWER_ALIAS };
-static const mc_lowering l_unsqueeze = { "Unsqueeze", mc_lower_copy, NULL, MC_LOWER_ALIAS };
-static const mc_lowering l_transpose = { "Transpose", lower_transpose, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_concat = { "Concat", lower_concat, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_split = { "Split", lower_split, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_expand = { "Expand", lower_expand, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_tile = { "Tile", lower_tile, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_eyelike = { "EyeLike", lower_eyelike, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_constantofshape = { "ConstantOfShape", lower_constantofshape, NULL,
+static const mc_lowering l_reshape = { MC_OP_Reshape, mc_lower_copy, NULL, MC_LOWER_ALIAS };
+static const mc_lowering l_flatten = { MC_OP_Flatten, mc_lower_copy, NULL, MC_LOWER_ALIAS };
+static const mc_lowering l_squeeze = { MC_OP_Squeeze, mc_lower_copy, NULL, MC_LOWER_ALIAS };
+static const mc_lowering l_unsqueeze = { MC_OP_Unsqueeze, mc_lower_copy, NULL, MC_LOWER_ALIAS };
+static const mc_lowering l_transpose = { MC_OP_Transpose, lower_transpose, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_concat = { MC_OP_Concat, lower_concat, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_split = { MC_OP_Split, lower_split, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_expand = { MC_OP_Expand, lower_expand, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_tile = { MC_OP_Tile, lower_tile, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_eyelike = { MC_OP_EyeLike, lower_eyelike, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_constantofshape = { MC_OP_ConstantOfShape, lower_constantofshape, NULL,
                                                MC_LOWER_EPILOGUE };
-static const mc_lowering l_range = { "Range", lower_range, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_shape = { "Shape", lower_shape, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_size = { "Size", lower_size, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_range = { MC_OP_Range, lower_range, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_shape = { MC_OP_Shape, lower_shape, NULL, MC_LOWER_EPILOGUE };
+static const mc_lowering l_size = { MC_OP_Size, lower_size, NULL, MC_LOWER_EPILOGUE };
 
 const mc_lowering *const mc_lower_tensor[] = {
 	&l_reshape, &l_flatten, &l_squeeze, &l_unsqueeze, &l_transpose, &l_concat, &l_split,

@@ -1,6 +1,7 @@
 /* From an inferred, frozen graph to a program: fusion groups lowered into
  * kernels, every buffer given a place (arena offset, weight, input or
  * output slot) by the memory plan. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,7 @@ static int inline_runtime_ifs(mc_graph *g)
 {
 	for (int i = 0; i < g->n_nodes; i++) {
 		mc_node *n = &g->nodes[i];
-		if (strcmp(n->op_type, "If") || n->domain[0] || !n->op)
+		if (n->id != MC_OP_If || !n->op)
 			continue;
 		const mc_value *cond = &g->values[n->inputs[0]];
 		if (cond->konst)
@@ -66,7 +67,7 @@ static int inline_runtime_ifs(mc_graph *g)
 			const mc_graph *b = n->attrs[a].g;
 			for (int k = 0; b && k < b->n_nodes; k++)
 				if (b->nodes[k].op && (b->nodes[k].op->flags & MC_OP_SUBGRAPH) &&
-				    strcmp(b->nodes[k].op_type, "If"))
+				    b->nodes[k].id != MC_OP_If)
 					return mc_node_error(n, "branch node '%s' (%s) holds a subgraph: not supported "
 					                        "by the compiler yet", b->nodes[k].name, b->nodes[k].op_type);
 		}
@@ -84,13 +85,13 @@ static int check_lowerings(const mc_graph *g, int unroll_limit)
 	for (int n = 0; n < g->n_nodes; n++) {
 		const mc_node *nd = &g->nodes[n];
 		char why[256];
-		bool loop_like = !nd->domain[0] && (!strcmp(nd->op_type, "Scan") || !strcmp(nd->op_type, "Loop"));
+		bool loop_like = nd->id == MC_OP_Scan || nd->id == MC_OP_Loop;
 		const char *unroll_why = loop_like ? mc_unroll_refusal(g, nd, unroll_limit, why, sizeof why) : NULL;
 		if (unroll_why) {
 			mc_node_error(nd, "%s is compiled by unrolling its body, and this one cannot be: %s",
 			              nd->op_type, unroll_why);
 			missing++;
-		} else if (!mc_lowering_find(nd->op_type)) {
+		} else if (!mc_lowering_find(nd->id)) {
 			mc_node_error(nd, "has no lowering to kernels yet (op %s is not supported by the compiler)",
 			              nd->op_type);
 			missing++;
@@ -138,6 +139,39 @@ typedef struct {
 	int *weight;        /* weight index of each constant value, -1 */
 } value_maps;
 
+/* ---- the stages of mc_build_program ----
+ * Each stage reads what the ones before it left in `build` and adds its
+ * own part; --dump-after NAME writes what it left (DIR/debug/9N-NAME.txt). */
+typedef struct {
+	mc_graph *g;
+	const mc_compile_opts *o;
+	mc_program *p;
+	/* storage of float32 activations and weights: MC_FLOAT16 under
+	 * --dtype fp16, else MC_FLOAT (graph inputs, outputs and kernel
+	 * scratch stay float32) */
+	mc_dtype float_store;
+	mc_group *groups;           /* schedule: in run order */
+	int n_groups;
+	value_maps m;
+	bool *copy_out;             /* per graph output: a kernel copies it in */
+	int *group_kernel;          /* lower: kernel of each group, -1 for an alias */
+	int *kguard;                /* per kernel: mc_node.guard of its nodes */
+	bool *kelse;                /* per kernel: in an If's else branch */
+	mc_dtype *store;            /* storage: dtype each value's bytes are stored in */
+	int *first, *last;          /* liveness: steps of each storage root */
+	mc_mem_req *reqs;           /* plan: arena roots, then kernel scratch */
+	int *req_what;              /* per request: its value, or -1 - the kernel of a scratch */
+	int n_reqs, cap_reqs;
+	mc_mem_plan plan;
+} build;
+
+static size_t store_bytes(const build *b, int v)
+{
+	return mc_numel(&b->g->values[v].shape) * mc_dtype_size(b->store[v]);
+}
+
+static int value_loc(build *b, int v, mc_loc *loc);
+
 static int find_input(const mc_graph *g, int v)
 {
 	for (int i = 0; i < g->n_inputs; i++)
@@ -170,16 +204,6 @@ static void copy_to_output(const mc_graph *g, mc_program *p, int v, int j)
 	mc_kb_end(&kb);
 }
 
-static int weight_of(const mc_graph *g, mc_program *p, value_maps *m, int v)
-{
-	if (m->weight[v] < 0) {
-		p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
-		p->weights[p->n_weights] = (mc_weight){ .t = g->values[v].konst, .align = ARENA_ALIGN };
-		p->weight_bytes += g->values[v].konst->nbytes;
-		m->weight[v] = p->n_weights++;
-	}
-	return m->weight[v];
-}
 
 static bool reads_root(const mc_graph *g, const value_maps *m, const mc_node *n, int r)
 {
@@ -192,27 +216,25 @@ static bool reads_root(const mc_graph *g, const value_maps *m, const mc_node *n,
 
 /* In-place candidate of a group's stored value: an operand read only at
  * the element being written (same shape), dying at this step. */
-static int inplace_candidate(const mc_graph *g, const mc_group *gr, const value_maps *m,
-                             const int *last, int step, int out)
+static int inplace_candidate(const build *b, const mc_group *gr, int step, int out)
 {
-	const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
-	const mc_value *ov = &g->values[out];
-	size_t obytes = mc_numel(&ov->shape) * mc_dtype_size(ov->dtype);
+	const mc_graph *g = b->g;
+	const value_maps *m = &b->m;
+	bool pointwise = mc_op_has(g->nodes[gr->anchor].id, MC_OF_PW);
+	size_t obytes = store_bytes(b, out);
 	for (int e = -1; e < gr->n_epi; e++) {
 		const mc_node *nd = &g->nodes[e < 0 ? gr->anchor : gr->epi[e]];
-		if (e < 0 && l->lower)
+		if (e < 0 && !pointwise)
 			continue; /* a non-pointwise anchor reads its inputs anywhere */
 		for (int i = 0; i < nd->n_inputs; i++) {
 			int v = nd->inputs[i];
 			if (v < 0 || (e >= 0 && i == gr->epi_chain_in[e]))
 				continue;
 			int r = m->root[v];
-			const mc_value *rv = &g->values[r];
-			if (l->lower && reads_root(g, m, &g->nodes[gr->anchor], r))
+			if (!pointwise && reads_root(g, m, &g->nodes[gr->anchor], r))
 				continue; /* the anchor reads it elsewhere too (a residual) */
-			if (!in_arena(g, m, r) || m->req[r] < 0 || last[r] != step ||
-			    !mc_shape_eq(&g->values[v].shape, &ov->shape) ||
-			    mc_numel(&rv->shape) * mc_dtype_size(rv->dtype) != obytes)
+			if (!in_arena(g, m, r) || m->req[r] < 0 || b->last[r] != step ||
+			    !mc_shape_eq(&g->values[v].shape, &g->values[out].shape) || store_bytes(b, r) != obytes)
 				continue;
 			return m->req[r];
 		}
@@ -255,7 +277,7 @@ static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, 
 		mc_group *gr = &groups[i];
 		const mc_node *nd = &g->nodes[gr->anchor];
 		int x = nd->outputs[0], axis;
-		if (strcmp(nd->op_type, "Concat") || gr->alias || gr->n_epi || nd->guard || x < 0 ||
+		if (nd->id != MC_OP_Concat || gr->alias || gr->n_epi || nd->guard || x < 0 ||
 		    g->values[x].kind != MC_VAL_NODE || ge_is_graph_output(g, x))
 			continue;
 		const mc_shape *xs = &g->values[x].shape;
@@ -289,27 +311,6 @@ static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, 
 	free(group_of);
 }
 
-/* Where value v lives: its storage root's place, plus its offset in it. */
-static int value_loc(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
-                     int v, mc_loc *loc)
-{
-	int r = m->root[v];
-	const mc_value *rv = &g->values[r];
-	if (rv->kind == MC_VAL_CONST)
-		*loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = weight_of(g, p, m, r) };
-	else if (rv->kind == MC_VAL_INPUT)
-		*loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
-	else if (m->out_slot[r] >= 0)
-		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
-	else if (m->req[r] >= 0)
-		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan->offsets[m->req[r]] + m->off[v] };
-	else {
-		mc_error("internal: value '%s' has no place", rv->name);
-		return -1;
-	}
-	return 0;
-}
-
 /* Marks in used[] (n_bufs entries) the buffers a statement of k loads or
  * stores: a fast kernel reading a packed copy leaves the original weight
  * registered but unread, and an unread constant must not become a weight. */
@@ -338,9 +339,11 @@ static void mark_block(const mc_kstmt *s, bool *used)
 
 /* The run function's steps: kernels in order; the kernels of an If's
  * branches (contiguous: then, then else) become one IF step. */
-static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_mem_plan *plan,
-                      const int *kguard, const bool *kelse)
+static int make_steps(build *b)
 {
+	mc_program *p = b->p;
+	const int *kguard = b->kguard;
+	const bool *kelse = b->kelse;
 	for (int s = 0; s < p->n_kernels; ) {
 		p->steps = mc_grow_array(p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
 		mc_step *st = &p->steps[p->n_steps++];
@@ -361,67 +364,78 @@ static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_
 			st->then_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = t0 + k };
 		for (int k = 0; k < st->n_else; k++)
 			st->else_steps[k] = (mc_step){ .kind = MC_STEP_KERNEL, .kernel = e0 + k };
-		if (value_loc(g, p, m, plan, gv - 1, &st->cond))
+		if (value_loc(b, gv - 1, &st->cond))
 			return -1;
 	}
 	return 0;
 }
 
-int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
+/* schedule: Ifs with run-time conditions inlined, every node checked for a
+ * lowering, fusion groups in run order, Concats stored in place, aliases
+ * given their root, graph outputs a kernel writes directly. */
+static int stage_schedule(build *b)
 {
-	memset(p, 0, sizeof *p);
-	p->pool = mc_kpool_new();
-	p->prefix = mc_xstrdup(o->name);
-	p->arena_align = ARENA_ALIGN;
-	bool cuda = o->target && !strcmp(o->target, "cuda");
-	bool mma = cuda && ((o->dtype && !strcmp(o->dtype, "fp16")) || o->tf32) &&
-	           mc_cuda_archs_at_least(o->cuda_arch, 80);
-	p->isa = cuda ? mc_isa_cuda(mma, o->dtype && !strcmp(o->dtype, "fp16")) : mc_isa_find(o->isa);
-	if (!p->isa) {
-		mc_error("unknown --isa '%s'", o->isa);
+	mc_graph *g = b->g;
+	if (inline_runtime_ifs(g) || check_lowerings(g, b->o->unroll_limit) ||
+	    mc_fuse(g, b->o->no_fuse, &b->groups, &b->n_groups))
 		return -1;
-	}
-	p->macs = mc_graph_macs(g);
-	if (inline_runtime_ifs(g) || check_lowerings(g, o->unroll_limit))
-		return -1;
-	mc_group *groups;
-	int n_groups;
-	if (mc_fuse(g, o->no_fuse, &groups, &n_groups))
-		return -1;
-	size_t nv = (size_t)g->n_values + 1;
-	value_maps m = { mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(size_t)), mc_xcalloc(nv, sizeof(int)),
-	                 mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)) };
-	int *first = mc_xcalloc(nv, sizeof(int)), *last = mc_xcalloc(nv, sizeof(int));
-	int *group_kernel = mc_xcalloc((size_t)n_groups + 1, sizeof(int));
-	/* guard and branch of each kernel (mc_node.guard of its nodes) */
-	int *kguard = mc_xcalloc((size_t)n_groups + (size_t)g->n_outputs + 1, sizeof(int));
-	bool *kelse = mc_xcalloc((size_t)n_groups + (size_t)g->n_outputs + 1, sizeof(bool));
-	int rc = -1;
+	/* sized now: inlining Ifs adds values and nodes */
+	size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + (size_t)g->n_outputs + 1;
+	b->m = (value_maps){ mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(size_t)),
+	                     mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)),
+	                     mc_xcalloc(nv, sizeof(int)) };
+	b->copy_out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(bool));
+	b->group_kernel = mc_xcalloc(nn, sizeof(int));
+	b->kguard = mc_xcalloc(nn, sizeof(int));
+	b->kelse = mc_xcalloc(nn, sizeof(bool));
+	b->store = mc_xcalloc(nv, sizeof(mc_dtype));
+	b->first = mc_xcalloc(nv, sizeof(int));
+	b->last = mc_xcalloc(nv, sizeof(int));
+	value_maps *m = &b->m;
 	for (int v = 0; v < g->n_values; v++) {
-		m.root[v] = v;
-		m.out_slot[v] = m.req[v] = m.weight[v] = first[v] = -1;
-		last[v] = -1;
+		m->root[v] = v;
+		m->out_slot[v] = m->req[v] = m->weight[v] = -1;
 	}
-	concats_in_place(g, groups, n_groups, &m);
-	for (int i = 0; i < n_groups; i++)
-		if (groups[i].alias && !groups[i].slabs) {
-			const mc_node *nd = &g->nodes[groups[i].anchor];
-			m.root[nd->outputs[0]] = m.root[nd->inputs[0]];
-			m.off[nd->outputs[0]] = m.off[nd->inputs[0]];
+	concats_in_place(g, b->groups, b->n_groups, m);
+	for (int i = 0; i < b->n_groups; i++)
+		if (b->groups[i].alias && !b->groups[i].slabs) {
+			const mc_node *nd = &g->nodes[b->groups[i].anchor];
+			m->root[nd->outputs[0]] = m->root[nd->inputs[0]];
+			m->off[nd->outputs[0]] = m->off[nd->inputs[0]];
 		}
-	/* Graph outputs produced by a kernel are written in place. */
-	bool *copy_out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(bool));
 	for (int j = 0; j < g->n_outputs; j++) {
 		int v = g->outputs[j];
-		if (g->values[v].kind == MC_VAL_NODE && m.root[v] == v && m.out_slot[v] < 0)
-			m.out_slot[v] = j;
+		if (g->values[v].kind == MC_VAL_NODE && m->root[v] == v && m->out_slot[v] < 0)
+			m->out_slot[v] = j;
 		else
-			copy_out[j] = true;
+			b->copy_out[j] = true;
 	}
-	/* Lower every group. */
-	for (int i = 0; i < n_groups; i++) {
-		const mc_group *gr = &groups[i];
-		group_kernel[i] = -1;
+	return 0;
+}
+
+static void dump_schedule(const build *b, FILE *f)
+{
+	const mc_graph *g = b->g;
+	for (int i = 0; i < b->n_groups; i++) {
+		const mc_group *gr = &b->groups[i];
+		const mc_node *a = &g->nodes[gr->anchor];
+		fprintf(f, "group %d: %s '%s'", i, a->op_type, a->name);
+		for (int e = 0; e < gr->n_epi; e++)
+			fprintf(f, " + %s '%s'", g->nodes[gr->epi[e]].op_type, g->nodes[gr->epi[e]].name);
+		fprintf(f, "%s\n", gr->slabs ? "  (no kernel: its inputs store into it)"
+		                   : gr->alias ? "  (no kernel: shares its input's bytes)" : "");
+	}
+}
+
+/* lower: one kernel per group that is not an alias, and a copy into each
+ * graph output no kernel writes directly. */
+static int stage_lower(build *b)
+{
+	mc_graph *g = b->g;
+	mc_program *p = b->p;
+	for (int i = 0; i < b->n_groups; i++) {
+		const mc_group *gr = &b->groups[i];
+		b->group_kernel[i] = -1;
 		if (gr->alias)
 			continue;
 		char name[64], *comment;
@@ -430,122 +444,289 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		mc_kb kb;
 		mc_kb_begin(&kb, p->pool, k);
 		kb.isa = p->isa;
-		const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
-		unsigned long errors = mc_error_count();
-		if (mc_lower_group(g, gr, &kb, l) || mc_error_count() != errors)
-			goto out;
-		if (kb.depth != 0) {
-			mc_node_error(&g->nodes[gr->anchor], "lowering left %d blocks open", kb.depth);
-			goto out;
-		}
 		const mc_node *an = &g->nodes[gr->anchor];
+		unsigned long errors = mc_error_count();
+		if (mc_lower_group(g, gr, &kb, mc_lowering_find(an->id)) || mc_error_count() != errors)
+			return -1;
+		if (kb.depth != 0)
+			return mc_node_error(an, "lowering left %d blocks open", kb.depth);
 		if (an->guard) {
 			/* the condition stays live while a branch may run */
 			mc_kb_buf(&kb, an->guard - 1, MC_BOOL, 1, false);
-			kguard[p->n_kernels - 1] = an->guard;
-			kelse[p->n_kernels - 1] = an->guard_else;
+			b->kguard[p->n_kernels - 1] = an->guard;
+			b->kelse[p->n_kernels - 1] = an->guard_else;
 		}
-		group_kernel[i] = p->n_kernels - 1;
+		b->group_kernel[i] = p->n_kernels - 1;
 	}
 	for (int j = 0; j < g->n_outputs; j++)
-		if (copy_out[j])
+		if (b->copy_out[j])
 			copy_to_output(g, p, g->outputs[j], j);
-	/* Liveness of storage roots over the kernel order. */
-	for (int s = 0; s < p->n_kernels; s++) {
-		const mc_kernel *k = p->kernels[s];
-		for (int b = 0; b < k->n_bufs; b++) {
-			int v = k->bufs[b].value;
-			if (v < 0)
-				continue;
-			int r = m.root[v];
-			if (first[r] < 0 || s < first[r])
-				first[r] = s;
-			if (s > last[r])
-				last[r] = s;
+	return 0;
+}
+
+static void dump_kernels(const build *b, FILE *f)
+{
+	for (int i = 0; i < b->p->n_kernels; i++)
+		mc_kernel_dump(b->p->kernels[i], f);
+}
+
+/* storage: the dtype each value is stored in, decided before the plan so
+ * that it sizes what is stored. Float32 values in the arena take
+ * float_store (the kernels widen on load and round on store, computing in
+ * float32); graph inputs and outputs and constants keep their dtype here
+ * (float constants become float_store weights when placed). */
+static int stage_storage(build *b)
+{
+	const mc_graph *g = b->g;
+	value_maps *m = &b->m;
+	for (int v = 0; v < g->n_values; v++) {
+		int r = m->root[v];
+		const mc_value *rv = &g->values[r];
+		b->store[v] = rv->dtype == MC_FLOAT && in_arena(g, m, r) ? b->float_store : g->values[v].dtype;
+		/* a slab's offset into its root, in the root's stored bytes */
+		if (b->store[v] != g->values[v].dtype)
+			m->off[v] = m->off[v] / mc_dtype_size(g->values[v].dtype) * mc_dtype_size(b->store[v]);
+	}
+	for (int s = 0; s < b->p->n_kernels; s++) {
+		mc_kernel *k = b->p->kernels[s];
+		for (int i = 0; i < k->n_bufs; i++) {
+			mc_kbuf *kb = &k->bufs[i];
+			if (kb->value >= 0 && kb->dtype == MC_FLOAT && g->values[kb->value].kind == MC_VAL_NODE)
+				kb->dtype = b->store[kb->value];
 		}
 	}
-	/* Memory requests: arena roots, then scratch. */
-	int n_reqs = 0, cap_reqs = 0;
-	mc_mem_req *reqs = NULL;
-	for (int v = 0; v < g->n_values; v++) {
-		if (m.root[v] != v || first[v] < 0 || !in_arena(g, &m, v))
-			continue;
-		const mc_value *val = &g->values[v];
-		reqs = mc_grow_array(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
-		reqs[n_reqs] = (mc_mem_req){ .bytes = mc_numel(&val->shape) * mc_dtype_size(val->dtype),
-		                             .first = first[v], .last = last[v], .inplace_of = -1 };
-		m.req[v] = n_reqs++;
+	return 0;
+}
+
+static void dump_storage(const build *b, FILE *f)
+{
+	const mc_graph *g = b->g;
+	int changed = 0;
+	for (int v = 0; v < g->n_values; v++)
+		if (b->store[v] != g->values[v].dtype) {
+			fprintf(f, "value '%s': %s stored as %s\n", g->values[v].name,
+			        mc_dtype_name(g->values[v].dtype), mc_dtype_name(b->store[v]));
+			changed++;
+		}
+	fprintf(f, "%d value%s stored in another dtype; float32 weights stored as %s\n", changed,
+	        changed == 1 ? "" : "s", mc_dtype_name(b->float_store));
+}
+
+/* liveness: the first and last step that touches each storage root. */
+static int stage_liveness(build *b)
+{
+	for (int v = 0; v < b->g->n_values; v++)
+		b->first[v] = b->last[v] = -1;
+	for (int s = 0; s < b->p->n_kernels; s++) {
+		const mc_kernel *k = b->p->kernels[s];
+		for (int i = 0; i < k->n_bufs; i++) {
+			int v = k->bufs[i].value;
+			if (v < 0)
+				continue;
+			int r = b->m.root[v];
+			if (b->first[r] < 0 || s < b->first[r])
+				b->first[r] = s;
+			if (s > b->last[r])
+				b->last[r] = s;
+		}
 	}
-	for (int i = 0; i < n_groups; i++) {
-		const mc_group *gr = &groups[i];
-		if (gr->alias || group_kernel[i] < 0)
+	return 0;
+}
+
+static void dump_liveness(const build *b, FILE *f)
+{
+	for (int v = 0; v < b->g->n_values; v++)
+		if (b->first[v] >= 0)
+			fprintf(f, "value '%s': steps %d..%d\n", b->g->values[v].name, b->first[v], b->last[v]);
+}
+
+static void add_request(build *b, size_t bytes, int first, int last, int what)
+{
+	int cap = b->cap_reqs;
+	b->reqs = mc_grow_array(b->reqs, &b->cap_reqs, b->n_reqs + 1, sizeof *b->reqs);
+	b->req_what = mc_grow_array(b->req_what, &cap, b->cap_reqs, sizeof *b->req_what);
+	b->reqs[b->n_reqs] = (mc_mem_req){ .bytes = bytes, .first = first, .last = last, .inplace_of = -1 };
+	b->req_what[b->n_reqs++] = what;
+}
+
+/* plan: a memory request per arena root and per kernel scratch, in-place
+ * candidates, and the offsets (aot/plan.c). */
+static int stage_plan(build *b)
+{
+	const mc_graph *g = b->g;
+	mc_program *p = b->p;
+	value_maps *m = &b->m;
+	for (int v = 0; v < g->n_values; v++) {
+		if (m->root[v] != v || b->first[v] < 0 || !in_arena(g, m, v))
+			continue;
+		m->req[v] = b->n_reqs;
+		add_request(b, store_bytes(b, v), b->first[v], b->last[v], v);
+	}
+	for (int i = 0; i < b->n_groups; i++) {
+		const mc_group *gr = &b->groups[i];
+		if (gr->alias || b->group_kernel[i] < 0)
 			continue;
 		int out = g->nodes[gr->n_epi ? gr->epi[gr->n_epi - 1] : gr->anchor].outputs[0];
-		if (out < 0 || m.root[out] != out || m.req[out] < 0)
+		if (out < 0 || m->root[out] != out || m->req[out] < 0)
 			continue;
-		reqs[m.req[out]].inplace_of = inplace_candidate(g, gr, &m, last, group_kernel[i], out);
+		b->reqs[m->req[out]].inplace_of = inplace_candidate(b, gr, b->group_kernel[i], out);
 	}
 	for (int s = 0; s < p->n_kernels; s++) {
 		mc_kernel *k = p->kernels[s];
-		for (int b = 0; b < k->n_bufs; b++)
-			if (k->bufs[b].value < 0 && k->bufs[b].loc.kind == MC_LOC_NONE) {
-				reqs = mc_grow_array(reqs, &cap_reqs, n_reqs + 1, sizeof *reqs);
-				reqs[n_reqs] = (mc_mem_req){ .bytes = k->bufs[b].count * mc_dtype_size(k->bufs[b].dtype),
-				                             .first = s, .last = s, .inplace_of = -1 };
-				k->bufs[b].loc.index = n_reqs++; /* request index until placed */
+		for (int i = 0; i < k->n_bufs; i++)
+			if (k->bufs[i].value < 0 && k->bufs[i].loc.kind == MC_LOC_NONE && !k->bufs[i].transient) {
+				k->bufs[i].loc.index = b->n_reqs; /* request index until placed */
+				add_request(b, k->bufs[i].count * mc_dtype_size(k->bufs[i].dtype), s, s, -1 - s);
 			}
 	}
-	mc_mem_plan plan;
-	if (mc_plan_memory(reqs, n_reqs, ARENA_ALIGN, &plan)) {
-		free(reqs);
-		goto out;
+	if (mc_plan_memory(b->reqs, b->n_reqs, ARENA_ALIGN, &b->plan))
+		return -1;
+	p->arena_bytes = b->plan.arena_bytes;
+	p->lower_bound = b->plan.lower_bound;
+	return 0;
+}
+
+/* The memory plan, TFLM's PrintMemoryPlan in text: one line per buffer
+ * with its place and life, then the arena against its lower bound at the
+ * step where the most bytes are live. */
+static void dump_plan(const build *b, FILE *f)
+{
+	const mc_mem_plan *pl = &b->plan;
+	int n_steps = b->p->n_kernels, peak_step = -1;
+	size_t peak = 0;
+	fprintf(f, "%-6s %12s %12s %6s %6s  %s\n", "buffer", "offset", "bytes", "first", "last", "what");
+	for (int i = 0; i < b->n_reqs; i++) {
+		const mc_mem_req *r = &b->reqs[i];
+		int w = b->req_what[i];
+		fprintf(f, "%-6d %12zu %12zu %6d %6d  ", i, pl->offsets[i], r->bytes, r->first, r->last);
+		if (w >= 0)
+			fprintf(f, "value '%s'", b->g->values[w].name);
+		else
+			fprintf(f, "scratch of %s", b->p->kernels[-1 - w]->name);
+		if (r->inplace_of >= 0)
+			fprintf(f, " (in place of buffer %d)", r->inplace_of);
+		fputc('\n', f);
 	}
-	p->arena_bytes = plan.arena_bytes;
-	p->lower_bound = plan.lower_bound;
-	/* Places. */
+	for (int s = 0; s < n_steps; s++) {
+		size_t live = 0;
+		for (int i = 0; i < b->n_reqs; i++)
+			if (b->reqs[i].first <= s && s <= b->reqs[i].last)
+				live += b->reqs[i].bytes;
+		if (live > peak || peak_step < 0) {
+			peak = live;
+			peak_step = s;
+		}
+	}
+	fprintf(f, "arena %zu bytes; peak %zu bytes live at step %d (lower bound %zu)\n", pl->arena_bytes,
+	        peak, peak_step, pl->lower_bound);
+}
+
+/* A weight in the dtype it is stored in: a float32 tensor becomes
+ * float_store (converted once, owned by the program). */
+static const mc_tensor *stored_weight(build *b, const mc_tensor *t)
+{
+	if (t->dtype != MC_FLOAT || b->float_store != MC_FLOAT16)
+		return t;
+	mc_program *p = b->p;
+	mc_tensor *h = mc_tensor_new(MC_FLOAT16, &t->shape);
+	if (!h) {
+		mc_error("--dtype fp16: no memory for a weight of %zu elements", t->numel);
+		return NULL;
+	}
+	const float *src = t->data;
+	uint16_t *dst = h->data;
+	for (size_t j = 0; j < t->numel; j++)
+		dst[j] = mc_float_to_half(src[j]);
+	p->owned = mc_grow_array(p->owned, &p->cap_owned, p->n_owned + 1, sizeof *p->owned);
+	p->owned[p->n_owned++] = h;
+	return h;
+}
+
+static int add_weight(build *b, const mc_tensor *t)
+{
+	mc_program *p = b->p;
+	const mc_tensor *w = stored_weight(b, t);
+	if (!w)
+		return -1;
+	p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
+	p->weights[p->n_weights] = (mc_weight){ .t = w, .align = ARENA_ALIGN };
+	p->weight_bytes += w->nbytes;
+	return p->n_weights++;
+}
+
+/* Where value v lives: its storage root's place, plus its offset in it. */
+static int value_loc(build *b, int v, mc_loc *loc)
+{
+	const mc_graph *g = b->g;
+	value_maps *m = &b->m;
+	int r = m->root[v];
+	const mc_value *rv = &g->values[r];
+	if (rv->kind == MC_VAL_CONST) {
+		if (m->weight[r] < 0 && (m->weight[r] = add_weight(b, rv->konst)) < 0)
+			return -1;
+		*loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = m->weight[r] };
+	} else if (rv->kind == MC_VAL_INPUT)
+		*loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
+	else if (m->out_slot[r] >= 0)
+		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
+	else if (m->req[r] >= 0)
+		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = b->plan.offsets[m->req[r]] + m->off[v] };
+	else
+		return mc_error("internal: value '%s' has no place", rv->name), -1;
+	return 0;
+}
+
+/* place: every kernel buffer's location (arena offset, weight, input or
+ * output slot); constants a kernel reads become weights, in the dtype
+ * they are stored in. */
+static int stage_place(build *b)
+{
+	const mc_graph *g = b->g;
+	mc_program *p = b->p;
 	for (int s = 0; s < p->n_kernels; s++) {
 		mc_kernel *k = p->kernels[s];
 		bool *used = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
 		mark_block(k->body, used);
-		for (int b = 0; b < k->n_bufs; b++) {
-			mc_kbuf *kb = &k->bufs[b];
-			if (!used[b] && kb->value >= 0 && g->values[kb->value].kind == MC_VAL_CONST &&
-			    !kb->packed) {
+		int rc = 0;
+		for (int i = 0; i < k->n_bufs && !rc; i++) {
+			mc_kbuf *kb = &k->bufs[i];
+			if (!used[i] && kb->value >= 0 && g->values[kb->value].kind == MC_VAL_CONST && !kb->packed) {
 				kb->loc = (mc_loc){ .kind = MC_LOC_NONE };
 				continue;
 			}
 			if ((int64_t)kb->count > p->max_index)
 				p->max_index = (int64_t)kb->count;
 			if (kb->packed) {
-				p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1,
-				                           sizeof *p->weights);
-				p->weights[p->n_weights] = (mc_weight){ .t = kb->packed, .align = ARENA_ALIGN };
-				p->weight_bytes += kb->packed->nbytes;
-				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = p->n_weights++ };
+				int w = add_weight(b, kb->packed);
+				rc = w < 0;
+				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = w };
+			} else if (kb->value < 0) {
+				if (kb->loc.kind == MC_LOC_NONE && !kb->transient)
+					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = b->plan.offsets[kb->loc.index] };
 				continue;
+			} else {
+				kb->slab = b->m.off[kb->value];
+				rc = value_loc(b, kb->value, &kb->loc);
 			}
-			if (kb->value < 0) {
-				if (kb->loc.kind == MC_LOC_NONE)
-					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = plan.offsets[kb->loc.index] };
-				continue;
-			}
-			kb->slab = m.off[kb->value];
-			if (value_loc(g, p, &m, &plan, kb->value, &kb->loc)) {
-				free(used);
-				mc_mem_plan_free(&plan);
-				free(reqs);
-				goto out;
-			}
+			/* a float32 weight read as float32 is read as it is stored */
+			const mc_tensor *src = kb->packed ? kb->packed : g->values[b->m.root[kb->value]].konst;
+			if (!rc && kb->loc.kind == MC_LOC_WEIGHT && kb->dtype == MC_FLOAT && src->dtype == MC_FLOAT)
+				kb->dtype = b->float_store;
 		}
 		free(used);
+		if (rc)
+			return -1;
 	}
-	if (make_steps(g, p, &m, &plan, kguard, kelse)) {
-		mc_mem_plan_free(&plan);
-		free(reqs);
-		goto out;
-	}
-	mc_mem_plan_free(&plan);
-	free(reqs);
+	return 0;
+}
+
+/* steps: the run function's steps, and the graph's inputs and outputs. */
+static int stage_steps(build *b)
+{
+	const mc_graph *g = b->g;
+	mc_program *p = b->p;
+	if (make_steps(b))
+		return -1;
 	p->n_inputs = g->n_inputs;
 	p->n_outputs = g->n_outputs;
 	p->inputs = mc_xcalloc((size_t)g->n_inputs + 1, sizeof *p->inputs);
@@ -558,60 +739,111 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		const mc_value *v = &g->values[g->outputs[i]];
 		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
 	}
-	rc = 0;
-out:
-	free(copy_out);
-	free(kguard);
-	free(kelse);
-	free(group_kernel);
-	free(first);
-	free(last);
-	free(m.root);
-	free(m.off);
-	free(m.out_slot);
-	free(m.req);
-	free(m.weight);
-	free(groups);
-	return rc;
+	return 0;
 }
 
-int mc_program_store_fp16(mc_program *p)
+static void dump_steps_of(const mc_program *p, const mc_step *st, int n, int depth, FILE *f)
 {
-	bool *half = mc_xcalloc((size_t)p->n_weights + 1, sizeof(bool));
-	p->owned = mc_xcalloc((size_t)p->n_weights + 1, sizeof *p->owned);
-	for (int i = 0; i < p->n_weights; i++) {
-		const mc_tensor *t = p->weights[i].t;
-		if (t->dtype != MC_FLOAT)
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "%*s", 2 * depth, "");
+		if (st[i].kind == MC_STEP_KERNEL) {
+			fprintf(f, "run %s\n", p->kernels[st[i].kernel]->name);
 			continue;
-		mc_tensor *h = mc_tensor_new(MC_FLOAT16, &t->shape);
-		if (!h) {
-			free(half);
-			mc_error("--dtype fp16: no memory for a weight of %zu elements", t->numel);
-			return -1;
 		}
-		const float *src = t->data;
-		uint16_t *dst = h->data;
-		for (size_t j = 0; j < t->numel; j++)
-			dst[j] = mc_float_to_half(src[j]);
-		p->owned[p->n_owned++] = h;
-		p->weights[i].t = h;
-		p->weight_bytes -= t->numel * 2;
-		half[i] = true;
+		fprintf(f, "if (bool at %s %d + %zu)\n", st[i].cond.kind == MC_LOC_WEIGHT ? "weight" : "place",
+		        st[i].cond.index, st[i].cond.offset);
+		dump_steps_of(p, st[i].then_steps, st[i].n_then, depth + 1, f);
+		fprintf(f, "%*selse\n", 2 * depth, "");
+		dump_steps_of(p, st[i].else_steps, st[i].n_else, depth + 1, f);
 	}
-	for (int k = 0; k < p->n_kernels; k++)
-		for (int b = 0; b < p->kernels[k]->n_bufs; b++) {
-			mc_kbuf *kb = &p->kernels[k]->bufs[b];
-			bool arena_value = kb->loc.kind == MC_LOC_ARENA && kb->value >= 0;
-			bool weight = kb->loc.kind == MC_LOC_WEIGHT && kb->loc.index >= 0 &&
-			              kb->loc.index < p->n_weights && half[kb->loc.index];
-			if (kb->dtype == MC_FLOAT && (arena_value || weight)) {
-				kb->dtype = MC_FLOAT16;
-				/* the plan's float-sized storage keeps its place; a slab
-				 * in it starts after half the bytes */
-				kb->loc.offset -= kb->slab / 2;
-				kb->slab /= 2;
-			}
-		}
-	free(half);
+}
+
+static void dump_steps(const build *b, FILE *f)
+{
+	dump_steps_of(b->p, b->p->steps, b->p->n_steps, 0, f);
+}
+
+static const struct {
+	const char *name;
+	int (*run)(build *b);
+	void (*dump)(const build *b, FILE *f);
+} stages[] = {
+	{ "schedule", stage_schedule, dump_schedule },
+	{ "lower", stage_lower, dump_kernels },
+	{ "storage", stage_storage, dump_storage },
+	{ "liveness", stage_liveness, dump_liveness },
+	{ "plan", stage_plan, dump_plan },
+	{ "place", stage_place, dump_kernels },
+	{ "steps", stage_steps, dump_steps },
+};
+
+bool mc_program_stage_known(const char *name)
+{
+	for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
+		if (!strcmp(stages[i].name, name))
+			return true;
+	return false;
+}
+
+/* DIR/debug/9N-NAME.txt after stage i, where --dump-after asks for it. */
+static int dump_stage(const build *b, size_t i)
+{
+	const mc_compile_opts *o = b->o;
+	if (!o->dump_after || !o->dump_dir ||
+	    (strcmp(o->dump_after, "all") && strcmp(o->dump_after, stages[i].name)))
+		return 0;
+	if (mc_mkdir_p(o->dump_dir, "dump directory"))
+		return -1;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%zu-%s.txt", o->dump_dir, 91 + i, stages[i].name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return mc_error("cannot write '%s': %s", path, strerror(errno)), -1;
+	stages[i].dump(b, f);
+	if (ferror(f) | fclose(f))
+		return mc_error("cannot write '%s': write failed", path), -1;
 	return 0;
+}
+
+static void build_free(build *b)
+{
+	free(b->copy_out);
+	free(b->kguard);
+	free(b->kelse);
+	free(b->group_kernel);
+	free(b->first);
+	free(b->last);
+	free(b->store);
+	free(b->m.root);
+	free(b->m.off);
+	free(b->m.out_slot);
+	free(b->m.req);
+	free(b->m.weight);
+	free(b->groups);
+	free(b->reqs);
+	free(b->req_what);
+	mc_mem_plan_free(&b->plan);
+}
+
+int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
+{
+	memset(p, 0, sizeof *p);
+	p->pool = mc_kpool_new();
+	p->prefix = mc_xstrdup(o->name);
+	p->arena_align = ARENA_ALIGN;
+	bool cuda = o->target && !strcmp(o->target, "cuda");
+	bool half = cuda && o->dtype && !strcmp(o->dtype, "fp16");
+	bool mma = cuda && (half || o->tf32) && mc_cuda_archs_at_least(o->cuda_arch, 80);
+	p->isa = cuda ? mc_isa_cuda(mma, half) : mc_isa_find(o->isa);
+	if (!p->isa) {
+		mc_error("unknown --isa '%s'", o->isa);
+		return -1;
+	}
+	p->macs = mc_graph_macs(g);
+	build b = { .g = g, .o = o, .p = p, .float_store = half ? MC_FLOAT16 : MC_FLOAT };
+	int rc = 0;
+	for (size_t i = 0; i < sizeof stages / sizeof *stages && !rc; i++)
+		rc = stages[i].run(&b) || dump_stage(&b, i) ? -1 : 0;
+	build_free(&b);
+	return rc;
 }

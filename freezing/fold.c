@@ -284,7 +284,7 @@ void ge_inline_if(mc_graph *g, int pos, int which)
 /* An If whose condition is known but which cannot be folded whole. */
 static bool known_if(const mc_graph *g, const mc_node *n, bool *cond)
 {
-	if (n->domain[0] || strcmp(n->op_type, "If") != 0 || !n->op || n->n_inputs < 1 ||
+	if (n->id != MC_OP_If || !n->op || n->n_inputs < 1 ||
 	    n->inputs[0] < 0)
 		return false;
 	const mc_value *c = &g->values[n->inputs[0]];
@@ -386,7 +386,7 @@ static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
 		size_t bytes;
-		if (!n->domain[0] && strcmp(n->op_type, "If") == 0)
+		if (n->id == MC_OP_If)
 			for (int a = 0; a < n->n_attrs; a++)
 				if (n->attrs[a].g)
 					count += count_capped(n->attrs[a].g, o, limit);

@@ -12,11 +12,6 @@
 
 #include "graph_edit.h"
 
-static bool is_op(const mc_node *n, const char *op_type)
-{
-	return !n->domain[0] && strcmp(n->op_type, op_type) == 0;
-}
-
 static bool float_weights(mc_dtype t)
 {
 	return t == MC_FLOAT || t == MC_DOUBLE || t == MC_FLOAT16;
@@ -109,8 +104,8 @@ static int64_t channel_stride(const mc_tensor *k, const mc_value *x)
 /* Mul, Add, Sub or Div of the producer's output by a constant. */
 static bool binary_affine(const mc_graph *g, const mc_node *n, affine *a)
 {
-	bool mul = is_op(n, "Mul"), add = is_op(n, "Add"), sub = is_op(n, "Sub");
-	bool div = is_op(n, "Div");
+	bool mul = n->id == MC_OP_Mul, add = n->id == MC_OP_Add, sub = n->id == MC_OP_Sub;
+	bool div = n->id == MC_OP_Div;
 	if ((!mul && !add && !sub && !div) || n->n_inputs != 2 || n->inputs[0] < 0 ||
 	    n->inputs[1] < 0)
 		return false;
@@ -228,7 +223,7 @@ static int new_bias(mc_graph *g, const mc_node *p, int k, mc_dtype dtype, const 
 /* Conv or ConvTranspose with constant float weights (and bias). */
 static bool fold_conv(mc_graph *g, mc_node *p, const affine *a)
 {
-	bool transposed = is_op(p, "ConvTranspose");
+	bool transposed = p->id == MC_OP_ConvTranspose;
 	const mc_tensor *w = const_input(g, p, 1);
 	bool has_bias = p->n_inputs > 2 && p->inputs[2] >= 0;
 	if (!w || !float_weights(w->dtype) || w->shape.rank < 2 || (has_bias && !const_input(g, p, 2)))
@@ -321,7 +316,7 @@ static int foldable_producer(const mc_graph *g, const affine *a, const int *uses
 	if (x->kind != MC_VAL_NODE || x->producer < 0 || uses[a->x] != 1)
 		return -1;
 	const mc_node *p = &g->nodes[x->producer];
-	if (!(is_op(p, "Conv") || is_op(p, "ConvTranspose") || is_op(p, "Gemm")) ||
+	if (!(p->id == MC_OP_Conv || p->id == MC_OP_ConvTranspose || p->id == MC_OP_Gemm) ||
 	    p->n_outputs != 1 || p->outputs[0] != a->x || !float_weights(x->dtype))
 		return -1;
 	return x->producer;
@@ -334,7 +329,7 @@ static bool fold_one(mc_graph *g, int i, const int *uses)
 	affine a = {0};
 	if (n->n_inputs < 1 || n->n_outputs < 1 || n->outputs[0] < 0)
 		return false;
-	bool bn = is_op(n, "BatchNormalization") && n->n_inputs == 5 && n->inputs[0] >= 0;
+	bool bn = n->id == MC_OP_BatchNormalization && n->n_inputs == 5 && n->inputs[0] >= 0;
 	/* The producer first: the per-channel tables are sized by x's channel
 	 * dimension, which only a producer's constant weights vouch for. */
 	int var = 0;
@@ -349,7 +344,7 @@ static bool fold_one(mc_graph *g, int i, const int *uses)
 	bool done = false;
 	if (pi >= 0) {
 		mc_node *p = &g->nodes[pi];
-		done = is_op(p, "Gemm") ? fold_gemm(g, p, &a) : fold_conv(g, p, &a);
+		done = p->id == MC_OP_Gemm ? fold_gemm(g, p, &a) : fold_conv(g, p, &a);
 	}
 	if (done) {
 		/* the producer writes n's output; its old output is left unused */

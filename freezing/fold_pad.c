@@ -6,11 +6,6 @@
 
 #include "graph_edit.h"
 
-static bool is_op(const mc_node *n, const char *op_type)
-{
-	return n->op && !n->domain[0] && strcmp(n->op_type, op_type) == 0;
-}
-
 /* The Pad's pads when they are a zero, constant-mode padding of the
  * spatial dims only (none negative); false otherwise. */
 static bool zero_spatial_pads(const mc_graph *g, const mc_node *pad, int64_t *pads, int rank)
@@ -90,11 +85,12 @@ static void set_pads(mc_node *conv, const int64_t *pads, int nsp)
 static bool fold_one(mc_graph *g, int ci, const int *uses)
 {
 	mc_node *conv = &g->nodes[ci];
-	if (!is_op(conv, "Conv") || conv->n_inputs < 1 || conv->inputs[0] < 0)
+	if (conv->id != MC_OP_Conv || !conv->op || conv->n_inputs < 1 || conv->inputs[0] < 0)
 		return false;
 	int v = conv->inputs[0];
 	int pi = g->values[v].producer;
-	if (pi < 0 || uses[v] != 1 || ge_is_graph_output(g, v) || !is_op(&g->nodes[pi], "Pad"))
+	if (pi < 0 || uses[v] != 1 || ge_is_graph_output(g, v) || g->nodes[pi].id != MC_OP_Pad ||
+	    !g->nodes[pi].op)
 		return false;
 	const mc_node *pad = &g->nodes[pi];
 	int rank = g->values[pad->inputs[0]].shape.rank, nsp = rank - 2;

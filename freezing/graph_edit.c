@@ -203,7 +203,7 @@ void ge_reparent(mc_graph *sub, mc_graph *parent)
 
 static bool is_if(const mc_node *n)
 {
-	return !n->domain[0] && strcmp(n->op_type, "If") == 0;
+	return n->id == MC_OP_If;
 }
 
 int ge_run_on_branches(mc_graph *g, const mc_freeze_opts *o,
@@ -304,10 +304,8 @@ mc_node ge_identity_node(const mc_graph *g, const char *name, int in, int out)
 {
 	mc_node n = {0};
 	n.name = mc_xstrdup(name);
-	n.op_type = mc_xstrdup("Identity");
 	n.domain = mc_xstrdup("");
-	n.opset = g->opset;
-	n.op = mc_registry_find("Identity", g->opset, NULL);
+	mc_node_set_op(&n, MC_OP_Identity, g->opset);
 	n.n_inputs = n.n_outputs = 1;
 	n.inputs = mc_xmalloc(sizeof(int));
 	n.outputs = mc_xmalloc(sizeof(int));

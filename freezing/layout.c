@@ -74,11 +74,6 @@ static void *grow(void *arr, int *cap, int need, size_t elt)
 	return arr;
 }
 
-static bool is_op(const mc_node *n, const char *op)
-{
-	return !n->domain[0] && !strcmp(n->op_type, op);
-}
-
 static void grow_state(lay *L)
 {
 	int need = L->g->n_values;
@@ -184,15 +179,13 @@ static void push_node(lay *L, mc_node *n)
 
 /* A new node of a default-domain op (or an internal one) reading in[] and
  * writing out; typed; appended. */
-static int emit(lay *L, const char *op_type, const char *name, const int *in, int n_in, int out,
+static int emit(lay *L, mc_opid id, const char *name, const int *in, int n_in, int out,
                 mc_attr *attrs, int n_attrs)
 {
 	mc_node n = {0};
 	n.name = mc_xstrdup(name);
-	n.op_type = mc_xstrdup(op_type);
 	n.domain = mc_xstrdup("");
-	n.opset = L->g->opset;
-	n.op = mc_registry_find(op_type, L->g->opset, NULL);
+	mc_node_set_op(&n, id, L->g->opset);
 	n.n_inputs = n_in;
 	n.n_outputs = 1;
 	n.inputs = mc_xmalloc(((size_t)n_in + 1) * sizeof *n.inputs);
@@ -205,7 +198,7 @@ static int emit(lay *L, const char *op_type, const char *name, const int *in, in
 		memcpy(n.attrs, attrs, (size_t)n_attrs * sizeof *attrs);
 	if (!n.op || (n.op->parse && n.op->parse(&n)) || infer_node(L, &n)) {
 		mc_node_free(&n);
-		return mc_error("layout: cannot make a %s node", op_type), -1;
+		return mc_error("layout: cannot make a %s node", mc_op_name(id)), -1;
 	}
 	push_node(L, &n);
 	L->changes++;
@@ -256,7 +249,7 @@ static int transpose_of(lay *L, int v, const int *p, int dest)
 		return perm_is_identity(r, rank) ? s->alt : transpose_of(L, s->alt, r, dest);
 	}
 	int pi = L->producer[v];
-	if (pi >= 0 && is_op(&L->nodes[pi], "Transpose")) {
+	if (pi >= 0 && L->nodes[pi].id == MC_OP_Transpose) {
 		const mc_node *t = &L->nodes[pi];
 		int64_t q[MC_MAX_RANK];
 		if (!mc_transpose_perm(t, rank, q)) {
@@ -268,7 +261,7 @@ static int transpose_of(lay *L, int v, const int *p, int dest)
 	mc_shape target = {.rank = rank};
 	for (int i = 0; i < rank; i++)
 		target.dims[i] = x->shape.dims[p[i]];
-	if (pi >= 0 && is_op(&L->nodes[pi], "Reshape") && perm_keeps_order(&x->shape, p)) {
+	if (pi >= 0 && L->nodes[pi].id == MC_OP_Reshape && perm_keeps_order(&x->shape, p)) {
 		int u = L->nodes[pi].inputs[0];
 		if (mc_shape_eq(&val(L, u)->shape, &target))
 			return u;
@@ -292,10 +285,10 @@ static int transpose_of(lay *L, int v, const int *p, int dest)
 			mc_set_i(t, (size_t)i, target.dims[i]);
 		int in[2] = {v, ge_add_const(L->g, "layout_shape", t)};
 		grow_state(L);
-		return emit(L, "Reshape", name, in, 2, out, NULL, 0) ? -1 : out;
+		return emit(L, MC_OP_Reshape, name, in, 2, out, NULL, 0) ? -1 : out;
 	}
 	mc_attr a = ints_attr("perm", p, rank);
-	if (emit(L, "Transpose", name, &v, 1, out, &a, 1))
+	if (emit(L, MC_OP_Transpose, name, &v, 1, out, &a, 1))
 		return -1;
 	return out;
 }
@@ -362,7 +355,7 @@ static bool float_rank34(const mc_value *x)
 
 static bool conv_convertible(const mc_graph *g, const mc_node *n)
 {
-	if (!is_op(n, "Conv") || !n->op || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 ||
+	if (n->id != MC_OP_Conv || !n->op || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 ||
 	    n->outputs[0] < 0)
 		return false;
 	const mc_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
@@ -375,7 +368,7 @@ static bool conv_convertible(const mc_graph *g, const mc_node *n)
 
 static bool pool_convertible(const mc_graph *g, const mc_node *n)
 {
-	if ((!is_op(n, "MaxPool") && !is_op(n, "AveragePool")) || !n->op || n->inputs[0] < 0 ||
+	if ((n->id != MC_OP_MaxPool && n->id != MC_OP_AveragePool) || !n->op || n->inputs[0] < 0 ||
 	    n->outputs[0] < 0)
 		return false;
 	for (int k = 1; k < n->n_outputs; k++)
@@ -405,7 +398,7 @@ static bool wants_nhwc(const mc_graph *g, const char *layout)
 		const mc_node *n = &g->nodes[i];
 		if (pool_convertible(g, n))
 			convertible++;
-		if (!is_op(n, "Conv") || n->n_inputs < 2 || n->inputs[1] < 0 || n->outputs[0] < 0 ||
+		if (n->id != MC_OP_Conv || n->n_inputs < 2 || n->inputs[1] < 0 || n->outputs[0] < 0 ||
 		    !g->values[n->outputs[0]].typed || !g->values[n->inputs[1]].typed)
 			continue;
 		double macs = conv_macs(g, n);
@@ -423,6 +416,17 @@ static bool wants_nhwc(const mc_graph *g, const char *layout)
 
 /* ---- rewriting one node ---- */
 
+/* The channels-last internal op standing for a window op. */
+static mc_opid nhwc_form(mc_opid id)
+{
+	switch (id) {
+	case MC_OP_Conv: return MC_OP_NhwcConv;
+	case MC_OP_MaxPool: return MC_OP_NhwcMaxPool;
+	case MC_OP_AveragePool: return MC_OP_NhwcAveragePool;
+	default: return MC_OP_NONE;
+	}
+}
+
 /* Conv / pools: input 0 to channels-last, the node becomes its Nhwc op. */
 static int convert_window_op(lay *L, mc_node *n)
 {
@@ -431,33 +435,13 @@ static int convert_window_op(lay *L, mc_node *n)
 	int xt = transpose_of(L, n->inputs[0], p, -1);
 	if (xt < 0)
 		return -1;
-	char internal[64];
-	snprintf(internal, sizeof internal, "Nhwc%s", n->op_type);
-	free(n->op_type);
-	n->op_type = mc_xstrdup(internal);
-	n->op = mc_registry_find_internal(internal);
+	mc_node_set_op(n, nhwc_form(n->id), n->opset);
 	n->inputs[0] = xt;
 	n->n_outputs = 1; /* an omitted Indices */
 	for (int k = 1; k < n->n_inputs; k++)
 		if (n->inputs[k] >= 0 && need_plain(L, n->inputs[k]))
 			return -1;
 	return redirect_output(L, n, p);
-}
-
-static const char *const pointwise_ops[] = {
-	"Relu", "Clip", "LeakyRelu", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sigmoid",
-	"HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Pow", "Cast", "Equal",
-	"Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Where", "Elu", "Selu", "PRelu",
-	"Softplus", "Erf", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Not", "And",
-	"Or", "Xor", "Mod", "Sum", "Mean", "Identity", "ThresholdedRelu", "Gelu", "Mish", NULL,
-};
-
-static bool is_pointwise(const mc_node *n)
-{
-	for (int i = 0; pointwise_ops[i]; i++)
-		if (is_op(n, pointwise_ops[i]))
-			return true;
-	return false;
 }
 
 /* The one perm shared by the alternatives of n's non-constant inputs
@@ -591,7 +575,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 	perm_inverse(p, rank, inv);
 	int alt = L->st[x].alt;
 	int64_t v[2 * MC_MAX_RANK], w[2 * MC_MAX_RANK];
-	if (is_op(n, "Concat")) {
+	if (n->id == MC_OP_Concat) {
 		mc_attr *a = find_attr(n, "axis");
 		int q[MC_MAX_RANK];
 		if (!a || a->type != MC_ATTR_INT || !common_perm(L, n, 0, n->n_inputs - 1, rank, q) ||
@@ -617,7 +601,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 	for (int k = 1; k < n->n_inputs; k++) /* the other inputs must be constants */
 		if (n->inputs[k] >= 0 && !val(L, n->inputs[k])->konst)
 			return 1;
-	if (is_op(n, "Pad") && n->opset >= 11) {
+	if (n->id == MC_OP_Pad && n->opset >= 11) {
 		if (n->n_inputs > 3 && n->inputs[3] >= 0)
 			return 1; /* axes */
 		if (const_ints(L, n, 1, v, 2 * MC_MAX_RANK) != 2 * rank)
@@ -627,7 +611,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 			w[rank + i] = v[rank + p[i]];
 		}
 		new_ints_const(L, n, 1, w, 2 * rank);
-	} else if (is_op(n, "Slice") && n->opset >= 10) {
+	} else if (n->id == MC_OP_Slice && n->opset >= 10) {
 		int count = const_ints(L, n, 1, v, MC_MAX_RANK);
 		if (count < 0)
 			return 1;
@@ -644,7 +628,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 			w[i] = alt_axis(p, rank, (int)a);
 		}
 		new_ints_const(L, n, 3, w, count);
-	} else if (is_op(n, "Resize") && n->opset >= 11 && !find_attr(n, "axes")) {
+	} else if (n->id == MC_OP_Resize && n->opset >= 11 && !find_attr(n, "axes")) {
 		for (int k = 1; k < n->n_inputs && k < 4; k++) {
 			int in = n->inputs[k];
 			if (in < 0 || !val(L, in)->konst->numel)
@@ -665,7 +649,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 				new_floats_const(L, n, k, d, per * rank);
 			}
 		}
-	} else if (is_op(n, "Unsqueeze") && n->opset >= 13) {
+	} else if (n->id == MC_OP_Unsqueeze && n->opset >= 13) {
 		int count = const_ints(L, n, 1, v, MC_MAX_RANK);
 		int orank = rank + count;
 		if (count < 0 || orank > MC_MAX_RANK)
@@ -692,7 +676,7 @@ static int convert_axis_op(lay *L, mc_node *n)
 			q[place[i]] = place[p[i]];
 		n->inputs[0] = alt;
 		return redirect_output(L, n, q);
-	} else if (is_op(n, "Reshape")) {
+	} else if (n->id == MC_OP_Reshape) {
 		/* a 0 in the shape copies an input dim: not the same with alt */
 		int count = const_ints(L, n, 1, v, MC_MAX_RANK);
 		if (count < 0 || !perm_keeps_order(&val(L, x)->shape, p))
@@ -771,9 +755,9 @@ static int visit(lay *L, mc_node *n, bool *dropped)
 	if (conv_convertible(L->g, n) || pool_convertible(L->g, n))
 		return convert_window_op(L, n);
 	int rc = 1;
-	if (is_op(n, "Transpose"))
+	if (n->id == MC_OP_Transpose)
 		rc = convert_transpose(L, n, dropped);
-	else if (n->n_outputs == 1 && n->outputs[0] >= 0 && is_pointwise(n)) {
+	else if (n->n_outputs == 1 && n->outputs[0] >= 0 && mc_op_has(n->id, MC_OF_REMAP)) {
 		int rank = val(L, n->outputs[0])->shape.rank, p[MC_MAX_RANK];
 		if (val(L, n->outputs[0])->typed && common_perm(L, n, 0, n->n_inputs - 1, rank, p) &&
 		    consts_fit(L, n, rank))

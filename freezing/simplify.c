@@ -7,11 +7,6 @@
 
 #include "graph_edit.h"
 
-static bool is_op(const mc_node *n, const char *op_type)
-{
-	return !n->domain[0] && strcmp(n->op_type, op_type) == 0;
-}
-
 /* ==== identity ==== */
 
 /* Transpose that moves only size-1 dims and leaves the shape as it was. */
@@ -47,17 +42,17 @@ static bool is_noop(const mc_graph *g, const mc_node *n, const int *uses)
 	const mc_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
 	if (x->dtype != y->dtype || !x->typed || !y->typed)
 		return false;
-	if (is_op(n, "Identity"))
+	if (n->id == MC_OP_Identity)
 		return true;
-	if (is_op(n, "Dropout"))
+	if (n->id == MC_OP_Dropout)
 		/* inference rejects random dropping; the mask must be unused */
 		return n->n_outputs < 2 || n->outputs[1] < 0 || uses[n->outputs[1]] == 0;
-	if (is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
-	    is_op(n, "Unsqueeze") || is_op(n, "Expand"))
+	if (n->id == MC_OP_Reshape || n->id == MC_OP_Flatten || n->id == MC_OP_Squeeze ||
+	    n->id == MC_OP_Unsqueeze || n->id == MC_OP_Expand)
 		return mc_shape_eq(&x->shape, &y->shape);
-	if (is_op(n, "Cast") || is_op(n, "CastLike"))
+	if (n->id == MC_OP_Cast || n->id == MC_OP_CastLike)
 		return mc_shape_eq(&x->shape, &y->shape);
-	if (is_op(n, "Transpose"))
+	if (n->id == MC_OP_Transpose)
 		return transpose_is_noop(n, x, y);
 	return false;
 }
@@ -66,7 +61,7 @@ static bool is_noop(const mc_graph *g, const mc_node *n, const int *uses)
 static bool make_identity(mc_graph *g, int i)
 {
 	mc_node *n = &g->nodes[i];
-	if (is_op(n, "Identity"))
+	if (n->id == MC_OP_Identity)
 		return false;
 	mc_node id = ge_identity_node(g, n->name, n->inputs[0], n->outputs[0]);
 	int out = n->outputs[0];
@@ -184,11 +179,6 @@ static uint64_t hash_int(uint64_t h, int64_t v)
 	return hash_bytes(h, &v, sizeof v);
 }
 
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-	return hash_bytes(h, s, strlen(s) + 1);
-}
-
 static uint64_t hash_tensor(uint64_t h, const mc_tensor *t)
 {
 	h = hash_int(h, t->dtype);
@@ -267,8 +257,7 @@ static bool writes_graph_output(const bool *is_output, const mc_node *n)
 static uint64_t node_hash(const mc_node *n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	h = hash_str(h, n->op_type);
-	h = hash_str(h, n->domain);
+	h = hash_int(h, n->id);
 	h = hash_int(h, n->opset);
 	h = hash_int(h, n->n_inputs);
 	for (int k = 0; k < n->n_inputs; k++)
@@ -281,8 +270,8 @@ static uint64_t node_hash(const mc_node *n)
 
 static bool nodes_eq(const mc_node *a, const mc_node *b)
 {
-	if (strcmp(a->op_type, b->op_type) != 0 || strcmp(a->domain, b->domain) != 0 ||
-	    a->opset != b->opset || a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs)
+	/* ops outside the table (other domains) are never merged */
+	if (a->id != b->id || a->id == MC_OP_NONE || a->opset != b->opset || a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs)
 		return false;
 	for (int k = 0; k < a->n_inputs; k++)
 		if (a->inputs[k] != b->inputs[k])

@@ -100,9 +100,9 @@ const char *mc_unroll_refusal(const mc_graph *g, const mc_node *n, int limit, ch
 		limit = MC_DEFAULT_UNROLL_LIMIT;
 	if (n->domain[0])
 		return "it is not of the default domain";
-	if (!strcmp(n->op_type, "Scan"))
+	if (n->id == MC_OP_Scan)
 		return scan_refusal(g, n, limit, buf, len);
-	if (!strcmp(n->op_type, "Loop"))
+	if (n->id == MC_OP_Loop)
 		return loop_refusal(g, n, limit, buf, len);
 	return "only Scan and Loop unroll";
 }
@@ -166,17 +166,15 @@ static mc_node *push_node(unroller *u)
 
 /* A node of the default domain at g's opset writing `out`; an axis other
  * than INT_MIN becomes its attribute 'axis'. */
-static int add_node(unroller *u, const char *op_type, const char *what, const int *ins, int n_in,
+static int add_node(unroller *u, mc_opid id, const char *what, const int *ins, int n_in,
                     int out, int axis)
 {
 	mc_node *n = push_node(u);
 	char name[1024];
 	snprintf(name, sizeof name, "%s/%s", u->prefix, what);
 	n->name = mc_xstrdup(name);
-	n->op_type = mc_xstrdup(op_type);
 	n->domain = mc_xstrdup("");
-	n->opset = u->g->opset;
-	n->op = mc_registry_find(op_type, n->opset, NULL);
+	mc_node_set_op(n, id, u->g->opset);
 	n->n_inputs = n_in;
 	n->inputs = mc_xmalloc((size_t)n_in * sizeof *n->inputs);
 	memcpy(n->inputs, ins, (size_t)n_in * sizeof *n->inputs);
@@ -191,7 +189,7 @@ static int add_node(unroller *u, const char *op_type, const char *what, const in
 		n->attrs[0].i = axis;
 	}
 	if (!n->op)
-		return mc_node_error(n, "internal error: no %s at opset %d to unroll with", op_type,
+		return mc_node_error(n, "internal error: no %s at opset %d to unroll with", mc_op_name(id),
 		                     n->opset);
 	return n->op->parse ? n->op->parse(n) : 0;
 }
@@ -230,7 +228,7 @@ static int take(unroller *u, int src, int64_t index, int axis, const char *what)
 	snprintf(idx_name, sizeof idx_name, "%s_index", what);
 	int ins[2] = {src, int64_const(u, idx_name, &index, 1, true)};
 	int v = new_value(u, what, dtype, &r);
-	return add_node(u, "Gather", what, ins, 2, v, axis) ? -1 : v;
+	return add_node(u, MC_OP_Gather, what, ins, 2, v, axis) ? -1 : v;
 }
 
 /* vals[0..count) (one shape) stacked along a new axis `axis` into dst (a
@@ -255,10 +253,10 @@ static int stack(unroller *u, const int *vals, int count, int axis, int dst, con
 		snprintf(name, sizeof name, "%s_%d", what, i);
 		pieces[i] = count == 1 ? dst : new_value(u, name, dtype, &one);
 		int ins[2] = {vals[i], shape};
-		rc = add_node(u, "Reshape", name, ins, 2, pieces[i], INT_MIN);
+		rc = add_node(u, MC_OP_Reshape, name, ins, 2, pieces[i], INT_MIN);
 	}
 	if (!rc && count > 1)
-		rc = add_node(u, "Concat", what, pieces, count, dst, axis);
+		rc = add_node(u, MC_OP_Concat, what, pieces, count, dst, axis);
 	free(pieces);
 	return rc ? -1 : dst;
 }
@@ -326,6 +324,7 @@ static int run_iteration(unroller *u, const int *ins, int *outs, const char *ite
 		snprintf(name, sizeof name, "%s/%s/%s", u->prefix, iter, bn->name[0] ? bn->name : bn->op_type);
 		n->name = mc_xstrdup(name);
 		n->op_type = mc_xstrdup(bn->op_type);
+		n->id = bn->id;
 		n->domain = mc_xstrdup(bn->domain);
 		n->opset = bn->opset;
 		n->op = bn->op;
@@ -555,7 +554,7 @@ static int unroll_node(mc_graph *g, int pos)
 {
 	const mc_node *n = &g->nodes[pos];
 	const mc_graph *body = mc_loop_body(n);
-	bool loop = !strcmp(n->op_type, "Loop");
+	bool loop = n->id == MC_OP_Loop;
 	bool retype = loop && ((const loop_params *)n->params)->per_iteration;
 	char *prefix = mc_xstrdup(n->name[0] ? n->name : loop ? "loop" : "scan");
 	unroller u = {.g = g, .body = body, .prefix = prefix, .guard = n->guard,
@@ -587,7 +586,7 @@ int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o)
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
 		char why[256];
-		if (n->domain[0] || (strcmp(n->op_type, "Scan") && strcmp(n->op_type, "Loop")) ||
+		if ((n->id != MC_OP_Scan && n->id != MC_OP_Loop) ||
 		    mc_unroll_refusal(g, n, o ? o->unroll_limit : 0, why, sizeof why))
 			continue;
 		int before = g->n_nodes;

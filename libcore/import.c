@@ -841,6 +841,7 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			break;
 		}
 		n->domain = mc_xstrdup(is_default_domain(np->domain) ? "" : np->domain);
+		n->id = n->domain[0] ? MC_OP_NONE : mc_opid_of(n->op_type);
 		n->opset = opset;
 		if (np->n_input > MC_MAX_NODE_IO || np->n_output > MC_MAX_NODE_IO) {
 			mc_error("node '%s' (%s): %zu inputs and %zu outputs; at most %d each are "

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "optab.h"
+
 #define MC_VERSION "0.1.0"
 #define MC_MAX_RANK 8
 /* The newest default-domain opset the registry knows; a model importing a
@@ -227,6 +229,7 @@ typedef struct mc_value {
 typedef struct mc_node {
 	char *name;           /* never NULL: "" when the model gave none */
 	char *op_type;
+	mc_opid id;           /* its row of the op table (MC_OP_NONE: another domain, unknown) */
 	char *domain;         /* "" for the default domain */
 	int opset;            /* the model's opset for this node's domain */
 	const struct mc_op *op; /* NULL if unsupported */
@@ -331,6 +334,12 @@ bool mc_fold_take(mc_graph *g, size_t bytes);
 /* Count of unsupported nodes (reported once each, all at once). */
 int mc_report_unsupported(const mc_graph *g);
 
+/* Multiply-accumulates of one run of an inferred g (the op table's macs
+ * column: convolutions, Gemm, MatMul and their integer, quantised and
+ * internal forms; If's larger branch; Loop and Scan bodies per
+ * iteration), for inspect, --stats, NAME.json and the benchmarks. */
+double mc_graph_macs(const mc_graph *g);
+
 /* ---- reference interpreter ---- */
 /* inputs[i] for g->inputs[i]; on success outputs[i] for g->outputs[i] are
  * new tensors the caller frees. `outer` binds captured values of a subgraph
@@ -408,6 +417,12 @@ enum {
 const mc_op *mc_registry_find(const char *op_type, int opset, bool *known_name);
 /* An internal op (MC_OP_INTERNAL) by name; NULL if none. */
 const mc_op *mc_registry_find_internal(const char *op_type);
+/* The entry for op id at the given opset, internal ops included (what
+ * passes use to make nodes); NULL if none. */
+const mc_op *mc_registry_find_id(mc_opid id, int opset);
+/* Makes n an `id` node at opset: its op_type, id and registry entry; false
+ * if the registry has no entry for it (n->op is then NULL). */
+bool mc_node_set_op(mc_node *n, mc_opid id, int opset);
 /* All entries, for inspect/tests. */
 const mc_op *const *mc_registry_all(int *count);
 

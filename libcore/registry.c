@@ -3,6 +3,7 @@
  * Internal ops (MC_OP_INTERNAL: what modelc's passes make, like the
  * channels-last NhwcConv) are found only by mc_registry_find_internal, so
  * that a model naming them is refused as using an unknown op. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "modelc.h"
@@ -38,6 +39,26 @@ const mc_op *mc_registry_find_internal(const char *op_type)
 			if (((*p)->flags & MC_OP_INTERNAL) && !strcmp((*p)->name, op_type))
 				return *p;
 	return NULL;
+}
+
+const mc_op *mc_registry_find_id(mc_opid id, int opset)
+{
+	const char *name = mc_op_name(id);
+	for (size_t f = 0; id != MC_OP_NONE && f < sizeof families / sizeof *families; f++)
+		for (const mc_op *const *p = families[f]; *p; p++)
+			if (!strcmp((*p)->name, name) && opset >= (*p)->min_opset && opset <= (*p)->max_opset)
+				return *p;
+	return NULL;
+}
+
+bool mc_node_set_op(mc_node *n, mc_opid id, int opset)
+{
+	free(n->op_type);
+	n->op_type = mc_xstrdup(mc_op_name(id));
+	n->id = id;
+	n->opset = opset;
+	n->op = mc_registry_find_id(id, opset);
+	return n->op != NULL;
 }
 
 const mc_op *const *mc_registry_all(int *count)

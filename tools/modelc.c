@@ -361,49 +361,6 @@ static void count_params(const mc_graph *g, size_t *params, size_t *bytes)
 				count_params(g->nodes[i].attrs[a].g, params, bytes);
 }
 
-static const mc_value *val(const mc_graph *g, const mc_node *n, int k, bool out)
-{
-	int i = out ? (k < n->n_outputs ? n->outputs[k] : -1) : (k < n->n_inputs ? n->inputs[k] : -1);
-	return i >= 0 ? &g->values[i] : NULL;
-}
-
-/* Multiply-accumulates of the heavy ops, from inferred shapes. */
-static double mac_estimate(const mc_graph *g)
-{
-	double macs = 0;
-	for (int i = 0; i < g->n_nodes; i++) {
-		const mc_node *n = &g->nodes[i];
-		const mc_value *x = val(g, n, 0, false), *w = val(g, n, 1, false), *y = val(g, n, 0, true);
-		if (!x || !y || !y->typed)
-			continue;
-		double out = (double)mc_numel(&y->shape);
-		if ((strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0) && w) {
-			double k = 1; /* per output: Cin/group x kernel, read off the weight */
-			for (int d = 1; d < w->shape.rank; d++)
-				k *= (double)w->shape.dims[d];
-			if (strcmp(n->op_type, "Conv") == 0) {
-				macs += out * k;
-			} else {
-				/* weight is Cin x Cout/group x k...: each input element feeds
-				 * Cout/group x kernel outputs */
-				macs += (double)mc_numel(&x->shape) * k;
-			}
-		} else if ((strcmp(n->op_type, "Gemm") == 0 || strcmp(n->op_type, "MatMul") == 0) && w) {
-			int64_t kdim = x->shape.rank ? x->shape.dims[x->shape.rank - 1] : 1;
-			if (strcmp(n->op_type, "Gemm") == 0) {
-				const mc_attr *ta = mc_attr_find(n, "transA");
-				if (ta && ta->i && x->shape.rank == 2)
-					kdim = x->shape.dims[0];
-			}
-			macs += out * (double)kdim;
-		}
-		for (int a = 0; a < n->n_attrs; a++)
-			if (n->attrs[a].g)
-				macs += mac_estimate(n->attrs[a].g);
-	}
-	return macs;
-}
-
 static void print_value(const mc_value *v)
 {
 	char buf[256] = "";
@@ -461,8 +418,8 @@ static int cmd_inspect(cli *c)
 		printf("  %-24s %d\n", h[i].op, h[i].count);
 	printf("parameters: %zu (%zu bytes)\n", params, bytes);
 	if (inferred)
-		printf("MACs (Conv, ConvTranspose, Gemm, MatMul): %.0f (%.2f M)\n", mac_estimate(g),
-		       mac_estimate(g) / 1e6);
+		printf("MACs (convolutions, Gemm, MatMul): %.0f (%.2f M)\n", mc_graph_macs(g),
+		       mc_graph_macs(g) / 1e6);
 	else if (!pinned)
 		printf("MACs: unknown until every input dimension is pinned with --input-shape\n");
 	int rc = 0;

@@ -32,6 +32,7 @@ static mc_node base_view(const mc_node *n, const mc_op *op)
 {
 	mc_node v = *n;
 	v.op_type = (char *)op->name;
+	v.id = mc_opid_of(op->name);
 	v.op = op;
 	return v;
 }

@@ -443,18 +443,18 @@ static int plan_launches(const mc_kernel *k, launch **out)
 		collapse(k, s, l);
 		l->warp = wants_warp(k, l);
 	}
-	/* a one-split template followed by the nest over its output (the bias
-	 * and the epilogue): fused */
-	for (int i = 0; i + 1 < n; i++) {
-		const launch *t = &ls[i], *f = &ls[i + 1];
-		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || t->stmt->tmpl->splits != 1)
+	/* a direct (one-split) template and the nest over its output (the bias
+	 * and the epilogue) that follows: fused, as the lowering planned */
+	for (int i = 0; i < n; i++) {
+		const launch *t = &ls[i], *f = i + 1 < n ? &ls[i + 1] : NULL;
+		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || !t->stmt->tmpl->direct)
 			continue;
 		const mc_ktemplate *tp = t->stmt->tmpl;
 		int64_t want[4] = { tp->n, tp->cout, tp->oh, tp->ow };
-		bool ok = f->n_loops == 4 && !f->warp && f->n_pre == t->n_pre;
+		bool ok = f && f->n_loops == 4 && !f->warp && f->n_pre == t->n_pre;
 		for (int d = 0; ok && d < 4; d++)
 			ok = f->begin[d] == 0 && f->extent[d] == want[d];
-		if (ok) {
+		if (ok) { /* put_kernel refuses a direct template left unfused */
 			ls[i].epi = f;
 			ls[i + 1].absorbed = true;
 		}
@@ -1164,6 +1164,10 @@ static void put_kernel(cuda_emitter *c, int ki, kernel_launches *kl)
 	const mc_kernel *k = e->p->kernels[ki];
 	mc_ce_begin_kernel(e, k);
 	kl->n = plan_launches(k, &kl->ls);
+	for (int i = 0; i < kl->n; i++)
+		if (kl->ls[i].stmt && kl->ls[i].stmt->kind == MC_KS_TEMPLATE && kl->ls[i].stmt->tmpl->direct &&
+		    !kl->ls[i].epi)
+			mc_ce_fail(e, "internal error: a direct template without the nest over its output");
 	mc_ce_kernel_comment(e, k);
 	for (int i = 0; i < kl->n && !e->err; i++) {
 		launch *l = &kl->ls[i];

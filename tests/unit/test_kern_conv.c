@@ -128,13 +128,11 @@ static void to_internal(mc_graph *g)
 {
 	for (int i = 0; i < g->n_nodes; i++) {
 		mc_node *n = &g->nodes[i];
-		if (strcmp(n->op_type, "Conv") != 0)
+		if (n->id != MC_OP_Conv)
 			continue;
-		free(n->op_type);
-		n->op_type = mc_xstrdup("NhwcConv");
 		free(n->params);
 		n->params = NULL;
-		n->op = mc_registry_find_internal("NhwcConv");
+		mc_node_set_op(n, MC_OP_NhwcConv, n->opset);
 		cr_assert_not_null(n->op);
 		cr_assert_eq(n->op->parse(n), 0);
 	}

@@ -163,14 +163,13 @@ static mc_graph *nhwc_graph(mb *b)
 	cr_assert_not_null(g, "%s", diag_all());
 	for (int k = 0; k < g->n_nodes; k++) {
 		mc_node *n = &g->nodes[k];
-		if (strcmp(n->op_type, "Conv") && strcmp(n->op_type, "MaxPool") &&
-		    strcmp(n->op_type, "AveragePool"))
+		mc_opid internal = n->id == MC_OP_Conv      ? MC_OP_NhwcConv
+		                   : n->id == MC_OP_MaxPool   ? MC_OP_NhwcMaxPool
+		                   : n->id == MC_OP_AveragePool ? MC_OP_NhwcAveragePool
+		                                               : MC_OP_NONE;
+		if (internal == MC_OP_NONE)
 			continue;
-		char internal[64];
-		snprintf(internal, sizeof internal, "Nhwc%s", n->op_type);
-		free(n->op_type);
-		n->op_type = mc_xstrdup(internal);
-		n->op = mc_registry_find_internal(internal);
+		mc_node_set_op(n, internal, n->opset);
 		cr_assert_not_null(n->op);
 		free(n->params);
 		n->params = NULL;

@@ -250,11 +250,9 @@ static void check_lowered(mb *b, const char *isa)
 	mc_graph *g = mb_import(b, ".", NULL);
 	cr_assert_not_null(g);
 	mc_node *n = &g->nodes[0];
-	char internal[64];
-	snprintf(internal, sizeof internal, "Nhwc%s", n->op_type);
-	free(n->op_type);
-	n->op_type = mc_xstrdup(internal);
-	n->op = mc_registry_find_internal(internal);
+	mc_opid internal = n->id == MC_OP_Conv ? MC_OP_NhwcConv
+	                   : n->id == MC_OP_MaxPool ? MC_OP_NhwcMaxPool : MC_OP_NhwcAveragePool;
+	mc_node_set_op(n, internal, n->opset);
 	cr_assert_not_null(n->op);
 	cr_assert_eq(n->op->parse(n), 0);
 	cr_assert_eq(mc_infer_graph(g), 0, "%s", diag_all());

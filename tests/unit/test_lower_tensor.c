@@ -240,7 +240,7 @@ Test(lower_tensor, shape_and_size_store_static_dims)
 		mc_kb kb;
 		mc_kb_begin(&kb, pool, &k);
 		mc_group grp = {.anchor = node};
-		cr_assert_eq(mc_lower_group(gr, &grp, &kb, mc_lowering_find(gr->nodes[node].op_type)), 0);
+		cr_assert_eq(mc_lower_group(gr, &grp, &kb, mc_lowering_find(gr->nodes[node].id)), 0);
 		int stores = 0;
 		for (const mc_kstmt *s = k.body; s; s = s->next) {
 			int64_t at = -1, v = -1;

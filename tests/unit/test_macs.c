@@ -60,8 +60,7 @@ Test(macs, nhwc_conv_counts_like_conv)
 	cr_assert_not_null(g, "import failed:\n%s", diag_all());
 	cr_assert_eq(mc_infer_graph(g), 0, "inference failed:\n%s", diag_all());
 	mc_node *conv = &g->nodes[0];
-	free(conv->op_type);
-	conv->op_type = mc_xstrdup("NhwcConv");
+	mc_node_set_op(conv, MC_OP_NhwcConv, conv->opset);
 	g->values[conv->inputs[0]].shape = (mc_shape){ 4, { 1, 8, 8, 3 } };
 	g->values[conv->outputs[0]].shape = (mc_shape){ 4, { 1, 8, 8, 4 } };
 	double got = mc_graph_macs(g);
@@ -161,4 +160,26 @@ Test(macs, unknown_ops_and_null_count_zero)
 	double got = macs_of(b);
 	cr_assert_float_eq(got, 0, 0, "got %.0f", got);
 	cr_assert_float_eq(mc_graph_macs(NULL), 0, 0, "NULL graph");
+}
+
+Test(macs, scan_body_counts_per_iteration)
+{
+	/* A Scan over 6 rows of x [6,3], body MatMul(row [1,3], w [3,4]):
+	 * 4 outputs x 3 per step, 6 steps. */
+	mb *b = mb_new(16);
+	Onnx__GraphProto *body = mb_graph(b, "body");
+	mb_input(b, body, "s", 1, "1,4");
+	mb_input(b, body, "row", 1, "1,3");
+	mb_node(b, body, "MatMul", "mm", "row,w", "p");
+	mb_node(b, body, "Add", "acc", "s,p", "s_out");
+	mb_output(b, body, "s_out");
+	mb_input(b, mb_main(b), "s0", 1, "1,4");
+	mb_input(b, mb_main(b), "x", 1, "6,1,3");
+	zeros(b, mb_main(b), "w", "3,4", 12);
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "Scan", "scan", "s0,x", "s");
+	mb_attr_graph(b, n, "body", body);
+	mb_attr_int(b, n, "num_scan_inputs", 1);
+	mb_output(b, mb_main(b), "s");
+	double got = macs_of(b);
+	cr_assert_float_eq(got, 6.0 * 12, 0, "got %.0f", got);
 }

@@ -1,12 +1,14 @@
 /* Multiply-accumulate counts of one run, from the inferred shapes: the
- * work figure behind --stats, NAME.json's "macs" and bench/'s GFLOP/s.
- * Only the ops whose cost is a product of dimensions count (convolutions,
- * Gemm, MatMul and their integer, quantised and internal forms); the
- * pointwise rest is memory-bound and left out, as GFLOP/s figures do. */
+ * work figure behind inspect, --stats, NAME.json's "macs" and bench/'s
+ * GFLOP/s. Only the ops whose cost is a product of dimensions count
+ * (convolutions, Gemm, MatMul and their integer, quantised and internal
+ * forms: the op table's macs column); the pointwise rest is memory-bound
+ * and left out, as GFLOP/s figures do. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "aot.h"
+#include "modelc.h"
+#include "ops/loop.h"
 
 /* Elements of value v; 0 if v is absent or its shape is unknown. */
 static double value_numel(const mc_graph *g, int v)
@@ -97,21 +99,33 @@ static double if_macs(const mc_node *n)
 	return most;
 }
 
+/* A Loop or Scan not unrolled yet: its body once per iteration, where
+ * inference knows the count (else once). */
+static double loop_macs(const mc_node *n)
+{
+	const mc_graph *body = mc_loop_body(n);
+	double iters = 1;
+	if (n->params && n->id == MC_OP_Loop && ((const loop_params *)n->params)->iters > 0)
+		iters = (double)((const loop_params *)n->params)->iters;
+	if (n->params && n->id == MC_OP_Scan) {
+		const scan_params *p = n->params;
+		iters = (double)(p->seq_len > 0 ? p->seq_len : 1) * (double)(p->batch > 0 ? p->batch : 1);
+	}
+	return body ? iters * graph_macs(body) : 0;
+}
+
 static double node_macs(const mc_graph *g, const mc_node *n)
 {
-	const char *op = n->op_type;
-	if (!strcmp(op, "Conv") || !strcmp(op, "NhwcConv") || !strcmp(op, "ConvInteger"))
-		return conv_macs(g, n, 1);
-	if (!strcmp(op, "QLinearConv"))
-		return conv_macs(g, n, 3);
-	if (!strcmp(op, "ConvTranspose"))
-		return conv_transpose_macs(g, n);
-	if (!strcmp(op, "Gemm"))
-		return gemm_macs(g, n);
-	if (!strcmp(op, "MatMul") || !strcmp(op, "MatMulInteger") || !strcmp(op, "QLinearMatMul"))
-		return matmul_macs(g, n, 0);
-	if (!strcmp(op, "If"))
-		return if_macs(n);
+	switch (mc_opinfo_of(n->id)->macs) {
+	case MC_MACS_NONE: return 0;
+	case MC_MACS_CONV: return conv_macs(g, n, 1);
+	case MC_MACS_QCONV: return conv_macs(g, n, 3);
+	case MC_MACS_CONV_T: return conv_transpose_macs(g, n);
+	case MC_MACS_GEMM: return gemm_macs(g, n);
+	case MC_MACS_MATMUL: return matmul_macs(g, n, 0);
+	case MC_MACS_BRANCHES: return if_macs(n);
+	case MC_MACS_BODY: return loop_macs(n);
+	}
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../libcore/modelc.h"
+#include "target.h"
 
 /* ---- kernel IR: types ----
  * Values computed in kernels. Storage dtypes without a C type are widened on
@@ -214,7 +215,7 @@ typedef enum {
 	                   * iteration of the parallel loops; never --isa */
 } mc_isa_kind;
 
-typedef struct {
+typedef struct mc_isa {
 	mc_isa_kind kind;
 	const char *name;       /* as --isa spells it */
 	int max_lanes;          /* widest f32 vector; 1: no vectors */
@@ -257,6 +258,7 @@ typedef struct mc_kb {
 	mc_kstmt *open[MC_KB_MAX_DEPTH]; /* FOR/IF owning block d, NULL at 0 */
 	int depth;
 	const mc_isa *isa;       /* the target's; never NULL (generic by default) */
+	const mc_target *target; /* never NULL (the C target by default) */
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
@@ -484,7 +486,7 @@ typedef struct {
 	size_t align;
 } mc_weight;
 
-typedef struct {
+typedef struct mc_program {
 	char *prefix;               /* --name */
 	mc_kpool *pool;
 	int n_kernels, cap_kernels;
@@ -498,7 +500,7 @@ typedef struct {
 	size_t arena_bytes, arena_align, lower_bound;
 	size_t weight_bytes;
 	int64_t max_index;          /* largest element count of any buffer */
-	const mc_isa *isa;          /* what the kernels were built for */
+	mc_target_config target;    /* what the kernels were built for (isa NULL: generic) */
 	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
 	int n_owned;
 	mc_tensor **owned;          /* weights the program made (mc_program_store_fp16) */
@@ -512,7 +514,7 @@ void mc_program_free(mc_program *p);
 int mc_program_store_fp16(mc_program *p);
 
 /* ---- the compile pipeline (aot/compile.c) ---- */
-typedef struct {
+typedef struct mc_compile_opts {
 	const char *name;           /* prefix of every generated identifier/file */
 	const char *target;         /* "c", "cuda" or "llvm" */
 	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
@@ -652,10 +654,11 @@ enum { MC_HARNESS_BUILD = 1, MC_HARNESS_RUN = 2 };
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
                    const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status);
 
-/* Builds the program from an inferred graph (fusion, plan, lowering); the
- * pieces used by mc_compile, exposed for tests. */
+/* Builds the program from an inferred graph (fusion, plan, lowering) for
+ * target t (mc_target_resolve); the pieces used by mc_compile, exposed for
+ * tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
-int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p);
+int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
 
 /* ---- output files ---- */
 /* Writes path only if its content differs (atomic: temporary + rename), so

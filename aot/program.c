@@ -367,20 +367,13 @@ static int make_steps(const mc_graph *g, mc_program *p, value_maps *m, const mc_
 	return 0;
 }
 
-int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
+int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p)
 {
 	memset(p, 0, sizeof *p);
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
-	bool cuda = o->target && !strcmp(o->target, "cuda");
-	bool mma = cuda && ((o->dtype && !strcmp(o->dtype, "fp16")) || o->tf32) &&
-	           mc_cuda_archs_at_least(o->cuda_arch, 80);
-	p->isa = cuda ? mc_isa_cuda(mma, o->dtype && !strcmp(o->dtype, "fp16")) : mc_isa_find(o->isa);
-	if (!p->isa) {
-		mc_error("unknown --isa '%s'", o->isa);
-		return -1;
-	}
+	p->target = *t;
 	p->macs = mc_graph_macs(g);
 	if (inline_runtime_ifs(g) || check_lowerings(g, o->unroll_limit))
 		return -1;
@@ -429,7 +422,8 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		mc_kernel *k = new_kernel(p, name, comment);
 		mc_kb kb;
 		mc_kb_begin(&kb, p->pool, k);
-		kb.isa = p->isa;
+		kb.isa = p->target.isa;
+		kb.target = p->target.desc;
 		const mc_lowering *l = mc_lowering_find(g->nodes[gr->anchor].op_type);
 		unsigned long errors = mc_error_count();
 		if (mc_lower_group(g, gr, &kb, l) || mc_error_count() != errors)

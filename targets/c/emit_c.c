@@ -650,7 +650,7 @@ typedef struct {
 
 static bool vec_names_of(const emitter *e, int lanes, vec_names *n)
 {
-	mc_isa_kind k = e->p->isa ? e->p->isa->kind : MC_ISA_GENERIC;
+	mc_isa_kind k = e->p->target.isa ? e->p->target.isa->kind : MC_ISA_GENERIC;
 	if (k == MC_ISA_AVX512 && lanes == 16)
 		*n = (vec_names){ "__m512", "__mmask16", "_mm512_" };
 	else if ((k == MC_ISA_AVX512 || k == MC_ISA_AVX2) && lanes == 8)
@@ -666,7 +666,7 @@ static bool vec_names_of(const emitter *e, int lanes, vec_names *n)
 
 static bool is_neon(const emitter *e)
 {
-	return e->p->isa && e->p->isa->kind == MC_ISA_NEON;
+	return e->p->target.isa && e->p->target.isa->kind == MC_ISA_NEON;
 }
 
 static const char *vtype(emitter *e, const mc_kvar *v)
@@ -1480,7 +1480,7 @@ void mc_ce_desc_table(emitter *e, const char *kind, const char *table, const mc_
  * lane extraction helpers (memory round trips compilers turn into shuffles). */
 static void put_vector_prelude(emitter *e)
 {
-	const mc_isa *isa = e->p->isa;
+	const mc_isa *isa = e->p->target.isa;
 	if (!isa || isa->max_lanes <= 1)
 		return;
 	mc_strbuf *sb = e->sb;

@@ -680,7 +680,8 @@ extern const char mc_model_llvm_ninja_in[]; /* aot/model_llvm.ninja.in */
 extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
- * files into dir (targets/c/emit_c.c). */
+ * files into dir (targets/c/emit_c.c, with the C-family printer of
+ * targets/common). */
 int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
 /* The CUDA target: NAME.h, NAME.cu, NAME_weights.c and the runtime-min
  * files (targets/cuda/emit_cuda.c). */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../libcore/modelc.h"
+#include "target.h"
 
 /* ---- kernel IR: types ----
  * Values computed in kernels. Storage dtypes without a C type are widened on
@@ -221,7 +222,7 @@ typedef enum {
 	                   * iteration of the parallel loops; never --isa */
 } mc_isa_kind;
 
-typedef struct {
+typedef struct mc_isa {
 	mc_isa_kind kind;
 	const char *name;       /* as --isa spells it */
 	int max_lanes;          /* widest f32 vector; 1: no vectors */
@@ -264,6 +265,7 @@ typedef struct mc_kb {
 	mc_kstmt *open[MC_KB_MAX_DEPTH]; /* FOR/IF owning block d, NULL at 0 */
 	int depth;
 	const mc_isa *isa;       /* the target's; never NULL (generic by default) */
+	const mc_target *target; /* never NULL (the C target by default) */
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
@@ -491,7 +493,7 @@ typedef struct {
 	size_t align;
 } mc_weight;
 
-typedef struct {
+typedef struct mc_program {
 	char *prefix;               /* --name */
 	mc_kpool *pool;
 	int n_kernels, cap_kernels;
@@ -505,7 +507,7 @@ typedef struct {
 	size_t arena_bytes, arena_align, lower_bound;
 	size_t weight_bytes;
 	int64_t max_index;          /* largest element count of any buffer */
-	const mc_isa *isa;          /* what the kernels were built for */
+	mc_target_config target;    /* what the kernels were built for (isa NULL: generic) */
 	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
 	int n_owned, cap_owned;
 	mc_tensor **owned;          /* weights the program made (float32 ones stored as float16) */
@@ -514,7 +516,7 @@ typedef struct {
 void mc_program_free(mc_program *p);
 
 /* ---- the compile pipeline (aot/compile.c) ---- */
-typedef struct {
+typedef struct mc_compile_opts {
 	const char *name;           /* prefix of every generated identifier/file */
 	const char *target;         /* "c", "cuda" or "llvm" */
 	const char *cuda_arch;      /* --cuda-arch sm_87,sm_90: the archs build.ninja's nvcc builds for */
@@ -654,15 +656,17 @@ enum { MC_HARNESS_BUILD = 1, MC_HARNESS_RUN = 2 };
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
                    const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status);
 
-/* Builds the program from an inferred graph (fusion, plan, lowering); the
- * pieces used by mc_compile, exposed for tests. */
+/* Builds the program from an inferred graph (fusion, plan, lowering) for
+ * target t (mc_target_resolve); the pieces used by mc_compile, exposed for
+ * tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
 /* The stages, in order: schedule, lower, storage (the dtype each buffer
- * is stored in: --dtype fp16 stores float32 activations and weights as
- * float16, computing in float32; graph inputs, outputs and kernel scratch
- * stay float32), liveness, plan, place, steps; --dump-after NAME writes
- * what one left into the dump directory. */
-int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p);
+ * is stored in, the target's storage types: --dtype fp16 stores float32
+ * activations and weights as float16 on the cuda target, computing in
+ * float32; graph inputs, outputs and kernel scratch stay float32),
+ * liveness, plan, place, steps; --dump-after NAME writes what one left
+ * into the dump directory. */
+int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
 /* NAME is one of those stages. */
 bool mc_program_stage_known(const char *name);
 
@@ -686,7 +690,8 @@ extern const char mc_model_llvm_ninja_in[]; /* aot/model_llvm.ninja.in */
 extern const char mc_runtime_min_h[];    /* runtime-min/modelc_rt.h */
 
 /* The C target: writes NAME.h, NAME.c, NAME_weights.c and the runtime-min
- * files into dir (targets/c/emit_c.c). */
+ * files into dir (targets/c/emit_c.c, with the C-family printer of
+ * targets/common). */
 int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir);
 /* The CUDA target: NAME.h, NAME.cu, NAME_weights.c and the runtime-min
  * files (targets/cuda/emit_cuda.c). */

@@ -185,13 +185,14 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
                       const char *sha, const char *dir)
 {
 	/* dir is the staging directory, where NAME.c already is. */
+	const mc_target *t = p->target.desc;
 	mc_stack_usage stack = { 0 };
-	if (!strcmp(o->target, "llvm"))
-		snprintf(stack.note, sizeof stack.note, "not measured (the llvm target writes objects; "
-		         "measure them with the firmware's linker)");
-	else if (strcmp(o->target, "c"))
+	if (t->object)
+		snprintf(stack.note, sizeof stack.note, "not measured (the %s target writes objects; "
+		         "measure them with the firmware's linker)", t->name);
+	else if (!t->measures_stack)
 		snprintf(stack.note, sizeof stack.note, "not measured (the %s target's run only launches)",
-		         o->target);
+		         t->name);
 	else if (o->no_stack_usage)
 		snprintf(stack.note, sizeof stack.note, "not measured (--no-stack-usage)");
 	else
@@ -202,7 +203,7 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_puts(&b, "{\n  \"name\": ");
 	json_string(&b, o->name);
 	mc_sb_printf(&b, ",\n  \"modelc_version\": \"%s\",\n  \"target\": \"%s\",\n  \"dtype\": \"%s\",\n  \"model\": ",
-	             MC_VERSION, o->target, o->dtype ? o->dtype : "fp32");
+	             MC_VERSION, t->name, o->dtype ? o->dtype : "fp32");
 	json_string(&b, model_abs);
 	mc_sb_printf(&b, ",\n  \"model_sha256\": \"%s\",\n  \"options\": ", sha);
 	json_string(&b, o->argv_line ? o->argv_line : "");
@@ -267,7 +268,8 @@ static int out_dir_abs(const char *out_dir, const char *stage, char *abs, size_t
 /* NAME.ninja from the template aot/model.ninja.in (@NAME@, @MODEL@,
  * @MODELC@, @OPTIONS@, @VERSION@ filled in), and build.ninja, which sets
  * defaults and includes it. */
-static int write_ninja(const mc_compile_opts *o, const char *model_abs, const char *dir, const char *out_dir)
+static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, const char *model_abs,
+                       const char *dir, const char *out_dir)
 {
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -275,9 +277,8 @@ static int write_ninja(const mc_compile_opts *o, const char *model_abs, const ch
 		snprintf(self, sizeof self, "modelc");
 	else
 		self[n] = 0;
-	bool cuda = !strcmp(o->target, "cuda"), llvm = !strcmp(o->target, "llvm");
 	mc_strbuf b = { 0 };
-	for (const char *s = cuda ? mc_model_cuda_ninja_in : llvm ? mc_model_llvm_ninja_in : mc_model_ninja_in; *s; ) {
+	for (const char *s = t->desc->ninja_in; *s; ) {
 		if (strncmp(s, "@NAME@", 6) == 0) {
 			mc_sb_puts(&b, o->name);
 			s += 6;
@@ -306,7 +307,7 @@ static int write_ninja(const mc_compile_opts *o, const char *model_abs, const ch
 		return rc;
 	b = (mc_strbuf){ 0 };
 	/* vector code needs its ISA enabled (NAME.c stops with #error otherwise) */
-	const mc_isa *isa = mc_isa_find(o->isa);
+	const mc_isa *isa = t->isa;
 	const char *isa_flags = !isa ? "" : isa->kind == MC_ISA_AVX512 ? " -mavx512f -mavx512vl -mfma"
 	                                  : isa->kind == MC_ISA_AVX2 ? " -mavx2 -mfma" : "";
 	char abs[4096];
@@ -323,7 +324,7 @@ static int write_ninja(const mc_compile_opts *o, const char *model_abs, const ch
 	             "ninja_required_version = 1.10\n"
 	             "cc = cc\ncflags = -std=c99 -O2 -Wall -Wextra%s\nar = ar\n",
 	             MC_VERSION, o->name, o->name, o->name, o->name, o->name, isa_flags);
-	if (cuda) {
+	if (t->desc->gpu) {
 		/* one -gencode per arch: SASS for each, and PTX of the newest so
 		 * that later GPUs can still run the library */
 		mc_sb_puts(&b, "nvcc = nvcc\nnvccflags = -O3 -std=c++17");
@@ -408,16 +409,14 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("--name '%s' is not a C identifier", o->name ? o->name : "");
 		return -1;
 	}
-	bool cuda = !strcmp(o->target, "cuda"), llvm = !strcmp(o->target, "llvm");
-	if (strcmp(o->target, "c") && !cuda && !llvm) {
-		mc_error("unknown target '%s' (known: c, cuda, llvm)", o->target);
+	const mc_target *t = mc_target_named(o->target);
+	if (!t)
+		return -1;
+	if (t->available && !t->available()) {
+		t->emit(NULL, o, NULL); /* reports why */
 		return -1;
 	}
-	if (llvm && !mc_llvm_available()) {
-		mc_emit_llvm(NULL, o, NULL); /* reports why */
-		return -1;
-	}
-	if (!llvm && (o->triple || o->cpu || o->features || o->emit_llvm || o->opt)) {
+	if (!t->object && (o->triple || o->cpu || o->features || o->emit_llvm || o->opt)) {
 		mc_error("%s needs --target llvm%s", o->triple ? "--triple" : o->cpu ? "--cpu"
 		         : o->features ? "--features" : o->emit_llvm ? "--emit-llvm" : "--opt",
 		         o->opt ? " (the C and cuda targets are optimised by the flags of the compiler that "
@@ -428,12 +427,12 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --opt '%s' (known: O3, Os, Oz)", o->opt);
 		return -1;
 	}
-	if (cuda && o->isa) {
-		mc_error("--isa chooses CPU vector code: not with --target cuda");
+	if (!t->cpu_isa && o->isa) {
+		mc_error("--isa chooses CPU vector code: not with --target %s", t->name);
 		return -1;
 	}
-	if (o->cuda_arch && (!cuda || !cuda_arch_ok(o->cuda_arch))) {
-		mc_error(!cuda ? "--cuda-arch needs --target cuda"
+	if (o->cuda_arch && (!t->gpu || !cuda_arch_ok(o->cuda_arch))) {
+		mc_error(!t->gpu ? "--cuda-arch needs --target cuda"
 		               : "--cuda-arch '%s': expected a comma-separated list like sm_87,sm_90",
 		         o->cuda_arch);
 		return -1;
@@ -442,11 +441,11 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --dtype '%s' (known: fp32, fp16)", o->dtype);
 		return -1;
 	}
-	if (o->dtype && !strcmp(o->dtype, "fp16") && !cuda) {
+	if (o->dtype && !strcmp(o->dtype, "fp16") && !t->fp16) {
 		mc_error("--dtype fp16 needs --target cuda");
 		return -1;
 	}
-	if (o->tf32 && (!cuda || (o->dtype && strcmp(o->dtype, "fp32")))) {
+	if (o->tf32 && (!t->tf32 || (o->dtype && strcmp(o->dtype, "fp32")))) {
 		mc_error("--tf32 needs --target cuda and --dtype fp32 (fp16 multiplies in half on tensor cores)");
 		return -1;
 	}
@@ -852,22 +851,17 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	double t0 = now_ms();
 	int rc = -1;
 	mc_program p = { 0 };
-	bool cuda = !strcmp(o.target, "cuda");
-	/* the CUDA kernels are the plain lowerings, a thread per output
-	 * element: channels-first serves them as well and needs no transposes */
-	if (cuda && !o.layout)
-		o.layout = "nchw";
-	/* the llvm target's kernels are tiled for the CPU it builds for */
-	if (!strcmp(o.target, "llvm") && !o.isa)
-		o.isa = mc_llvm_default_isa(&o);
+	mc_target_config target;
+	if (mc_target_resolve(&o, &target))
+		goto out;
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .unroll_limit = o.unroll_limit,
 	                      .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
-	                      .layout = o.layout };
+	                      .layout = target.layout };
 	if (mc_freeze(g, &fo))
 		goto out;
 	double t_freeze = now_ms();
-	if (mc_build_program(g, &o, &p))
+	if (mc_build_program(g, &target, &o, &p))
 		goto out;
 	double t_build = now_ms();
 	if (dump_kernels(&p, &o))
@@ -878,10 +872,9 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	memcpy(sha, g->sha256, sizeof sha);
 	if (make_stage(out_dir, stage, sizeof stage))
 		goto out;
-	int (*emit)(const mc_program *, const mc_compile_opts *, const char *) =
-		cuda ? mc_emit_cuda : !strcmp(o.target, "llvm") ? mc_emit_llvm : mc_emit_c;
-	bool emitted = !emit(&p, &o, stage) && !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
-	               !(model_abs && write_ninja(&o, model_abs, stage, out_dir)) &&
+	bool emitted = !target.desc->emit(&p, &o, stage) &&
+	               !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
+	               !(model_abs && write_ninja(&target, &o, model_abs, stage, out_dir)) &&
 	               !(o.harness && mc_emit_harness(&p, &o, stage));
 	bool committed = emitted && !commit_stage(stage, out_dir, o.name);
 	remove_stage(stage);

@@ -20,7 +20,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	mc_strbuf b = { 0 };
 	const char *n = o->name;
 	char up[256];
-	bool cuda = o->target && !strcmp(o->target, "cuda");
+	bool cuda = p->target.desc && p->target.desc->gpu; /* the NAME_cuda_* API */
 	upper(n, up, sizeof up);
 	char run_fn[300], no_pdl[300];
 	snprintf(run_fn, sizeof run_fn, "%s_run", n);

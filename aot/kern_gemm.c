@@ -206,7 +206,7 @@ int mc_kern_gemm(mc_lower_ctx *c)
 {
 	/* register tiles serve CPUs; on a GPU the plain kernel's thread per
 	 * output element parallelises better */
-	if (c->kb->isa->kind == MC_ISA_CUDA)
+	if (c->kb->target->grid)
 		return 1;
 	if (!c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]))
 		return 1;

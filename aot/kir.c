@@ -113,6 +113,7 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k)
 	kb->k = k;
 	kb->tail[0] = &k->body;
 	kb->isa = mc_isa_find("generic");
+	kb->target = &mc_target_c;
 	while (*kb->tail[0])
 		kb->tail[0] = &(*kb->tail[0])->next;
 }

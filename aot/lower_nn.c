@@ -249,7 +249,7 @@ static int lower_conv_any(mc_lower_ctx *c, bool transposed)
 
 static int lower_conv(mc_lower_ctx *c)
 {
-	if (c->kb->isa->kind == MC_ISA_CUDA) {
+	if (c->kb->target->conv_template) {
 		int rc = mc_kern_conv_cuda(c);
 		if (rc != 1)
 			return rc;

@@ -146,10 +146,10 @@ typedef struct {
 	mc_graph *g;
 	const mc_compile_opts *o;
 	mc_program *p;
-	/* storage of float32 activations and weights: MC_FLOAT16 under
-	 * --dtype fp16, else MC_FLOAT (graph inputs, outputs and kernel
-	 * scratch stay float32) */
-	mc_dtype float_store;
+	/* storage of float32 activations in the arena and of float32 weights
+	 * (the target's: MC_FLOAT16 under cuda's --dtype fp16); graph inputs,
+	 * outputs and kernel scratch stay float32 */
+	mc_dtype act_store, weight_store;
 	mc_group *groups;           /* schedule: in run order */
 	int n_groups;
 	value_maps m;
@@ -443,7 +443,8 @@ static int stage_lower(build *b)
 		mc_kernel *k = new_kernel(p, name, comment);
 		mc_kb kb;
 		mc_kb_begin(&kb, p->pool, k);
-		kb.isa = p->isa;
+		kb.isa = p->target.isa;
+		kb.target = p->target.desc;
 		const mc_node *an = &g->nodes[gr->anchor];
 		unsigned long errors = mc_error_count();
 		if (mc_lower_group(g, gr, &kb, mc_lowering_find(an->id)) || mc_error_count() != errors)
@@ -472,9 +473,9 @@ static void dump_kernels(const build *b, FILE *f)
 
 /* storage: the dtype each value is stored in, decided before the plan so
  * that it sizes what is stored. Float32 values in the arena take
- * float_store (the kernels widen on load and round on store, computing in
+ * act_store (the kernels widen on load and round on store, computing in
  * float32); graph inputs and outputs and constants keep their dtype here
- * (float constants become float_store weights when placed). */
+ * (float constants become weight_store weights when placed). */
 static int stage_storage(build *b)
 {
 	const mc_graph *g = b->g;
@@ -482,7 +483,7 @@ static int stage_storage(build *b)
 	for (int v = 0; v < g->n_values; v++) {
 		int r = m->root[v];
 		const mc_value *rv = &g->values[r];
-		b->store[v] = rv->dtype == MC_FLOAT && in_arena(g, m, r) ? b->float_store : g->values[v].dtype;
+		b->store[v] = rv->dtype == MC_FLOAT && in_arena(g, m, r) ? b->act_store : g->values[v].dtype;
 		/* a slab's offset into its root, in the root's stored bytes */
 		if (b->store[v] != g->values[v].dtype)
 			m->off[v] = m->off[v] / mc_dtype_size(g->values[v].dtype) * mc_dtype_size(b->store[v]);
@@ -509,7 +510,7 @@ static void dump_storage(const build *b, FILE *f)
 			changed++;
 		}
 	fprintf(f, "%d value%s stored in another dtype; float32 weights stored as %s\n", changed,
-	        changed == 1 ? "" : "s", mc_dtype_name(b->float_store));
+	        changed == 1 ? "" : "s", mc_dtype_name(b->weight_store));
 }
 
 /* liveness: the first and last step that touches each storage root. */
@@ -622,10 +623,10 @@ static void dump_plan(const build *b, FILE *f)
 }
 
 /* A weight in the dtype it is stored in: a float32 tensor becomes
- * float_store (converted once, owned by the program). */
+ * weight_store (converted once, owned by the program). */
 static const mc_tensor *stored_weight(build *b, const mc_tensor *t)
 {
-	if (t->dtype != MC_FLOAT || b->float_store != MC_FLOAT16)
+	if (t->dtype != MC_FLOAT || b->weight_store != MC_FLOAT16)
 		return t;
 	mc_program *p = b->p;
 	mc_tensor *h = mc_tensor_new(MC_FLOAT16, &t->shape);
@@ -711,7 +712,7 @@ static int stage_place(build *b)
 			/* a float32 weight read as float32 is read as it is stored */
 			const mc_tensor *src = kb->packed ? kb->packed : g->values[b->m.root[kb->value]].konst;
 			if (!rc && kb->loc.kind == MC_LOC_WEIGHT && kb->dtype == MC_FLOAT && src->dtype == MC_FLOAT)
-				kb->dtype = b->float_store;
+				kb->dtype = b->weight_store;
 		}
 		free(used);
 		if (rc)
@@ -825,22 +826,16 @@ static void build_free(build *b)
 	mc_mem_plan_free(&b->plan);
 }
 
-int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
+int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p)
 {
 	memset(p, 0, sizeof *p);
 	p->pool = mc_kpool_new();
 	p->prefix = mc_xstrdup(o->name);
 	p->arena_align = ARENA_ALIGN;
-	bool cuda = o->target && !strcmp(o->target, "cuda");
-	bool half = cuda && o->dtype && !strcmp(o->dtype, "fp16");
-	bool mma = cuda && (half || o->tf32) && mc_cuda_archs_at_least(o->cuda_arch, 80);
-	p->isa = cuda ? mc_isa_cuda(mma, half) : mc_isa_find(o->isa);
-	if (!p->isa) {
-		mc_error("unknown --isa '%s'", o->isa);
-		return -1;
-	}
+	p->target = *t;
 	p->macs = mc_graph_macs(g);
-	build b = { .g = g, .o = o, .p = p, .float_store = half ? MC_FLOAT16 : MC_FLOAT };
+	build b = { .g = g, .o = o, .p = p, .act_store = t->activations,
+	            .weight_store = t->weights };
 	int rc = 0;
 	for (size_t i = 0; i < sizeof stages / sizeof *stages && !rc; i++)
 		rc = stages[i].run(&b) || dump_stage(&b, i) ? -1 : 0;

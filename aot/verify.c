@@ -121,13 +121,16 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v)
 {
 	/* the code must run here: the C target, or the llvm one built for this machine */
-	if (o->target && !strcmp(o->target, "llvm") && o->triple) {
+	const mc_target *t = mc_target_named(o->target);
+	if (!t)
+		return -1;
+	if (t->object && o->triple) {
 		mc_error("verify runs the compiled model on this machine: not with --triple");
 		return -1;
 	}
-	if (o->target && strcmp(o->target, "c") && strcmp(o->target, "llvm")) {
+	if (!t->verify) {
 		mc_error("verify builds and runs the C or llvm target on this machine; the %s target runs on "
-		         "a GPU (tests/cuda/check)", o->target);
+		         "a GPU (tests/cuda/check)", t->name);
 		return -1;
 	}
 	mc_graph *g = mc_import_file(model, &o->import);

@@ -39,7 +39,8 @@ static void compile_graph(mc_graph *g)
 	if (mc_freeze(g, &fo))
 		return;
 	mc_program p = {0};
-	if (!mc_build_program(g, &o, &p)) {
+	mc_target_config t;
+	if (!mc_target_resolve(&o, &t) && !mc_build_program(g, &t, &o, &p)) {
 		mc_c_sources src;
 		if (!mc_emit_c_sources(&p, &o, &src))
 			mc_c_sources_free(&src);

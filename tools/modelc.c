@@ -544,7 +544,11 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--version") == 0) {
-		printf("modelc %s\ntargets: c cuda%s\n", MC_VERSION, mc_llvm_available() ? " llvm" : "");
+		printf("modelc %s\ntargets:", MC_VERSION);
+		for (int i = 0; mc_targets[i]; i++)
+			if (!mc_targets[i]->available || mc_targets[i]->available())
+				printf(" %s", mc_targets[i]->name);
+		printf("\n");
 		return 0;
 	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

@@ -1,6 +1,6 @@
 /* The CUDA target: prints a compiled program (aot.h) as CUDA C++ for
- * NVIDIA GPUs, with the same kernels the C target prints (targets/c's
- * printer, in its CUDA dialect):
+ * NVIDIA GPUs, with the same kernels the C target prints (the C-family
+ * printer of targets/common, in its CUDA dialect):
  *   NAME.h          constants, the device layout, the NAME_cuda API
  *   NAME.cu         one or more __global__ functions per kernel, the launch
  *                   sequence, init (weights uploaded once, the sequence
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../c/emit_c.h"
+#include "../common/emit_cfamily.h"
 
 #define STATUS_BYTES 256   /* the status word's slot at offset 0 */
 #define REGION_ALIGN 256   /* arena, inputs, outputs */

@@ -7,14 +7,15 @@
  *   NAME.ll       with --emit-llvm: the optimised IR, for reading
  * with no C compiler between modelc and the library. It lowers the same
  * kernel IR the C emitter prints, statement by statement, with the same
- * semantics (emit_c.c and runtime-min/modelc_rt.h say what each operation
- * does at the edges: wrapping, division by zero, saturating conversions);
+ * semantics (targets/common/emit_cfamily.c and runtime-min/modelc_rt.h say
+ * what each operation does at the edges: wrapping, division by zero,
+ * saturating conversions);
  * vectors are LLVM vector types, legalised by LLVM for the target. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../c/emit_c.h"
+#include "../common/emit_cfamily.h"
 #include "archive.h"
 
 #ifndef MC_HAVE_LLVM

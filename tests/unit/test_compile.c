@@ -123,7 +123,9 @@ Test(compile, pointwise_chain_is_one_kernel_and_bind_folds_an_input)
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	mc_program p;
-	cr_assert_eq(mc_build_program(g, &o, &p), 0);
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
 	cr_assert_eq(p.n_kernels, 1, "Add, Relu and Mul fuse into one loop, got %d kernels", p.n_kernels);
 	cr_assert_eq(p.arena_bytes, 0, "nothing intermediate is stored");
 	mc_program_free(&p);

@@ -260,7 +260,9 @@ Test(kern_conv, packs_weights_and_vectorises)
 	o.name = "t";
 	o.isa = "avx512";
 	mc_program p;
-	cr_assert_eq(mc_build_program(g, &o, &p), 0);
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
 	cr_assert_eq(p.n_kernels, 1);
 	const mc_kernel *k = p.kernels[0];
 	char *text = kernel_text(k);
@@ -313,7 +315,9 @@ Test(kern_conv, winograd_chosen)
 		o.name = "t";
 		o.isa = names[i];
 		mc_program p;
-		cr_assert_eq(mc_build_program(g, &o, &p), 0);
+		mc_target_config t;
+		cr_assert_eq(mc_target_resolve(&o, &t), 0);
+		cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
 		const mc_kernel *k = p.kernels[0];
 		int scratch = 0;
 		size_t packed = 0;

@@ -294,7 +294,9 @@ Test(kern_dw, packed_weight_no_branches_fused_relu)
 	o.name = "t";
 	o.isa = "avx512";
 	mc_program p;
-	cr_assert_eq(mc_build_program(g, &o, &p), 0, "%s", diag_all());
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, &p), 0, "%s", diag_all());
 	cr_assert_eq(p.n_kernels, 1, "Conv + Relu is one kernel, got %d", p.n_kernels);
 	const mc_kernel *k = p.kernels[0];
 	bool packed = false;
@@ -356,7 +358,9 @@ Test(kern_pool, vectors_over_channels)
 	o.name = "t";
 	o.isa = "avx2";
 	mc_program p;
-	cr_assert_eq(mc_build_program(g, &o, &p), 0, "%s", diag_all());
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, &p), 0, "%s", diag_all());
 	char *text = kernel_text(p.kernels[0]);
 	cr_assert_not_null(strstr(text, " +8]"), "8-lane vectors:\n%s", text);
 	cr_assert_null(strstr(text, "if "), "padding is handled by tap ranges:\n%s", text);

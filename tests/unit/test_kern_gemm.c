@@ -56,7 +56,9 @@ static mc_graph *program_isa(mb *b, const char *isa, mc_program *p)
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.isa = isa;
-	cr_assert_eq(mc_build_program(g, &o, p), 0);
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, p), 0);
 	return g;
 }
 

@@ -1,12 +1,10 @@
-/* The C-family printer (targets/c/emit_c.c), shared by the C and CUDA
- * targets: kernel IR statements and expressions, buffer pointers, the I/O
- * macros and descriptor tables, the weights file. The CUDA target
- * (targets/cuda/) prints the same kernels with a few dialect changes
- * (__restrict__, a failing statement that records its status in device
- * memory) and maps parallel loops to the grid itself. Internal to the
- * targets. */
-#ifndef MODELC_EMIT_C_H
-#define MODELC_EMIT_C_H
+/* Helpers every emitter needs (targets/common/emit_common.c): the
+ * emitter's state (names, index width, the kernel being emitted and its
+ * use counts), C storage types and dtype constants (NAME.h's contract),
+ * weights' alignment and If conditions, restrict facts, writing a file.
+ * Internal to the targets. */
+#ifndef MODELC_EMIT_COMMON_H
+#define MODELC_EMIT_COMMON_H
 
 #include "../../aot/aot.h"
 
@@ -35,7 +33,6 @@ int mc_ce_init(mc_cemit *e, const mc_program *p, const mc_compile_opts *o, const
 void mc_ce_fini(mc_cemit *e);
 void mc_ce_fail(mc_cemit *e, const char *what);
 
-const char *mc_ce_ctype(const mc_cemit *e, mc_ktype t);
 const char *mc_ce_storage_type(mc_dtype t); /* NULL: no C storage */
 const char *mc_ce_dtype_const(mc_dtype t);  /* "MODELC_FLOAT", ... */
 const mc_weight *mc_ce_weight_of(const mc_cemit *e, int index);
@@ -45,31 +42,15 @@ bool mc_ce_is_cond_weight(const mc_cemit *e, int index);
 size_t mc_ce_weight_align(const mc_weight *w);
 size_t mc_ce_arena_align(const mc_program *p);
 
-/* Kernel bodies. mc_ce_begin_kernel counts uses (unused buffers get no
+/* Kernel use counts. mc_ce_begin_kernel counts uses (unused buffers get no
  * pointer, unused locals a (void)); mc_ce_end_kernel frees the counts. */
 void mc_ce_begin_kernel(mc_cemit *e, const mc_kernel *k);
 void mc_ce_end_kernel(mc_cemit *e);
 void mc_ce_scan_block(mc_cemit *e, const mc_kstmt *s);
-void mc_ce_expr(mc_cemit *e, const mc_kexpr *x, bool top);
-void mc_ce_stmt(mc_cemit *e, const mc_kstmt *s, int depth);
-void mc_ce_block(mc_cemit *e, const mc_kstmt *s, int depth);
-void mc_ce_indent(mc_cemit *e, int depth);
 bool mc_ce_is_restrict(const mc_cemit *e, int i);
-
-void mc_ce_comment_text(mc_strbuf *sb, const char *s);
-void mc_ce_c_string(mc_strbuf *sb, const char *s);
+/* NAME_kernel: its C identifier, into e->sb. */
 void mc_ce_kernel_name(mc_cemit *e, const mc_kernel *k);
-void mc_ce_kernel_comment(mc_cemit *e, const mc_kernel *k); /* its name and nodes */
-void mc_ce_io_comment(mc_cemit *e, const char *title, const mc_io_desc *d, int n);
-void mc_ce_io_macros(mc_cemit *e, const char *kind, const mc_io_desc *d, int n);
-void mc_ce_desc_table(mc_cemit *e, const char *kind, const char *table, const mc_io_desc *d, int n);
-/* NAME.h of the C target (the LLVM target's too: the same contract). */
-void mc_ce_header(mc_cemit *e);
-/* The weights' extern declarations, between open (a format of the model
- * name) and close; nothing without weights. */
-void mc_ce_weight_decls(mc_cemit *e, const char *open, const char *close);
-/* NAME_weights.c: the frozen constants as const arrays. */
-int mc_ce_weights(mc_cemit *e);
+
 int mc_ce_write_file(const char *dir, const char *name, const char *suffix, const mc_strbuf *sb);
 
 #endif

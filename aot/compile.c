@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aot.h"
+#include "compile.h"
 #include "../freezing/freezing.h"
 
 void mc_compile_opts_init(mc_compile_opts *o)
@@ -412,6 +412,13 @@ static int check_opts(const mc_compile_opts *o)
 	const mc_target *t = mc_target_named(o->target);
 	if (!t)
 		return -1;
+	if (o->dump_after && strcmp(o->dump_after, "all") && strcmp(o->dump_after, "kernels") &&
+	    !mc_freeze_pass_known(o->dump_after) && !mc_program_stage_known(o->dump_after)) {
+		mc_error("--dump-after '%s': no such pass (known: the freezing passes fold, unroll, bn, "
+		         "pad, identity, cse, dce, layout; the program stages schedule, lower, storage, "
+		         "liveness, plan, place, steps; kernels; all)", o->dump_after);
+		return -1;
+	}
 	if (t->available && !t->available()) {
 		t->emit(NULL, o, NULL); /* reports why */
 		return -1;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../freezing/graph_edit.h"
 
 static void count_uses(const mc_graph *g, int *uses)

@@ -4,7 +4,7 @@
  * libNAME.a. */
 #include <string.h>
 
-#include "aot.h"
+#include "compile.h"
 
 static const char *upper(const char *s, char *buf, size_t n)
 {

@@ -2,7 +2,7 @@
  * vector widths and register tiles from. */
 #include <string.h>
 
-#include "aot.h"
+#include "kir.h"
 
 static const mc_isa isas[] = {
 	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false },

@@ -11,7 +11,7 @@
 #ifndef MODELC_KERN_H
 #define MODELC_KERN_H
 
-#include "aot.h"
+#include "lower.h"
 
 #define KT_MAX_MR 12    /* rows of a tile */
 #define KT_MAX_VEC 8    /* vectors of a panel */

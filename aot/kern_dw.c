@@ -15,7 +15,7 @@
  * once for every tap that reads it; the border columns are done one by one
  * with their own tap ranges. Stores go through mc_lower_store_vec, so
  * fused epilogues (Relu, Clip, residual Add...) apply lane-wise. */
-#include "aot.h"
+#include "lower.h"
 #include "kern_nhwc.h"
 #include "../libcore/ops/nn.h"
 

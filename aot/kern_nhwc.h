@@ -5,7 +5,7 @@
 #ifndef MODELC_KERN_NHWC_H
 #define MODELC_KERN_NHWC_H
 
-#include "aot.h"
+#include "lower.h"
 
 /* One spatial dim: input and output extents, taps, stride, dilation and
  * the pads at both ends. */

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "kern_nhwc.h"
 #include "../libcore/ops/nn.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aot.h"
+#include "kir.h"
 
 /* ---- pool ---- */
 typedef struct chunk {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 
 /* The internal channels-last ops (aot/lower_nhwc.c); declared here rather
  * than in aot.h because only this table names them. */

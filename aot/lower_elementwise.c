@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/elementwise.h"
 #include "../libcore/ops/quant.h"
 

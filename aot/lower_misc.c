@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/rnn.h"
 #include "../libcore/ops/signal.h"
 #include "../libcore/ops/extra_misc.h"

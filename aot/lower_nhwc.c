@@ -11,7 +11,7 @@
  * (mc_win_setup / mc_win_forward on the channels-first view of the input). */
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "lower_window.h"
 
 /* The channels-first view [N, C, D1..] of a channels-last shape. */

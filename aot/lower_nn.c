@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/extra.h"
 #include "../libcore/ops/nn.h"
 #include "../libcore/ops/quant.h"

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/extra_norm.h"
 #include "../libcore/ops/loss.h"
 #include "../libcore/ops/reduce.h"

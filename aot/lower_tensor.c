@@ -5,7 +5,7 @@
  * registry's own readers (libcore/ops/tensor.h); shapes come inferred. */
 #include <string.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/tensor.h"
 
 /* Nothing to store: the output is omitted or has no elements (loops over

@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "aot.h"
+#include "lower.h"
 #include "../libcore/ops/nn.h"
 
 static inline mc_kexpr *idx(mc_kb *kb, int64_t v)

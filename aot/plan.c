@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aot.h"
+#include "program.h"
 
 /* Requests at most: keeps step and tree index arithmetic inside int. */
 #define MAX_REQUESTS (INT_MAX / 8)

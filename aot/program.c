@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aot.h"
+#include "compile.h"
 #include "../libcore/ops/tensor.h"
 #include "../freezing/graph_edit.h"
 

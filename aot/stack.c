@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aot.h"
+#include "compile.h"
 
 extern char **environ;
 

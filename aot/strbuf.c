@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aot.h"
+#include "../libcore/modelc.h"
+#include "strbuf.h"
 
 static void sb_reserve(mc_strbuf *b, size_t extra)
 {

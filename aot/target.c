@@ -2,7 +2,7 @@
  * before freezing (aot/compile.c). */
 #include <string.h>
 
-#include "aot.h"
+#include "compile.h"
 
 const mc_target mc_target_c = {
 	.name = "c",

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "aot.h"
+#include "compile.h"
 
 void mc_verify_opts_init(mc_verify_opts *v)
 {

@@ -21,6 +21,14 @@ const mc_pass mc_freeze_passes[] = {
 	{NULL, NULL},
 };
 
+bool mc_freeze_pass_known(const char *name)
+{
+	for (const mc_pass *p = mc_freeze_passes; p->name; p++)
+		if (!strcmp(p->name, name))
+			return true;
+	return !strcmp(name, "layout");
+}
+
 /* Rounds of every pass; each round that changes something may enable more
  * (a folded weight lets BN fold; a removed Identity lets CSE merge). */
 #define MAX_ROUNDS 8

@@ -31,6 +31,8 @@ typedef struct {
 
 /* The passes in the order mc_freeze runs them (NULL-terminated). */
 extern const mc_pass mc_freeze_passes[];
+/* A pass --dump-after may name: one of mc_freeze_passes or layout. */
+bool mc_freeze_pass_known(const char *name);
 
 /* Runs every pass (to a fixed point where one pass enables another),
  * dumping and timing as the options ask. -1 after reporting. */

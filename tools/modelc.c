@@ -33,7 +33,9 @@ static void usage(FILE *f)
 	      "                            comma-separated numbers (--bind sample_rate=16000)\n"
 	      "  --fold-limit BYTES        largest constant folding may create (default 4194304)\n"
 	      "  --unroll-limit NODES      most nodes an unrolled Scan or Loop may make (default 4096)\n"
-	      "  --dump-after PASS|all     write the graph after each pass into DIR/debug\n"
+	      "  --dump-after PASS|all     into DIR/debug: the graph after a freezing pass, what a\n"
+	      "                            program stage left (schedule lower storage liveness plan\n"
+	      "                            place steps; plan: the memory plan), or the kernels\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
 	      "  --target c|cuda|llvm      c (default): C99 sources; cuda: NAME.cu for NVIDIA GPUs\n"
@@ -330,6 +332,9 @@ static int cmp_count(const void *a, const void *b)
 	return strcmp(x->op, y->op);
 }
 
+/* Counts nodes by the op_type the file gives: a display of what the model
+ * names, ops outside the table (other domains, unknown ones) included, so
+ * it groups by name rather than by op id. */
 static void histogram(const mc_graph *g, op_count *h, int *n, int cap)
 {
 	for (int i = 0; i < g->n_nodes; i++) {

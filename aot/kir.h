@@ -1,0 +1,337 @@
+/* The loop-level kernel IR (aot/kir.c): types, expressions, vectors,
+ * statements, buffers and kernels; the instruction sets kernels are tiled
+ * for (aot/isa.c); the builder; the run function's status codes. Targets
+ * read what this header describes and only print it. */
+#ifndef MODELC_KIR_H
+#define MODELC_KIR_H
+
+#include <stdio.h>
+
+#include "../libcore/modelc.h"
+#include "target.h"
+
+/* ---- kernel IR: types ----
+ * Values computed in kernels. Storage dtypes without a C type are widened on
+ * load and narrowed on store: float16, bfloat16 and the small floats compute
+ * in f32; int4/int2 in i8/u8; bool in MC_KT_BOOL (0 or 1). MC_KT_INDEX is
+ * the type of loop variables and element indices: it never wraps (the
+ * emitter picks a width that holds every index of the model), whereas
+ * signed value arithmetic wraps like ONNX's (the emitter prints it so that
+ * C sees no signed overflow). */
+typedef enum {
+	MC_KT_VOID,
+	MC_KT_BOOL,
+	MC_KT_I8, MC_KT_U8, MC_KT_I16, MC_KT_U16,
+	MC_KT_I32, MC_KT_U32, MC_KT_I64, MC_KT_U64,
+	MC_KT_F32, MC_KT_F64,
+	MC_KT_INDEX,
+} mc_ktype;
+
+mc_ktype mc_ktype_of(mc_dtype storage);
+bool mc_ktype_is_float(mc_ktype t);
+bool mc_ktype_is_signed(mc_ktype t);   /* signed ints, floats, index */
+const char *mc_ktype_name(mc_ktype t); /* "f32", ... for dumps */
+
+/* ---- kernel IR: expressions (immutable trees; sharing a subtree prints it
+ * twice, so bind reused values with mc_kb_let) ---- */
+typedef enum {
+	MC_KE_CONST,
+	MC_KE_VAR,     /* loop index or local variable */
+	MC_KE_LOAD,    /* buffer[index] */
+	MC_KE_UN,
+	MC_KE_BIN,
+	MC_KE_SELECT,  /* a ? b : c */
+	MC_KE_CAST,    /* to type; float->int truncates, x->bool is x != 0 */
+	MC_KE_FMA,     /* a * b + c */
+	MC_KE_SPLAT,   /* the scalar a in every lane */
+	MC_KE_LANE,    /* lane i of the vector a (a scalar) */
+} mc_kexpr_kind;
+
+typedef enum {
+	MC_KU_NEG, MC_KU_NOT /* logical */, MC_KU_BITNOT,
+	MC_KU_ABS, MC_KU_SQRT, MC_KU_EXP, MC_KU_LOG,
+	MC_KU_SIN, MC_KU_COS, MC_KU_TAN, MC_KU_ASIN, MC_KU_ACOS, MC_KU_ATAN,
+	MC_KU_SINH, MC_KU_COSH, MC_KU_TANH, MC_KU_ASINH, MC_KU_ACOSH, MC_KU_ATANH,
+	MC_KU_FLOOR, MC_KU_CEIL, MC_KU_TRUNC,
+	MC_KU_RINT,    /* round half to even */
+	MC_KU_ROUND,   /* round half away from zero */
+	MC_KU_ERF,
+	MC_KU_ISNAN, MC_KU_ISINF, /* result bool */
+	MC_KU__COUNT
+} mc_kunop;
+
+typedef enum {
+	MC_KB_ADD, MC_KB_SUB, MC_KB_MUL,
+	MC_KB_DIV,     /* ints: truncating; x/0 gives 0, INT_MIN/-1 wraps */
+	MC_KB_REM,     /* ints: C's %; x%0 gives 0 */
+	MC_KB_FMOD,    /* floats: C's fmod */
+	MC_KB_POW, MC_KB_ATAN2,
+	MC_KB_MIN, MC_KB_MAX, /* a < b ? a : b (NaN handling is the lowering's) */
+	MC_KB_AND, MC_KB_OR, MC_KB_XOR, /* bitwise (on bool: logical) */
+	MC_KB_SHL, MC_KB_SHR,           /* shift >= width gives 0 */
+	MC_KB_LT, MC_KB_LE, MC_KB_GT, MC_KB_GE, MC_KB_EQ, MC_KB_NE, /* result bool */
+	MC_KB__COUNT
+} mc_kbinop;
+
+typedef struct mc_kexpr {
+	mc_kexpr_kind kind;
+	mc_ktype type;
+	int op;                  /* mc_kunop / mc_kbinop */
+	int64_t i;               /* CONST of an integer/bool/index type */
+	double f;                /* CONST of a float type */
+	int var;                 /* VAR: variable id in the kernel */
+	int buf;                 /* LOAD: buffer id in the kernel */
+	int lanes;               /* > 1: a vector (see "vectors" below); 0, 1: scalar */
+	struct mc_kexpr *a, *b, *c; /* operands; LOAD's index is a */
+} mc_kexpr;
+
+/* ---- kernel IR: vectors ----
+ * An expression (or variable) with lanes > 1 holds that many f32 values:
+ * f32 is the only vector element type so far. A vector load or store
+ * touches `lanes` consecutive elements of an f32 buffer starting at its
+ * index (no alignment required). ADD, SUB, MUL, DIV, MIN, MAX, FMA, NEG and
+ * SELECT work lane by lane, and so do the compares, whose vector of bools
+ * may only feed a SELECT's condition. The builder splats a scalar operand
+ * of a vector operation. Which lane counts exist is the target ISA's
+ * (mc_isa_has_lanes); lowerings ask before building vectors, and build
+ * scalar code (lanes 1) for the generic ISA and for tails. */
+
+/* ---- kernel IR: statements ---- */
+typedef enum {
+	MC_KS_FOR,     /* for (var = begin; var < end; var++) body */
+	MC_KS_DECL,    /* declares var = init (a value or a mutable local) */
+	MC_KS_ASSIGN,  /* var = value */
+	MC_KS_STORE,   /* buffer[index] = value (converted to the storage dtype) */
+	MC_KS_IF,      /* if (cond) body else orelse */
+	MC_KS_BREAK,   /* leaves the innermost FOR */
+	MC_KS_FAIL,    /* the kernel returns status `code` (bad data at run time) */
+	MC_KS_TEMPLATE,/* a target template computes `tmpl` (cuda only, see below) */
+} mc_kstmt_kind;
+
+/* Templates: computations a target implements with a hand-tuned kernel of
+ * its own where loops of scalar IR cannot use the hardware well (shared
+ * memory tiles, tensor cores). Lowerings emit them only for a target that
+ * has them (kb->isa), as one top-level statement of a kernel, whose other
+ * statements finish the job in plain IR (bias, splits, fused epilogues). */
+typedef enum {
+	/* 2-D convolution, NCHW float32, group 1, as an implicit GEMM in K
+	 * splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
+	 * wt[k][m] * x[n][ci][ih][iw], with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow,
+	 * ih = oh*sh - ph + i*dh, iw = ow*sw - pw + j*dw, x taken as 0 outside
+	 * the image. wt is the weight re-laid K x M at generation time, or kept
+	 * M x K where `mma` (the tensor-core form reads rows of k). */
+	MC_TMPL_CONV2D_SPLITK,
+} mc_tmpl_kind;
+
+typedef struct mc_ktemplate {
+	mc_tmpl_kind kind;
+	int64_t n, cin, h, w, cout, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+	int64_t splits, k_split;
+	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
+	int k_step;               /* k a step of the tensor-core form (isa->mma_k); k_split a multiple */
+	bool wt_tf32;             /* wt's floats are already rounded to TF32 (the template's operands) */
+	/* One split: the target passes each sum straight to the loop nest that
+	 * follows (over out's [n][cout][oh][ow], which loads out at its linear
+	 * index once), so `out` is transient: it has no storage. */
+	bool direct;
+	int x, wt, out;           /* kernel buffers */
+} mc_ktemplate;
+
+/* Hints for the emitters; C may ignore them. */
+enum {
+	MC_KF_UNROLL = 1u << 0,
+	MC_KF_VECTOR = 1u << 1,
+	MC_KF_PARALLEL = 1u << 2, /* iterations independent (CUDA grid, threads) */
+	MC_KF_REDUCE = 1u << 3,   /* reduction loop */
+};
+
+typedef struct mc_kstmt {
+	mc_kstmt_kind kind;
+	struct mc_kstmt *next;   /* next statement of the same block */
+	int var;                 /* FOR, DECL, ASSIGN */
+	int buf;                 /* STORE */
+	int code;                /* FAIL */
+	unsigned flags;          /* FOR: MC_KF_* */
+	mc_kexpr *a, *b, *c;     /* FOR: begin, end; DECL/ASSIGN: value (a);
+	                          * STORE: index (a), value (b); IF: cond (a) */
+	struct mc_kstmt *body;   /* FOR, IF-then */
+	struct mc_kstmt *orelse; /* IF-else */
+	const mc_ktemplate *tmpl; /* TEMPLATE */
+} mc_kstmt;
+
+/* Where a kernel buffer lives once the memory plan is done. */
+typedef enum {
+	MC_LOC_NONE,
+	MC_LOC_ARENA,    /* arena + offset */
+	MC_LOC_WEIGHT,   /* frozen constant number `index` */
+	MC_LOC_INPUT,    /* inputs[index] */
+	MC_LOC_OUTPUT,   /* outputs[index] */
+} mc_loc_kind;
+
+typedef struct {
+	mc_loc_kind kind;
+	int index;
+	size_t offset;
+} mc_loc;
+
+typedef struct {
+	int value;        /* graph value id, or -1 for kernel scratch */
+	mc_dtype dtype;   /* storage dtype */
+	size_t count;     /* elements */
+	bool written;     /* the kernel stores into it */
+	mc_loc loc;       /* filled in by the plan before emission */
+	size_t slab;      /* of loc.offset, the bytes into its storage (a Concat's input) */
+	/* A constant the lowering made (weights re-laid at generation time in
+	 * the order the kernel reads them): value is -1, the kernel owns it,
+	 * and it becomes one of the program's weights. */
+	mc_tensor *packed;
+	/* Scratch whose values pass in registers (a direct template's out):
+	 * the plan gives it no bytes and no place (loc MC_LOC_NONE). */
+	bool transient;
+} mc_kbuf;
+
+typedef struct {
+	mc_ktype type;
+	bool mutable_;    /* assigned after its declaration */
+	bool is_loop;     /* FOR variable */
+	int lanes;        /* > 1: a vector variable */
+} mc_kvar;
+
+typedef struct mc_kernel {
+	char *name;       /* "k12_conv1": unique, a C identifier suffix */
+	char *comment;    /* the nodes it computes, for readers of the code */
+	int n_bufs, cap_bufs;
+	mc_kbuf *bufs;
+	int n_vars, cap_vars;
+	mc_kvar *vars;
+	mc_kstmt *body;
+} mc_kernel;
+
+/* ---- target instruction sets (--isa) ----
+ * What a CPU target offers the kernel generators: the f32 vector widths the
+ * emitter can print and how many vector (or, for scalar ISAs, float)
+ * registers register blocking may fill. The generators choose tiles from
+ * this; the C emitter prints vectors as the ISA's intrinsics. */
+typedef enum {
+	MC_ISA_GENERIC,   /* portable C99, scalar code */
+	MC_ISA_AVX2,      /* x86-64 AVX2 + FMA: 8 and 4 lanes, 16 registers */
+	MC_ISA_AVX512,    /* x86-64 AVX-512F/VL: 16, 8 and 4 lanes, 32 registers */
+	MC_ISA_NEON,      /* AArch64 Advanced SIMD: 4 lanes, 32 registers */
+	MC_ISA_CORTEX_M,  /* Cortex-M4F/M7 FPU: scalar, 32 single registers */
+	MC_ISA_CUDA,      /* the cuda target: scalar code, one thread per
+	                   * iteration of the parallel loops; never --isa */
+} mc_isa_kind;
+
+typedef struct mc_isa {
+	mc_isa_kind kind;
+	const char *name;       /* as --isa spells it */
+	int max_lanes;          /* widest f32 vector; 1: no vectors */
+	int vregs;              /* registers a micro-kernel may fill */
+	bool mma;               /* cuda: convolutions multiply on tensor cores */
+	int mma_k;              /* k a tensor-core step: 64 with half operands, 32 with TF32 */
+	bool mma_tf32;          /* the operands are TF32 (fp32 storage), not half */
+} mc_isa;
+
+/* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
+ * machine runs. NULL if unknown. */
+const mc_isa *mc_isa_find(const char *name);
+/* The cuda target's ISA (mc_isa_find does not name it); mma: convolutions
+ * on tensor cores (--dtype fp16 or --tf32, every arch sm_80 or newer),
+ * half: their operands are half (--dtype fp16), else TF32. */
+const mc_isa *mc_isa_cuda(bool mma, bool half);
+/* True if vectors of `lanes` f32 exist on isa (1 is always true). */
+bool mc_isa_has_lanes(const mc_isa *isa, int lanes);
+/* The widest lane count of isa that is <= n (1 if none). */
+int mc_isa_lanes_upto(const mc_isa *isa, int64_t n);
+
+/* ---- kernel builder: appends statements at a cursor, like LLVM's
+ * IRBuilder. All IR memory comes from the builder's pool and lives until
+ * mc_kpool_free. ---- */
+typedef struct mc_kpool mc_kpool;
+mc_kpool *mc_kpool_new(void);
+void mc_kpool_free(mc_kpool *p);
+void *mc_kpool_alloc(mc_kpool *p, size_t n); /* zeroed */
+/* arr (of *cap elements of elt bytes) grown to hold at least need, the new
+ * elements zeroed; aborts on OOM (IR-sized, never model-data-sized). */
+void *mc_grow_array(void *arr, int *cap, int need, size_t elt);
+char *mc_kpool_strdup(mc_kpool *p, const char *s);
+
+#define MC_KB_MAX_DEPTH 64
+typedef struct mc_kb {
+	mc_kpool *pool;
+	mc_kernel *k;
+	/* Open blocks: the tail pointer of each, innermost last. */
+	mc_kstmt **tail[MC_KB_MAX_DEPTH];
+	mc_kstmt *open[MC_KB_MAX_DEPTH]; /* FOR/IF owning block d, NULL at 0 */
+	int depth;
+	const mc_isa *isa;       /* the target's; never NULL (generic by default) */
+	const mc_target *target; /* never NULL (the C target by default) */
+} mc_kb;
+
+void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
+/* Buffers: a graph value read (written=false) or written; scratch is a
+ * kernel-private arena area the plan allocates for this kernel only. */
+int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written);
+int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count);
+/* Scratch that never reaches memory (see mc_kbuf.transient). */
+int mc_kb_transient(mc_kb *kb, mc_dtype dtype, size_t count);
+/* A constant made by the lowering (takes ownership of t): see mc_kbuf.packed. */
+int mc_kb_packed(mc_kb *kb, mc_tensor *t);
+
+/* Expressions. Integer helpers fold constants (0 + x, 1 * x, 2 * 3) so that
+ * the printed index arithmetic stays readable. */
+mc_kexpr *mc_k_index(mc_kb *kb, int64_t v);           /* MC_KT_INDEX constant */
+mc_kexpr *mc_k_int(mc_kb *kb, mc_ktype t, int64_t v);
+mc_kexpr *mc_k_float(mc_kb *kb, mc_ktype t, double v);
+mc_kexpr *mc_k_const_as(mc_kb *kb, mc_ktype t, double v); /* int or float by t */
+mc_kexpr *mc_k_var(mc_kb *kb, int var);
+mc_kexpr *mc_k_load(mc_kb *kb, int buf, mc_kexpr *index);
+mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a);
+mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b); /* same types */
+mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
+mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
+mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
+#define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
+#define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))
+#define mc_k_mul(kb, a, b) mc_k_bin((kb), MC_KB_MUL, (a), (b))
+#define mc_k_div(kb, a, b) mc_k_bin((kb), MC_KB_DIV, (a), (b))
+/* Index arithmetic shorthands: a + c, a * c with a constant c. */
+mc_kexpr *mc_k_addi(mc_kb *kb, mc_kexpr *a, int64_t c);
+mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c);
+bool mc_k_is_const(const mc_kexpr *e, int64_t *v);
+/* Vectors (see above). */
+mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes);
+mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes);
+mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane);
+int mc_k_lanes(const mc_kexpr *e); /* 1 for a scalar */
+
+/* Statements. mc_kb_for opens a loop and returns its variable (as an
+ * expression); mc_kb_if opens the then-block; mc_kb_else switches to the
+ * else-block; mc_kb_end closes the innermost open FOR or IF. */
+mc_kexpr *mc_kb_for(mc_kb *kb, mc_kexpr *begin, mc_kexpr *end, unsigned flags);
+mc_kexpr *mc_kb_fori(mc_kb *kb, int64_t end, unsigned flags); /* 0..end */
+void mc_kb_if(mc_kb *kb, mc_kexpr *cond);
+void mc_kb_else(mc_kb *kb);
+void mc_kb_end(mc_kb *kb);
+void mc_kb_end_n(mc_kb *kb, int n);
+mc_kexpr *mc_kb_let(mc_kb *kb, mc_kexpr *init);           /* immutable local */
+mc_kexpr *mc_kb_local(mc_kb *kb, mc_kexpr *init);         /* mutable local */
+void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value);
+void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value);
+void mc_kb_break(mc_kb *kb);
+void mc_kb_fail(mc_kb *kb, int status);
+void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
+
+/* Readable text of a kernel (--dump-after, tests). */
+void mc_kernel_dump(const mc_kernel *k, FILE *f);
+
+/* ---- run-time status codes of the generated run function ---- */
+enum {
+	MC_STATUS_OK = 0,
+	MC_STATUS_NULL_ARGUMENT = 1,  /* arena, inputs or outputs NULL */
+	MC_STATUS_MISALIGNED = 2,     /* arena not aligned to ARENA_ALIGN */
+	MC_STATUS_BAD_INDEX = 3,      /* an index input out of range (Gather, ...) */
+	MC_STATUS_BAD_INPUT = 4,      /* other invalid input data */
+};
+
+#endif

@@ -1,0 +1,127 @@
+/* Lowering graph nodes into the kernel IR: fusion groups, the lowering
+ * table (one entry per op id, in aot/lower_*.c), the lowerings' toolbox
+ * (aot/lower.c) and the fast kernels (aot/kern_*.c). */
+#ifndef MODELC_LOWER_H
+#define MODELC_LOWER_H
+
+#include "kir.h"
+
+/* ---- fusion groups and the schedule ---- */
+/* One step of the program: a group of nodes computed by one kernel. The
+ * anchor is lowered by its own lowering; each epilogue node is pointwise
+ * and consumes the previous member's output (input `chain_in`), inlined
+ * into the anchor's stores. Only the last member's output is stored. */
+#define MC_MAX_EPILOGUE 16
+typedef struct {
+	int anchor;                       /* node index */
+	int n_epi;
+	int epi[MC_MAX_EPILOGUE];         /* node indices, in order */
+	int epi_chain_in[MC_MAX_EPILOGUE];/* which input of epi[i] is the chain */
+	bool alias;                       /* anchor's output shares its input's storage; no kernel */
+	bool slabs;                       /* alias too: a Concat whose inputs are stored into it */
+} mc_group;
+
+/* ---- lowering: one entry per op, in aot/lower_*.c ---- */
+typedef struct mc_lower_ctx mc_lower_ctx;
+struct mc_lower_ctx {
+	mc_kb *kb;
+	const mc_graph *g;
+	const mc_node *node;             /* the node being lowered */
+	const mc_group *group;           /* its group (epilogue applies to output 0) */
+	int n_in, n_out;
+	const mc_value **in;             /* NULL if omitted */
+	const mc_value **out;            /* NULL if omitted */
+	int *in_buf;                     /* kernel buffer of each input, -1 if omitted */
+	int *out_buf;                    /* kernel buffer each output stores into, -1 if omitted */
+};
+
+/* A lowering builds the node's kernel body with c->kb; it reads inputs with
+ * mc_lower_load* and writes every output element exactly once through
+ * mc_lower_store (which applies fused epilogues). -1 after reporting (for a
+ * case it does not handle: name it, like "Resize mode 'cubic' has no C
+ * lowering"). */
+typedef int (*mc_lower_fn)(mc_lower_ctx *c);
+/* Pointwise ops give the scalar result from scalar arguments (loaded in
+ * their compute types, NULL for omitted inputs); the generic elementwise
+ * kernel handles loops and broadcasting, and fusion chains them. */
+typedef mc_kexpr *(*mc_pointwise_fn)(mc_lower_ctx *c, mc_kexpr *const *args);
+
+typedef struct {
+	mc_opid op;                 /* the op it lowers */
+	mc_lower_fn lower;          /* NULL for pointwise-only entries */
+	mc_pointwise_fn pointwise;  /* set for pointwise ops */
+	unsigned flags;
+} mc_lowering;
+
+enum {
+	/* Output 0 may carry a fused epilogue: each element is stored once,
+	 * with its final value, through mc_lower_store. */
+	MC_LOWER_EPILOGUE = 1u << 0,
+	/* Output 0 is input 0's bytes reinterpreted (Reshape, Squeeze, ...):
+	 * shares its storage; `lower` (a copy) runs only where sharing cannot. */
+	MC_LOWER_ALIAS = 1u << 1,
+};
+
+/* Family tables (NULL-terminated), like the registry's. */
+extern const mc_lowering *const mc_lower_elementwise[];
+extern const mc_lowering *const mc_lower_nn[];
+extern const mc_lowering *const mc_lower_tensor[];
+extern const mc_lowering *const mc_lower_index[];
+extern const mc_lowering *const mc_lower_reduce[];
+extern const mc_lowering *const mc_lower_misc[];
+/* The lowering of op id; NULL if it has none. */
+const mc_lowering *mc_lowering_find(mc_opid id);
+
+/* Toolbox for lowerings (aot/lower.c). */
+/* Opens one loop per dim of s (outermost first) and puts the variables in
+ * coords; close them with mc_kb_end_n(kb, s->rank). */
+void mc_lower_loops(mc_kb *kb, const mc_shape *s, mc_kexpr **coords, unsigned flags);
+/* Row-major linear index of coords in shape s. */
+mc_kexpr *mc_lower_linear(mc_kb *kb, const mc_shape *s, mc_kexpr *const *coords);
+/* Index into `in` broadcast to `out` (numpy rules, right-aligned) at the
+ * coords of an element of `out`. */
+mc_kexpr *mc_lower_bcast(mc_kb *kb, const mc_shape *in, const mc_shape *out,
+                         mc_kexpr *const *coords);
+/* Loads input i at a linear index (compute type of its dtype). */
+mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
+/* Stores the value of output `k`'s element at coords (rank of the output;
+ * may be NULL when lin is given and no epilogue needs coords) and linear
+ * index lin (may be NULL: computed from coords). Applies the group's
+ * epilogue to output 0 and converts to the storage dtype. */
+void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
+                    mc_kexpr *value);
+/* The same for a vector value: its lanes are consecutive elements of output
+ * k along its last dim, coords (and lin) those of the first lane. Fused
+ * epilogues apply lane-wise where each epilogue op has a vector form and
+ * each of its other operands is contiguous or constant along the last dim;
+ * otherwise lane by lane. */
+void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
+                        mc_kexpr *value);
+/* The elementwise kernel of a pointwise op (l->pointwise) as anchor. */
+int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
+/* Output 0 = input 0, element by element: the `lower` of alias ops. */
+int mc_lower_copy(mc_lower_ctx *c);
+/* Lowers group gr into the kernel kb builds (registers its buffers). */
+int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lowering *l);
+/* Fast kernels (aot/kern_*.c), tried first by the lowerings of their ops:
+ * 0 done, 1 not handled here (the caller builds its plain kernel), -1 after
+ * reporting. They choose tiles from kb->isa and pack weights at generation
+ * time (mc_kb_packed). */
+int mc_kern_conv_nhwc(mc_lower_ctx *c);    /* NhwcConv, dense (group 1) */
+int mc_kern_wino_nhwc(mc_lower_ctx *c);    /* NhwcConv 3x3 stride 1, Winograd F(2x2, 3x3) */
+int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
+int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
+int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
+int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
+
+/* Constant input data at compile time (attributes that became inputs). */
+const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
+/* v is present and float32 (what the fast kernels handle). */
+static inline bool mc_is_f32(const mc_value *v)
+{
+	return v && v->dtype == MC_FLOAT;
+}
+/* "node 'x' (Op, opset N): <msg>" like mc_node_error. */
+int mc_lower_error(const mc_lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

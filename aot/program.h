@@ -1,0 +1,88 @@
+/* The compiled program (aot/program.c): its kernels, steps, weights and
+ * the static memory plan (aot/plan.c), and the stages that build it from a
+ * frozen graph. */
+#ifndef MODELC_PROGRAM_H
+#define MODELC_PROGRAM_H
+
+#include "lower.h"
+#include "strbuf.h"
+
+/* ---- memory plan (aot/plan.c): offsets in one arena ---- */
+typedef struct {
+	size_t bytes;     /* 0: not in the arena */
+	int first, last;  /* steps (inclusive) during which the buffer is live */
+	/* A buffer that dies at step `first` and whose storage this one may
+	 * take over (in-place elementwise); -1 if none. */
+	int inplace_of;
+} mc_mem_req;
+
+typedef struct {
+	size_t arena_bytes;
+	size_t lower_bound;   /* max over steps of the bytes live at that step */
+	size_t *offsets;      /* per request (malloc'd) */
+} mc_mem_plan;
+
+/* Greedy by size, best fit, honouring in-place candidates where the
+ * storage is still free; every offset a multiple of align. */
+int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out);
+void mc_mem_plan_free(mc_mem_plan *p);
+
+/* ---- the compiled program ---- */
+typedef enum { MC_STEP_KERNEL, MC_STEP_IF } mc_step_kind;
+typedef struct mc_step {
+	mc_step_kind kind;
+	int kernel;                 /* KERNEL: index in prog->kernels */
+	mc_loc cond;                /* IF: a bool scalar's location */
+	struct mc_step *then_steps, *else_steps; /* IF: arrays */
+	int n_then, n_else;
+} mc_step;
+
+typedef struct {
+	char *name;                 /* the graph's name for it */
+	mc_dtype dtype;
+	mc_shape shape;
+} mc_io_desc;
+
+typedef struct {
+	const mc_tensor *t;         /* frozen data (owned by the graph) */
+	size_t align;
+} mc_weight;
+
+typedef struct mc_program {
+	char *prefix;               /* --name */
+	mc_kpool *pool;
+	int n_kernels, cap_kernels;
+	mc_kernel **kernels;
+	int n_steps, cap_steps;
+	mc_step *steps;
+	int n_weights, cap_weights;
+	mc_weight *weights;
+	int n_inputs, n_outputs;
+	mc_io_desc *inputs, *outputs; /* value names, dtypes, shapes */
+	size_t arena_bytes, arena_align, lower_bound;
+	size_t weight_bytes;
+	int64_t max_index;          /* largest element count of any buffer */
+	mc_target_config target;    /* what the kernels were built for (isa NULL: generic) */
+	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
+	int n_owned, cap_owned;
+	mc_tensor **owned;          /* weights the program made (float32 ones stored as float16) */
+} mc_program;
+
+void mc_program_free(mc_program *p);
+
+
+/* Builds the program from an inferred graph (fusion, plan, lowering) for
+ * target t (mc_target_resolve); the pieces used by mc_compile, exposed for
+ * tests. */
+int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
+/* The stages, in order: schedule, lower, storage (the dtype each buffer
+ * is stored in, the target's storage types: --dtype fp16 stores float32
+ * activations and weights as float16 on the cuda target, computing in
+ * float32; graph inputs, outputs and kernel scratch stay float32),
+ * liveness, plan, place, steps; --dump-after NAME writes what one left
+ * into the dump directory. */
+int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
+/* NAME is one of those stages. */
+bool mc_program_stage_known(const char *name);
+
+#endif

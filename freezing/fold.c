@@ -13,52 +13,10 @@ size_t freeze_fold_limit(const mc_freeze_opts *o)
 	return o && o->fold_limit ? o->fold_limit : MC_DEFAULT_FOLD_LIMIT;
 }
 
-/* The op can run at compile time at all. */
-static bool evaluable(const mc_node *n)
+/* The fold pass's side of the policy (mc_infer_fold_rule is inference's). */
+static mc_fold_rule fold_rule(size_t limit)
 {
-	return n->op && n->op->eval && !(n->op->flags & MC_OP_NO_FOLD);
-}
-
-/* Every input the node reads (implicit ones included) is known; shape-only
- * ops need only typed inputs. */
-static bool inputs_known(const mc_graph *g, const mc_node *n)
-{
-	bool shape_only = n->op->flags & MC_OP_SHAPE_ONLY;
-	for (int k = 0; k < n->n_inputs; k++) {
-		const mc_value *v = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
-		if (v && !v->konst && !(shape_only && v->typed))
-			return false;
-	}
-	for (int k = 0; k < n->n_implicit; k++)
-		if (!g->values[n->implicit[k]].konst)
-			return false;
-	return true;
-}
-
-static size_t sum_bytes(const mc_graph *g, const int *vals, int count, bool konst_only)
-{
-	size_t total = 0;
-	for (int k = 0; k < count; k++) {
-		if (vals[k] < 0 || (konst_only && !g->values[vals[k]].konst))
-			continue;
-		if (!mc_add_size(total, ge_value_bytes(&g->values[vals[k]]), &total))
-			return SIZE_MAX;
-	}
-	return total;
-}
-
-/* Within the cap, or no larger than the constants it is computed from. */
-static bool within_cap(const mc_graph *g, const mc_node *n, size_t limit, size_t *out_bytes)
-{
-	*out_bytes = sum_bytes(g, n->outputs, n->n_outputs, false);
-	for (int k = 0; k < n->n_outputs; k++)
-		if (n->outputs[k] >= 0 && mc_shape_extent(&g->values[n->outputs[k]].shape) > limit)
-			return false;
-	if (*out_bytes <= limit)
-		return true;
-	size_t in_bytes = sum_bytes(g, n->inputs, n->n_inputs, true);
-	size_t imp = sum_bytes(g, n->implicit, n->n_implicit, true);
-	return mc_add_size(in_bytes, imp, &in_bytes) && *out_bytes <= in_bytes;
+	return (mc_fold_rule){.limit = limit, .by_inputs = true};
 }
 
 static bool outputs_known(const mc_graph *g, const mc_node *n)
@@ -80,58 +38,11 @@ static int fold_node(mc_graph *g, mc_node *n)
 				ge_make_const(g, n->outputs[k], g->values[n->outputs[k]].konst);
 		return 0;
 	}
-	int nin = n->n_inputs, nout = n->n_outputs;
-	const mc_tensor **in = mc_xcalloc((size_t)nin + 1, sizeof *in);
-	mc_tensor **placeholders = mc_xcalloc((size_t)nin + 1, sizeof *placeholders);
-	mc_tensor **out = mc_xcalloc((size_t)nout + 1, sizeof *out);
-	int rc = 0;
-	for (int k = 0; k < nin; k++) {
-		if (n->inputs[k] < 0)
-			continue;
-		const mc_value *v = &g->values[n->inputs[k]];
-		if (v->konst) {
-			in[k] = v->konst;
-			continue;
-		}
-		/* a shape-only op reads the shape, never the data */
-		placeholders[k] = mc_xcalloc(1, sizeof(mc_tensor));
-		placeholders[k]->dtype = v->dtype;
-		placeholders[k]->shape = v->shape;
-		placeholders[k]->numel = mc_numel(&v->shape);
-		in[k] = placeholders[k];
-	}
-	for (int k = 0; k < nout && !rc; k++) {
-		if (n->outputs[k] < 0)
-			continue;
-		const mc_value *v = &g->values[n->outputs[k]];
-		out[k] = mc_tensor_new(v->dtype, &v->shape);
-		if (!out[k])
-			rc = mc_node_error(n, "cannot allocate output '%s' for constant folding", v->name);
-	}
-	/* subgraph ops read captured constants through env */
-	mc_tensor **env = NULL;
-	if (n->n_implicit || (n->op->flags & MC_OP_SUBGRAPH)) {
-		env = mc_xcalloc((size_t)g->n_values, sizeof *env);
-		for (int v = 0; v < g->n_values; v++)
-			env[v] = g->values[v].konst;
-	}
-	mc_eval_ctx c = {.node = n, .graph = g, .n_in = nin, .n_out = nout, .in = in, .out = out,
-	                 .env = env};
-	if (!rc)
-		rc = n->op->eval(&c);
-	for (int k = 0; k < nout; k++) {
-		if (!out[k])
-			continue;
-		if (rc)
-			mc_tensor_free(out[k]);
-		else
+	mc_tensor **out = mc_xcalloc((size_t)n->n_outputs + 1, sizeof *out);
+	int rc = mc_eval_node(g, n, NULL, out);
+	for (int k = 0; k < n->n_outputs && !rc; k++)
+		if (out[k])
 			ge_make_const(g, n->outputs[k], out[k]);
-	}
-	for (int k = 0; k < nin; k++)
-		free(placeholders[k]);
-	free(env);
-	free(in);
-	free(placeholders);
 	free(out);
 	return rc;
 }
@@ -300,7 +211,7 @@ static bool known_if(const mc_graph *g, const mc_node *n, bool *cond)
 /* One sweep in node order: a folded node's outputs are constants for the
  * nodes after it. Returns the number folded, or -1. *capped counts the
  * nodes left by the cap. */
-static int fold_sweep(mc_graph *g, size_t limit, int *capped)
+static int fold_sweep(mc_graph *g, const mc_fold_rule *rule, int *capped)
 {
 	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
 	int folded = 0, rc = 0;
@@ -308,9 +219,10 @@ static int fold_sweep(mc_graph *g, size_t limit, int *capped)
 	for (int i = 0; i < g->n_nodes; i++) {
 		mc_node *n = &g->nodes[i];
 		size_t bytes;
-		if (!evaluable(n) || !inputs_known(g, n))
+		mc_fold_verdict v = mc_fold_policy(g, n, rule, !outputs_known(g, n), &bytes);
+		if (v == MC_FOLD_NO)
 			continue;
-		if (!within_cap(g, n, limit, &bytes) || (!outputs_known(g, n) && !mc_fold_take(g, bytes))) {
+		if (v != MC_FOLD_YES) {
 			++*capped;
 			continue;
 		}
@@ -345,12 +257,12 @@ static int fold_quietly(mc_graph *g, const mc_freeze_opts *o)
 
 int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report)
 {
-	size_t limit = freeze_fold_limit(o);
+	mc_fold_rule rule = fold_rule(freeze_fold_limit(o));
 	int changes = 0;
 	refresh_captures(g);
 	for (;;) {
 		int capped;
-		int folded = fold_sweep(g, limit, &capped);
+		int folded = fold_sweep(g, &rule, &capped);
 		if (folded < 0)
 			return -1;
 		changes += folded;
@@ -380,8 +292,9 @@ int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o)
 }
 
 /* Nodes of g and of its If branches left by the cap, listed on stats. */
-static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit)
+static int count_capped(mc_graph *g, const mc_freeze_opts *o, size_t limit)
 {
+	mc_fold_rule rule = fold_rule(limit);
 	int count = 0;
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
@@ -390,7 +303,7 @@ static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit
 			for (int a = 0; a < n->n_attrs; a++)
 				if (n->attrs[a].g)
 					count += count_capped(n->attrs[a].g, o, limit);
-		if (!evaluable(n) || !inputs_known(g, n) || within_cap(g, n, limit, &bytes))
+		if (mc_fold_policy(g, n, &rule, false, &bytes) != MC_FOLD_CAPPED)
 			continue;
 		if (o && o->stats) {
 			char where[512];
@@ -402,7 +315,7 @@ static int count_capped(const mc_graph *g, const mc_freeze_opts *o, size_t limit
 	return count;
 }
 
-int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o)
+int freeze_fold_report(mc_graph *g, const mc_freeze_opts *o)
 {
 	size_t limit = freeze_fold_limit(o);
 	int count = count_capped(g, o, limit);

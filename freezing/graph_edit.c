@@ -292,14 +292,6 @@ void ge_make_const(mc_graph *g, int v, mc_tensor *t)
 	val->typed = true;
 }
 
-size_t ge_value_bytes(const mc_value *v)
-{
-	size_t numel, bytes;
-	if (!mc_shape_numel(&v->shape, &numel) || !mc_mul_size(numel, mc_dtype_size(v->dtype), &bytes))
-		return SIZE_MAX;
-	return bytes;
-}
-
 mc_node ge_identity_node(const mc_graph *g, const char *name, int in, int out)
 {
 	mc_node n = {0};

@@ -66,8 +66,6 @@ char *ge_unique_name(const mc_graph *g, const char *base);
 int ge_add_const(mc_graph *g, const char *base, mc_tensor *t);
 /* Turns value v into a constant holding t (taken): no producer any more. */
 void ge_make_const(mc_graph *g, int v, mc_tensor *t);
-/* Bytes of v's data as typed; SIZE_MAX if they overflow. */
-size_t ge_value_bytes(const mc_value *v);
 
 /* Identity node reading `in` and writing `out` (out's producer is set by
  * ge_splice_nodes or by the caller). */
@@ -86,7 +84,7 @@ void ge_inline_if(mc_graph *g, int pos, int which);
 int freeze_fold(mc_graph *g, const mc_freeze_opts *o, bool report);
 /* Reports (mc_warn, and the list on o->stats) nodes that fold would
  * evaluate but for the size cap. Returns their count. */
-int freeze_fold_report(const mc_graph *g, const mc_freeze_opts *o);
+int freeze_fold_report(mc_graph *g, const mc_freeze_opts *o);
 /* The cap in effect: o->fold_limit, or the default when o is NULL or the
  * limit is 0. */
 size_t freeze_fold_limit(const mc_freeze_opts *o);

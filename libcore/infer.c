@@ -6,10 +6,6 @@
 
 #include "modelc.h"
 
-/* Folding during inference is for shape arithmetic and small constants;
- * the freezing passes fold the rest with their own (reported) cap. */
-#define INFER_FOLD_BYTES (1u << 20)
-
 int mc_report_unsupported(const mc_graph *g)
 {
 	int count = 0;
@@ -80,96 +76,99 @@ bool mc_fold_take(mc_graph *g, size_t bytes)
 	return true;
 }
 
-static bool foldable(mc_graph *g, const mc_node *n)
+const mc_fold_rule mc_infer_fold_rule = {.limit = (size_t)1 << 20, .bound_inputs = true};
+
+/* Bytes of v's data as typed; SIZE_MAX if they overflow. */
+static size_t value_bytes(const mc_value *v)
 {
-	if (n->op->flags & MC_OP_NO_FOLD)
-		return false;
-	size_t bytes = 0;
-	for (int k = 0; k < n->n_outputs; k++) {
-		if (n->outputs[k] < 0)
+	size_t numel, bytes;
+	if (!mc_shape_numel(&v->shape, &numel) || !mc_mul_size(numel, mc_dtype_size(v->dtype), &bytes))
+		return SIZE_MAX;
+	return bytes;
+}
+
+/* Bytes of the values vals[0..count) (the known ones with konst_only). */
+static size_t sum_bytes(const mc_graph *g, const int *vals, int count, bool konst_only)
+{
+	size_t total = 0;
+	for (int k = 0; k < count; k++) {
+		if (vals[k] < 0 || (konst_only && !g->values[vals[k]].konst))
 			continue;
-		const mc_value *v = &g->values[n->outputs[k]];
-		size_t numel, b;
-		if (!mc_shape_numel(&v->shape, &numel) ||
-		    !mc_mul_size(numel, mc_dtype_size(v->dtype), &b) || !mc_add_size(bytes, b, &bytes))
+		if (!mc_add_size(total, value_bytes(&g->values[vals[k]]), &total))
+			return SIZE_MAX;
+	}
+	return total;
+}
+
+/* Every input the node reads (implicit ones included) is known; shape-only
+ * ops need only typed inputs. */
+static bool inputs_known(const mc_graph *g, const mc_node *n)
+{
+	bool shape_only = n->op->flags & MC_OP_SHAPE_ONLY;
+	for (int k = 0; k < n->n_inputs; k++) {
+		const mc_value *v = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
+		if (v && !v->konst && !(shape_only && v->typed))
 			return false;
 	}
-	if (bytes > INFER_FOLD_BYTES)
-		return false;
-	for (int k = 0; k < n->n_outputs; k++)
-		if (n->outputs[k] >= 0 && mc_shape_extent(&g->values[n->outputs[k]].shape) > INFER_FOLD_BYTES)
-			return false;
-	for (int k = 0; k < n->n_inputs; k++)
-		if (n->inputs[k] >= 0 && mc_shape_extent(&g->values[n->inputs[k]].shape) > INFER_FOLD_BYTES)
-			return false;
-	if (n->op->flags & MC_OP_SHAPE_ONLY)
-		return mc_fold_take(g, bytes);
-	for (int k = 0; k < n->n_inputs; k++)
-		if (n->inputs[k] >= 0 && !g->values[n->inputs[k]].konst)
-			return false;
 	for (int k = 0; k < n->n_implicit; k++)
 		if (!g->values[n->implicit[k]].konst)
 			return false;
-	return mc_fold_take(g, bytes);
+	return true;
+}
+
+/* A loop nest over an empty tensor still runs over its other dimensions
+ * (EyeLike on 2^40 x 0): no value may span more than limit elements. */
+static bool extents_within(const mc_graph *g, const int *vals, int count, size_t limit)
+{
+	for (int k = 0; k < count; k++)
+		if (vals[k] >= 0 && mc_shape_extent(&g->values[vals[k]].shape) > limit)
+			return false;
+	return true;
+}
+
+/* bytes: of n's outputs together. */
+static bool within_limit(const mc_graph *g, const mc_node *n, const mc_fold_rule *r,
+                         size_t bytes)
+{
+	if (!extents_within(g, n->outputs, n->n_outputs, r->limit) ||
+	    (r->bound_inputs && !extents_within(g, n->inputs, n->n_inputs, r->limit)))
+		return false;
+	if (bytes <= r->limit)
+		return true;
+	if (!r->by_inputs)
+		return false;
+	size_t in_bytes = sum_bytes(g, n->inputs, n->n_inputs, true);
+	size_t imp = sum_bytes(g, n->implicit, n->n_implicit, true);
+	return mc_add_size(in_bytes, imp, &in_bytes) && bytes <= in_bytes;
+}
+
+mc_fold_verdict mc_fold_policy(mc_graph *g, const mc_node *n, const mc_fold_rule *rule, bool take,
+                               size_t *bytes)
+{
+	*bytes = sum_bytes(g, n->outputs, n->n_outputs, false);
+	if (!n->op || !n->op->eval || (n->op->flags & MC_OP_NO_FOLD) || !inputs_known(g, n))
+		return MC_FOLD_NO;
+	if (!within_limit(g, n, rule, *bytes))
+		return MC_FOLD_CAPPED;
+	if (take && !mc_fold_take(g, *bytes))
+		return MC_FOLD_SPENT;
+	return MC_FOLD_YES;
 }
 
 /* Evaluates one node on constant inputs; outputs become constants. */
 static int fold(mc_graph *g, mc_node *n)
 {
-	const mc_tensor *in[n->n_inputs + 1];
 	mc_tensor *out[n->n_outputs + 1];
-	/* Shape-only ops may see inputs without data: give them empty
-	 * placeholders of the right shape, never read. */
-	mc_tensor *placeholders[n->n_inputs + 1];
-	int rc = 0;
-	for (int k = 0; k < n->n_inputs; k++) {
-		placeholders[k] = NULL;
-		in[k] = NULL;
-		if (n->inputs[k] < 0)
-			continue;
-		const mc_value *v = &g->values[n->inputs[k]];
-		if (v->konst) {
-			in[k] = v->konst;
-		} else {
-			placeholders[k] = mc_xcalloc(1, sizeof(mc_tensor));
-			placeholders[k]->dtype = v->dtype;
-			placeholders[k]->shape = v->shape;
-			placeholders[k]->numel = mc_numel(&v->shape);
-			in[k] = placeholders[k];
-		}
-	}
-	for (int k = 0; k < n->n_outputs; k++) {
-		out[k] = NULL;
-		if (n->outputs[k] < 0)
-			continue;
-		const mc_value *v = &g->values[n->outputs[k]];
-		out[k] = mc_tensor_new(v->dtype, &v->shape);
-		if (!out[k])
-			rc = mc_node_error(n, "cannot allocate output %d", k);
-	}
-	/* env for subgraph ops: constants of this graph by value index */
-	mc_tensor **env = mc_xcalloc((size_t)g->n_values, sizeof *env);
-	for (int v = 0; v < g->n_values; v++)
-		env[v] = g->values[v].konst;
-	mc_eval_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
-	                 .in = in, .out = out, .env = env};
-	if (!rc)
-		rc = n->op->eval(&c);
-	free(env);
-	for (int k = 0; k < n->n_inputs; k++)
-		free(placeholders[k]);
+	if (mc_eval_node(g, n, NULL, out))
+		return -1;
 	for (int k = 0; k < n->n_outputs; k++) {
 		if (!out[k])
 			continue;
-		if (rc) {
-			mc_tensor_free(out[k]);
-			continue;
-		}
 		mc_value *v = &g->values[n->outputs[k]];
 		mc_tensor_free(v->konst); /* inference may run again */
 		v->konst = out[k];
 	}
-	return rc;
+	return 0;
 }
 
 int mc_infer_node(mc_graph *g, int i)
@@ -210,7 +209,8 @@ int mc_infer_node(mc_graph *g, int i)
 			                     mc_shape_str(&out[k]->shape, buf, sizeof buf));
 		}
 	}
-	if (foldable(g, n) && fold(g, n))
+	size_t bytes;
+	if (mc_fold_policy(g, n, &mc_infer_fold_rule, true, &bytes) == MC_FOLD_YES && fold(g, n))
 		return -1;
 	return 0;
 }

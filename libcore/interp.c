@@ -6,6 +6,71 @@
 
 #include "modelc.h"
 
+/* A shape-only op (Shape, Size) reads its inputs' shapes, never their
+ * data: one not known gets an empty stand-in of the right dtype and shape. */
+static mc_tensor *placeholder(const mc_value *v)
+{
+	mc_tensor *t = mc_xcalloc(1, sizeof *t);
+	t->dtype = v->dtype;
+	t->shape = v->shape;
+	t->numel = mc_numel(&v->shape);
+	return t;
+}
+
+/* Without an environment, n is folded: subgraph ops read the graph's
+ * constants (captured ones included) by value index. */
+static mc_tensor **constants_env(const mc_graph *g, const mc_node *n)
+{
+	if (!n->n_implicit && !(n->op->flags & MC_OP_SUBGRAPH))
+		return NULL;
+	mc_tensor **env = mc_xcalloc((size_t)g->n_values, sizeof *env);
+	for (int v = 0; v < g->n_values; v++)
+		env[v] = g->values[v].konst;
+	return env;
+}
+
+static int new_outputs(const mc_graph *g, const mc_node *n, bool folding, mc_tensor **out)
+{
+	for (int k = 0; k < n->n_outputs; k++)
+		out[k] = NULL;
+	for (int k = 0; k < n->n_outputs; k++) {
+		if (n->outputs[k] < 0)
+			continue;
+		const mc_value *v = &g->values[n->outputs[k]];
+		if (!(out[k] = mc_tensor_new(v->dtype, &v->shape)))
+			return mc_node_error(n, "cannot allocate output '%s'%s", v->name,
+			                     folding ? " for constant folding" : "");
+	}
+	return 0;
+}
+
+int mc_eval_node(const mc_graph *g, const mc_node *n, mc_tensor *const *env, mc_tensor **out)
+{
+	const mc_tensor *in[n->n_inputs + 1];
+	mc_tensor *stand_in[n->n_inputs + 1];
+	for (int k = 0; k < n->n_inputs; k++) {
+		int v = n->inputs[k];
+		stand_in[k] = NULL;
+		in[k] = v < 0 ? NULL : env ? env[v] : g->values[v].konst;
+		if (v >= 0 && !in[k] && (n->op->flags & MC_OP_SHAPE_ONLY))
+			in[k] = stand_in[k] = placeholder(&g->values[v]);
+	}
+	mc_tensor **konst = env ? NULL : constants_env(g, n);
+	int rc = new_outputs(g, n, !env, out);
+	mc_eval_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
+	                 .in = in, .out = out, .env = env ? env : konst};
+	if (!rc)
+		rc = n->op->eval(&c);
+	for (int k = 0; rc && k < n->n_outputs; k++) {
+		mc_tensor_free(out[k]);
+		out[k] = NULL;
+	}
+	for (int k = 0; k < n->n_inputs; k++)
+		free(stand_in[k]);
+	free(konst);
+	return rc;
+}
+
 int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outputs,
                   mc_tensor *const *outer)
 {
@@ -61,29 +126,16 @@ int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outpu
 				all_known = false;
 		if (all_known)
 			continue; /* folded at compile time */
-		const mc_tensor *in[n->n_inputs + 1];
 		mc_tensor *out[n->n_outputs + 1];
-		for (int k = 0; k < n->n_inputs; k++)
-			in[k] = n->inputs[k] >= 0 ? env[n->inputs[k]] : NULL;
+		if ((rc = mc_eval_node(g, n, env, out)))
+			break;
 		for (int k = 0; k < n->n_outputs; k++) {
-			out[k] = NULL;
-			if (n->outputs[k] < 0)
+			if (!out[k])
 				continue;
-			const mc_value *v = &g->values[n->outputs[k]];
-			out[k] = mc_tensor_new(v->dtype, &v->shape);
-			if (!out[k]) {
-				rc = mc_node_error(n, "cannot allocate output '%s'", v->name);
-				break;
-			}
 			env[n->outputs[k]] = out[k];
 			owned[n->outputs[k]] = true;
 		}
-		if (rc)
-			break;
-		mc_eval_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
-		                 .in = in, .out = out, .env = env};
-		rc = n->op->eval(&c);
-		for (int k = 0; k < n->n_inputs && !rc; k++) {
+		for (int k = 0; k < n->n_inputs; k++) {
 			int v = n->inputs[k];
 			if (v >= 0 && owned[v] && last_use[v] == i) {
 				mc_tensor_free(env[v]);

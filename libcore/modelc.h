@@ -319,7 +319,7 @@ mc_tensor *mc_tensor_from_pb(const uint8_t *buf, size_t len);
 /* ---- shape inference ---- */
 /* Types every value of g (and of its subgraphs). Nodes whose inputs are all
  * known and that the registry can evaluate get their outputs computed
- * (shape subgraphs), unless the result exceeds fold_limit bytes. */
+ * (shape subgraphs), as mc_fold_policy allows under mc_infer_fold_rule. */
 int mc_infer_graph(mc_graph *g);
 /* Types node i's outputs from its typed inputs (and folds it as
  * mc_infer_graph does): a pass that adds nodes types them with it. */
@@ -331,6 +331,38 @@ int mc_infer_node(mc_graph *g, int i);
  * produced, and counts them; once spent, says so once (a warning) and
  * the rest is left to run time. */
 bool mc_fold_take(mc_graph *g, size_t bytes);
+/* The folding policy, asked by inference and by the fold pass about every
+ * node: may n be evaluated now and its outputs become constants? Its op
+ * must have a reference implementation and not be MC_OP_NO_FOLD, its
+ * inputs must be known (only typed for a shape-only op), and its outputs
+ * within the rule's limit: their bytes (*bytes), and the elements each
+ * spans (an empty tensor's other dimensions are still looped over). With
+ * take, a node that passes draws its bytes from the model's budget
+ * (mc_fold_take); without, the verdict only reports. */
+typedef struct {
+	size_t limit; /* bytes of the outputs together; elements of each */
+	/* A larger result still folds when no larger than the constants it
+	 * reads (transposing a weight always folds). */
+	bool by_inputs;
+	/* No input may span more than limit elements either: bounds the work
+	 * as well as the result. */
+	bool bound_inputs;
+} mc_fold_rule;
+/* Inference folds under a rule of its own: it runs in every command
+ * (inspect, run, verify, compile) and unreported, so it does only cheap
+ * work, shape arithmetic and small constants (1 MiB, inputs bounded, no
+ * exception); the fold pass, which only compile runs, folds the rest under
+ * --fold-limit and reports what that leaves. tests/hostile's
+ * gather_folded_oob and scan_bomb are refused by compile, not inspect. */
+extern const mc_fold_rule mc_infer_fold_rule;
+typedef enum {
+	MC_FOLD_NO,     /* cannot run at compile time (yet) */
+	MC_FOLD_YES,
+	MC_FOLD_CAPPED, /* over the limit: the fold pass reports it */
+	MC_FOLD_SPENT,  /* the budget is spent (warned once) */
+} mc_fold_verdict;
+mc_fold_verdict mc_fold_policy(mc_graph *g, const mc_node *n, const mc_fold_rule *rule, bool take,
+                               size_t *bytes);
 /* Count of unsupported nodes (reported once each, all at once). */
 int mc_report_unsupported(const mc_graph *g);
 
@@ -346,6 +378,14 @@ double mc_graph_macs(const mc_graph *g);
  * (the enclosing environment, indexed by the parent's values); NULL at top. */
 int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outputs,
                   mc_tensor *const *outer);
+/* Runs node n's reference implementation: the one place that evaluates a
+ * node, for the interpreter and for folding (inference, the fold pass).
+ * env holds g's values by index (the interpreter's); NULL folds n on the
+ * graph's constants (konst). A shape-only op's unknown input is a
+ * placeholder with its dtype and shape. out[k] (n_outputs entries) gets a
+ * new tensor of output k's inferred dtype and shape, NULL where omitted;
+ * on failure, after an error naming the node, none (all NULL). */
+int mc_eval_node(const mc_graph *g, const mc_node *n, mc_tensor *const *env, mc_tensor **out);
 
 /* ---- tensor files (tensorio.c) ---- */
 /* Reads a raw little-endian file (its size must match) or a .npy file

@@ -6,7 +6,7 @@
 #ifndef MODELC_EMIT_COMMON_H
 #define MODELC_EMIT_COMMON_H
 
-#include "../../aot/aot.h"
+#include "../../aot/compile.h"
 
 typedef struct mc_cemit {
 	const mc_program *p;

@@ -195,8 +195,7 @@ void ge_inline_if(mc_graph *g, int pos, int which)
 /* An If whose condition is known but which cannot be folded whole. */
 static bool known_if(const mc_graph *g, const mc_node *n, bool *cond)
 {
-	if (n->id != MC_OP_If || !n->op || n->n_inputs < 1 ||
-	    n->inputs[0] < 0)
+	if (n->id != MC_OP_If || !n->op || n->n_inputs < 1 || n->inputs[0] < 0)
 		return false;
 	const mc_value *c = &g->values[n->inputs[0]];
 	if (!c->konst || c->konst->numel != 1)

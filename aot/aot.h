@@ -314,6 +314,15 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
 /* Readable text of a kernel (--dump-after, tests). */
 void mc_kernel_dump(const mc_kernel *k, FILE *f);
 
+/* The kernel IR verifier (aot/kcheck.c): types and lane counts agree as
+ * the builder makes them, ids in range, stores only into written buffers,
+ * BREAK inside a FOR, legal loop marks, variables declared before use, and
+ * no load or store outside its buffer where the index's range is known to
+ * be reached (exactly affine over loops with constant bounds, unguarded);
+ * indices it cannot prove inside nor outside are skipped, never reported.
+ * 0, or -1 with a one-line reason naming the kernel in why. */
+int mc_kernel_check(const mc_kernel *k, char *why, size_t n);
+
 /* ---- run-time status codes of the generated run function ---- */
 enum {
 	MC_STATUS_OK = 0,
@@ -462,6 +471,14 @@ typedef struct {
  * storage is still free; every offset a multiple of align. */
 int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out);
 void mc_mem_plan_free(mc_mem_plan *p);
+/* A plan's invariants (aot/plan_check.c): every offset aligned, every
+ * buffer inside arena_bytes, lower_bound <= arena_bytes, and no two buffers
+ * live at one step overlapping in the arena, except a buffer and its
+ * in-place source (followed link by link) at one offset, as
+ * mc_plan_memory may place them. 0, or -1 with the reason in why.
+ * mc_plan_memory runs it on every plan it makes. */
+int mc_plan_check(const mc_mem_req *reqs, int n, size_t align, const mc_mem_plan *plan,
+                  char *why, size_t why_len);
 
 /* ---- the compiled program ---- */
 typedef enum { MC_STEP_KERNEL, MC_STEP_IF } mc_step_kind;
@@ -505,6 +522,9 @@ typedef struct {
 } mc_program;
 
 void mc_program_free(mc_program *p);
+/* mc_kernel_check on every kernel of p: 0, or -1 after reporting an
+ * internal error (a bug in a lowering, not in the model). */
+int mc_program_check(const mc_program *p);
 /* --dtype fp16: every float32 weight and activation of p is stored as
  * float16 (kernels widen on load and round on store, computing in float32);
  * the graph's inputs and outputs and kernel scratch stay float32. The

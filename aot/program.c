@@ -558,7 +558,7 @@ int mc_build_program(mc_graph *g, const mc_compile_opts *o, mc_program *p)
 		const mc_value *v = &g->values[g->outputs[i]];
 		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
 	}
-	rc = 0;
+	rc = mc_program_check(p);
 out:
 	free(copy_out);
 	free(kguard);

@@ -361,8 +361,12 @@ mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b)
 	if (lanes > 1)
 		return vector_bin(kb, op, a, b, lanes);
 	int64_t x = 0, y = 0;
-	/* A constant takes the other side's type; otherwise b follows a. */
+	/* A constant takes the other side's type; otherwise b follows a. Two
+	 * computed operands of different types are a lowering's bug (no real
+	 * model or conformance test builds one), which a quiet cast to a's
+	 * type would hide. */
 	if (a->type != b->type) {
+		MC_ASSERT(a->kind == MC_KE_CONST || b->kind == MC_KE_CONST);
 		if (a->kind == MC_KE_CONST && b->kind != MC_KE_CONST)
 			a = mc_ktype_is_float(a->type) || mc_ktype_is_float(b->type)
 			        ? mc_k_const_as(kb, b->type, a->f) : mc_k_int(kb, b->type, a->i);

@@ -325,6 +325,15 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
 /* Readable text of a kernel (--dump-after, tests). */
 void mc_kernel_dump(const mc_kernel *k, FILE *f);
 
+/* The kernel IR verifier (aot/kcheck.c): types and lane counts agree as
+ * the builder makes them, ids in range, stores only into written buffers,
+ * BREAK inside a FOR, legal loop marks, variables declared before use, and
+ * no load or store outside its buffer where the index's range is known to
+ * be reached (exactly affine over loops with constant bounds, unguarded);
+ * indices it cannot prove inside nor outside are skipped, never reported.
+ * 0, or -1 with a one-line reason naming the kernel in why. */
+int mc_kernel_check(const mc_kernel *k, char *why, size_t n);
+
 /* ---- run-time status codes of the generated run function ---- */
 enum {
 	MC_STATUS_OK = 0,

@@ -852,6 +852,12 @@ int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out
 	free(se.off);
 	free(se.order);
 	problem_free(&pb);
+	char why[256];
+	if (mc_plan_check(reqs, n, align, out, why, sizeof why)) {
+		mc_error("internal error: %s", why);
+		mc_mem_plan_free(out);
+		return -1;
+	}
 	return 0;
 }
 

@@ -428,7 +428,8 @@ static void dump_schedule(const build *b, FILE *f)
 }
 
 /* lower: one kernel per group that is not an alias, and a copy into each
- * graph output no kernel writes directly. */
+ * graph output no kernel writes directly; each checked by the kernel-IR
+ * verifier (aot/kcheck.c). The plan's validator runs in mc_plan_memory. */
 static int stage_lower(build *b)
 {
 	mc_graph *g = b->g;
@@ -462,7 +463,7 @@ static int stage_lower(build *b)
 	for (int j = 0; j < g->n_outputs; j++)
 		if (b->copy_out[j])
 			copy_to_output(g, p, g->outputs[j], j);
-	return 0;
+	return mc_program_check(p);
 }
 
 static void dump_kernels(const build *b, FILE *f)

@@ -26,6 +26,14 @@ typedef struct {
  * storage is still free; every offset a multiple of align. */
 int mc_plan_memory(const mc_mem_req *reqs, int n, size_t align, mc_mem_plan *out);
 void mc_mem_plan_free(mc_mem_plan *p);
+/* A plan's invariants (aot/plan_check.c): every offset aligned, every
+ * buffer inside arena_bytes, lower_bound <= arena_bytes, and no two buffers
+ * live at one step overlapping in the arena, except a buffer and its
+ * in-place source (followed link by link) at one offset, as
+ * mc_plan_memory may place them. 0, or -1 with the reason in why.
+ * mc_plan_memory runs it on every plan it makes. */
+int mc_plan_check(const mc_mem_req *reqs, int n, size_t align, const mc_mem_plan *plan,
+                  char *why, size_t why_len);
 
 /* ---- the compiled program ---- */
 typedef enum { MC_STEP_KERNEL, MC_STEP_IF } mc_step_kind;
@@ -69,6 +77,9 @@ typedef struct mc_program {
 } mc_program;
 
 void mc_program_free(mc_program *p);
+/* mc_kernel_check on every kernel of p: 0, or -1 after reporting an
+ * internal error (a bug in a lowering, not in the model). */
+int mc_program_check(const mc_program *p);
 
 
 /* Builds the program from an inferred graph (fusion, plan, lowering) for

@@ -54,6 +54,14 @@ void mc_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Straight to stderr, not through the sink: a broken invariant must be
+ * seen even by a test that captures diagnostics. */
+void mc_assert_fail(const char *cond, const char *file, int line)
+{
+	fprintf(stderr, "modelc: internal error: %s:%d: assertion failed: %s\n", file, line, cond);
+	abort();
+}
+
 static void oom(void)
 {
 	fputs("modelc: error: out of memory\n", stderr);

@@ -170,6 +170,12 @@ unsigned long mc_error_count(void);
 /* Tests capture messages instead of printing them. */
 typedef void (*mc_diag_sink)(const char *line, void *user);
 void mc_set_diag_sink(mc_diag_sink sink, void *user);
+/* An internal invariant: a bug in modelc when it fails, never bad model
+ * input (that is an mc_error). Aborts with file:line and the condition, in
+ * every build: a wrong kernel compiled quietly costs more than the test. */
+#define MC_ASSERT(cond) \
+	((cond) ? (void)0 : mc_assert_fail(#cond, __FILE__, __LINE__))
+_Noreturn void mc_assert_fail(const char *cond, const char *file, int line);
 void *mc_xmalloc(size_t n);       /* aborts on OOM: never on model-sized data */
 void *mc_xcalloc(size_t n, size_t m);
 char *mc_xstrdup(const char *s);

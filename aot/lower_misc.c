@@ -34,8 +34,11 @@ static mc_kexpr *dot_into(mc_kb *kb, mc_kexpr *acc, int abuf, mc_kexpr *a0, int 
                           mc_kexpr *b0, int64_t width)
 {
 	mc_kexpr *k = mc_kb_fori(kb, width, MC_KF_REDUCE);
-	mc_kexpr *prod = mc_k_mul(kb, mc_k_load(kb, abuf, mc_k_add(kb, a0, k)),
-	                          mc_k_load(kb, bbuf, mc_k_add(kb, b0, k)));
+	mc_kexpr *x = mc_k_load(kb, abuf, mc_k_add(kb, a0, k));
+	/* rows of two dtypes (inference lets Q and a past K differ): the
+	 * product in a's type */
+	mc_kexpr *y = mc_k_cast(kb, x->type, mc_k_load(kb, bbuf, mc_k_add(kb, b0, k)));
+	mc_kexpr *prod = mc_k_mul(kb, x, y);
 	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, acc->type, prod)));
 	mc_kb_end(kb);
 	return acc;

@@ -353,26 +353,6 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 	return rc;
 }
 
-static int dump_kernels(const mc_program *p, const mc_compile_opts *o)
-{
-	if (!o->dump_after || !o->dump_dir)
-		return 0;
-	if (strcmp(o->dump_after, "all") && strcmp(o->dump_after, "kernels"))
-		return 0;
-	if (mc_mkdir_p(o->dump_dir, "dump directory"))
-		return -1;
-	char path[4096];
-	snprintf(path, sizeof path, "%s/90-kernels.txt", o->dump_dir);
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		mc_error("cannot write '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	for (int i = 0; i < p->n_kernels; i++)
-		mc_kernel_dump(p->kernels[i], f);
-	return fclose(f) ? -1 : 0;
-}
-
 /* sm_NN[a] (or compute_NN) words separated by commas. */
 static bool cuda_arch_ok(const char *s)
 {
@@ -871,7 +851,7 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if (mc_build_program(g, &target, &o, &p))
 		goto out;
 	double t_build = now_ms();
-	if (dump_kernels(&p, &o))
+	if (mc_dump_after(&o, 90, "kernels", mc_program_dump_kernels, &p))
 		goto out;
 	char sha[65] = "", stage[4200];
 	/* The fingerprint of the bytes imported (the file may have changed

@@ -413,8 +413,9 @@ static int stage_schedule(build *b)
 	return 0;
 }
 
-static void dump_schedule(const build *b, FILE *f)
+static void dump_schedule(const void *ctx, FILE *f)
 {
+	const build *b = ctx;
 	const mc_graph *g = b->g;
 	for (int i = 0; i < b->n_groups; i++) {
 		const mc_group *gr = &b->groups[i];
@@ -466,10 +467,16 @@ static int stage_lower(build *b)
 	return mc_program_check(p);
 }
 
-static void dump_kernels(const build *b, FILE *f)
+void mc_program_dump_kernels(const void *p, FILE *f)
 {
-	for (int i = 0; i < b->p->n_kernels; i++)
-		mc_kernel_dump(b->p->kernels[i], f);
+	const mc_program *prog = p;
+	for (int i = 0; i < prog->n_kernels; i++)
+		mc_kernel_dump(prog->kernels[i], f);
+}
+
+static void dump_kernels(const void *ctx, FILE *f)
+{
+	mc_program_dump_kernels(((const build *)ctx)->p, f);
 }
 
 /* storage: the dtype each value is stored in, decided before the plan so
@@ -500,8 +507,9 @@ static int stage_storage(build *b)
 	return 0;
 }
 
-static void dump_storage(const build *b, FILE *f)
+static void dump_storage(const void *ctx, FILE *f)
 {
+	const build *b = ctx;
 	const mc_graph *g = b->g;
 	int changed = 0;
 	for (int v = 0; v < g->n_values; v++)
@@ -535,8 +543,9 @@ static int stage_liveness(build *b)
 	return 0;
 }
 
-static void dump_liveness(const build *b, FILE *f)
+static void dump_liveness(const void *ctx, FILE *f)
 {
+	const build *b = ctx;
 	for (int v = 0; v < b->g->n_values; v++)
 		if (b->first[v] >= 0)
 			fprintf(f, "value '%s': steps %d..%d\n", b->g->values[v].name, b->first[v], b->last[v]);
@@ -591,8 +600,9 @@ static int stage_plan(build *b)
 /* The memory plan, TFLM's PrintMemoryPlan in text: one line per buffer
  * with its place and life, then the arena against its lower bound at the
  * step where the most bytes are live. */
-static void dump_plan(const build *b, FILE *f)
+static void dump_plan(const void *ctx, FILE *f)
 {
+	const build *b = ctx;
 	const mc_mem_plan *pl = &b->plan;
 	int n_steps = b->p->n_kernels, peak_step = -1;
 	size_t peak = 0;
@@ -760,15 +770,16 @@ static void dump_steps_of(const mc_program *p, const mc_step *st, int n, int dep
 	}
 }
 
-static void dump_steps(const build *b, FILE *f)
+static void dump_steps(const void *ctx, FILE *f)
 {
+	const build *b = ctx;
 	dump_steps_of(b->p, b->p->steps, b->p->n_steps, 0, f);
 }
 
 static const struct {
 	const char *name;
 	int (*run)(build *b);
-	void (*dump)(const build *b, FILE *f);
+	void (*dump)(const void *b, FILE *f);
 } stages[] = {
 	{ "schedule", stage_schedule, dump_schedule },
 	{ "lower", stage_lower, dump_kernels },
@@ -787,21 +798,19 @@ bool mc_program_stage_known(const char *name)
 	return false;
 }
 
-/* DIR/debug/9N-NAME.txt after stage i, where --dump-after asks for it. */
-static int dump_stage(const build *b, size_t i)
+int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
+                  void (*write)(const void *ctx, FILE *f), const void *ctx)
 {
-	const mc_compile_opts *o = b->o;
-	if (!o->dump_after || !o->dump_dir ||
-	    (strcmp(o->dump_after, "all") && strcmp(o->dump_after, stages[i].name)))
+	if (!o->dump_after || !o->dump_dir || (strcmp(o->dump_after, "all") && strcmp(o->dump_after, what)))
 		return 0;
 	if (mc_mkdir_p(o->dump_dir, "dump directory"))
 		return -1;
 	char path[4096];
-	snprintf(path, sizeof path, "%s/%zu-%s.txt", o->dump_dir, 91 + i, stages[i].name);
+	snprintf(path, sizeof path, "%s/%02d-%s.txt", o->dump_dir, seq, what);
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return mc_error("cannot write '%s': %s", path, strerror(errno)), -1;
-	stages[i].dump(b, f);
+	write(ctx, f);
 	if (ferror(f) | fclose(f))
 		return mc_error("cannot write '%s': write failed", path), -1;
 	return 0;
@@ -839,7 +848,7 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	            .weight_store = t->weights };
 	int rc = 0;
 	for (size_t i = 0; i < sizeof stages / sizeof *stages && !rc; i++)
-		rc = stages[i].run(&b) || dump_stage(&b, i) ? -1 : 0;
+		rc = stages[i].run(&b) || mc_dump_after(o, 91 + (int)i, stages[i].name, stages[i].dump, &b) ? -1 : 0;
 	build_free(&b);
 	return rc;
 }

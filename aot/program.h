@@ -95,5 +95,13 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
 int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
 /* NAME is one of those stages. */
 bool mc_program_stage_known(const char *name);
+/* DIR/SEQ-WHAT.txt (the dump directory of o) written by write(ctx, f) when
+ * --dump-after names WHAT or all: 0 (also when not asked), -1 after
+ * reporting. The program stages dump through it as 91-schedule.txt ...
+ * 97-steps.txt, the final kernels as 90-kernels.txt. */
+int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
+                  void (*write)(const void *ctx, FILE *f), const void *ctx);
+/* Every kernel of the program p (an mc_program) as text. */
+void mc_program_dump_kernels(const void *p, FILE *f);
 
 #endif

@@ -388,3 +388,30 @@ int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lo
 	}
 	return l->lower ? l->lower(&c) : mc_lower_pointwise_kernel(&c, l);
 }
+
+/* Round half to even of v / 2^shift, as mc_qi_rshift: a constant shift
+ * folds its rounding constant. */
+static mc_kexpr *rshift_rne(mc_kb *kb, mc_kexpr *v, mc_kexpr *shift)
+{
+	int64_t sc;
+	mc_kexpr *one = mc_k_int(kb, MC_KT_I64, 1);
+	mc_kexpr *half = mc_k_is_const(shift, &sc)
+		? mc_k_int(kb, MC_KT_I64, ((int64_t)1 << (sc - 1)) - 1)
+		: mc_k_sub(kb, mc_k_bin(kb, MC_KB_SHL, one, mc_k_sub(kb, shift, one)), one);
+	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, v, shift), one);
+	return mc_k_bin(kb, MC_KB_SHR, mc_k_add(kb, mc_k_add(kb, v, half), odd), shift);
+}
+
+mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
+                           int64_t y_zp, int64_t lo, int64_t hi)
+{
+	mc_kexpr *v = mc_k_cast(kb, MC_KT_I64, acc);
+	if (mult)
+		v = mc_k_mul(kb, v, mc_k_cast(kb, MC_KT_I64, mult));
+	v = mc_kb_let(kb, v);
+	mc_kexpr *r = rshift_rne(kb, v, mc_k_cast(kb, MC_KT_I64, shift));
+	r = mc_k_add(kb, r, mc_k_int(kb, MC_KT_I64, y_zp));
+	r = mc_k_bin(kb, MC_KB_MAX, r, mc_k_int(kb, MC_KT_I64, lo));
+	r = mc_k_bin(kb, MC_KB_MIN, r, mc_k_int(kb, MC_KT_I64, hi));
+	return mc_k_cast(kb, MC_KT_I32, r);
+}

@@ -114,6 +114,12 @@ int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
 
+/* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
+ * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and
+ * shift are any integer type; mult NULL: acc is already the product. */
+mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
+                           int64_t y_zp, int64_t lo, int64_t hi);
+
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* v is present and float32 (what the fast kernels handle). */

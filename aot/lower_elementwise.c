@@ -14,6 +14,7 @@
 
 #include "lower.h"
 #include "../libcore/ops/elementwise.h"
+#include "../libcore/ops/qint.h"
 #include "../libcore/ops/quant.h"
 
 /* ---- expression shorthands ---- */
@@ -829,6 +830,76 @@ static int lower_dynamic_quantize(mc_lower_ctx *c)
 
 /* ---- the table ---- */
 
+/* ---- the integer ops of quantized regions (libcore/ops/qint.h) ---- */
+
+static const qi_params *qi(const mc_lower_ctx *c)
+{
+	return c->node->params;
+}
+
+static mc_kexpr *i64(mc_lower_ctx *c, int64_t v)
+{
+	return mc_k_int(c->kb, MC_KT_I64, v);
+}
+
+/* x - zp in i64. */
+static mc_kexpr *centred(mc_lower_ctx *c, mc_kexpr *x, int64_t zp)
+{
+	return bin(c, MC_KB_SUB, mc_k_cast(c->kb, MC_KT_I64, x), i64(c, zp));
+}
+
+PW(qiadd)
+{
+	const qi_params *p = qi(c);
+	mc_kexpr *sum = bin(c, MC_KB_ADD, bin(c, MC_KB_MUL, centred(c, a[0], p->x_zp), i64(c, p->mult)),
+	                    bin(c, MC_KB_MUL, centred(c, a[1], p->b_zp), i64(c, p->b_mult)));
+	return mc_lower_requant(c->kb, sum, NULL, i64(c, p->shift), p->y_zp, p->lo, p->hi);
+}
+
+PW(qimul)
+{
+	const qi_params *p = qi(c);
+	mc_kexpr *prod = bin(c, MC_KB_MUL, centred(c, a[0], p->x_zp), centred(c, a[1], p->b_zp));
+	return mc_lower_requant(c->kb, prod, i64(c, p->mult), i64(c, p->shift), p->y_zp, p->lo, p->hi);
+}
+
+PW(qirequant)
+{
+	const qi_params *p = qi(c);
+	return mc_lower_requant(c->kb, centred(c, a[0], p->x_zp), i64(c, p->mult), i64(c, p->shift),
+	                        p->y_zp, p->lo, p->hi);
+}
+
+/* mc_qi_quantize: rint(x * inv_scale) + y_zp clamped, in f32 (exact:
+ * beyond 2^24 the clamp decides); NaN gives y_zp clamped. */
+PW(qiquantize)
+{
+	const qi_params *p = qi(c);
+	mc_kb *kb = c->kb;
+	mc_kexpr *v = let(c, un(c, MC_KU_RINT, bin(c, MC_KB_MUL, a[0], mc_k_float(kb, MC_KT_F32,
+	                                                                      (float)p->inv_scale))));
+	mc_kexpr *r = bin(c, MC_KB_ADD, v, mc_k_float(kb, MC_KT_F32, (double)p->y_zp));
+	r = bin(c, MC_KB_MAX, r, mc_k_float(kb, MC_KT_F32, (double)p->lo));
+	r = bin(c, MC_KB_MIN, r, mc_k_float(kb, MC_KT_F32, (double)p->hi));
+	int64_t z = p->y_zp < p->lo ? p->lo : p->y_zp > p->hi ? p->hi : p->y_zp;
+	return sel(c, un(c, MC_KU_ISNAN, v), mc_k_int(kb, MC_KT_I32, z), mc_k_cast(kb, MC_KT_I32, r));
+}
+
+/* QiLut: y = table[x - lowest]. */
+static int lower_qilut(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	mc_kb *kb = c->kb;
+	int64_t base = c->in[0]->dtype == MC_INT8 ? -128 : 0;
+	mc_kexpr *i = mc_kb_fori(kb, (int64_t)mc_numel(&c->out[0]->shape), MC_KF_PARALLEL);
+	mc_kexpr *x = mc_k_cast(kb, MC_KT_INDEX, mc_lower_load(c, 0, i));
+	mc_kexpr *y = mc_lower_load(c, 1, mc_k_addi(kb, x, -base));
+	mc_lower_store(c, 0, NULL, i, y);
+	mc_kb_end(kb);
+	return 0;
+}
+
 #define POINTWISE(var, name, fn) static const mc_lowering var = { name, NULL, pw_##fn, 0 }
 POINTWISE(l_relu, MC_OP_Relu, relu);
 POINTWISE(l_leaky_relu, MC_OP_LeakyRelu, leaky_relu);
@@ -910,6 +981,12 @@ static const mc_lowering l_dequantize = { MC_OP_DequantizeLinear, lower_dequanti
 static const mc_lowering l_dynamic_quantize = { MC_OP_DynamicQuantizeLinear, lower_dynamic_quantize,
 	                                            NULL, MC_LOWER_EPILOGUE };
 
+POINTWISE(l_qiadd, MC_OP_QiAdd, qiadd);
+POINTWISE(l_qimul, MC_OP_QiMul, qimul);
+POINTWISE(l_qirequant, MC_OP_QiRequant, qirequant);
+POINTWISE(l_qiquantize, MC_OP_QiQuantize, qiquantize);
+static const mc_lowering l_qilut = { MC_OP_QiLut, lower_qilut, NULL, MC_LOWER_EPILOGUE };
+
 const mc_lowering *const mc_lower_elementwise[] = {
 	/* unary */
 	&l_relu, &l_leaky_relu, &l_sigmoid, &l_hard_sigmoid, &l_hard_swish, &l_tanh, &l_exp,
@@ -926,5 +1003,6 @@ const mc_lowering *const mc_lower_elementwise[] = {
 	&l_clip, &l_where, &l_cast, &l_castlike, &l_identity, &l_dropout,
 	/* quantisation */
 	&l_quantize, &l_dequantize, &l_dynamic_quantize,
+	&l_qiadd, &l_qimul, &l_qirequant, &l_qiquantize, &l_qilut,
 	NULL,
 };

@@ -13,6 +13,7 @@
 #include "lower.h"
 #include "../libcore/ops/extra.h"
 #include "../libcore/ops/nn.h"
+#include "../libcore/ops/qint.h"
 #include "../libcore/ops/quant.h"
 #include "lower_window.h"
 
@@ -128,6 +129,7 @@ typedef struct {
 typedef struct {
 	int x, w, bias, x_zp, w_zp; /* input indices; -1 when absent */
 	mc_ktype acc;
+	int64_t x_off;              /* without x_zp: a constant zero point of x */
 } conv_io;
 
 static void conv_desc_win(const win_geom *g, const mc_shape *x, int64_t cout, int64_t group,
@@ -169,7 +171,7 @@ static mc_kexpr *conv_accumulate(mc_lower_ctx *c, const conv_desc *cd, const con
 		ksize *= cd->kernel[i];
 	}
 	mc_kexpr *zx = present(c, io->x_zp) ? mc_kb_let(kb, load_as(c, io->x_zp, idx(kb, 0), io->acc))
-	                                    : NULL;
+	             : io->x_off ? mc_k_int(kb, io->acc, io->x_off) : NULL;
 	*depth = out_loops(kb, &c->out[0]->shape, coords);
 	mc_kexpr *nb = coords[0], *oc = coords[1];
 	mc_kexpr *zw = present(c, io->w_zp) ? channel_param(c, io->w_zp, oc, io->acc) : NULL;
@@ -238,7 +240,7 @@ static int lower_conv_any(mc_lower_ctx *c, bool transposed)
 		return -1;
 	conv_desc cd;
 	conv_desc_win(&g, xs, c->out[0]->shape.dims[1], p->group, transposed, &cd);
-	conv_io io = { 0, 1, present(c, 2) ? 2 : -1, -1, -1, mc_ktype_of(c->out[0]->dtype) };
+	conv_io io = { 0, 1, present(c, 2) ? 2 : -1, -1, -1, mc_ktype_of(c->out[0]->dtype), 0 };
 	mc_kexpr *coords[MC_MAX_RANK];
 	int depth;
 	mc_kexpr *acc = conv_accumulate(c, &cd, &io, coords, &depth);
@@ -275,7 +277,7 @@ static int lower_conv_integer(mc_lower_ctx *c)
 		return -1;
 	conv_desc cd;
 	conv_desc_win(&g, xs, c->out[0]->shape.dims[1], p->group, false, &cd);
-	conv_io io = { 0, 1, -1, 2, 3, MC_KT_I32 };
+	conv_io io = { 0, 1, -1, 2, 3, MC_KT_I32, 0 };
 	mc_kexpr *coords[MC_MAX_RANK];
 	int depth;
 	mc_kexpr *acc = conv_accumulate(c, &cd, &io, coords, &depth);
@@ -375,7 +377,7 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 		bias_max = b < 0 && -b > bias_max ? -b : b > bias_max ? b : bias_max;
 	}
 	mc_ktype acc_t = fits_i32(ksize, bias_max) ? MC_KT_I32 : MC_KT_I64;
-	conv_io io = { QC_X, QC_W, present(c, QC_B) ? QC_B : -1, QC_X_ZP, QC_W_ZP, acc_t };
+	conv_io io = { QC_X, QC_W, present(c, QC_B) ? QC_B : -1, QC_X_ZP, QC_W_ZP, acc_t, 0 };
 	requant rq = { scale_precision(c, QC_X_SCALE, QC_W_SCALE, QC_Y_SCALE), c->out[0]->dtype, -1 };
 	mc_ktype st = mc_ktype_of(c->in[QC_X_SCALE]->dtype);
 	mc_kexpr *xs = first_value(c, QC_X_SCALE, st);
@@ -619,12 +621,13 @@ typedef struct {
 	int a, b, a_zp, b_zp;
 	int64_t a_zp_st[MC_MAX_RANK], b_zp_st[MC_MAX_RANK];
 	mc_ktype acc;
+	int64_t a_off;              /* without a_zp: a constant zero point of a */
 } mm_io;
 
 /* An operand element at point coords with K = kk, minus its zero point. */
 static mc_kexpr *mm_operand(mc_lower_ctx *c, int in, int zp, const int64_t *zp_st,
                             const mc_shape *s, int kdim, mc_kexpr *base, mc_kexpr *zp_base,
-                            mc_kexpr *kk, mc_ktype t)
+                            mc_kexpr *kk, mc_ktype t, int64_t off)
 {
 	mc_kb *kb = c->kb;
 	int64_t kstride = 1;
@@ -632,7 +635,7 @@ static mc_kexpr *mm_operand(mc_lower_ctx *c, int in, int zp, const int64_t *zp_s
 		kstride *= s->dims[i];
 	mc_kexpr *v = load_as(c, in, mc_k_add(kb, base, mc_k_muli(kb, kk, kstride)), t);
 	if (!present(c, zp))
-		return v;
+		return off ? mc_k_sub(kb, v, mc_k_int(kb, t, off)) : v;
 	mc_kexpr *zi = mc_k_add(kb, zp_base, mc_k_muli(kb, kk, zp_st[kdim]));
 	return mc_k_sub(kb, v, load_as(c, zp, zi, t));
 }
@@ -655,9 +658,9 @@ static mc_kexpr *mm_accumulate(mc_lower_ctx *c, const mm_desc *d, const mm_io *i
 	int inner = 0;
 	mc_kexpr *kk = range(kb, idx(kb, 0), idx(kb, d->k), MC_KF_REDUCE, &inner);
 	mc_kexpr *av = mm_operand(c, io->a, io->a_zp, io->a_zp_st, &d->a, pt->ka, a_base, za, kk,
-	                          io->acc);
+	                          io->acc, io->a_off);
 	mc_kexpr *bv = mm_operand(c, io->b, io->b_zp, io->b_zp_st, &d->b, pt->kb, b_base, zb, kk,
-	                          io->acc);
+	                          io->acc, 0);
 	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_mul(kb, av, bv)));
 	mc_kb_end_n(kb, inner);
 	return acc;
@@ -921,6 +924,104 @@ static int lower_col2im(mc_lower_ctx *c)
 
 /* ---- table ---- */
 
+/* ---- the integer ops of quantized regions (libcore/ops/qint.h) ---- */
+
+/* Output channel ch's requantisation of acc (mult and shift per channel). */
+static mc_kexpr *qi_requant_channel(mc_lower_ctx *c, mc_kexpr *acc, mc_kexpr *ch)
+{
+	const qi_params *p = c->node->params;
+	mc_kb *kb = c->kb;
+	mc_kexpr *m = mc_kb_let(kb, load_as(c, QI_MULT, ch, MC_KT_I32));
+	mc_kexpr *sh = mc_kb_let(kb, load_as(c, QI_SHIFT, ch, MC_KT_I32));
+	return mc_lower_requant(kb, acc, m, sh, p->y_zp, p->lo, p->hi);
+}
+
+/* QiConv: int32 sums (the quantize pass checked they fit), requantised
+ * per output channel. */
+static int lower_qiconv(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	const qi_params *p = c->node->params;
+	conv_geom g;
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &g))
+		return -1;
+	conv_desc cd = { .nsp = g.nsp, .cin = g.in_ch, .cout = g.out_ch, .group = g.group };
+	for (int i = 0; i < g.nsp; i++) {
+		cd.dim[i] = (dim_geom){ g.in[i], g.out[i], g.kern[i], g.stride[i], g.dil[i], g.pad[i] };
+		cd.kernel[i] = g.kern[i];
+		cd.in[i] = g.in[i];
+	}
+	conv_io io = { QI_X, QI_W, present(c, QI_B) ? QI_B : -1, -1,
+	               present(c, QI_W_ZP) ? QI_W_ZP : -1, MC_KT_I32, p->x_zp };
+	mc_kexpr *coords[MC_MAX_RANK];
+	int depth;
+	mc_kexpr *acc = conv_accumulate(c, &cd, &io, coords, &depth);
+	mc_lower_store(c, 0, coords, NULL, qi_requant_channel(c, acc, coords[1]));
+	mc_kb_end_n(c->kb, depth);
+	return 0;
+}
+
+/* QiMatMul: numpy matmul in int32, bias and requantisation per column. */
+static int lower_qimatmul(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	const qi_params *p = c->node->params;
+	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
+	mm_geom g;
+	if (mc_mm_geom_get(c->node, as, bs, &g))
+		return -1;
+	mm_desc d;
+	mm_desc_of(as, bs, &g.batch, g.m, g.k, g.n, &d);
+	mm_io io = { .a = QI_X, .b = QI_W, .a_zp = -1, .b_zp = present(c, QI_W_ZP) ? QI_W_ZP : -1,
+	             .acc = MC_KT_I32, .a_off = p->x_zp };
+	if (present(c, QI_W_ZP))
+		row_col_strides(c, QI_W_ZP, bs, bs->rank >= 2 ? bs->rank - 1 : -1, io.b_zp_st);
+	mc_kexpr *coords[MC_MAX_RANK];
+	mm_point pt;
+	int depth;
+	mc_kexpr *acc = mm_accumulate(c, &d, &io, coords, &pt, &depth);
+	if (present(c, QI_B))
+		acc = mc_k_add(c->kb, acc, load_as(c, QI_B, pt.col, MC_KT_I32));
+	mc_lower_store(c, 0, coords, NULL, qi_requant_channel(c, acc, pt.col));
+	mc_kb_end_n(c->kb, depth);
+	return 0;
+}
+
+/* QiAvgPool: the window's sum of x - x_zp, requantised (no padding). */
+static int lower_qiavgpool(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	mc_kb *kb = c->kb;
+	const qi_params *p = c->node->params;
+	const mc_shape *xs = &c->in[0]->shape;
+	int64_t kern[MC_MAX_RANK], stride[MC_MAX_RANK];
+	mc_shape os;
+	if (mc_qi_pool_geom(c->node, xs, kern, stride, &os))
+		return -1;
+	int nsp = xs->rank - 2;
+	mc_kexpr *coords[MC_MAX_RANK], *pos[MC_MAX_RANK];
+	int depth = out_loops(kb, &c->out[0]->shape, coords);
+	mc_kexpr *acc = mc_kb_local(kb, zero(kb, MC_KT_I32));
+	int inner = 0;
+	pos[0] = coords[0];
+	pos[1] = coords[1];
+	for (int d = 0; d < nsp; d++) {
+		mc_kexpr *t = range(kb, idx(kb, 0), idx(kb, kern[d]), MC_KF_REDUCE, &inner);
+		pos[d + 2] = mc_k_add(kb, mc_k_muli(kb, coords[d + 2], stride[d]), t);
+	}
+	mc_kexpr *x = load_as(c, 0, linear(kb, xs->dims, xs->rank, pos), MC_KT_I32);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_sub(kb, x, mc_k_int(kb, MC_KT_I32, p->x_zp))));
+	mc_kb_end_n(kb, inner);
+	mc_lower_store(c, 0, coords, NULL,
+	               mc_lower_requant(kb, acc, mc_k_int(kb, MC_KT_I32, p->mult),
+	                                mc_k_int(kb, MC_KT_I32, p->shift), p->y_zp, p->lo, p->hi));
+	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
 #define LOWERING(var, name, fn) static const mc_lowering var = { name, fn, NULL, MC_LOWER_EPILOGUE }
 
 LOWERING(l_conv, MC_OP_Conv, lower_conv);
@@ -939,6 +1040,9 @@ LOWERING(l_matmul_integer, MC_OP_MatMulInteger, lower_matmul_integer);
 LOWERING(l_qlinear_matmul, MC_OP_QLinearMatMul, lower_qlinear_matmul);
 LOWERING(l_einsum, MC_OP_Einsum, lower_einsum);
 LOWERING(l_col2im, MC_OP_Col2Im, lower_col2im);
+LOWERING(l_qiconv, MC_OP_QiConv, lower_qiconv);
+LOWERING(l_qimatmul, MC_OP_QiMatMul, lower_qimatmul);
+LOWERING(l_qiavgpool, MC_OP_QiAvgPool, lower_qiavgpool);
 
 const mc_lowering *const mc_lower_nn[] = {
 	&l_conv, &l_conv_transpose, &l_conv_integer, &l_qlinear_conv,
@@ -946,5 +1050,6 @@ const mc_lowering *const mc_lower_nn[] = {
 	&l_global_avgpool, &l_global_maxpool, &l_global_lppool,
 	&l_gemm, &l_matmul, &l_matmul_integer, &l_qlinear_matmul,
 	&l_einsum, &l_col2im,
+	&l_qiconv, &l_qimatmul, &l_qiavgpool,
 	NULL,
 };

@@ -11,6 +11,7 @@
 #include "graph_edit.h"
 
 const mc_pass mc_freeze_passes[] = {
+	{"quantize", mc_pass_quantize},
 	{"fold", mc_pass_fold},
 	{"unroll", mc_pass_unroll},
 	{"bn", mc_pass_fold_bn},

@@ -54,6 +54,9 @@ int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o);
  * transposes sunk to the graph's boundary (freezing/layout.c). mc_freeze
  * runs it once, after the other passes' fixed point. */
 int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o);
+/* Quantized regions (QDQ) to the integer ops of libcore/ops/qint.h
+ * (freezing/quantize.c); first in every round, before fold. */
+int mc_pass_quantize(mc_graph *g, const mc_freeze_opts *o);
 /* Scan and Loop nodes become their body's nodes once per iteration (the
  * generated code has no loops over graphs): freezing/unroll.c. */
 int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o);

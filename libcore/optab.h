@@ -17,7 +17,7 @@
  *     REMAP  the layout pass may run it in a permuted layout (channels-last)
  *            by permuting its operands instead of transposing back
  *     INTERNAL  made by modelc's passes (the layout pass's channels-last
- *            forms), never read from a model
+ *            forms, the quantize pass's integer ops), never read from a model
  *   macs   how one run's multiply-accumulates count (aot/macs.c):
  *     NONE      not counted (memory-bound)
  *     CONV      output elements x weight elements per output channel (input 1)
@@ -223,7 +223,15 @@ typedef enum {
 	X(SoftmaxCrossEntropyLoss,   0,                                         MC_MACS_NONE) \
 	X(NhwcConv,                  MC_OF_INTERNAL,                            MC_MACS_CONV) \
 	X(NhwcMaxPool,               MC_OF_INTERNAL,                            MC_MACS_NONE) \
-	X(NhwcAveragePool,           MC_OF_INTERNAL,                            MC_MACS_NONE)
+	X(NhwcAveragePool,           MC_OF_INTERNAL,                            MC_MACS_NONE) \
+	X(QiConv,                    MC_OF_INTERNAL,                            MC_MACS_CONV) \
+	X(QiMatMul,                  MC_OF_INTERNAL,                            MC_MACS_MATMUL) \
+	X(QiAdd,                     MC_OF_INTERNAL | MC_OF_PW,                 MC_MACS_NONE) \
+	X(QiMul,                     MC_OF_INTERNAL | MC_OF_PW,                 MC_MACS_NONE) \
+	X(QiRequant,                 MC_OF_INTERNAL | MC_OF_PW,                 MC_MACS_NONE) \
+	X(QiQuantize,                MC_OF_INTERNAL | MC_OF_PW,                 MC_MACS_NONE) \
+	X(QiLut,                     MC_OF_INTERNAL,                            MC_MACS_NONE) \
+	X(QiAvgPool,                 MC_OF_INTERNAL,                            MC_MACS_NONE)
 
 typedef enum {
 	MC_OP_NONE, /* not in the table (another domain, an unknown op) */

@@ -13,7 +13,7 @@ static const mc_op *const *families[] = {
 	mc_ops_elementwise, mc_ops_nn,  mc_ops_tensor, mc_ops_index,
 	mc_ops_reduce,      mc_ops_rnn, mc_ops_control, mc_ops_quant,
 	mc_ops_extra,       mc_ops_loop, mc_ops_signal,  mc_ops_loss,
-	mc_ops_nhwc,
+	mc_ops_nhwc,        mc_ops_qint,
 };
 
 const mc_op *mc_registry_find(const char *op_type, int opset, bool *known_name)

@@ -18,6 +18,7 @@ extern const mc_op *const mc_ops_loss[];        /* NegativeLogLikelihoodLoss, So
 extern const mc_op *const mc_ops_quant[];       /* QuantizeLinear, DequantizeLinear, integer matmul/conv */
 extern const mc_op *const mc_ops_extra[];       /* Einsum, attention-era ops, GridSample, ... */
 extern const mc_op *const mc_ops_nhwc[];        /* internal: NhwcConv, NhwcMaxPool, NhwcAveragePool */
+extern const mc_op *const mc_ops_qint[];        /* internal: the integer ops of quantized regions (qint.h) */
 
 /* Typical inference for ops whose outputs are shaped like input 0. */
 int mc_infer_same_as_input0(mc_infer_ctx *c);

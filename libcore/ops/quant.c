@@ -514,7 +514,7 @@ static int64_t *centered(const mc_tensor *x, const mc_tensor *zp, bool per_row)
 
 /* acc[batch, m, n] = sum_k a[.., m, k] * b[.., k, n], in int64: 8-bit
  * operands cannot overflow it for any K a tensor can have. */
-static int64_t *mm_int64(const mm_geom *g, const int64_t *a, const int64_t *b)
+int64_t *mc_mm_int64(const mm_geom *g, const int64_t *a, const int64_t *b)
 {
 	size_t nb = mc_numel(&g->batch), m = (size_t)g->m, k = (size_t)g->k, nn = (size_t)g->n;
 	size_t total = nb * m * nn;
@@ -617,7 +617,7 @@ static int qlinearmatmul_eval(mc_eval_ctx *c)
 	if (mc_mm_geom_get(c->node, &a->shape, &b->shape, &g))
 		return -1;
 	int64_t *av = centered(a, in[QM_A_ZP], true), *bv = centered(b, in[QM_B_ZP], false);
-	int64_t *acc = mm_int64(&g, av, bv);
+	int64_t *acc = mc_mm_int64(&g, av, bv);
 	/* the scale factor is computed at the scales' precision, as the reference */
 	mc_dtype prec = mc_quant_promote(mc_quant_promote(in[QM_A_SCALE]->dtype,
 	                                                  in[QM_B_SCALE]->dtype),
@@ -718,7 +718,7 @@ int mc_conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, con
 	return 0;
 }
 
-static mc_shape conv_out_shape(const conv_geom *g)
+mc_shape mc_conv_out_shape(const conv_geom *g)
 {
 	mc_shape s = {g->nsp + 2, {g->batch, g->out_ch}};
 	for (int d = 0; d < g->nsp; d++)
@@ -728,10 +728,10 @@ static mc_shape conv_out_shape(const conv_geom *g)
 
 /* acc[n, m, out...] = sum over the group's channels and the kernel window of
  * x * w (both already centered), plus bias[m] (may be NULL). */
-static int64_t *conv_int64(const conv_geom *g, const int64_t *x, const int64_t *w,
+int64_t *mc_conv_int64(const conv_geom *g, const int64_t *x, const int64_t *w,
                            const int64_t *bias)
 {
-	mc_shape os = conv_out_shape(g);
+	mc_shape os = mc_conv_out_shape(g);
 	size_t out_sp = 1, in_sp = 1, k_sp = 1;
 	for (int d = 0; d < g->nsp; d++) {
 		out_sp *= (size_t)g->out[d];
@@ -846,7 +846,7 @@ static int qlinearconv_infer(mc_infer_ctx *c)
 	if (bias && (bias->dtype != MC_INT32 || bias->shape.rank != 1 ||
 	             bias->shape.dims[0] != g.out_ch))
 		return mc_node_error(n, "bias must be int32 with %lld values", (long long)g.out_ch);
-	mc_shape os = conv_out_shape(&g);
+	mc_shape os = mc_conv_out_shape(&g);
 	mc_set_out(c, 0, out, &os);
 	return 0;
 }
@@ -869,7 +869,7 @@ static int qlinearconv_eval(mc_eval_ctx *c)
 		for (size_t i = 0; i < bias->numel; i++)
 			bv[i] = mc_get_i(bias, i);
 	}
-	int64_t *acc = conv_int64(&g, xv, wv, bv);
+	int64_t *acc = mc_conv_int64(&g, xv, wv, bv);
 	mc_dtype prec = mc_quant_promote(mc_quant_promote(in[QC_X_SCALE]->dtype,
 	                                                  in[QC_W_SCALE]->dtype),
 	                                 in[QC_Y_SCALE]->dtype);

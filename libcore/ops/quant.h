@@ -67,5 +67,14 @@ typedef struct {
 /* Conv geometry from attributes and the shapes of x [N, C, D...] and
  * w [M, C/group, K...], as the ONNX Conv spec defines it. */
 int mc_conv_geom_get(const mc_node *n, const mc_shape *x, const mc_shape *w, conv_geom *g);
+mc_shape mc_conv_out_shape(const conv_geom *g);
+
+/* The integer sums of the quantized products (QLinearConv, QLinearMatMul
+ * and the integer ops of qint.h), malloc'd, in int64 (8-bit operands
+ * cannot overflow it): operands already centred on their zero points.
+ * conv: acc[n, m, out...] over the group's channels and the window, taps in
+ * the padding skipped, plus bias[m] (may be NULL); matmul: acc[batch, m, n]. */
+int64_t *mc_conv_int64(const conv_geom *g, const int64_t *x, const int64_t *w, const int64_t *bias);
+int64_t *mc_mm_int64(const mm_geom *g, const int64_t *a, const int64_t *b);
 
 #endif

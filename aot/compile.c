@@ -126,7 +126,11 @@ static void json_io(mc_strbuf *b, const mc_io_desc *d, int n)
 		mc_sb_printf(b, ", \"dtype\": \"%s\", \"shape\": [", mc_dtype_name(d[i].dtype));
 		for (int k = 0; k < d[i].shape.rank; k++)
 			mc_sb_printf(b, "%s%lld", k ? ", " : "", (long long)d[i].shape.dims[k]);
-		mc_sb_puts(b, "]}");
+		mc_sb_puts(b, "]");
+		if (d[i].scale > 0)
+			mc_sb_printf(b, ", \"scale\": %.9g, \"zero_point\": %lld", d[i].scale,
+			             (long long)d[i].zero_point);
+		mc_sb_puts(b, "}");
 	}
 	mc_sb_puts(b, n ? "\n  ]" : "]");
 }
@@ -844,10 +848,12 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .unroll_limit = o.unroll_limit,
 	                      .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
-	                      .layout = target.layout };
+	                      .layout = target.layout, .quantized_io = o.quantized_io };
 	if (mc_freeze(g, &fo))
 		goto out;
 	double t_freeze = now_ms();
+	if (o.stats)
+		mc_quant_islands(g, stderr, "modelc: stats: ");
 	if (mc_build_program(g, &target, &o, &p))
 		goto out;
 	double t_build = now_ms();

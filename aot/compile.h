@@ -24,6 +24,7 @@ typedef struct mc_compile_opts {
 	const char *opt;            /* --opt O3|Os|Oz (llvm): LLVM's pipeline; NULL: O3 (Os, Oz: smaller
 	                             * code for microcontrollers' flash) */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
+	bool quantized_io;          /* --quantized-io: int8 inputs/outputs at a Q or DQ (mc_quantized_io) */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */
 	const char **bind_values;

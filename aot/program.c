@@ -745,11 +745,13 @@ static int stage_steps(build *b)
 	p->outputs = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *p->outputs);
 	for (int i = 0; i < g->n_inputs; i++) {
 		const mc_value *v = &g->values[g->inputs[i]];
-		p->inputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
+		p->inputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape, v->io_scale,
+		                             v->io_zero_point };
 	}
 	for (int i = 0; i < g->n_outputs; i++) {
 		const mc_value *v = &g->values[g->outputs[i]];
-		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape };
+		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape, v->io_scale,
+		                              v->io_zero_point };
 	}
 	return 0;
 }

@@ -49,6 +49,8 @@ typedef struct {
 	char *name;                 /* the graph's name for it */
 	mc_dtype dtype;
 	mc_shape shape;
+	double scale;               /* quantized (--quantized-io): real = (q - zero_point) * scale; else 0 */
+	int64_t zero_point;
 } mc_io_desc;
 
 typedef struct {

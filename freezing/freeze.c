@@ -302,6 +302,10 @@ int mc_freeze(mc_graph *g, const mc_freeze_opts *opts)
 		if (!changes)
 			break;
 	}
+	if (o.quantized_io && mc_quantized_io(g) > 0)
+		for (const mc_pass *p = layout_passes + 1; p->name; p++)
+			if (run_pass(g, &o, p, &seq) < 0)
+				return -1;
 	int rc = run_pass(g, &o, &layout_passes[0], &seq);
 	for (const mc_pass *p = layout_passes + 1; rc > 0 && p->name; p++)
 		if (run_pass(g, &o, p, &seq) < 0)

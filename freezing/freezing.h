@@ -19,6 +19,7 @@ typedef struct {
 	FILE *stats;              /* per-pass time and node counts; NULL: none */
 	const char *layout;       /* "auto", "nchw", "nhwc"; NULL: "auto" (mc_pass_layout) */
 	int unroll_limit;         /* nodes an unrolled Scan or Loop may make; 0: MC_DEFAULT_UNROLL_LIMIT */
+	bool quantized_io;        /* mc_quantized_io after the passes' fixed point */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)
@@ -57,6 +58,18 @@ int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o);
 /* Quantized regions (QDQ) to the integer ops of libcore/ops/qint.h
  * (freezing/quantize.c); first in every round, before fold. */
 int mc_pass_quantize(mc_graph *g, const mc_freeze_opts *o);
+/* --quantized-io: a graph input whose only reader is a QiQuantize becomes
+ * that integer input, and a graph output a per-tensor DequantizeLinear
+ * writes becomes its integer input; their scale and zero point go to the
+ * value (io_scale, io_zero_point) and on to the header. Changes made. */
+int mc_quantized_io(mc_graph *g);
+/* What the reference interpreter runs (modelc run, verify): the integer ops
+ * the compiled code runs, so that they agree bit for bit; -1 after
+ * reporting. */
+int mc_quantize_reference(mc_graph *g, bool quantized_io);
+/* Prints (to f, each line after prefix) every float node next to a
+ * quantized value, with why it stayed float; returns their count. */
+int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix);
 /* Scan and Loop nodes become their body's nodes once per iteration (the
  * generated code has no loops over graphs): freezing/unroll.c. */
 int mc_pass_unroll(mc_graph *g, const mc_freeze_opts *o);

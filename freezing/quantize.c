@@ -709,6 +709,50 @@ static bool sink_dq(qpass *s, int i)
 
 /* ---- Q nodes ---- */
 
+/* Q(op(x)) -> op(Q(x)) for a one-input data mover op whose result only the
+ * Q reads (a Reshape of the graph's float input, say): the op then moves
+ * int8, and --quantized-io finds the Q at the input. The Q node moves up to
+ * op's place, op to the Q's. */
+static bool hoist_q(qpass *s, int i)
+{
+	mc_graph *g = s->g;
+	mc_node *qn = &g->nodes[i];
+	int y = qn->inputs[0], p = g->values[y].producer;
+	if (p < 0 || s->dead[p] || only_reader(s, y) != i || !moves_data(g, &g->nodes[p]) ||
+	    g->nodes[p].id == MC_OP_Concat || g->nodes[p].id == MC_OP_MaxPool)
+		return false;
+	mc_node *op = &g->nodes[p];
+	for (int k = 1; k < op->n_outputs; k++)
+		if (op->outputs[k] >= 0)
+			return false;
+	int x = op->inputs[0], qout = qn->outputs[0];
+	if (g->values[x].dtype != MC_FLOAT)
+		return false;
+	/* y becomes the quantized x; the op writes Q's output from it */
+	qn->inputs[0] = x;
+	qn->outputs[0] = y;
+	op->inputs[0] = y;
+	op->outputs[0] = qout;
+	mc_node tmp = g->nodes[p];
+	g->nodes[p] = g->nodes[i];
+	g->nodes[i] = tmp;
+	for (int k = 0; k < 2; k++) {
+		int at = k ? i : p;
+		mc_node *n = &g->nodes[at];
+		const mc_value *in[16] = {0};
+		mc_value *out[1] = {&g->values[n->outputs[0]]};
+		for (int j = 0; j < n->n_inputs && j < 16; j++)
+			in[j] = n->inputs[j] >= 0 ? &g->values[n->inputs[j]] : NULL;
+		mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in,
+		                  .out = out};
+		if (n->n_inputs > 16 || n->op->infer(&c))
+			return mc_error("quantize: cannot retype %s", n->name), exit(3), false;
+		g->values[n->outputs[0]].producer = at;
+	}
+	s->changes++;
+	return true;
+}
+
 /* Q(DQ(q)): q itself (same params) or QiRequant; Q of another float value
  * with a per-tensor constant scale: QiQuantize. */
 static bool match_q(qpass *s, int i)
@@ -735,6 +779,8 @@ static bool match_q(qpass *s, int i)
 		} else {
 			return false;
 		}
+	} else if (hoist_q(s, i)) {
+		return true;
 	} else {
 		int in[1] = {n->inputs[0]};
 		if (g->values[in[0]].dtype != MC_FLOAT)
@@ -743,12 +789,126 @@ static bool match_q(qpass *s, int i)
 		mc_attr inv = {.name = mc_xstrdup("inv_scale"), .type = MC_ATTR_FLOAT,
 		               .f = (double)(1.0f / (float)scale_at(&q, 0))};
 		nb_attr(&b, inv);
+		mc_attr sc = {.name = mc_xstrdup("scale"), .type = MC_ATTR_FLOAT, .f = scale_at(&q, 0)};
+		nb_attr(&b, sc);
 		nb_output(&b, &q, lo, hi);
 	}
 	if (!nb_finish(&b, g))
 		return false;
 	replace_node(s, i, &b);
 	return true;
+}
+
+/* ---- quantized inputs and outputs (--quantized-io) ---- */
+
+int mc_quantized_io(mc_graph *g)
+{
+	int *uses = ge_use_counts(g);
+	bool *dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *dead);
+	int changes = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		int x = n->inputs[0], y = n->n_outputs ? n->outputs[0] : -1;
+		const qi_params *p = n->params;
+		double scale;
+		bool is_input = false;
+		for (int k = 0; k < g->n_inputs; k++)
+			is_input |= g->inputs[k] == x;
+		if (n->id == MC_OP_QiQuantize && is_input && uses[x] == 1 && !ge_is_graph_output(g, x) &&
+		    !ge_is_graph_output(g, y) && !mc_attr_float(n, "scale", 0, &scale) && scale > 0 &&
+		    p->lo == -128 + (p->to == MC_UINT8 ? 128 : 0) && p->hi == 127 + (p->to == MC_UINT8 ? 128 : 0)) {
+			/* the input is the integers: Q's readers read it */
+			g->values[x].dtype = p->to;
+			g->values[x].io_scale = scale;
+			g->values[x].io_zero_point = p->y_zp;
+			ge_replace_uses(g, y, x);
+			dead[i] = true;
+			changes++;
+			continue;
+		}
+		qparam q;
+		if (n->id == MC_OP_DequantizeLinear && ge_is_graph_output(g, y) && qparam_of(g, i, &q) &&
+		    q.axis < 0 && !ge_is_graph_output(g, x)) {
+			int in[1] = {x};
+			nodebuf b;
+			nb_init(&b, g, MC_OP_Identity, n->name, in, 1, y);
+			if (!nb_finish(&b, g))
+				continue;
+			g->values[y].io_scale = scale_at(&q, 0);
+			g->values[y].io_zero_point = zp_at(&q, 0);
+			mc_node_free(n);
+			g->nodes[i] = b.n;
+			changes++;
+		}
+	}
+	ge_remove_nodes(g, dead);
+	free(uses);
+	free(dead);
+	return changes;
+}
+
+int mc_quantize_reference(mc_graph *g, bool quantized_io)
+{
+	if (mc_pass_quantize(g, NULL) < 0)
+		return -1;
+	if (quantized_io)
+		mc_quantized_io(g);
+	return 0;
+}
+
+/* ---- float islands ---- */
+
+/* Why float node n, next to quantized values, did not become an integer op. */
+static const char *island_reason(const qpass *s, int i)
+{
+	const mc_node *n = &s->g->nodes[i];
+	qparam q;
+	int64_t lo, hi;
+	int tail;
+	switch (n->id) {
+	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Mul:
+	case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
+		if (!requant_tail(s, i, &q, &lo, &hi, &tail))
+			return "its result is not requantized (no single per-tensor QuantizeLinear after it)";
+		return "operands not all per-tensor int8/uint8 dequantized values (weights: constant, "
+		       "per output channel), or a padding, scale or sum outside the integer kernels' range";
+	default:
+		if (mc_op_has(n->id, MC_OF_PW) && n->n_inputs >= 1)
+			return "no QuantizeLinear after it, or a non-scalar second operand (no table)";
+		return "no integer form";
+	}
+}
+
+int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix)
+{
+	qpass s = {.g = (mc_graph *)g};
+	s.uses = ge_use_counts(g);
+	s.dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *s.dead);
+	int count = 0;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		if (n->id == MC_OP_DequantizeLinear || n->id == MC_OP_QuantizeLinear ||
+		    mc_op_has(n->id, MC_OF_INTERNAL) || n->id == MC_OP_Identity)
+			continue;
+		bool near = false;
+		qparam p;
+		for (int k = 0; k < n->n_inputs && !near; k++)
+			near = dq_of(&s, n->inputs[k], &p) && !g->values[p.q].konst;
+		for (int k = 0; k < n->n_outputs && !near; k++) {
+			int r = n->outputs[k] >= 0 ? only_reader(&s, n->outputs[k]) : -1;
+			near = r >= 0 && (g->nodes[r].id == MC_OP_QuantizeLinear ||
+			                  g->nodes[r].id == MC_OP_QiQuantize);
+		}
+		if (!near)
+			continue;
+		if (f)
+			fprintf(f, "%sfloat island: %s '%s': %s\n", prefix, mc_op_name(n->id), n->name,
+			        island_reason(&s, i));
+		count++;
+	}
+	free(s.uses);
+	free(s.dead);
+	return count;
 }
 
 /* ---- the pass ---- */

@@ -230,6 +230,10 @@ typedef struct mc_value {
 	int outer;            /* MC_VAL_CAPTURED: index in the parent graph */
 	/* Declared input dims that were symbolic: names kept for messages. */
 	char *dim_param[MC_MAX_RANK];
+	/* A graph input or output passed in its quantized type (--quantized-io):
+	 * real = (q - io_zero_point) * io_scale; io_scale 0 otherwise. */
+	double io_scale;
+	int64_t io_zero_point;
 } mc_value;
 
 typedef struct mc_node {

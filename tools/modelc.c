@@ -8,6 +8,7 @@
 
 #include "../libcore/modelc.h"
 #include "../aot/aot.h"
+#include "../freezing/freezing.h"
 
 static void usage(FILE *f)
 {
@@ -59,6 +60,9 @@ static void usage(FILE *f)
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
 	      "                            from its convolutions); inputs and outputs keep the model's\n"
 	      "                            own layout\n"
+	      "  --quantized-io            an input read only by a QuantizeLinear, or an output written\n"
+	      "                            by a DequantizeLinear, is passed as its int8/uint8 integers\n"
+	      "                            (the header gives NAME_INPUT_i_SCALE and _ZERO_POINT)\n"
 	      "  --harness                 also write NAME_main.c, a test driver (not part of the library)\n"
 	      "  --stack-cc CC             the compiler (and flags) that measures NAME_run's stack usage\n"
 	      "                            for NAME.json, e.g. \"arm-none-eabi-gcc -mcpu=cortex-m4\" (default cc)\n"
@@ -199,6 +203,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];
 		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--quantized-io") == 0) {
+		o->quantized_io = true;
+		note_option(c, a, NULL);
 	} else if (strcmp(a, "--layout") == 0 && has_val) {
 		o->layout = argv[++*i];
 		note_option(c, a, argv[*i]);
@@ -388,6 +395,22 @@ static void print_value(const mc_value *v)
 	printf("  %-32s %-8s %s\n", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
 }
 
+/* Quantized models: what the quantize pass makes integer, what stays float. */
+static void print_quantized(mc_graph *g)
+{
+	int qdq = 0;
+	for (int i = 0; i < g->n_nodes; i++)
+		qdq += g->nodes[i].id == MC_OP_QuantizeLinear || g->nodes[i].id == MC_OP_DequantizeLinear;
+	if (!qdq || mc_pass_quantize(g, NULL) < 0)
+		return;
+	int integer = 0;
+	for (int i = 0; i < g->n_nodes; i++)
+		integer += !strncmp(g->nodes[i].op_type, "Qi", 2) && mc_op_has(g->nodes[i].id, MC_OF_INTERNAL);
+	printf("quantized: %d integer ops\n", integer);
+	int islands = mc_quant_islands(g, stdout, "  ");
+	printf("float islands: %d\n", islands);
+}
+
 static int cmd_inspect(cli *c)
 {
 	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
@@ -422,6 +445,8 @@ static int cmd_inspect(cli *c)
 	for (int i = 0; i < nh; i++)
 		printf("  %-24s %d\n", h[i].op, h[i].count);
 	printf("parameters: %zu (%zu bytes)\n", params, bytes);
+	if (inferred)
+		print_quantized(g);
 	if (inferred)
 		printf("MACs (convolutions, Gemm, MatMul): %.0f (%.2f M)\n", mc_graph_macs(g),
 		       mc_graph_macs(g) / 1e6);
@@ -487,7 +512,7 @@ static int cmd_run(cli *c)
 	int rc = 1;
 	mc_tensor **in = mc_xcalloc((size_t)g->n_inputs, sizeof *in);
 	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs, sizeof *out);
-	if (mc_infer_graph(g))
+	if (mc_infer_graph(g) || mc_quantize_reference(g, false))
 		goto done;
 	for (int k = 0; k < c->n_inputs; k++) {
 		int v = mc_graph_find(g, c->input_names[k]);

@@ -1032,8 +1032,12 @@ void mc_ce_io_comment(emitter *e, const char *title, const mc_io_desc *d, int n)
 	for (int i = 0; i < n; i++) {
 		mc_sb_printf(e->sb, " *   %d: \"", i);
 		mc_ce_comment_text(e->sb, d[i].name ? d[i].name : "");
-		mc_sb_printf(e->sb, "\" %s %s\n", mc_dtype_name(d[i].dtype),
+		mc_sb_printf(e->sb, "\" %s %s", mc_dtype_name(d[i].dtype),
 		             mc_shape_str(&d[i].shape, shape, sizeof shape));
+		if (d[i].scale > 0)
+			mc_sb_printf(e->sb, ", quantized: real = (q - %" PRId64 ") * %.9g", d[i].zero_point,
+			             d[i].scale);
+		mc_sb_puts(e->sb, "\n");
 	}
 	if (n == 0)
 		mc_sb_puts(e->sb, " *   (none)\n");
@@ -1057,6 +1061,11 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
 		             numel * mc_dtype_size(d[i].dtype));
+		if (d[i].scale > 0) { /* --quantized-io: real = (q - ZERO_POINT) * SCALE */
+			mc_sb_printf(e->sb, "#define %s_%s_%d_SCALE %.9gf\n", e->upper, kind, i, d[i].scale);
+			mc_sb_printf(e->sb, "#define %s_%s_%d_ZERO_POINT %" PRId64 "\n", e->upper, kind, i,
+			             d[i].zero_point);
+		}
 	}
 }
 

@@ -12,6 +12,7 @@
  *   a unary pointwise op        -> QiLut (its table evaluated here)
  *   layout ops, MaxPool, Concat of one scale -> the same op on the integers,
  *                                  the DQ moved after it
+ *   QLinearConv, QLinearMatMul with constant scales -> QiConv, QiMatMul
  *   Q(DQ(q))                    -> q, or QiRequant where the scales differ
  *   the Q of a float (graph inputs) -> QiQuantize (a multiplication)
  *
@@ -622,6 +623,81 @@ static bool match_lut(qpass *s, int i)
 	return true;
 }
 
+/* A constant input of node n with one value (or count values); NULL if not. */
+static const mc_tensor *const_in(const mc_graph *g, const mc_node *n, int k, int64_t count)
+{
+	if (k >= n->n_inputs || n->inputs[k] < 0)
+		return NULL;
+	const mc_tensor *t = g->values[n->inputs[k]].konst;
+	return t && (t->numel == 1 || (int64_t)t->numel == count) ? t : NULL;
+}
+
+/* QLinearConv and QLinearMatMul with constant scales and zero points:
+ * QiConv and QiMatMul (the requantisation in fixed point, not in float). */
+static bool match_qlinear(qpass *s, int i)
+{
+	mc_graph *g = s->g;
+	mc_node *n = &g->nodes[i];
+	bool conv = n->id == MC_OP_QLinearConv;
+	/* inputs: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, bias] */
+	if (n->n_inputs < 8 || n->inputs[0] < 0 || n->inputs[3] < 0 || n->outputs[0] < 0)
+		return false;
+	const mc_value *wv = &g->values[n->inputs[3]];
+	int rank = wv->shape.rank;
+	if (rank < 1 || (!conv && rank != 2 && rank != 1))
+		return false;
+	int64_t channels = conv ? wv->shape.dims[0] : wv->shape.dims[rank - 1];
+	const mc_tensor *xs = const_in(g, n, 1, 1), *ws = const_in(g, n, 4, channels);
+	const mc_tensor *ys = const_in(g, n, 6, 1), *xz = const_in(g, n, 2, 1);
+	const mc_tensor *wz = const_in(g, n, 5, channels), *yz = const_in(g, n, 7, 1);
+	const mc_tensor *bias = conv && n->n_inputs > 8 && n->inputs[8] >= 0
+	                        ? g->values[n->inputs[8]].konst : NULL;
+	bool absent_zp[3] = {n->inputs[2] < 0, n->inputs[5] < 0, n->inputs[7] < 0};
+	if (!xs || !ws || !ys || (!xz && !absent_zp[0]) || (!wz && !absent_zp[1]) ||
+	    (!yz && !absent_zp[2]) || (conv && n->n_inputs > 8 && n->inputs[8] >= 0 && !bias))
+		return false;
+	int64_t k = conv ? (int64_t)mc_numel(&wv->shape) / (channels ? channels : 1)
+	                 : wv->shape.dims[0];
+	if (!sums_fit(k, bias))
+		return false;
+	double *real = mc_xmalloc((size_t)(channels + 1) * sizeof *real);
+	for (int64_t c = 0; c < channels; c++)
+		real[c] = mc_get_f(xs, 0) * mc_get_f(ws, ws->numel == 1 ? 0 : (size_t)c) / mc_get_f(ys, 0);
+	mc_tensor *mult, *shift;
+	bool ok = channel_multipliers(real, channels, &mult, &shift);
+	free(real);
+	if (!ok)
+		return false;
+	bool wzp = false;
+	for (size_t c = 0; wz && c < wz->numel; c++)
+		wzp = wzp || mc_get_i(wz, c) != 0;
+	int in[6] = {n->inputs[0], n->inputs[3], bias ? n->inputs[8] : -1,
+	             add_const(g, "multiplier", mult), add_const(g, "shift", shift), -1};
+	if (wzp) {
+		mc_tensor *z = vec_new(wv->dtype, channels);
+		for (int64_t c = 0; c < channels; c++)
+			mc_set_i(z, (size_t)c, mc_get_i(wz, wz->numel == 1 ? 0 : (size_t)c));
+		in[5] = add_const(g, "w_zero_point", z);
+	}
+	mc_dtype out = g->values[n->outputs[0]].dtype;
+	int64_t lo, hi;
+	mc_quant_range(out, &lo, &hi);
+	nodebuf b;
+	n = &g->nodes[i];
+	nb_init(&b, g, conv ? MC_OP_QiConv : MC_OP_QiMatMul, n->name, in, wzp ? 6 : 5, n->outputs[0]);
+	for (int a = 0; conv && a < n->n_attrs; a++)
+		nb_attr(&b, copy_attr(&n->attrs[a]));
+	nb_attr(&b, int_attr("x_zero_point", xz ? mc_get_i(xz, 0) : 0));
+	nb_attr(&b, int_attr("y_zero_point", yz ? mc_get_i(yz, 0) : 0));
+	nb_attr(&b, int_attr("lo", lo));
+	nb_attr(&b, int_attr("hi", hi));
+	nb_attr(&b, int_attr("to", out));
+	if (!nb_finish(&b, g))
+		return false;
+	replace_node(s, i, &b);
+	return true;
+}
+
 /* ---- moving DQ past ops that only move data ---- */
 
 /* Ops whose output elements are input 0's elements (or those of every
@@ -925,6 +1001,8 @@ static int match_node(qpass *s, int i)
 		return match_avgpool(s, i);
 	case MC_OP_QuantizeLinear:
 		return match_q(s, i);
+	case MC_OP_QLinearConv: case MC_OP_QLinearMatMul:
+		return match_qlinear(s, i);
 	default:
 		return sink_dq(s, i) ? 2 : match_lut(s, i);
 	}

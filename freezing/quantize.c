@@ -108,6 +108,7 @@ typedef struct {
 	int *uses;        /* per value */
 	bool *dead;       /* per node */
 	int changes;
+	bool failed;      /* an error was reported: the pass fails */
 } qpass;
 
 /* The DQ producing value v, if any. */
@@ -443,8 +444,7 @@ static bool match_product(qpass *s, int i)
 		const mc_tensor *src = g->values[w.q].konst;
 		mc_shape ts = {2, {src->shape.dims[1], src->shape.dims[0]}};
 		mc_tensor *t = mc_tensor_new(src->dtype, &ts);
-		if (!t)
-			return mc_error("out of memory"), exit(3), false;
+		MC_ASSERT(t); /* the size of a weight the model holds */
 		for (int64_t r = 0; r < ts.dims[0]; r++)
 			for (int64_t c = 0; c < ts.dims[1]; c++)
 				mc_set_i(t, (size_t)(r * ts.dims[1] + c), mc_get_i(src, (size_t)(c * ts.dims[0] + r)));
@@ -475,7 +475,7 @@ static bool match_product(qpass *s, int i)
 	return true;
 }
 
-/* Add or Mul of two per-tensor DQs into QiAdd or QiMul. */
+/* Add, Sub or Mul of two per-tensor DQs into QiAdd or QiMul. */
 static bool match_binary(qpass *s, int i)
 {
 	mc_graph *g = s->g;
@@ -492,6 +492,8 @@ static bool match_binary(qpass *s, int i)
 	if (mul ? !mc_qi_multiplier(sa * sb / sy, &ma, &sh)
 	        : !mc_qi_multiplier2(sa / sy, sb / sy, &ma, &mb, &sh))
 		return false;
+	if (n->id == MC_OP_Sub) /* a - b: b's multiplier negated */
+		mb = -mb;
 	int in[2] = {a.q, b.q};
 	nodebuf nb;
 	nb_init(&nb, g, mul ? MC_OP_QiMul : MC_OP_QiAdd, n->name, in, 2, g->nodes[q.node].outputs[0]);
@@ -715,10 +717,36 @@ static bool moves_data(const mc_graph *g, const mc_node *n)
 		return n->n_outputs == 1 || n->outputs[1] < 0;
 	case MC_OP_Resize:
 		return !mc_attr_string(n, "mode", "nearest", &mode) && !strcmp(mode, "nearest");
+	case MC_OP_Pad: /* constant mode: its value becomes an integer (pad_value) */
+		return n->opset >= 11 && !mc_attr_string(n, "mode", "constant", &mode) &&
+		       !strcmp(mode, "constant");
 	default:
 		(void)g;
 		return false;
 	}
+}
+
+/* Pad's constant value as a constant of x's integers (made here); -1 if it
+ * is not exactly one of them. */
+static int pad_value_of(qpass *s, const mc_node *n, const qparam *x)
+{
+	double v = 0;
+	if (n->n_inputs > 2 && n->inputs[2] >= 0) {
+		const mc_tensor *t = s->g->values[n->inputs[2]].konst;
+		if (!t || t->numel != 1)
+			return -1;
+		v = mc_get_f(t, 0);
+	}
+	int64_t lo, hi;
+	mc_quant_range(x->type, &lo, &hi);
+	double q = nearbyint(v / scale_at(x, 0)) + (double)zp_at(x, 0);
+	if (q < (double)lo || q > (double)hi || (q - (double)zp_at(x, 0)) * scale_at(x, 0) != v)
+		return -1;
+	mc_shape sc = {0};
+	mc_tensor *t = mc_tensor_new(x->type, &sc);
+	MC_ASSERT(t);
+	mc_set_i(t, 0, (int64_t)q);
+	return add_const(s->g, "pad_value", t);
 }
 
 static bool same_params(const qparam *a, const qparam *b)
@@ -744,6 +772,9 @@ static bool sink_dq(qpass *s, int i)
 	for (int k = 1; k < n->n_outputs; k++)
 		if (n->outputs[k] >= 0)
 			return false;
+	int pad_value = -1;
+	if (n->id == MC_OP_Pad && (pad_value = pad_value_of(s, n, &x)) < 0)
+		return false;
 	int fv = n->outputs[0];
 	char *name = ge_unique_name(g, g->values[fv].name);
 	int qv = mc_graph_add_value(g, name, MC_VAL_NODE);
@@ -755,13 +786,24 @@ static bool sink_dq(qpass *s, int i)
 		n->inputs[k] = d.q;
 	}
 	n->outputs[0] = qv;
+	if (pad_value >= 0 && n->n_inputs < 3) {
+		n->inputs = realloc(n->inputs, 3 * sizeof *n->inputs);
+		MC_ASSERT(n->inputs);
+		n->inputs[2] = -1;
+		n->n_inputs = 3;
+	}
+	if (pad_value >= 0)
+		n->inputs[2] = pad_value;
 	const mc_value *in[16] = {0};
 	mc_value *out[1] = {&g->values[qv]};
 	for (int k = 0; k < n->n_inputs && k < 16; k++)
 		in[k] = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
 	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
-	if (n->n_inputs > 16 || n->op->infer(&c))
-		return mc_error("quantize: cannot retype %s", n->name), exit(3), false;
+	if (n->n_inputs > 16 || n->op->infer(&c)) {
+		mc_error("quantize: %s cannot run on the integers of its quantized input", n->name);
+		s->failed = true;
+		return false;
+	}
 	g->values[qv].producer = i;
 	/* the DQ, reading the same scale and zero point constants */
 	const mc_node *dq = &g->nodes[x.node];
@@ -772,8 +814,11 @@ static bool sink_dq(qpass *s, int i)
 		nb_attr(&b, copy_attr(&dq->attrs[a]));
 	b.n.opset = dq->opset;
 	b.n.op = dq->op;
-	if (!nb_finish(&b, g))
-		return mc_error("quantize: cannot make the DQ after %s", n->name), exit(3), false;
+	if (!nb_finish(&b, g)) {
+		mc_error("quantize: cannot make the DequantizeLinear after %s", n->name);
+		s->failed = true;
+		return false;
+	}
 	mc_node moved = g->nodes[i];
 	mc_node pair[2] = {moved, b.n};
 	g->nodes[i] = (mc_node){0};
@@ -821,8 +866,11 @@ static bool hoist_q(qpass *s, int i)
 			in[j] = n->inputs[j] >= 0 ? &g->values[n->inputs[j]] : NULL;
 		mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in,
 		                  .out = out};
-		if (n->n_inputs > 16 || n->op->infer(&c))
-			return mc_error("quantize: cannot retype %s", n->name), exit(3), false;
+		if (n->n_inputs > 16 || n->op->infer(&c)) {
+			mc_error("quantize: %s cannot run on the integers of its quantized input", n->name);
+			s->failed = true;
+			return false;
+		}
 		g->values[n->outputs[0]].producer = at;
 	}
 	s->changes++;
@@ -942,8 +990,8 @@ static const char *island_reason(const qpass *s, int i)
 	int64_t lo, hi;
 	int tail;
 	switch (n->id) {
-	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Mul:
-	case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
+	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Sub:
+	case MC_OP_Mul: case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
 		if (!requant_tail(s, i, &q, &lo, &hi, &tail))
 			return "its result is not requantized (no single per-tensor QuantizeLinear after it)";
 		return "operands not all per-tensor int8/uint8 dequantized values (weights: constant, "
@@ -995,7 +1043,7 @@ static int match_node(qpass *s, int i)
 	switch (s->g->nodes[i].id) {
 	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul:
 		return match_product(s, i);
-	case MC_OP_Add: case MC_OP_Mul:
+	case MC_OP_Add: case MC_OP_Sub: case MC_OP_Mul:
 		return match_binary(s, i);
 	case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
 		return match_avgpool(s, i);
@@ -1041,6 +1089,11 @@ int mc_pass_quantize(mc_graph *g, const mc_freeze_opts *o)
 		s.dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *s.dead);
 		for (int i = 0; i < g->n_nodes; i++) {
 			int m = s.dead[i] ? 0 : match_node(&s, i);
+			if (s.failed) {
+				free(s.uses);
+				free(s.dead);
+				return -1;
+			}
 			if (!m)
 				continue;
 			if (m == 2) { /* node i+1 is new: the marks after i move up */

@@ -66,8 +66,8 @@ static int qi_parse(mc_node *n)
 	if (p->lo < lo || p->hi > hi || p->lo > p->hi)
 		return mc_node_error(n, "clamp [%lld, %lld] is not inside %s's range", (long long)p->lo,
 		                     (long long)p->hi, mc_dtype_name(p->to));
-	if (p->shift < 1 || p->shift > 62 || p->mult < 0 || p->mult > INT32_MAX || p->b_mult < 0 ||
-	    p->b_mult > INT32_MAX)
+	if (p->shift < 1 || p->shift > 62 || p->mult < 0 || p->mult > INT32_MAX ||
+	    p->b_mult < -INT32_MAX || p->b_mult > INT32_MAX)
 		return mc_node_error(n, "multiplier %lld, %lld or shift %lld out of range",
 		                     (long long)p->mult, (long long)p->b_mult, (long long)p->shift);
 	return 0;

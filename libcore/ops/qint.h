@@ -10,7 +10,7 @@
  *
  *   QiConv     x, w, [bias], mult, shift, [w_zp]   Conv's attributes
  *   QiMatMul   a, b, [bias], mult, shift, [b_zp]   numpy matmul; per column n
- *   QiAdd      a, b    y = rq(a_mult (a - a_zp) + b_mult (b - b_zp))
+ *   QiAdd      a, b    y = rq(a_mult (a - a_zp) + b_mult (b - b_zp)); b_mult < 0: Sub
  *   QiMul      a, b    y = rq(mult (a - a_zp) (b - b_zp))
  *   QiRequant  x       y = rq(mult (x - x_zp))
  *   QiAvgPool  x       y = rq(mult sum over the window of (x - x_zp)); no pads

@@ -392,6 +392,56 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 	return 0;
 }
 
+/* QiSoftmax (libcore/ops/qint.c, qisoftmax_eval): per row the max, the
+ * sum of the table's exponentials, one 32-bit reciprocal, then each
+ * probability (e * r) >> 1 requantised. */
+static int lower_qisoftmax(mc_lower_ctx *c)
+{
+	if (!c->out[0])
+		return 0;
+	mc_kb *kb = c->kb;
+	const qi_params *p = c->node->params;
+	const mc_shape *xs = &c->in[0]->shape;
+	int64_t axis = mc_qi_softmax_axis(c->node, xs);
+	if (axis < 0)
+		return -1;
+	int64_t n = xs->dims[axis], inner = 1, outer = 1;
+	for (int d = (int)axis + 1; d < xs->rank; d++)
+		inner *= xs->dims[d];
+	for (int d = 0; d < axis; d++)
+		outer *= xs->dims[d];
+	int depth = 0;
+	mc_kexpr *o = range(kb, idx(kb, 0), idx(kb, outer), MC_KF_PARALLEL, &depth);
+	mc_kexpr *in = range(kb, idx(kb, 0), idx(kb, inner), MC_KF_PARALLEL, &depth);
+	mc_kexpr *base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, o, n * inner), in));
+	mc_kexpr *mx = mc_kb_local(kb, load_as(c, 0, base, MC_KT_I32));
+	mc_kexpr *k = mc_kb_fori(kb, n, MC_KF_REDUCE);
+	mc_kb_assign(kb, mx, mc_k_bin(kb, MC_KB_MAX, mx,
+	                              load_as(c, 0, mc_k_add(kb, base, mc_k_muli(kb, k, inner)), MC_KT_I32)));
+	mc_kb_end(kb);
+	mc_kexpr *sum = mc_kb_local(kb, zero(kb, MC_KT_U32));
+	for (int pass = 0; pass < 2; pass++) {
+		k = mc_kb_fori(kb, n, pass ? MC_KF_PARALLEL : MC_KF_REDUCE);
+		mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, base, mc_k_muli(kb, k, inner)));
+		mc_kexpr *d = mc_k_sub(kb, mx, load_as(c, 0, at, MC_KT_I32));
+		mc_kexpr *e = mc_kb_let(kb, load_as(c, 1, mc_k_cast(kb, MC_KT_INDEX, d), MC_KT_U32));
+		if (!pass) {
+			mc_kb_assign(kb, sum, mc_k_add(kb, sum, e));
+			mc_kb_end(kb);
+			/* sum >= table[0] > 0; the 32-bit reciprocal, once per row */
+			sum = mc_kb_let(kb, mc_k_div(kb, mc_k_int(kb, MC_KT_U32, 0xffffffffu), sum));
+			continue;
+		}
+		mc_kexpr *prob = mc_k_bin(kb, MC_KB_SHR, mc_k_mul(kb, e, sum), mc_k_int(kb, MC_KT_U32, 1));
+		mc_lower_store(c, 0, NULL, at,
+		               mc_lower_requant(kb, prob, mc_k_int(kb, MC_KT_I32, p->mult),
+		                                mc_k_int(kb, MC_KT_I32, p->shift), p->y_zp, p->lo, p->hi));
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
 /* ---- pools ---- */
 
 typedef enum { POOL_MAX, POOL_AVG, POOL_LP } pool_kind;
@@ -1043,6 +1093,7 @@ LOWERING(l_col2im, MC_OP_Col2Im, lower_col2im);
 LOWERING(l_qiconv, MC_OP_QiConv, lower_qiconv);
 LOWERING(l_qimatmul, MC_OP_QiMatMul, lower_qimatmul);
 LOWERING(l_qiavgpool, MC_OP_QiAvgPool, lower_qiavgpool);
+static const mc_lowering l_qisoftmax = { MC_OP_QiSoftmax, lower_qisoftmax, NULL, 0 };
 
 const mc_lowering *const mc_lower_nn[] = {
 	&l_conv, &l_conv_transpose, &l_conv_integer, &l_qlinear_conv,
@@ -1050,6 +1101,6 @@ const mc_lowering *const mc_lower_nn[] = {
 	&l_global_avgpool, &l_global_maxpool, &l_global_lppool,
 	&l_gemm, &l_matmul, &l_matmul_integer, &l_qlinear_matmul,
 	&l_einsum, &l_col2im,
-	&l_qiconv, &l_qimatmul, &l_qiavgpool,
+	&l_qiconv, &l_qimatmul, &l_qiavgpool, &l_qisoftmax,
 	NULL,
 };

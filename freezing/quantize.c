@@ -10,6 +10,7 @@
  *   Add, Mul                    -> QiAdd, QiMul
  *   AveragePool, GlobalAveragePool (no padding) -> QiAvgPool
  *   a unary pointwise op        -> QiLut (its table evaluated here)
+ *   Softmax (rows up to 256)    -> QiSoftmax (a table of exponentials)
  *   layout ops, MaxPool, Concat of one scale -> the same op on the integers,
  *                                  the DQ moved after it
  *   QLinearConv, QLinearMatMul with constant scales -> QiConv, QiMatMul
@@ -110,6 +111,17 @@ typedef struct {
 	int changes;
 	bool failed;      /* an error was reported: the pass fails */
 } qpass;
+
+/* k new nodes at index `at` (ge_splice_nodes): the marks from `at` on move
+ * up by k. */
+static void insert_marks(qpass *s, int at, int k)
+{
+	int n = s->g->n_nodes; /* already counts the new nodes */
+	s->dead = realloc(s->dead, (size_t)n + 1);
+	MC_ASSERT(s->dead);
+	memmove(s->dead + at + k, s->dead + at, (size_t)(n - at - k));
+	memset(s->dead + at, 0, (size_t)k);
+}
 
 /* The DQ producing value v, if any. */
 static bool dq_of(const qpass *s, int v, qparam *p)
@@ -700,6 +712,47 @@ static bool match_qlinear(qpass *s, int i)
 	return true;
 }
 
+/* Softmax between a per-tensor DQ and Q, along one axis of at most
+ * MC_QI_SOFTMAX_MAX values: QiSoftmax with its table of exponentials. */
+static bool match_softmax(qpass *s, int i)
+{
+	mc_graph *g = s->g;
+	mc_node *n = &g->nodes[i];
+	qparam x, q;
+	if (!per_tensor_dq(s, n->inputs[0], &x) || !q_after(s, n->outputs[0], &q))
+		return false;
+	const mc_shape *xs = &g->values[x.q].shape;
+	int64_t axis;
+	if (mc_attr_int(n, "axis", n->opset >= 13 ? -1 : 1, &axis))
+		return false;
+	axis = axis < 0 ? axis + xs->rank : axis;
+	/* before opset 13 the rows are the flattened dims from axis on */
+	if (axis < 0 || axis >= xs->rank || (n->opset < 13 && axis != xs->rank - 1) ||
+	    xs->dims[axis] > MC_QI_SOFTMAX_MAX)
+		return false;
+	int32_t m, sh;
+	if (!mc_qi_multiplier(ldexp(1, -31) / scale_at(&q, 0), &m, &sh))
+		return false;
+	mc_tensor *t = vec_new(MC_INT32, 256);
+	for (int d = 0; d < 256; d++)
+		mc_set_i(t, (size_t)d, (int64_t)llround(16384.0 * exp(-(double)d * scale_at(&x, 0))));
+	int in[2] = {x.q, add_const(g, "exp_table", t)};
+	int64_t lo, hi;
+	mc_quant_range(q.type, &lo, &hi);
+	nodebuf b;
+	n = &g->nodes[i];
+	nb_init(&b, g, MC_OP_QiSoftmax, n->name, in, 2, q.q);
+	nb_attr(&b, int_attr("axis", axis));
+	nb_attr(&b, int_attr("multiplier", m));
+	nb_attr(&b, int_attr("shift", sh));
+	nb_output(&b, &q, lo, hi);
+	if (!nb_finish(&b, g))
+		return false;
+	s->dead[q.node] = true;
+	replace_node(s, i, &b);
+	return true;
+}
+
 /* ---- moving DQ past ops that only move data ---- */
 
 /* Ops whose output elements are input 0's elements (or those of every
@@ -824,6 +877,71 @@ static bool sink_dq(qpass *s, int i)
 	g->nodes[i] = (mc_node){0};
 	g->nodes[i].name = mc_xstrdup("");
 	ge_splice_nodes(g, i, pair, 2);
+	insert_marks(s, i + 1, 1);
+	s->changes++;
+	return true;
+}
+
+/* Concat of per-tensor DQs with different scales, whose result one Q
+ * reads: each input requantised to the Q's scale (QiRequant where it
+ * differs), the Concat on the integers writing the Q's output. */
+static bool match_concat(qpass *s, int i)
+{
+	mc_graph *g = s->g;
+	mc_node *n = &g->nodes[i];
+	qparam q, x;
+	if (n->id != MC_OP_Concat || n->n_inputs < 1 || n->n_inputs > 64 ||
+	    !q_after(s, n->outputs[0], &q))
+		return false;
+	int64_t lo, hi;
+	mc_quant_range(q.type, &lo, &hi);
+	int32_t mult[64], shift[64];
+	for (int k = 0; k < n->n_inputs; k++)
+		if (!per_tensor_dq(s, n->inputs[k], &x) || x.type != q.type ||
+		    !mc_qi_multiplier(scale_at(&x, 0) / scale_at(&q, 0), &mult[k], &shift[k]))
+			return false;
+	mc_node nodes[65];
+	int count = 0;
+	for (int k = 0; k < n->n_inputs; k++) {
+		dq_of(s, n->inputs[k], &x);
+		if (same_params(&x, &q)) {
+			n->inputs[k] = x.q;
+			continue;
+		}
+		char *name = ge_unique_name(g, g->values[x.q].name);
+		int rv = mc_graph_add_value(g, name, MC_VAL_NODE);
+		free(name);
+		int in[1] = {x.q};
+		nodebuf b;
+		nb_init(&b, g, MC_OP_QiRequant, n->name, in, 1, rv);
+		nb_attr(&b, int_attr("x_zero_point", zp_at(&x, 0)));
+		nb_attr(&b, int_attr("multiplier", mult[k]));
+		nb_attr(&b, int_attr("shift", shift[k]));
+		nb_output(&b, &q, lo, hi);
+		MC_ASSERT(nb_finish(&b, g)); /* int8 in, int8 out: always types */
+		nodes[count++] = b.n;
+		n = &g->nodes[i];
+		n->inputs[k] = rv;
+	}
+	s->dead[q.node] = true;
+	n->outputs[0] = q.q;
+	const mc_value *in[64] = {0};
+	mc_value *out[1] = {&g->values[q.q]};
+	for (int k = 0; k < n->n_inputs; k++)
+		in[k] = &g->values[n->inputs[k]];
+	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
+	if (n->op->infer(&c)) {
+		s->failed = true;
+		return false;
+	}
+	g->values[q.q].producer = i;
+	if (count) {
+		nodes[count++] = *n;
+		g->nodes[i] = (mc_node){0};
+		g->nodes[i].name = mc_xstrdup("");
+		ge_splice_nodes(g, i, nodes, count);
+		insert_marks(s, i, count - 1);
+	}
 	s->changes++;
 	return true;
 }
@@ -1037,8 +1155,8 @@ int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix)
 
 /* ---- the pass ---- */
 
-/* 0: no match; 1: node i replaced; 2: a DQ inserted after node i. */
-static int match_node(qpass *s, int i)
+/* Whether node i was rewritten (nodes may have been inserted). */
+static bool match_node(qpass *s, int i)
 {
 	switch (s->g->nodes[i].id) {
 	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul:
@@ -1051,8 +1169,10 @@ static int match_node(qpass *s, int i)
 		return match_q(s, i);
 	case MC_OP_QLinearConv: case MC_OP_QLinearMatMul:
 		return match_qlinear(s, i);
+	case MC_OP_Softmax:
+		return match_softmax(s, i);
 	default:
-		return sink_dq(s, i) ? 2 : match_lut(s, i);
+		return sink_dq(s, i) || match_concat(s, i) || match_lut(s, i);
 	}
 }
 
@@ -1088,7 +1208,7 @@ int mc_pass_quantize(mc_graph *g, const mc_freeze_opts *o)
 		s.uses = ge_use_counts(g);
 		s.dead = mc_xcalloc((size_t)g->n_nodes + 1, sizeof *s.dead);
 		for (int i = 0; i < g->n_nodes; i++) {
-			int m = s.dead[i] ? 0 : match_node(&s, i);
+			bool m = !s.dead[i] && match_node(&s, i);
 			if (s.failed) {
 				free(s.uses);
 				free(s.dead);
@@ -1096,12 +1216,6 @@ int mc_pass_quantize(mc_graph *g, const mc_freeze_opts *o)
 			}
 			if (!m)
 				continue;
-			if (m == 2) { /* node i+1 is new: the marks after i move up */
-				s.dead = realloc(s.dead, (size_t)g->n_nodes + 1);
-				MC_ASSERT(s.dead);
-				memmove(s.dead + i + 2, s.dead + i + 1, (size_t)(g->n_nodes - i - 2));
-				s.dead[i + 1] = false;
-			}
 			free(s.uses);
 			s.uses = ge_use_counts(g);
 		}

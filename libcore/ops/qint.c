@@ -414,6 +414,71 @@ static int qiavgpool_eval(mc_eval_ctx *c)
 	return 0;
 }
 
+/* ---- QiSoftmax ---- */
+
+int64_t mc_qi_softmax_axis(const mc_node *n, const mc_shape *x)
+{
+	int64_t axis;
+	if (mc_attr_int(n, "axis", -1, &axis))
+		return -1;
+	if (axis < 0)
+		axis += x->rank;
+	if (axis < 0 || axis >= x->rank)
+		return mc_node_error(n, "axis %lld out of range for rank %d", (long long)axis, x->rank);
+	return axis;
+}
+
+static int qisoftmax_infer(mc_infer_ctx *c)
+{
+	if (MC_NEED_INPUTS(c, 0, 1) || check_8bit(c->node, "x", c->in[0]))
+		return -1;
+	const mc_value *t = c->in[1];
+	int64_t axis = mc_qi_softmax_axis(c->node, &c->in[0]->shape);
+	if (axis < 0)
+		return -1;
+	if (t->dtype != MC_INT32 || t->shape.rank != 1 || t->shape.dims[0] != 256)
+		return mc_node_error(c->node, "table must be int32 with 256 values");
+	if (c->in[0]->shape.dims[axis] > MC_QI_SOFTMAX_MAX)
+		return mc_node_error(c->node, "rows longer than %d", MC_QI_SOFTMAX_MAX);
+	mc_set_out(c, 0, params(c->node)->to, &c->in[0]->shape);
+	return 0;
+}
+
+static int qisoftmax_eval(mc_eval_ctx *c)
+{
+	mc_tensor *y = c->out[0];
+	if (!y)
+		return 0;
+	const qi_params *p = params(c->node);
+	const mc_tensor *x = c->in[0], *t = c->in[1];
+	int64_t axis = mc_qi_softmax_axis(c->node, &x->shape);
+	if (axis < 0)
+		return -1;
+	size_t n = (size_t)x->shape.dims[axis], inner = 1, outer = 1;
+	for (int d = (int)axis + 1; d < x->shape.rank; d++)
+		inner *= (size_t)x->shape.dims[d];
+	for (int d = 0; d < axis; d++)
+		outer *= (size_t)x->shape.dims[d];
+	for (size_t o = 0; o < outer; o++)
+		for (size_t in = 0; in < inner; in++) {
+			size_t base = o * n * inner + in;
+			int64_t mx = INT64_MIN;
+			for (size_t k = 0; k < n; k++)
+				mx = mc_get_i(x, base + k * inner) > mx ? mc_get_i(x, base + k * inner) : mx;
+			uint32_t sum = 0;
+			for (size_t k = 0; k < n; k++)
+				sum += (uint32_t)mc_get_i(t, (size_t)(mx - mc_get_i(x, base + k * inner)));
+			uint32_t r = 0xffffffffu / sum; /* sum >= table[0] > 0 */
+			for (size_t k = 0; k < n; k++) {
+				uint32_t e = (uint32_t)mc_get_i(t, (size_t)(mx - mc_get_i(x, base + k * inner)));
+				int64_t prob = (int64_t)((e * r) >> 1); /* e <= sum: no wrap */
+				mc_set_i(y, base + k * inner,
+				         mc_qi_clamp(p->y_zp + mc_qi_scale(prob, p->mult, p->shift), p));
+			}
+		}
+	return 0;
+}
+
 /* ---- registry ---- */
 
 #define QI_OP(var, opname, min_in, max_in, inf, ev)                                          \
@@ -431,9 +496,10 @@ QI_OP(op_qirequant, "QiRequant", 1, 1, qiunary_infer, qirequant_eval);
 QI_OP(op_qiquantize, "QiQuantize", 1, 1, qiunary_infer, qiquantize_eval);
 QI_OP(op_qilut, "QiLut", 2, 2, qilut_infer, qilut_eval);
 QI_OP(op_qiavgpool, "QiAvgPool", 1, 1, qiavgpool_infer, qiavgpool_eval);
+QI_OP(op_qisoftmax, "QiSoftmax", 2, 2, qisoftmax_infer, qisoftmax_eval);
 
 const mc_op *const mc_ops_qint[] = {
 	&op_qiconv, &op_qimatmul, &op_qiadd, &op_qimul, &op_qirequant,
-	&op_qiquantize, &op_qilut, &op_qiavgpool,
+	&op_qiquantize, &op_qilut, &op_qiavgpool, &op_qisoftmax,
 	NULL,
 };

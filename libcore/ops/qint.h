@@ -17,6 +17,10 @@
  *   QiLut      x, t    y = t[x - lowest of x's type]: any unary op as a table
  *   QiQuantize x       float x: y = clamp(rint(x * inv_scale) + y_zp), a
  *                      multiplication where QuantizeLinear divides
+ *   QiSoftmax  x, t    along axis: e = t[max - x] (t[d] = 2^14 exp(-d x_scale),
+ *                      int32), r = (2^32 - 1) / sum(e) once per row (one
+ *                      32-bit integer division), y = rq((e * r) >> 1): the
+ *                      probability in 31 bits, mult = 2^-31 / y_scale
  *
  * Scalar parameters are attributes: x_zero_point (a's), b_zero_point,
  * y_zero_point, multiplier, b_multiplier, shift, lo, hi (the clamp, which
@@ -72,5 +76,11 @@ int64_t mc_qi_quantize(const qi_params *p, float x);
 /* QiAvgPool's window (kernel_shape, strides) and output shape of x. */
 int mc_qi_pool_geom(const mc_node *n, const mc_shape *x, int64_t *kern, int64_t *stride,
                     mc_shape *out);
+
+/* QiSoftmax: its axis (negative counts from the end) or -1 after reporting;
+ * rows up to MC_QI_SOFTMAX_MAX (sums of the table stay far inside 32 bits
+ * and the reciprocal keeps 10 bits or more). */
+#define MC_QI_SOFTMAX_MAX 256
+int64_t mc_qi_softmax_axis(const mc_node *n, const mc_shape *x);
 
 #endif

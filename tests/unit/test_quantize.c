@@ -1,0 +1,183 @@
+/* The quantize pass on the patterns the MLPerf Tiny models do not have:
+ * Concat of differently scaled inputs, Softmax, Pad, Sub. Each model is
+ * checked twice: the integer op replaces the float one (the pass's own
+ * output), and the compiled code equals the interpreter (verify). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../freezing/freezing.h"
+#include "compile_helpers.h"
+
+#define F ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define I8 ONNX__TENSOR_PROTO__DATA_TYPE__INT8
+
+/* in -> QuantizeLinear(scale, zp) -> DequantizeLinear -> out. */
+static void qdq(mb *b, Onnx__GraphProto *g, const char *in, const char *out, float scale, int zp)
+{
+	char s[64], z[64], q[64];
+	snprintf(s, sizeof s, "%s_scale", out);
+	snprintf(z, sizeof z, "%s_zp", out);
+	snprintf(q, sizeof q, "%s_q", out);
+	int64_t zv = zp;
+	mb_init_floats(b, g, s, "", &scale, 1);
+	mb_init_ints(b, g, z, I8, "", &zv, 1);
+	char ins[256];
+	snprintf(ins, sizeof ins, "%s,%s,%s", in, s, z);
+	mb_node(b, g, "QuantizeLinear", NULL, ins, q);
+	snprintf(ins, sizeof ins, "%s,%s,%s", q, s, z);
+	mb_node(b, g, "DequantizeLinear", NULL, ins, out);
+}
+
+/* The graph after import, inference and the quantize pass. */
+static mc_graph *quantized(mb *b)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	cr_assert_geq(mc_pass_quantize(g, NULL), 1);
+	return g;
+}
+
+static int count_op(const mc_graph *g, mc_opid id)
+{
+	int n = 0;
+	for (int i = 0; i < g->n_nodes; i++)
+		n += g->nodes[i].id == id;
+	return n;
+}
+
+/* The integer ops against the float semantics of the same QDQ graph (the
+ * interpreter without the pass, as ONNX Runtime computes it): every
+ * element of output 0 within one step of its final DequantizeLinear. */
+static void within_one_step(mb *b, double step)
+{
+	mc_graph *ref = mb_import(b, ".", NULL), *q = quantized(b);
+	cr_assert(ref);
+	cr_assert_eq(mc_infer_graph(ref), 0);
+	mc_tensor *in[4] = {0}, *want[1] = {0}, *got[1] = {0};
+	uint32_t seed = 12345;
+	for (int i = 0; i < ref->n_inputs; i++) {
+		const mc_value *v = &ref->values[ref->inputs[i]];
+		in[i] = mc_tensor_new(v->dtype, &v->shape);
+		for (size_t k = 0; k < in[i]->numel; k++) {
+			seed = seed * 1664525u + 1013904223u;
+			((float *)in[i]->data)[k] = (float)((seed >> 8) / 16777216.0 * 8 - 4);
+		}
+	}
+	cr_assert_eq(mc_interp_run(ref, in, want, NULL), 0);
+	cr_assert_eq(mc_interp_run(q, in, got, NULL), 0);
+	for (size_t k = 0; k < want[0]->numel; k++)
+		cr_assert_leq(fabs(mc_get_f(want[0], k) - mc_get_f(got[0], k)), step * 1.0001,
+		              "element %zu: %g (float) vs %g (integer)", k, mc_get_f(want[0], k),
+		              mc_get_f(got[0], k));
+	for (int i = 0; i < ref->n_inputs; i++)
+		mc_tensor_free(in[i]);
+	mc_tensor_free(want[0]);
+	mc_tensor_free(got[0]);
+	mc_graph_free(ref);
+	mc_graph_free(q);
+}
+
+static void check_and_verify(mb *b, mc_opid want, mc_opid gone, double step)
+{
+	within_one_step(b, step);
+	mc_graph *g = quantized(b);
+	cr_assert_geq(count_op(g, want), 1, "no %s", mc_op_name(want));
+	cr_assert_eq(count_op(g, gone), 0, "%s left", mc_op_name(gone));
+	mc_graph_free(g);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	cr_assert_eq(verify_model_with(b, &o), 0);
+}
+
+Test(quantize, concat_of_two_scales_requantises_one_input)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "1,2,3");
+	mb_input(b, g, "y", F, "1,2,3");
+	qdq(b, g, "x", "xd", 0.02f, 3);
+	qdq(b, g, "y", "yd", 0.05f, -7);
+	Onnx__NodeProto *n = mb_node(b, g, "Concat", "cat", "xd,yd", "c");
+	mb_attr_int(b, n, "axis", 1);
+	qdq(b, g, "c", "out", 0.04f, 1);
+	mb_output(b, g, "out");
+	check_and_verify(b, MC_OP_QiRequant, MC_OP_QuantizeLinear, 0.04);
+}
+
+Test(quantize, softmax_between_dq_and_q_is_integer)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "2,3,10");
+	qdq(b, g, "x", "xd", 0.05f, 0);
+	mb_node(b, g, "Softmax", "sm", "xd", "p");
+	qdq(b, g, "p", "out", 1.0f / 256, -128);
+	mb_output(b, g, "out");
+	check_and_verify(b, MC_OP_QiSoftmax, MC_OP_Softmax, 1.0 / 256);
+}
+
+Test(quantize, softmax_on_a_middle_axis)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "2,7,3");
+	qdq(b, g, "x", "xd", 0.1f, 5);
+	Onnx__NodeProto *n = mb_node(b, g, "Softmax", "sm", "xd", "p");
+	mb_attr_int(b, n, "axis", 1);
+	qdq(b, g, "p", "out", 1.0f / 256, -128);
+	mb_output(b, g, "out");
+	check_and_verify(b, MC_OP_QiSoftmax, MC_OP_Softmax, 1.0 / 256);
+}
+
+Test(quantize, sub_and_constant_pad_run_on_the_integers)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "1,2,4,4");
+	mb_input(b, g, "y", F, "1,2,4,4");
+	qdq(b, g, "x", "xd", 0.03f, -2);
+	qdq(b, g, "y", "yd", 0.02f, 4);
+	mb_node(b, g, "Sub", "sub", "xd,yd", "d");
+	qdq(b, g, "d", "dd", 0.05f, 0);
+	int64_t pads[8] = {0, 0, 1, 2, 0, 0, 2, 1};
+	mb_init_ints(b, g, "pads", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "8", pads, 8);
+	mb_node(b, g, "Pad", "pad", "dd,pads", "pd");
+	qdq(b, g, "pd", "out", 0.05f, 0);
+	mb_output(b, g, "out");
+	within_one_step(b, 0.05);
+	mc_graph *q = quantized(b);
+	cr_assert_eq(count_op(q, MC_OP_QiAdd), 1);
+	cr_assert_eq(count_op(q, MC_OP_Sub), 0);
+	for (int i = 0; i < q->n_nodes; i++)
+		if (q->nodes[i].id == MC_OP_Pad)
+			cr_assert_eq(q->values[q->nodes[i].inputs[0]].dtype, MC_INT8, "Pad on floats");
+	mc_graph_free(q);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	cr_assert_eq(verify_model_with(b, &o), 0);
+}
+
+Test(quantize, zero_scale_is_an_error_naming_the_node)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "4");
+	float zero = 0;
+	int64_t zp = 0;
+	mb_init_floats(b, g, "s", "", &zero, 1);
+	mb_init_ints(b, g, "z", I8, "", &zp, 1);
+	mb_node(b, g, "QuantizeLinear", "quant_x", "x,s,z", "q");
+	mb_node(b, g, "DequantizeLinear", "deq_x", "q,s,z", "out");
+	mb_output(b, g, "out");
+	mc_graph *mg = mb_import(b, ".", NULL);
+	cr_assert(mg);
+	cr_assert_eq(mc_infer_graph(mg), 0);
+	diag_capture();
+	cr_assert_eq(mc_pass_quantize(mg, NULL), -1);
+	cr_assert(strstr(diag_all(), "quant_x") && strstr(diag_all(), "scale"), "%s", diag_all());
+	mc_graph_free(mg);
+	mb_free(b);
+}

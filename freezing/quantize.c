@@ -958,7 +958,8 @@ static bool hoist_q(qpass *s, int i)
 	mc_node *qn = &g->nodes[i];
 	int y = qn->inputs[0], p = g->values[y].producer;
 	if (p < 0 || s->dead[p] || only_reader(s, y) != i || !moves_data(g, &g->nodes[p]) ||
-	    g->nodes[p].id == MC_OP_Concat || g->nodes[p].id == MC_OP_MaxPool)
+	    g->nodes[p].id == MC_OP_Concat || g->nodes[p].id == MC_OP_MaxPool ||
+	    g->nodes[p].id == MC_OP_Pad)
 		return false;
 	mc_node *op = &g->nodes[p];
 	for (int k = 1; k < op->n_outputs; k++)
@@ -1100,20 +1101,43 @@ int mc_quantize_reference(mc_graph *g, bool quantized_io)
 
 /* ---- float islands ---- */
 
+/* The non-8-bit quantized type a DequantizeLinear feeding node n reads
+ * (int16, int4, float8...), or MC_UNDEFINED. */
+static mc_dtype wide_quant_input(const mc_graph *g, const mc_node *n)
+{
+	for (int k = 0; k < n->n_inputs; k++) {
+		int v = n->inputs[k], p = v >= 0 ? g->values[v].producer : -1;
+		if (p < 0 || g->nodes[p].id != MC_OP_DequantizeLinear || g->nodes[p].inputs[0] < 0)
+			continue;
+		mc_dtype t = g->values[g->nodes[p].inputs[0]].dtype;
+		if (t != MC_INT8 && t != MC_UINT8)
+			return t;
+	}
+	return MC_UNDEFINED;
+}
+
 /* Why float node n, next to quantized values, did not become an integer op. */
-static const char *island_reason(const qpass *s, int i)
+static const char *island_reason(const qpass *s, int i, char *buf, size_t len)
 {
 	const mc_node *n = &s->g->nodes[i];
 	qparam q;
 	int64_t lo, hi;
 	int tail;
+	mc_dtype wide = wide_quant_input(s->g, n);
+	if (wide != MC_UNDEFINED) {
+		snprintf(buf, len, "an operand is quantized as %s: integer kernels exist for int8 and "
+		         "uint8 only", mc_dtype_name(wide));
+		return buf;
+	}
 	switch (n->id) {
 	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Sub:
-	case MC_OP_Mul: case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
+	case MC_OP_Mul: case MC_OP_AveragePool: case MC_OP_GlobalAveragePool: case MC_OP_Softmax:
+	case MC_OP_Concat:
 		if (!requant_tail(s, i, &q, &lo, &hi, &tail))
 			return "its result is not requantized (no single per-tensor QuantizeLinear after it)";
 		return "operands not all per-tensor int8/uint8 dequantized values (weights: constant, "
-		       "per output channel), or a padding, scale or sum outside the integer kernels' range";
+		       "per output channel), or a padding, axis, scale or sum outside the integer "
+		       "kernels' range";
 	default:
 		if (mc_op_has(n->id, MC_OF_PW) && n->n_inputs >= 1)
 			return "no QuantizeLinear after it, or a non-scalar second operand (no table)";
@@ -1133,9 +1157,11 @@ int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix)
 		    mc_op_has(n->id, MC_OF_INTERNAL) || n->id == MC_OP_Identity)
 			continue;
 		bool near = false;
-		qparam p;
-		for (int k = 0; k < n->n_inputs && !near; k++)
-			near = dq_of(&s, n->inputs[k], &p) && !g->values[p.q].konst;
+		for (int k = 0; k < n->n_inputs && !near; k++) {
+			int v = n->inputs[k], p = v >= 0 ? g->values[v].producer : -1;
+			near = p >= 0 && g->nodes[p].id == MC_OP_DequantizeLinear &&
+			       g->nodes[p].inputs[0] >= 0 && !g->values[g->nodes[p].inputs[0]].konst;
+		}
 		for (int k = 0; k < n->n_outputs && !near; k++) {
 			int r = n->outputs[k] >= 0 ? only_reader(&s, n->outputs[k]) : -1;
 			near = r >= 0 && (g->nodes[r].id == MC_OP_QuantizeLinear ||
@@ -1143,9 +1169,10 @@ int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix)
 		}
 		if (!near)
 			continue;
+		char why[160];
 		if (f)
 			fprintf(f, "%sfloat island: %s '%s': %s\n", prefix, mc_op_name(n->id), n->name,
-			        island_reason(&s, i));
+			        island_reason(&s, i, why, sizeof why));
 		count++;
 	}
 	free(s.uses);

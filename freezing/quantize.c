@@ -91,6 +91,8 @@ static bool qparam_of(const mc_graph *g, int i, qparam *p)
 		return false;
 	p->count = p->scale->numel;
 	p->axis = -1;
+	if (p->zp && p->zp->numel != 1 && p->zp->numel != p->count)
+		return false;
 	if (p->count != 1 || p->scale->shape.rank == 1) {
 		int rank = x->shape.rank;
 		int64_t axis = qp->axis < 0 ? qp->axis + rank : qp->axis;

@@ -1109,7 +1109,8 @@ static mc_dtype wide_quant_input(const mc_graph *g, const mc_node *n)
 {
 	for (int k = 0; k < n->n_inputs; k++) {
 		int v = n->inputs[k], p = v >= 0 ? g->values[v].producer : -1;
-		if (p < 0 || g->nodes[p].id != MC_OP_DequantizeLinear || g->nodes[p].inputs[0] < 0)
+		if (p < 0 || g->nodes[p].id != MC_OP_DequantizeLinear || g->nodes[p].inputs[0] < 0 ||
+		    g->values[g->nodes[p].inputs[0]].konst)
 			continue;
 		mc_dtype t = g->values[g->nodes[p].inputs[0]].dtype;
 		if (t != MC_INT8 && t != MC_UINT8)
@@ -1130,6 +1131,17 @@ static const char *island_reason(const qpass *s, int i, char *buf, size_t len)
 		snprintf(buf, len, "an operand is quantized as %s: integer kernels exist for int8 and "
 		         "uint8 only", mc_dtype_name(wide));
 		return buf;
+	}
+	/* a computed float operand that no DequantizeLinear gives */
+	for (int k = 0; k < n->n_inputs; k++) {
+		int v = n->inputs[k], p = v >= 0 ? s->g->values[v].producer : -1;
+		if (p >= 0 && s->g->values[v].dtype == MC_FLOAT && !s->g->values[v].konst &&
+		    s->g->nodes[p].id != MC_OP_DequantizeLinear) {
+			snprintf(buf, len, "operand %d is a float value computed by %s '%s', not a "
+			         "dequantized integer", k, mc_op_name(s->g->nodes[p].id),
+			         s->g->nodes[p].name);
+			return buf;
+		}
 	}
 	switch (n->id) {
 	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Sub:
@@ -1171,7 +1183,7 @@ int mc_quant_islands(const mc_graph *g, FILE *f, const char *prefix)
 		}
 		if (!near)
 			continue;
-		char why[160];
+		char why[320];
 		if (f)
 			fprintf(f, "%sfloat island: %s '%s': %s\n", prefix, mc_op_name(n->id), n->name,
 			        island_reason(&s, i, why, sizeof why));

@@ -1054,6 +1054,8 @@ static int lower_qiavgpool(mc_lower_ctx *c)
 	int nsp = xs->rank - 2;
 	mc_kexpr *coords[MC_MAX_RANK], *pos[MC_MAX_RANK];
 	int depth = out_loops(kb, &c->out[0]->shape, coords);
+	for (int d = c->out[0]->shape.rank; d < xs->rank; d++) /* keepdims 0: one window */
+		coords[d] = idx(kb, 0);
 	mc_kexpr *acc = mc_kb_local(kb, zero(kb, MC_KT_I32));
 	int inner = 0;
 	pos[0] = coords[0];

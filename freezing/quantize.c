@@ -8,7 +8,7 @@
  *
  *   Conv, Gemm, MatMul          -> QiConv, QiMatMul (weights stay int8)
  *   Add, Mul                    -> QiAdd, QiMul
- *   AveragePool, GlobalAveragePool (no padding) -> QiAvgPool
+ *   AveragePool, GlobalAveragePool (no padding), spatial ReduceMean -> QiAvgPool
  *   a unary pointwise op        -> QiLut (its table evaluated here)
  *   Softmax (rows up to 256)    -> QiSoftmax (a table of exponentials)
  *   layout ops, MaxPool, Concat of one scale -> the same op on the integers,
@@ -525,7 +525,38 @@ static bool match_binary(qpass *s, int i)
 	return true;
 }
 
-/* AveragePool without padding (or GlobalAveragePool) into QiAvgPool. */
+/* ReduceMean over exactly the spatial dims [2, rank) of a rank-`rank` x. */
+static bool spatial_mean(const mc_graph *g, const mc_node *n, int rank)
+{
+	int64_t axes[MC_MAX_RANK];
+	size_t count = 0;
+	const int64_t *av = NULL;
+	if (n->opset < 18) {
+		if (mc_attr_ints(n, "axes", &av, &count) || !av)
+			return false;
+		memcpy(axes, av, (count < MC_MAX_RANK ? count : MC_MAX_RANK) * sizeof *axes);
+	} else {
+		const mc_tensor *t = n->n_inputs > 1 && n->inputs[1] >= 0 ? g->values[n->inputs[1]].konst : NULL;
+		if (!t)
+			return false;
+		count = t->numel;
+		for (size_t k = 0; k < count && k < MC_MAX_RANK; k++)
+			axes[k] = mc_get_i(t, k);
+	}
+	if (count != (size_t)(rank - 2) || rank < 3)
+		return false;
+	bool seen[MC_MAX_RANK] = {0};
+	for (size_t k = 0; k < count; k++) {
+		int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+		if (a < 2 || a >= rank || seen[a])
+			return false;
+		seen[a] = true;
+	}
+	return true;
+}
+
+/* AveragePool without padding, GlobalAveragePool or a ReduceMean over the
+ * spatial dims into QiAvgPool. */
 static bool match_avgpool(qpass *s, int i)
 {
 	mc_graph *g = s->g;
@@ -541,7 +572,11 @@ static bool match_avgpool(qpass *s, int i)
 		return false;
 	int64_t kern[MC_MAX_RANK], stride[MC_MAX_RANK], pads[2 * MC_MAX_RANK], ceil_mode = 0, dil[MC_MAX_RANK];
 	const char *auto_pad = "NOTSET";
-	if (n->id == MC_OP_GlobalAveragePool) {
+	int64_t keepdims = 1;
+	if (n->id == MC_OP_ReduceMean && (!spatial_mean(g, n, xs->rank) ||
+	                                  mc_attr_int(n, "keepdims", 1, &keepdims)))
+		return false;
+	if (n->id == MC_OP_GlobalAveragePool || n->id == MC_OP_ReduceMean) {
 		for (int d = 0; d < nsp; d++)
 			kern[d] = xs->dims[d + 2], stride[d] = 1;
 	} else if (mc_attr_ints_fixed(n, "kernel_shape", nsp, 1, 1, kern) ||
@@ -581,6 +616,8 @@ static bool match_avgpool(qpass *s, int i)
 	nb_attr(&b, int_attr("x_zero_point", zp_at(&x, 0)));
 	nb_attr(&b, int_attr("multiplier", m));
 	nb_attr(&b, int_attr("shift", sh));
+	if (!keepdims)
+		nb_attr(&b, int_attr("keepdims", 0));
 	nb_output(&b, &q, lo, hi);
 	if (!nb_finish(&b, g))
 		return false;
@@ -1146,7 +1183,7 @@ static const char *island_reason(const qpass *s, int i, char *buf, size_t len)
 	switch (n->id) {
 	case MC_OP_Conv: case MC_OP_Gemm: case MC_OP_MatMul: case MC_OP_Add: case MC_OP_Sub:
 	case MC_OP_Mul: case MC_OP_AveragePool: case MC_OP_GlobalAveragePool: case MC_OP_Softmax:
-	case MC_OP_Concat:
+	case MC_OP_Concat: case MC_OP_ReduceMean:
 		if (!requant_tail(s, i, &q, &lo, &hi, &tail))
 			return "its result is not requantized (no single per-tensor QuantizeLinear after it)";
 		return "operands not all per-tensor int8/uint8 dequantized values (weights: constant, "
@@ -1204,7 +1241,7 @@ static bool match_node(qpass *s, int i)
 		return match_product(s, i);
 	case MC_OP_Add: case MC_OP_Sub: case MC_OP_Mul:
 		return match_binary(s, i);
-	case MC_OP_AveragePool: case MC_OP_GlobalAveragePool:
+	case MC_OP_AveragePool: case MC_OP_GlobalAveragePool: case MC_OP_ReduceMean:
 		return match_avgpool(s, i);
 	case MC_OP_QuantizeLinear:
 		return match_q(s, i);

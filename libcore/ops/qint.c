@@ -355,13 +355,20 @@ int mc_qi_pool_geom(const mc_node *n, const mc_shape *x, int64_t *kern, int64_t 
 	if (mc_attr_ints_fixed(n, "kernel_shape", nsp, 1, 1, kern) ||
 	    mc_attr_ints_fixed(n, "strides", nsp, 1, 1, stride))
 		return -1;
+	int64_t keepdims;
+	if (mc_attr_int(n, "keepdims", 1, &keepdims))
+		return -1;
 	*out = *x;
 	for (int d = 0; d < nsp; d++) {
 		if (kern[d] > x->dims[d + 2])
 			return mc_node_error(n, "window %lld larger than input %s", (long long)kern[d],
 			                     mc_shape_str(x, s, sizeof s));
 		out->dims[d + 2] = (x->dims[d + 2] - kern[d]) / stride[d] + 1;
+		if (!keepdims && kern[d] != x->dims[d + 2])
+			return mc_node_error(n, "keepdims 0 needs a window over the whole input");
 	}
+	if (!keepdims) /* the spatial dims, all 1, dropped (ReduceMean) */
+		out->rank = 2;
 	return 0;
 }
 

@@ -13,7 +13,8 @@
  *   QiAdd      a, b    y = rq(a_mult (a - a_zp) + b_mult (b - b_zp)); b_mult < 0: Sub
  *   QiMul      a, b    y = rq(mult (a - a_zp) (b - b_zp))
  *   QiRequant  x       y = rq(mult (x - x_zp))
- *   QiAvgPool  x       y = rq(mult sum over the window of (x - x_zp)); no pads
+ *   QiAvgPool  x       y = rq(mult sum over the window of (x - x_zp)); no pads;
+ *                      keepdims 0: a window over all spatial dims, dropped
  *   QiLut      x, t    y = t[x - lowest of x's type]: any unary op as a table
  *   QiQuantize x       float x: y = clamp(rint(x * inv_scale) + y_zp), a
  *                      multiplication where QuantizeLinear divides

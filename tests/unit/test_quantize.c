@@ -181,3 +181,20 @@ Test(quantize, zero_scale_is_an_error_naming_the_node)
 	mc_graph_free(mg);
 	mb_free(b);
 }
+
+Test(quantize, spatial_reduce_mean_is_an_integer_average)
+{
+	for (int keep = 0; keep <= 1; keep++) {
+		mb *b = mb_new(13);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", F, "1,3,5,4");
+		qdq(b, g, "x", "xd", 0.04f, -3);
+		Onnx__NodeProto *n = mb_node(b, g, "ReduceMean", "mean", "xd", "m");
+		int64_t axes[2] = {2, 3};
+		mb_attr_ints(b, n, "axes", axes, 2);
+		mb_attr_int(b, n, "keepdims", keep);
+		qdq(b, g, "m", "out", 0.01f, 2);
+		mb_output(b, g, "out");
+		check_and_verify(b, MC_OP_QiAvgPool, MC_OP_ReduceMean, 0.01);
+	}
+}

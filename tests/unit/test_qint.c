@@ -982,3 +982,36 @@ Test(qint, bad_scale_is_an_error_naming_the_node)
 			mb_free(b);
 		}
 }
+
+/* ---- ties: power-of-two scale ratios put many sums exactly on a half,
+ * where the compiled code must round to even as the reference does ---- */
+
+Test(qint, requant_ties_to_even)
+{
+	/* s2 = 2 s1: every odd q - zp is a tie */
+	mb *b = requant_model(MC_INT8, 0.02f, 1, MC_INT8, 0.04f, 0);
+	mc_graph *g = quantized(b);
+	const mc_node *n = node_of(g, MC_OP_QiRequant);
+	cr_expect_eq(((const qi_params *)n->params)->mult, 1 << 30);
+	cr_expect_eq(((const qi_params *)n->params)->shift, 31);
+	mc_graph_free(g);
+	/* the float graph's (q - zp) * 0.02f / 0.04f lands either side of the
+	 * half: one quantum; the integers have the exact tie */
+	close_to_float(b, 2.0, 0.04, 1);
+	cr_expect_eq(verify_exact(b, 2.0, false), 0, "%s", diag_all());
+	mb_free(b);
+}
+
+Test(qint, averagepool_ties_to_even)
+{
+	/* one scale in and out, a 2x2 window: sums / 4, a quarter of them ties */
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	qdq_input(b, g, "x", "1,2,8,8", "xd", MC_INT8, 0.02f, 0);
+	Onnx__NodeProto *n = mb_node(b, g, "AveragePool", "pool", "xd", "p");
+	mb_attr_ints(b, n, "kernel_shape", (const int64_t[]){2, 2}, 2);
+	mb_attr_ints(b, n, "strides", (const int64_t[]){2, 2}, 2);
+	qdq_output(b, g, "p", MC_INT8, 0.02f, 0, "y");
+	const mc_opid gone[] = {MC_OP_AveragePool, MC_OP_NONE};
+	check_model(b, 2.5, 0.02, MC_OP_QiAvgPool, 1, gone);
+}

@@ -1027,3 +1027,33 @@ Test(qint, averagepool_ties_to_even)
 	const mc_opid gone[] = {MC_OP_AveragePool, MC_OP_NONE};
 	check_model(b, 2.5, 0.02, MC_OP_QiAvgPool, 1, gone);
 }
+
+/* ---- more shapes of Conv ---- */
+
+/* Depthwise with a channel multiplier: group 3, 6 output channels. */
+Test(qint, conv_grouped_channel_multiplier)
+{
+	mb *b = conv_model("1,3,6,6", "6,1,3,3", 6, 3, 0, 1, MC_INT8, 1, -128, 2.0f / 127, 0.02f, true);
+	check_model(b, 2.0, 0.02, MC_OP_QiConv, 1, no_conv);
+}
+
+/* Conv -> Clip(0, 6) (ReLU6) -> Q: the clamp folds into the integer op. */
+Test(qint, conv_clip_relu6)
+{
+	lcg_state = 31;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	float sx = 2.0f / 127, ws[8];
+	qdq_input(b, g, "x", "1,3,6,6", "xd", MC_INT8, sx, 0);
+	weights(b, g, "4,3,3,3", 4, 0, ws);
+	bias(b, g, 4, sx, ws);
+	Onnx__NodeProto *c = mb_node(b, g, "Conv", "conv", "xd,w,bias", "c");
+	mb_attr_ints(b, c, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+	init_scalar_f(b, g, "lo", 0.0f);
+	init_scalar_f(b, g, "hi", 6.0f);
+	mb_node(b, g, "Clip", "relu6", "c,lo,hi", "r");
+	/* 6 / 0.03 = 200 > 127: the output range clamps first; 0.06 puts 6 at 100 */
+	qdq_output(b, g, "r", MC_INT8, 0.06f, -20, "y");
+	const mc_opid gone[] = {MC_OP_Conv, MC_OP_Clip, MC_OP_NONE};
+	check_model(b, 2.0, 0.06, MC_OP_QiConv, 1, gone);
+}

@@ -395,20 +395,25 @@ static void print_value(const mc_value *v)
 	printf("  %-32s %-8s %s\n", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
 }
 
-/* Quantized models: what the quantize pass makes integer, what stays float. */
-static void print_quantized(mc_graph *g)
+/* Quantized models: what the quantize pass makes integer, what stays float.
+ * -1 when the pass refuses the model (a scale that is not a finite positive
+ * number, reported): inspect then fails as compile would. */
+static int print_quantized(mc_graph *g)
 {
 	int qdq = 0;
 	for (int i = 0; i < g->n_nodes; i++)
 		qdq += g->nodes[i].id == MC_OP_QuantizeLinear || g->nodes[i].id == MC_OP_DequantizeLinear;
-	if (!qdq || mc_pass_quantize(g, NULL) < 0)
-		return;
+	if (!qdq)
+		return 0;
+	if (mc_pass_quantize(g, NULL) < 0)
+		return -1;
 	int integer = 0;
 	for (int i = 0; i < g->n_nodes; i++)
 		integer += !strncmp(g->nodes[i].op_type, "Qi", 2) && mc_op_has(g->nodes[i].id, MC_OF_INTERNAL);
 	printf("quantized: %d integer ops\n", integer);
 	int islands = mc_quant_islands(g, stdout, "  ");
 	printf("float islands: %d\n", islands);
+	return 0;
 }
 
 static int cmd_inspect(cli *c)
@@ -445,8 +450,7 @@ static int cmd_inspect(cli *c)
 	for (int i = 0; i < nh; i++)
 		printf("  %-24s %d\n", h[i].op, h[i].count);
 	printf("parameters: %zu (%zu bytes)\n", params, bytes);
-	if (inferred)
-		print_quantized(g);
+	bool refused = inferred && print_quantized(g) < 0;
 	if (inferred)
 		printf("MACs (convolutions, Gemm, MatMul): %.0f (%.2f M)\n", mc_graph_macs(g),
 		       mc_graph_macs(g) / 1e6);
@@ -458,7 +462,7 @@ static int cmd_inspect(cli *c)
 		printf("unsupported: %d node%s (listed above on stderr)\n", unsupported,
 		       unsupported == 1 ? "" : "s");
 		rc = 1;
-	} else if (pinned && !inferred) {
+	} else if ((pinned && !inferred) || refused) {
 		rc = 1;
 	}
 	mc_graph_free(g);

@@ -7,6 +7,7 @@
  * descriptors. */
 #include "corpus.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1474,6 +1475,52 @@ static int w_loop_nested_bomb(const char *path) { return write_loop(path, 100000
 	"its inputs are all compile-time constants but it runs more than 1048576 iterations "   \
 	"(nested loops included); refusing to evaluate it while compiling"
 
+/* ---- quantization scales ----
+ * QuantizeLinear and DequantizeLinear with a constant scale that is not a
+ * finite positive number: the quantize pass (freezing/quantize.c) refuses
+ * the model, naming the node (modelc inspect runs the pass on QDQ models
+ * and refuses them too). */
+static int write_bad_scale(const char *path, bool on_q, float scale)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,4");
+	mb_init_floats(b, g, "good", "", (const float[]){0.02f}, 1);
+	mb_init_floats(b, g, "bad", "", &scale, 1);
+	mb_init_ints(b, g, "zp", MC_INT8, "", (const int64_t[]){0}, 1);
+	mb_node(b, g, "QuantizeLinear", "q", on_q ? "x,bad,zp" : "x,good,zp", "xq");
+	mb_node(b, g, "DequantizeLinear", "dq", on_q ? "xq,good,zp" : "xq,bad,zp", "y");
+	mb_output(b, g, "y");
+	return write_model(b, path);
+}
+
+static int w_quantize_scale_zero(const char *path) { return write_bad_scale(path, true, 0.0f); }
+static int w_quantize_scale_nan(const char *path) { return write_bad_scale(path, true, NAN); }
+static int w_dequantize_scale_negative(const char *path)
+{
+	return write_bad_scale(path, false, -1.0f);
+}
+
+/* Per-channel int8 weights of a MatMul, one channel's scale infinite. */
+static int w_dequantize_weight_scale_inf(const char *path)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,4");
+	mb_init_floats(b, g, "s", "", (const float[]){0.02f}, 1);
+	mb_init_ints(b, g, "W", MC_INT8, "4,3", (const int64_t[]){1, -2, 3, 4, -5, 6, 7, 8, -9, 10, 11, -12}, 12);
+	mb_init_floats(b, g, "ws", "3", (const float[]){0.01f, INFINITY, 0.01f}, 3);
+	mb_node(b, g, "QuantizeLinear", "q", "x,s", "xq");
+	mb_node(b, g, "DequantizeLinear", "dq", "xq,s", "xd");
+	Onnx__NodeProto *n = mb_node(b, g, "DequantizeLinear", "dq_w", "W,ws", "w");
+	mb_attr_int(b, n, "axis", 1);
+	mb_node(b, g, "MatMul", "mm", "xd,w", "m");
+	mb_node(b, g, "QuantizeLinear", "q_out", "m,s", "mq");
+	mb_node(b, g, "DequantizeLinear", "dq_out", "mq,s", "y");
+	mb_output(b, g, "y");
+	return write_model(b, path);
+}
+
 const hostile_case hostile_cases[] = {
 	/* damaged files */
 	{"empty.onnx", "the model file is empty", EXACT, w_empty},
@@ -1799,6 +1846,19 @@ const hostile_case hostile_cases[] = {
 	 "node 'outer' (Loop, opset 13): " FOLD_REFUSED, EXACT, w_loop_trip_huge},
 	{"loop_nested_bomb.onnx",
 	 "node 'outer' (Loop, opset 13): " FOLD_REFUSED, EXACT, w_loop_nested_bomb},
+	/* quantization scales */
+	{"quantize_scale_zero.onnx",
+	 "node 'q' (QuantizeLinear, opset 13): scale 0 at index 0 is not a finite positive number",
+	 EXACT, w_quantize_scale_zero},
+	{"quantize_scale_nan.onnx",
+	 "node 'q' (QuantizeLinear, opset 13): scale nan at index 0 is not a finite positive number",
+	 EXACT, w_quantize_scale_nan},
+	{"dequantize_scale_negative.onnx",
+	 "node 'dq' (DequantizeLinear, opset 13): scale -1 at index 0 is not a finite positive "
+	 "number", EXACT, w_dequantize_scale_negative},
+	{"dequantize_weight_scale_inf.onnx",
+	 "node 'dq_w' (DequantizeLinear, opset 13): scale inf at index 1 is not a finite positive "
+	 "number", EXACT, w_dequantize_weight_scale_inf},
 };
 
 const int hostile_n_cases = (int)(sizeof hostile_cases / sizeof *hostile_cases);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../aot/aot.h"
+#include "../../freezing/freezing.h"
 
 /* configure builds only the .c files of tests/unit: the corpus is compiled in here. */
 #include "../hostile/corpus.c"
@@ -56,8 +57,15 @@ static void inspect(const char *path)
 	bool pinned = true;
 	for (int i = 0; i < g->n_inputs; i++)
 		pinned &= g->values[g->inputs[i]].typed;
-	if (pinned && !mc_report_unsupported(g))
-		mc_infer_graph(g);
+	if (pinned && !mc_report_unsupported(g) && !mc_infer_graph(g)) {
+		/* a QDQ model: inspect runs the quantize pass (its integer ops) */
+		bool qdq = false;
+		for (int i = 0; i < g->n_nodes; i++)
+			qdq |= g->nodes[i].id == MC_OP_QuantizeLinear ||
+			       g->nodes[i].id == MC_OP_DequantizeLinear;
+		if (qdq)
+			mc_pass_quantize(g, NULL);
+	}
 	mc_graph_free(g);
 }
 

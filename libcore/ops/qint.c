@@ -28,8 +28,10 @@ bool mc_qi_multiplier(double real, int32_t *mult, int32_t *shift)
 		m = (int64_t)llround(ldexp(real, 62));
 		s = 62;
 	}
-	if (s < 1)
-		return false;
+	if (s < 1) { /* just below 2^30, rounded up to 2^31 * 2^-1 */
+		m = INT32_MAX;
+		s = 1;
+	}
 	*mult = (int32_t)m;
 	*shift = (int32_t)s;
 	return true;

@@ -46,13 +46,14 @@ static uint32_t fnv1a(uint32_t h, const float *values, size_t count)
 #define PAINT 0xa5a5a5a5u
 
 /* Paints PAINT_BYTES below this frame (the stack the model's run will
- * use: the caller's sp minus a margin for this frame) */
+ * use: this leaf function's sp minus 16 bytes: up to about
+ * 16 bytes + its frame of what the run uses counts as used) */
 static __attribute__((noinline)) uint32_t *paint_stack(void)
 {
 	uint32_t sp;
 	__asm volatile("mov %0, sp" : "=r"(sp));
-	uint32_t *bottom = (uint32_t *)((sp - PAINT_BYTES - 64u) & ~7u);
-	for (uint32_t *p = bottom; p < (uint32_t *)(sp - 64u); p++)
+	uint32_t *bottom = (uint32_t *)((sp - PAINT_BYTES - 16u) & ~7u);
+	for (uint32_t *p = bottom; p < (uint32_t *)(sp - 16u); p++)
 		*p = PAINT;
 	return bottom;
 }

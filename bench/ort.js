@@ -99,7 +99,10 @@ function makeFeeds(ort, session, pins, seed, scale) {
 		if (!dims.every((d) => typeof d === 'number' && d >= 0)) throw new Error(`input '${meta.name}' has a symbolic dim: pin it in models.tsv`);
 		const n = dims.reduce((p, d) => p * d, 1);
 		const data = new Array_(n);
-		for (let i = 0; i < n; i++) data[i] = (2 * random() - 1) * scale;
+		// models.tsv's scale: S (uniform in [-S, S]) or LO:HI, as tests/models/reference.js
+		const range = String(scale).split(':').map(Number);
+		if (range.length === 2) for (let i = 0; i < n; i++) data[i] = range[0] + random() * (range[1] - range[0]);
+		else for (let i = 0; i < n; i++) data[i] = (2 * random() - 1) * scale;
 		feeds[meta.name] = new ort.Tensor(meta.type, data, dims);
 	}
 	return feeds;
@@ -317,7 +320,7 @@ async function openOrt(ort, m, row) {
 		return {};
 	}
 	try {
-		return {session, feeds: makeFeeds(ort, session, parsePins(m.pins), Number(m.seed), Number(m.scale))};
+		return {session, feeds: makeFeeds(ort, session, parsePins(m.pins), Number(m.seed), m.scale)};
 	} catch (e) {
 		row.ortError = e.message;
 		return {session};

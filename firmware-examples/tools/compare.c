@@ -2,10 +2,12 @@
  * Host tool of the firmware examples: compares the outputs a firmware run
  * printed with the host's, model by model.
  *
- * usage: compare HOST.log TARGET.log [RTOL]
+ * usage: compare HOST.log TARGET.log [RTOL [ULPS]]
  * Both logs hold lines `out MODEL INDEX COUNT` followed by COUNT lines of
  * hex float32 bits (what the examples' main.c prints). Per output:
- * max|target - host| / max|host| must be <= RTOL (default 1e-5).
+ * max|target - host| / max|host| must be <= RTOL (default 1e-5); with
+ * ULPS, also every value within ULPS units in the last place of the
+ * host's (0: bit-identical), and the values that differ are counted.
  * Exit status: 0 all within; 1 an output differs or is missing; 2 usage.
  */
 #include <math.h>
@@ -68,13 +70,30 @@ static int read_log(const char *path, output **outs, int *n)
 	return 0;
 }
 
+/* units in the last place between two floats (their bits as a monotone
+ * integer line); NaN against anything else: INT64_MAX */
+static int64_t ulps_apart(float a, float b)
+{
+	uint32_t x, y;
+	memcpy(&x, &a, sizeof x);
+	memcpy(&y, &b, sizeof y);
+	if (x == y)
+		return 0;
+	if (isnan(a) || isnan(b))
+		return INT64_MAX;
+	int64_t ox = x & 0x80000000u ? -(int64_t)(x & 0x7fffffffu) : (int64_t)x;
+	int64_t oy = y & 0x80000000u ? -(int64_t)(y & 0x7fffffffu) : (int64_t)y;
+	return ox > oy ? ox - oy : oy - ox;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: compare HOST.log TARGET.log [RTOL]\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: compare HOST.log TARGET.log [RTOL [ULPS]]\n");
 		return 2;
 	}
-	double rtol = argc == 4 ? strtod(argv[3], NULL) : 1e-5;
+	double rtol = argc >= 4 ? strtod(argv[3], NULL) : 1e-5;
+	long max_ulps = argc == 5 ? strtol(argv[4], NULL, 10) : -1;
 	output *host, *target;
 	int nh, nt;
 	if (read_log(argv[1], &host, &nh) || read_log(argv[2], &target, &nt))
@@ -106,8 +125,22 @@ int main(int argc, char **argv)
 		}
 		double ratio = ref > 0 ? diff / ref : diff;
 		bool ok = ratio <= rtol;
-		printf("%-12s %5d %8ld %12.3e %12.3e %12.3e  %s\n", h->model, h->index, h->count, diff, ref, ratio,
-		       ok ? "PASS" : "FAIL");
+		char bits_note[96] = "";
+		if (max_ulps >= 0) {
+			long differ = 0;
+			int64_t worst = 0;
+			for (long k = 0; k < h->count; k++) {
+				int64_t u = ulps_apart(h->values[k], t->values[k]);
+				differ += u != 0;
+				if (u > worst)
+					worst = u;
+			}
+			ok = ok && worst <= max_ulps;
+			snprintf(bits_note, sizeof bits_note, " (%ld of %ld values not bit-identical, max %lld ulp)", differ,
+			         h->count, (long long)worst);
+		}
+		printf("%-12s %5d %8ld %12.3e %12.3e %12.3e  %s%s\n", h->model, h->index, h->count, diff, ref, ratio,
+		       ok ? "PASS" : "FAIL", bits_note);
 		fails += !ok;
 	}
 	printf("compare: %d of %d outputs within %.0e\n", nh - fails, nh, rtol);

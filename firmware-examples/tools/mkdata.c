@@ -1,7 +1,8 @@
 /*
  * Host tool of the firmware examples: writes the stored inputs as C.
  *
- * usage: mkdata NAME COUNT SEED            COUNT floats uniform in [-1, 1)
+ * usage: mkdata NAME COUNT SEED [SCALE]    COUNT floats uniform in [-1, 1)
+ *                                          (times SCALE, when given)
  *        mkdata NAME COUNT FILE.bin        the first COUNT little-endian
  *                                          float32 values of FILE.bin
  * prints `const float NAME[COUNT] = { ... };` (hex floats: exact) on stdout.
@@ -15,8 +16,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: mkdata NAME COUNT SEED|FILE.bin\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: mkdata NAME COUNT SEED [SCALE] | mkdata NAME COUNT FILE.bin\n");
 		return 2;
 	}
 	char *end;
@@ -32,6 +33,16 @@ int main(int argc, char **argv)
 		if (!f) {
 			fprintf(stderr, "mkdata: %s: %s\n", argv[3], strerror(errno));
 			return 1;
+		}
+	}
+	float scale = 1.0f;
+	if (argc == 5) {
+		scale = strtof(argv[4], &end);
+		if (*end || !(scale > 0.0f) || f) {
+			fprintf(stderr, "mkdata: bad SCALE '%s' (a positive number, with a SEED only)\n", argv[4]);
+			if (f)
+				fclose(f);
+			return 2;
 		}
 	}
 	uint32_t state = (uint32_t)seed;
@@ -51,6 +62,7 @@ int main(int argc, char **argv)
 		} else {
 			state = state * 1664525u + 1013904223u;
 			v = (float)(state >> 8) / (float)(1u << 23) - 1.0f; /* 24 bits: exact */
+			v *= scale; /* printed exactly, whatever it rounds to */
 		}
 		printf("\t%a,\n", (double)v);
 	}

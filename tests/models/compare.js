@@ -2,13 +2,18 @@
 // Compares a model's outputs with reference outputs, file by file.
 //
 // usage: node tests/models/compare.js REFDIR OUTDIR [--tol T]
-//                 [--mask-flips NAME=F]... [--summary FILE]
+//                 [--abs-tol A] [--mask-flips NAME=F]... [--summary FILE]
 //
 // REFDIR is what reference.js wrote (outputs.tsv and outputs/FILE.bin);
 // OUTDIR holds the candidate's raw FILE.bin files (as `modelc run` writes
 // them). A floating-point output passes when
 //     max|out - ref| <= T * max|ref|      (T = 1e-4 unless --tol)
 // (NaN must match NaN); an integer or bool output must match exactly.
+// --abs-tol A: the bound is A itself, not relative to max|ref| (the int8
+// models: A is one quantisation step of the output, models.tsv says which);
+// each line then also prints max|diff| / A ("of bound").
+// --exact: every output must be bit-identical (float bits, NaN payloads
+// included): two builds of the same model that must agree exactly.
 // --mask-flips NAME=F lets up to a fraction F of NAME's elements be masked
 // (exactly 0) on one side and not on the other: for outputs masked by a
 // float Equal (a non-maximum suppression, say), where rounding flips a few
@@ -50,7 +55,7 @@ const readers = {
 };
 
 // Two passes: max|ref| first, then the elements over the tolerance it sets.
-function compareOne(ref, out, dtype, tol, allowedFraction) {
+function compareOne(ref, out, dtype, tol, allowedFraction, absTol, exact) {
 	const [size, read, isFloat] = readers[dtype];
 	if (ref.length !== out.length)
 		return {error: `size ${out.length} bytes, reference ${ref.length} bytes`};
@@ -60,7 +65,19 @@ function compareOne(ref, out, dtype, tol, allowedFraction) {
 		const r = Math.abs(read(ref, o));
 		if (Number.isFinite(r)) maxRef = Math.max(maxRef, r);
 	}
-	const bound = isFloat ? tol * maxRef : 0;
+	if (exact) {
+		let differ = 0, maxDiff = 0;
+		for (let o = 0; o < ref.length; o += size) {
+			if (ref.compare(out, o, o + size, o, o + size) !== 0) {
+				differ++;
+				const d = Math.abs(read(out, o) - read(ref, o));
+				maxDiff = Math.max(maxDiff, Number.isNaN(d) ? Infinity : d);
+			}
+		}
+		return {maxDiff, maxRef, ratio: maxRef > 0 ? maxDiff / maxRef : maxDiff ? Infinity : 0,
+			over: differ, flips: 0, n, pass: differ === 0};
+	}
+	const bound = isFloat ? (absTol !== null ? absTol : tol * maxRef) : 0;
 	let maxDiff = 0, over = 0, flips = 0;
 	for (let o = 0; o < ref.length; o += size) {
 		const r = read(ref, o), x = read(out, o);
@@ -81,7 +98,7 @@ function compareOne(ref, out, dtype, tol, allowedFraction) {
 
 function main() {
 	const argv = process.argv.slice(2), pos = [];
-	let tol = 1e-4, summary = null;
+	let tol = 1e-4, summary = null, absTol = null, exact = false;
 	const maskFlips = {};
 	for (let i = 0; i < argv.length; i++) {
 		if (argv[i] === '--tol' && i + 1 < argv.length) tol = Number(argv[++i]);
@@ -91,10 +108,13 @@ function main() {
 			maskFlips[v.slice(0, eq)] = frac;
 		}
 		else if (argv[i] === '--summary' && i + 1 < argv.length) summary = argv[++i];
+		else if (argv[i] === '--abs-tol' && i + 1 < argv.length) absTol = Number(argv[++i]);
+		else if (argv[i] === '--exact') exact = true;
 		else if (argv[i].startsWith('--')) die(`unknown option '${argv[i]}'`);
 		else pos.push(argv[i]);
 	}
-	if (pos.length !== 2 || !(tol >= 0)) die('usage: compare.js REFDIR OUTDIR [--tol T] [--mask-flips NAME=FRACTION]... [--summary FILE]');
+	if (pos.length !== 2 || !(tol >= 0) || (absTol !== null && !(absTol > 0)))
+		die('usage: compare.js REFDIR OUTDIR [--tol T | --abs-tol A | --exact] [--mask-flips NAME=FRACTION]... [--summary FILE]');
 	const [refDir, outDir] = pos;
 	const rows = fs.readFileSync(path.join(refDir, 'outputs.tsv'), 'utf8').split('\n').filter((l) => l).map((l) => l.split('\t'));
 
@@ -106,7 +126,7 @@ function main() {
 		let r;
 		if (!readers[dtype]) r = {error: `dtype ${dtype} is not compared`};
 		else if (!fs.existsSync(path.join(outDir, file))) r = {error: `no output file ${file}`};
-		else r = compareOne(fs.readFileSync(path.join(refDir, 'outputs', file)), fs.readFileSync(path.join(outDir, file)), dtype, tol, maskFlips[name] || 0);
+		else r = compareOne(fs.readFileSync(path.join(refDir, 'outputs', file)), fs.readFileSync(path.join(outDir, file)), dtype, tol, maskFlips[name] || 0, absTol, exact);
 		if (r.error) {
 			console.log(`${head} FAIL: ${r.error}`);
 			allPass = false;
@@ -114,7 +134,9 @@ function main() {
 			continue;
 		}
 		const allowed = maskFlips[name] ? ` (${r.flips} masked element(s) flipped; ${Math.floor(maskFlips[name] * r.n)} of ${r.n} allowed)` : '';
-		console.log(`${head} ${fmt(r.maxDiff)} ${fmt(r.maxRef)} ${fmt(r.ratio)} ${String(r.over).padStart(7)}  ${r.pass ? 'PASS' : 'FAIL'}${allowed}`);
+		const ofBound = absTol !== null && !exact ? ` (${(r.maxDiff / absTol).toFixed(4)} of bound ${absTol})` : '';
+		const bits = exact ? (r.over ? ` (${r.over} of ${r.n} elements differ)` : ' (bit-identical)') : '';
+		console.log(`${head} ${fmt(r.maxDiff)} ${fmt(r.maxRef)} ${fmt(r.ratio)} ${String(r.over).padStart(7)}  ${r.pass ? 'PASS' : 'FAIL'}${allowed}${ofBound}${bits}`);
 		allPass = allPass && r.pass;
 		maxRatio = Math.max(maxRatio, r.ratio);
 	}

@@ -2,11 +2,12 @@
 // Reference outputs of a model from ONNX Runtime (onnxruntime-node, installed
 // by scripts/install-deps into .cache/npm-tools/).
 //
-// usage: node tests/models/reference.js MODEL DIR [--seed N] [--scale S]
+// usage: node tests/models/reference.js MODEL DIR [--seed N] [--scale S|LO:HI]
 //                 [--pin NAME=DIMS]... [--inputs-from DIR0] [--no-opt]
 //
 // Generates one input per graph input from a seeded PRNG (uniform in
-// [-S, S], default S = 1), or reuses DIR0's inputs, runs ONNX Runtime on one
+// [-S, S], default S = 1; --scale LO:HI: uniform in [LO, HI]), or reuses
+// DIR0's inputs, runs ONNX Runtime on one
 // thread, and writes:
 //   DIR/inputs/FILE.bin   each input, raw little-endian
 //   DIR/outputs/FILE.bin  each output, raw little-endian
@@ -36,7 +37,11 @@ function parseArgs(argv) {
 			return argv[++i];
 		};
 		if (arg === '--seed') a.seed = Number(next());
-		else if (arg === '--scale') a.scale = Number(next());
+		else if (arg === '--scale') {
+			const v = next(), colon = v.indexOf(':');
+			if (colon >= 0) [a.lo, a.hi] = [Number(v.slice(0, colon)), Number(v.slice(colon + 1))];
+			else a.scale = Number(v);
+		}
 		else if (arg === '--no-opt') a.noOpt = true;
 		else if (arg === '--inputs-from') a.inputsFrom = next();
 		else if (arg === '--pin') {
@@ -46,8 +51,10 @@ function parseArgs(argv) {
 		} else if (arg.startsWith('--')) die(`unknown option '${arg}'`, 2);
 		else a.pos.push(arg);
 	}
-	if (a.pos.length !== 2) die('usage: reference.js MODEL DIR [--seed N] [--scale S] [--pin NAME=DIMS]... [--inputs-from DIR0] [--no-opt]', 2);
+	if (a.pos.length !== 2) die('usage: reference.js MODEL DIR [--seed N] [--scale S|LO:HI] [--pin NAME=DIMS]... [--inputs-from DIR0] [--no-opt]', 2);
 	if (!Number.isInteger(a.seed) || !(a.scale > 0)) die('--seed must be an integer and --scale positive', 2);
+	if (a.lo === undefined) [a.lo, a.hi] = [-a.scale, a.scale];
+	if (!(a.lo < a.hi)) die('--scale LO:HI needs LO < HI', 2);
 	return a;
 }
 
@@ -150,7 +157,11 @@ async function main() {
 			if (data.length !== numel) die(`reused input '${meta.name}' has ${data.length} elements, want ${numel}`);
 		} else {
 			data = new Array_(numel);
-			for (let i = 0; i < numel; i++) data[i] = (2 * random() - 1) * args.scale;
+			// (the symmetric form as it always was: the same inputs as before LO:HI)
+			if (args.lo === -args.scale && args.hi === args.scale)
+				for (let i = 0; i < numel; i++) data[i] = (2 * random() - 1) * args.scale;
+			else
+				for (let i = 0; i < numel; i++) data[i] = args.lo + random() * (args.hi - args.lo);
 		}
 		feeds[meta.name] = new ort.Tensor(meta.type, data, dims);
 		const file = fileName(meta.name);

@@ -848,7 +848,8 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .unroll_limit = o.unroll_limit,
 	                      .dump_after = o.dump_after,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
-	                      .layout = target.layout, .quantized_io = o.quantized_io };
+	                      .layout = target.layout, .quantized_io = o.quantized_io,
+	                      .no_quantize = o.no_quantize };
 	if (mc_freeze(g, &fo))
 		goto out;
 	double t_freeze = now_ms();

@@ -25,6 +25,7 @@ typedef struct mc_compile_opts {
 	                             * code for microcontrollers' flash) */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	bool quantized_io;          /* --quantized-io: int8 inputs/outputs at a Q or DQ (mc_quantized_io) */
+	bool no_quantize;           /* --no-quantize: QDQ regions run as float, weights dequantized */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */
 	const char **bind_values;

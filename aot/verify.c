@@ -143,7 +143,7 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	/* Bound inputs are constants for the reference too. */
 	if (mc_apply_binds(g, o))
 		goto out;
-	if (mc_infer_graph(g) || mc_quantize_reference(g, o->quantized_io))
+	if (mc_infer_graph(g) || (!o->no_quantize && mc_quantize_reference(g, o->quantized_io)))
 		goto out;
 	n_in = g->n_inputs;
 	in = mc_xcalloc((size_t)n_in + 1, sizeof *in);

@@ -294,6 +294,8 @@ int mc_freeze(mc_graph *g, const mc_freeze_opts *opts)
 	for (int round = 0; round < MAX_ROUNDS; round++) {
 		int changes = 0;
 		for (const mc_pass *p = mc_freeze_passes; p->name; p++) {
+			if (o.no_quantize && p->run == mc_pass_quantize)
+				continue;
 			int rc = run_pass(g, &o, p, &seq);
 			if (rc < 0)
 				return -1;

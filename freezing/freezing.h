@@ -20,6 +20,7 @@ typedef struct {
 	const char *layout;       /* "auto", "nchw", "nhwc"; NULL: "auto" (mc_pass_layout) */
 	int unroll_limit;         /* nodes an unrolled Scan or Loop may make; 0: MC_DEFAULT_UNROLL_LIMIT */
 	bool quantized_io;        /* mc_quantized_io after the passes' fixed point */
+	bool no_quantize;         /* --no-quantize: QDQ runs as float (the quantize pass is skipped) */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)

@@ -60,6 +60,8 @@ static void usage(FILE *f)
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
 	      "                            from its convolutions); inputs and outputs keep the model's\n"
 	      "                            own layout\n"
+	      "  --no-quantize             run a quantized (QDQ) model in float, its weights dequantized\n"
+	      "                            at compile time (no integer kernels)\n"
 	      "  --quantized-io            an input read only by a QuantizeLinear, or an output written\n"
 	      "                            by a DequantizeLinear, is passed as its int8/uint8 integers\n"
 	      "                            (the header gives NAME_INPUT_i_SCALE and _ZERO_POINT)\n"
@@ -203,6 +205,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--cuda-arch") == 0 && has_val) {
 		o->cuda_arch = argv[++*i];
 		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--no-quantize") == 0) {
+		o->no_quantize = true;
+		note_option(c, a, NULL);
 	} else if (strcmp(a, "--quantized-io") == 0) {
 		o->quantized_io = true;
 		note_option(c, a, NULL);

@@ -198,3 +198,30 @@ Test(quantize, spatial_reduce_mean_is_an_integer_average)
 		check_and_verify(b, MC_OP_QiAvgPool, MC_OP_ReduceMean, 0.01);
 	}
 }
+
+Test(quantize, no_quantize_keeps_the_float_ops)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "1,2,3");
+	mb_input(b, g, "y", F, "1,2,3");
+	qdq(b, g, "x", "xd", 0.02f, 3);
+	qdq(b, g, "y", "yd", 0.05f, -7);
+	mb_node(b, g, "Add", "add", "xd,yd", "s");
+	qdq(b, g, "s", "out", 0.04f, 1);
+	mb_output(b, g, "out");
+	for (int skip = 0; skip <= 1; skip++) {
+		mc_graph *mg = mb_import(b, ".", NULL);
+		cr_assert(mg);
+		cr_assert_eq(mc_infer_graph(mg), 0);
+		mc_freeze_opts o = {.no_quantize = skip};
+		cr_assert_eq(mc_freeze(mg, &o), 0);
+		cr_assert_eq(count_op(mg, MC_OP_QiAdd), !skip);
+		cr_assert_eq(count_op(mg, MC_OP_Add), skip);
+		mc_graph_free(mg);
+	}
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.no_quantize = true;
+	cr_assert_eq(verify_model_with(b, &o), 0);
+}

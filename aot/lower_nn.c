@@ -416,8 +416,8 @@ static int lower_qisoftmax(mc_lower_ctx *c)
 	mc_kexpr *base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, o, n * inner), in));
 	mc_kexpr *mx = mc_kb_local(kb, load_as(c, 0, base, MC_KT_I32));
 	mc_kexpr *k = mc_kb_fori(kb, n, MC_KF_REDUCE);
-	mc_kb_assign(kb, mx, mc_k_bin(kb, MC_KB_MAX, mx,
-	                              load_as(c, 0, mc_k_add(kb, base, mc_k_muli(kb, k, inner)), MC_KT_I32)));
+	mc_kexpr *xk = load_as(c, 0, mc_k_add(kb, base, mc_k_muli(kb, k, inner)), MC_KT_I32);
+	mc_kb_assign(kb, mx, mc_k_bin(kb, MC_KB_MAX, mx, xk));
 	mc_kb_end(kb);
 	mc_kexpr *sum = mc_kb_local(kb, zero(kb, MC_KT_U32));
 	for (int pass = 0; pass < 2; pass++) {

@@ -336,8 +336,23 @@ static void drop_tail(qpass *s, int op, int tail, const qparam *q)
 	s->dead[q->node] = true;
 }
 
+/* Node i becomes b's requantising op writing q's value with clamp [lo, hi];
+ * the activation tail and the Q go. False (nothing changed) if the
+ * registry refuses b. */
+static bool commit_requant(qpass *s, int i, int tail, const qparam *q, nodebuf *b, int64_t lo,
+                           int64_t hi)
+{
+	nb_output(b, q, lo, hi);
+	if (!nb_finish(b, s->g))
+		return false;
+	drop_tail(s, i, tail, q);
+	replace_node(s, i, b);
+	return true;
+}
+
 /* Per-channel multipliers and shifts of factors real[0..count). */
-static bool channel_multipliers(const double *real, int64_t count, mc_tensor **mult, mc_tensor **shift)
+static bool channel_multipliers(const double *real, int64_t count, mc_tensor **mult,
+                                mc_tensor **shift)
 {
 	*mult = vec_new(MC_INT32, count);
 	*shift = vec_new(MC_INT32, count);
@@ -481,12 +496,7 @@ static bool match_product(qpass *s, int i)
 	for (int a = 0; conv && a < n->n_attrs; a++)
 		nb_attr(&b, copy_attr(&n->attrs[a]));
 	nb_attr(&b, int_attr("x_zero_point", zp_at(&x, 0)));
-	nb_output(&b, &q, lo, hi);
-	if (!nb_finish(&b, g))
-		return false;
-	drop_tail(s, i, tail, &q);
-	replace_node(s, i, &b);
-	return true;
+	return commit_requant(s, i, tail, &q, &b, lo, hi);
 }
 
 /* Add, Sub or Mul of two per-tensor DQs into QiAdd or QiMul. */
@@ -517,12 +527,7 @@ static bool match_binary(qpass *s, int i)
 	if (!mul)
 		nb_attr(&nb, int_attr("b_multiplier", mb));
 	nb_attr(&nb, int_attr("shift", sh));
-	nb_output(&nb, &q, lo, hi);
-	if (!nb_finish(&nb, g))
-		return false;
-	drop_tail(s, i, tail, &q);
-	replace_node(s, i, &nb);
-	return true;
+	return commit_requant(s, i, tail, &q, &nb, lo, hi);
 }
 
 /* ReduceMean over exactly the spatial dims [2, rank) of a rank-`rank` x. */
@@ -570,7 +575,8 @@ static bool match_avgpool(qpass *s, int i)
 	int nsp = xs->rank - 2;
 	if (nsp < 1)
 		return false;
-	int64_t kern[MC_MAX_RANK], stride[MC_MAX_RANK], pads[2 * MC_MAX_RANK], ceil_mode = 0, dil[MC_MAX_RANK];
+	int64_t kern[MC_MAX_RANK], stride[MC_MAX_RANK], pads[2 * MC_MAX_RANK], dil[MC_MAX_RANK];
+	int64_t ceil_mode = 0;
 	const char *auto_pad = "NOTSET";
 	int64_t keepdims = 1;
 	if (n->id == MC_OP_ReduceMean && (!spatial_mean(g, n, xs->rank) ||
@@ -600,7 +606,8 @@ static bool match_avgpool(qpass *s, int i)
 	for (int d = 0; d < nsp; d++)
 		count *= kern[d];
 	int32_t m, sh;
-	if (count > (1 << 22) || !mc_qi_multiplier(scale_at(&x, 0) / (scale_at(&q, 0) * (double)count), &m, &sh))
+	double real = scale_at(&x, 0) / (scale_at(&q, 0) * (double)count);
+	if (count > (1 << 22) || !mc_qi_multiplier(real, &m, &sh))
 		return false;
 	int in[1] = {x.q};
 	nodebuf b;
@@ -618,12 +625,7 @@ static bool match_avgpool(qpass *s, int i)
 	nb_attr(&b, int_attr("shift", sh));
 	if (!keepdims)
 		nb_attr(&b, int_attr("keepdims", 0));
-	nb_output(&b, &q, lo, hi);
-	if (!nb_finish(&b, g))
-		return false;
-	drop_tail(s, i, tail, &q);
-	replace_node(s, i, &b);
-	return true;
+	return commit_requant(s, i, tail, &q, &b, lo, hi);
 }
 
 /* A unary pointwise float op between a DQ and a Q into QiLut: the table is
@@ -634,8 +636,8 @@ static bool match_lut(qpass *s, int i)
 	mc_graph *g = s->g;
 	mc_node *n = &g->nodes[i];
 	qparam x, q;
-	if (!mc_op_has(n->id, MC_OF_PW) || mc_op_has(n->id, MC_OF_INTERNAL) || n->n_outputs != 1 || !n->op ||
-	    !per_tensor_dq(s, n->inputs[0], &x) || !q_after(s, n->outputs[0], &q))
+	if (!mc_op_has(n->id, MC_OF_PW) || mc_op_has(n->id, MC_OF_INTERNAL) || n->n_outputs != 1 ||
+	    !n->op || !per_tensor_dq(s, n->inputs[0], &x) || !q_after(s, n->outputs[0], &q))
 		return false;
 	for (int k = 1; k < n->n_inputs; k++)
 		if (n->inputs[k] >= 0 && (!g->values[n->inputs[k]].konst ||
@@ -1083,6 +1085,13 @@ static bool match_q(qpass *s, int i)
 
 /* ---- quantized inputs and outputs (--quantized-io) ---- */
 
+/* The clamp is the whole of the output type (no activation folded in). */
+static bool full_range(const qi_params *p)
+{
+	int64_t lo, hi;
+	return mc_quant_range(p->to, &lo, &hi) && p->lo == lo && p->hi == hi;
+}
+
 int mc_quantized_io(mc_graph *g)
 {
 	int *uses = ge_use_counts(g);
@@ -1098,7 +1107,7 @@ int mc_quantized_io(mc_graph *g)
 			is_input |= g->inputs[k] == x;
 		if (n->id == MC_OP_QiQuantize && is_input && uses[x] == 1 && !ge_is_graph_output(g, x) &&
 		    !ge_is_graph_output(g, y) && !mc_attr_float(n, "scale", 0, &scale) && scale > 0 &&
-		    p->lo == -128 + (p->to == MC_UINT8 ? 128 : 0) && p->hi == 127 + (p->to == MC_UINT8 ? 128 : 0)) {
+		    full_range(p)) {
 			/* the input is the integers: Q's readers read it */
 			g->values[x].dtype = p->to;
 			g->values[x].io_scale = scale;

@@ -828,8 +828,6 @@ static int lower_dynamic_quantize(mc_lower_ctx *c)
 	return 0;
 }
 
-/* ---- the table ---- */
-
 /* ---- the integer ops of quantized regions (libcore/ops/qint.h) ---- */
 
 static const qi_params *qi(const mc_lower_ctx *c)
@@ -899,6 +897,8 @@ static int lower_qilut(mc_lower_ctx *c)
 	mc_kb_end(kb);
 	return 0;
 }
+
+/* ---- the table ---- */
 
 #define POINTWISE(var, name, fn) static const mc_lowering var = { name, NULL, pw_##fn, 0 }
 POINTWISE(l_relu, MC_OP_Relu, relu);

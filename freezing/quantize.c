@@ -9,7 +9,7 @@
  *   Conv, Gemm, MatMul          -> QiConv, QiMatMul (weights stay int8)
  *   Add, Mul                    -> QiAdd, QiMul
  *   AveragePool, GlobalAveragePool (no padding), spatial ReduceMean -> QiAvgPool
- *   a unary pointwise op        -> QiLut (its table evaluated here)
+ *   a chain of pointwise ops with scalar constants -> QiLut (a table)
  *   Softmax (rows up to 256)    -> QiSoftmax (a table of exponentials)
  *   layout ops, MaxPool, Concat of one scale -> the same op on the integers,
  *                                  the DQ moved after it
@@ -628,51 +628,98 @@ static bool match_avgpool(qpass *s, int i)
 	return commit_requant(s, i, tail, &q, &b, lo, hi);
 }
 
-/* A unary pointwise float op between a DQ and a Q into QiLut: the table is
- * the op's own reference evaluation on the 256 dequantized values,
- * quantized as QuantizeLinear does (x / scale, ties to even). */
+/* Which input of node n is its one float value input, the others being
+ * scalar constants, for a float pointwise op (a table can hold it); -1 if
+ * none. */
+static int table_input(const mc_graph *g, const mc_node *n)
+{
+	if (!mc_op_has(n->id, MC_OF_PW) || mc_op_has(n->id, MC_OF_INTERNAL) || n->n_outputs != 1 ||
+	    !n->op || n->n_inputs > 8 || n->outputs[0] < 0 || g->values[n->outputs[0]].dtype != MC_FLOAT)
+		return -1;
+	int value = -1;
+	for (int k = 0; k < n->n_inputs; k++) {
+		const mc_value *v = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
+		if (!v || (v->konst && v->konst->numel == 1))
+			continue;
+		if (value >= 0 || v->konst || v->dtype != MC_FLOAT)
+			return -1;
+		value = k;
+	}
+	return value;
+}
+
+/* Node n's reference evaluation with its value input (k) replaced by the
+ * 256 floats of *t, which become its result; false if it fails. */
+static bool eval_on_table(const mc_graph *g, const mc_node *n, int k, mc_tensor **t)
+{
+	mc_tensor *y = mc_tensor_new(MC_FLOAT, &(*t)->shape);
+	MC_ASSERT(y);
+	const mc_tensor *in[8] = {0};
+	for (int j = 0; j < n->n_inputs; j++)
+		in[j] = j == k ? *t : n->inputs[j] >= 0 ? g->values[n->inputs[j]].konst : NULL;
+	mc_tensor *out[1] = {y};
+	mc_eval_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
+	bool ok = !n->op->eval(&c);
+	mc_tensor_free(ok ? *t : y);
+	if (ok)
+		*t = y;
+	return ok;
+}
+
+#define MAX_CHAIN 8
+
+/* A chain of float pointwise ops from a DQ to a Q (GELU's Div, Erf, Add;
+ * a Sigmoid; a HardSwish), each with scalar constants besides the value it
+ * passes on, into one QiLut: the table is the ops' own reference
+ * evaluation on the 256 dequantized values, quantized as QuantizeLinear
+ * does (x / scale, ties to even). */
 static bool match_lut(qpass *s, int i)
 {
 	mc_graph *g = s->g;
-	mc_node *n = &g->nodes[i];
+	int chain[MAX_CHAIN], slot[MAX_CHAIN], len = 0, cur = i;
 	qparam x, q;
-	if (!mc_op_has(n->id, MC_OF_PW) || mc_op_has(n->id, MC_OF_INTERNAL) || n->n_outputs != 1 ||
-	    !n->op || !per_tensor_dq(s, n->inputs[0], &x) || !q_after(s, n->outputs[0], &q))
+	slot[0] = table_input(g, &g->nodes[i]);
+	if (slot[0] < 0 || !per_tensor_dq(s, g->nodes[i].inputs[slot[0]], &x))
 		return false;
-	for (int k = 1; k < n->n_inputs; k++)
-		if (n->inputs[k] >= 0 && (!g->values[n->inputs[k]].konst ||
-		                          g->values[n->inputs[k]].konst->numel != 1))
+	for (;;) {
+		chain[len++] = cur;
+		int out = g->nodes[cur].outputs[0];
+		if (q_after(s, out, &q))
+			break;
+		int r = only_reader(s, out);
+		if (r < 0 || len == MAX_CHAIN || (slot[len] = table_input(g, &g->nodes[r])) < 0 ||
+		    g->nodes[r].inputs[slot[len]] != out)
 			return false;
+		cur = r;
+	}
 	mc_shape ts = {1, {256}};
-	mc_tensor *fx = mc_tensor_new(MC_FLOAT, &ts), *fy = mc_tensor_new(MC_FLOAT, &ts);
-	mc_tensor *table = vec_new(q.type, 256);
+	mc_tensor *f = mc_tensor_new(MC_FLOAT, &ts);
+	MC_ASSERT(f);
 	int64_t base = x.type == MC_INT8 ? -128 : 0, lo, hi;
 	mc_quant_range(q.type, &lo, &hi);
 	for (int64_t v = 0; v < 256; v++)
-		((float *)fx->data)[v] = (float)((double)(v + base - zp_at(&x, 0)) * scale_at(&x, 0));
-	const mc_tensor *in[8] = {fx};
-	for (int k = 1; k < n->n_inputs && k < 8; k++)
-		in[k] = n->inputs[k] >= 0 ? g->values[n->inputs[k]].konst : NULL;
-	mc_tensor *out[1] = {fy};
-	mc_eval_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs < 8 ? n->n_inputs : 8, .n_out = 1,
-	                 .in = in, .out = out};
-	bool ok = n->n_inputs <= 8 && g->values[n->outputs[0]].dtype == MC_FLOAT && !n->op->eval(&c);
+		((float *)f->data)[v] = (float)((double)(v + base - zp_at(&x, 0)) * scale_at(&x, 0));
+	bool ok = true;
+	for (int k = 0; k < len && ok; k++)
+		ok = eval_on_table(g, &g->nodes[chain[k]], slot[k], &f);
+	mc_tensor *table = vec_new(q.type, 256);
 	for (int64_t v = 0; ok && v < 256; v++) {
-		float y = ((float *)fy->data)[v] / (float)scale_at(&q, 0);
+		float y = ((float *)f->data)[v] / (float)scale_at(&q, 0);
 		double r = isnan(y) ? 0 : nearbyint((double)y) + (double)zp_at(&q, 0);
 		mc_set_i(table, (size_t)v, r < (double)lo ? lo : r > (double)hi ? hi : (int64_t)r);
 	}
-	mc_tensor_free(fx);
-	mc_tensor_free(fy);
+	mc_tensor_free(f);
 	if (!ok) {
 		mc_tensor_free(table);
 		return false;
 	}
 	int tin[2] = {x.q, add_const(g, "table", table)};
 	nodebuf b;
-	nb_init(&b, g, MC_OP_QiLut, n->name, tin, 2, g->nodes[q.node].outputs[0]);
+	nb_init(&b, g, MC_OP_QiLut, g->nodes[i].name, tin, 2, g->nodes[q.node].outputs[0]);
 	if (!nb_finish(&b, g))
 		return false;
+	for (int k = 1; k < len; k++)
+		s->dead[chain[k]] = true;
 	s->dead[q.node] = true;
 	replace_node(s, i, &b);
 	return true;

@@ -225,3 +225,24 @@ Test(quantize, no_quantize_keeps_the_float_ops)
 	o.no_quantize = true;
 	cr_assert_eq(verify_model_with(b, &o), 0);
 }
+
+Test(quantize, a_chain_of_pointwise_ops_is_one_table)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", F, "2,16");
+	qdq(b, g, "x", "xd", 0.03f, 0);
+	float sqrt2 = 1.41421356f, one = 1;
+	mb_init_floats(b, g, "sqrt2", "", &sqrt2, 1);
+	mb_init_floats(b, g, "one", "", &one, 1);
+	mb_node(b, g, "Div", "div", "xd,sqrt2", "d");
+	mb_node(b, g, "Erf", "erf", "d", "e");
+	mb_node(b, g, "Add", "add", "one,e", "a"); /* the value as the second operand */
+	qdq(b, g, "a", "out", 1.0f / 128, -128);
+	mb_output(b, g, "out");
+	mc_graph *q = quantized(b);
+	cr_assert_eq(count_op(q, MC_OP_QiLut), 1);
+	cr_assert_eq(count_op(q, MC_OP_Erf) + count_op(q, MC_OP_Div) + count_op(q, MC_OP_Add), 0);
+	mc_graph_free(q);
+	check_and_verify(b, MC_OP_QiLut, MC_OP_Erf, 1.0 / 128);
+}

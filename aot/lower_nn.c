@@ -992,6 +992,9 @@ static int lower_qiconv(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
+	int fast = mc_kern_qconv_pointwise(c);
+	if (fast != 1)
+		return fast;
 	const qi_params *p = c->node->params;
 	conv_geom g;
 	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &g))

@@ -246,3 +246,63 @@ Test(quantize, a_chain_of_pointwise_ops_is_one_table)
 	mc_graph_free(q);
 	check_and_verify(b, MC_OP_QiLut, MC_OP_Erf, 1.0 / 128);
 }
+
+/* x [n, c, h, w] -> Q/DQ (uint8, zero point 37) -> 1x1 Conv with m output
+ * channels (per-channel int8 weights, int32 bias) -> Q/DQ. */
+static mb *pointwise_model(int n, int c, int h, int w, int m)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	char dims[64];
+	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, c, h, w);
+	mb_input(b, g, "x", F, dims);
+	float xs = 0.03f;
+	int64_t xz = 37;
+	mb_init_floats(b, g, "xs", "", &xs, 1);
+	mb_init_ints(b, g, "xz", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "", &xz, 1);
+	mb_node(b, g, "QuantizeLinear", NULL, "x,xs,xz", "xq");
+	mb_node(b, g, "DequantizeLinear", NULL, "xq,xs,xz", "xd");
+	int64_t wv[64 * 64], bv[64];
+	float ws[64], bs[64];
+	uint32_t seed = 7;
+	for (int i = 0; i < m * c; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		wv[i] = (int64_t)(seed >> 24) - 128;
+	}
+	for (int o = 0; o < m; o++) {
+		ws[o] = 0.002f + 0.0005f * (float)o;
+		bs[o] = xs * ws[o];
+		bv[o] = (int64_t)o * 97 - 300;
+	}
+	char wd[32], md[16];
+	snprintf(wd, sizeof wd, "%d,%d,1,1", m, c);
+	snprintf(md, sizeof md, "%d", m);
+	mb_init_ints(b, g, "w", I8, wd, wv, (size_t)(m * c));
+	mb_init_floats(b, g, "ws", md, ws, (size_t)m);
+	mb_init_ints(b, g, "bias", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, md, bv, (size_t)m);
+	mb_init_floats(b, g, "bs", md, bs, (size_t)m);
+	mb_attr_int(b, mb_node(b, g, "DequantizeLinear", "wdq", "w,ws", "wd"), "axis", 0);
+	mb_attr_int(b, mb_node(b, g, "DequantizeLinear", "bdq", "bias,bs", "bd"), "axis", 0);
+	Onnx__NodeProto *conv = mb_node(b, g, "Conv", "conv", "xd,wd,bd", "y");
+	int64_t k[2] = {1, 1};
+	mb_attr_ints(b, conv, "kernel_shape", k, 2);
+	qdq(b, g, "y", "out", 0.05f, -3);
+	mb_output(b, g, "out");
+	return b;
+}
+
+Test(quantize, pointwise_convolutions_tiled_agree)
+{
+	/* odd and even pixel counts, a batch, channels not a multiple of the tile */
+	static const int shapes[][5] = {
+		{1, 16, 3, 5, 8}, {1, 7, 4, 4, 12}, {2, 5, 1, 3, 4}, {1, 9, 2, 3, 6},
+	};
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+		const int *d = shapes[s];
+		mb *b = pointwise_model(d[0], d[1], d[2], d[3], d[4]);
+		within_one_step(b, 0.05);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		cr_assert_eq(verify_model_with(b, &o), 0, "shape %zu", s);
+	}
+}

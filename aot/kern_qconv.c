@@ -1,6 +1,9 @@
-/* Fast kernel for QiConv with a 1x1 window (pointwise convolutions, most
- * of a MobileNet's or a DS-CNN's multiply-accumulates; see lower.h:
- * mc_kern_qconv_pointwise). Channels-first x [N, C, P] times w [M, C]:
+/* Fast kernels for QiConv (lower.h): mc_kern_qconv_pointwise for a 1x1
+ * window (pointwise convolutions, most of a MobileNet's or a DS-CNN's
+ * multiply-accumulates) and mc_kern_qconv_window for any other window of a
+ * dense (group 1) convolution.
+ *
+ * The pointwise kernel: Channels-first x [N, C, P] times w [M, C]:
  *
  * - the weight is packed at generation time as [M/TM][C][TM], so that one
  *   step of the reduction reads TM consecutive bytes;
@@ -14,6 +17,7 @@
  * Bit-identical to the plain lowering: the same int32 sums in another
  * order (the pass checked they cannot overflow). */
 #include "lower.h"
+#include "lower_window.h"
 #include "../libcore/ops/qint.h"
 #include "../libcore/ops/quant.h"
 
@@ -158,6 +162,93 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c)
 	}
 	if (t.pix % TP)
 		emit_tile(&t, mc_k_index(kb, t.pix / TP * TP), (int)(t.pix % TP));
+	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
+/* ---- any window, group 1 (mc_kern_qconv_window) ----
+ * TM output channels of one output pixel summed in registers: each loaded
+ * x serves TM products. The weight is packed as [M/TM][C][taps][TM]; the
+ * window's taps outside the input are skipped as in the plain lowering
+ * (so x's zero point stays in the loop: folding it would count them). */
+
+static bool window_fits(const mc_lower_ctx *c, const conv_geom *g)
+{
+	return g->group == 1 && g->out_ch % TM == 0 && g->nsp <= 3 &&
+	       !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) && mc_lower_const(c, QI_W) &&
+	       (!c->in[QI_B] || mc_lower_const(c, QI_B));
+}
+
+int mc_kern_qconv_window(mc_lower_ctx *c)
+{
+	if (c->node->id != MC_OP_QiConv || !c->out[0])
+		return 1;
+	const qi_params *qp = c->node->params;
+	conv_geom g;
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &g))
+		return -1;
+	if (!window_fits(c, &g))
+		return 1;
+	mc_kb *kb = c->kb;
+	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
+	int64_t ch = g.in_ch, m = g.out_ch, ksize = 1, in_plane = 1;
+	for (int d = 0; d < g.nsp; d++) {
+		ksize *= g.kern[d];
+		in_plane *= g.in[d];
+	}
+	mc_shape ws = {1, {m * ch * ksize}}, bs = {1, {m}};
+	mc_tensor *wt = mc_tensor_new(w->dtype, &ws), *bt = mc_tensor_new(MC_INT32, &bs);
+	MC_ASSERT(wt && bt);
+	for (int64_t o = 0; o < m; o++) {
+		mc_set_i(bt, (size_t)o, b ? mc_get_i(b, (size_t)o) : 0);
+		for (int64_t r = 0; r < ch * ksize; r++)
+			mc_set_i(wt, (size_t)(((o / TM) * ch * ksize + r) * TM + o % TM),
+			         mc_get_i(w, (size_t)(o * ch * ksize + r)));
+	}
+	int wb = mc_kb_packed(kb, wt), bb = mc_kb_packed(kb, bt);
+	int depth = 0;
+	mc_kexpr *n = g.batch > 1 ? range(kb, idx(kb, 0), idx(kb, g.batch), MC_KF_PARALLEL, &depth)
+	                          : idx(kb, 0);
+	mc_kexpr *mt = range(kb, idx(kb, 0), idx(kb, m / TM), MC_KF_PARALLEL, &depth);
+	mc_kexpr *co[MC_MAX_RANK];
+	taps t[3];
+	dim_geom dg[3];
+	for (int d = 0; d < g.nsp; d++) {
+		dg[d] = (dim_geom){ g.in[d], g.out[d], g.kern[d], g.stride[d], g.dil[d], g.pad[d] };
+		co[2 + d] = range(kb, idx(kb, 0), idx(kb, g.out[d]), MC_KF_PARALLEL, &depth);
+		fwd_taps(kb, &dg[d], co[2 + d], &t[d]);
+	}
+	mc_kexpr *acc[TM];
+	for (int i = 0; i < TM; i++)
+		acc[i] = mc_kb_local(kb, mc_k_load(kb, bb, mc_k_addi(kb, mc_k_muli(kb, mt, TM), i)));
+	int inner = 0;
+	mc_kexpr *ic = range(kb, idx(kb, 0), idx(kb, ch), MC_KF_REDUCE, &inner);
+	mc_kexpr *xbase = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, n, ch), ic), in_plane));
+	mc_kexpr *wbase = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mt, ch), ic), ksize));
+	mc_kexpr *xi = idx(kb, 0), *ki = idx(kb, 0);
+	for (int d = 0; d < g.nsp; d++) {
+		mc_kexpr *tap = range(kb, t[d].lo, t[d].hi, MC_KF_REDUCE, &inner);
+		mc_kexpr *pos = mc_k_add(kb, t[d].start, mc_k_muli(kb, tap, dg[d].d));
+		xi = mc_k_add(kb, mc_k_muli(kb, xi, g.in[d]), pos);
+		ki = mc_k_add(kb, mc_k_muli(kb, ki, g.kern[d]), tap);
+	}
+	mc_kexpr *xv = mc_kb_let(kb, mc_k_sub(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_X,
+	                                                       mc_k_add(kb, xbase, xi))),
+	                                      mc_k_int(kb, MC_KT_I32, qp->x_zp)));
+	mc_kexpr *wrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, wbase, ki), TM));
+	for (int i = 0; i < TM; i++) {
+		mc_kexpr *wv = mc_k_cast(kb, MC_KT_I32, mc_k_load(kb, wb, mc_k_addi(kb, wrow, i)));
+		mc_kb_assign(kb, acc[i], mc_k_add(kb, acc[i], mc_k_mul(kb, wv, xv)));
+	}
+	mc_kb_end_n(kb, inner);
+	co[0] = n;
+	for (int i = 0; i < TM; i++) {
+		co[1] = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, TM), i));
+		mc_kexpr *mult = mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, co[1]));
+		mc_kexpr *shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, co[1])));
+		mc_lower_store(c, 0, co, NULL, mc_lower_requant(kb, acc[i], mult, shift, qp->y_zp, qp->lo,
+		                                                 qp->hi));
+	}
 	mc_kb_end_n(kb, depth);
 	return 0;
 }

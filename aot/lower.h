@@ -114,6 +114,7 @@ int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
 int mc_kern_qconv_pointwise(mc_lower_ctx *c); /* QiConv 1x1: register-tiled int32 sums */
+int mc_kern_qconv_window(mc_lower_ctx *c);    /* QiConv, group 1: 4 output channels a pass */
 
 /* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
  * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and

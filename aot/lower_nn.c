@@ -993,6 +993,8 @@ static int lower_qiconv(mc_lower_ctx *c)
 	if (!c->out[0])
 		return 0;
 	int fast = mc_kern_qconv_pointwise(c);
+	if (fast == 1)
+		fast = mc_kern_qconv_window(c);
 	if (fast != 1)
 		return fast;
 	const qi_params *p = c->node->params;

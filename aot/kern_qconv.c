@@ -36,12 +36,12 @@ static bool pointwise_fits(const mc_lower_ctx *c, const conv_geom *g)
 	return mc_lower_const(c, QI_W) && (!c->in[QI_B] || mc_lower_const(c, QI_B));
 }
 
-/* w [M, C] as [M/TM][C][TM], and the bias with x's zero point folded in. */
-static void pack(const mc_lower_ctx *c, const conv_geom *g, int64_t x_zp, mc_tensor **wp,
-                 mc_tensor **bp)
+/* w [M, C] (or, transposed, [C, M]) as [M/TM][C][TM], and the bias with
+ * x's zero point folded in. */
+static void pack(const mc_lower_ctx *c, int64_t m, int64_t ch, bool transposed, int64_t x_zp,
+                 mc_tensor **wp, mc_tensor **bp)
 {
 	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
-	int64_t m = g->out_ch, ch = g->in_ch;
 	mc_shape ws = {1, {m * ch}}, bs = {1, {m}};
 	*wp = mc_tensor_new(w->dtype, &ws);
 	*bp = mc_tensor_new(MC_INT32, &bs);
@@ -49,7 +49,7 @@ static void pack(const mc_lower_ctx *c, const conv_geom *g, int64_t x_zp, mc_ten
 	for (int64_t o = 0; o < m; o++) {
 		int64_t sum = 0;
 		for (int64_t k = 0; k < ch; k++) {
-			int64_t v = mc_get_i(w, (size_t)(o * ch + k));
+			int64_t v = mc_get_i(w, (size_t)(transposed ? k * m + o : o * ch + k));
 			sum += v;
 			mc_set_i(*wp, (size_t)(((o / TM) * ch + k) * TM + o % TM), v);
 		}
@@ -76,11 +76,16 @@ static void out_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *n, mc_kexpr *oc,
 	}
 }
 
-/* The packed kernel's buffers and shape. */
+/* The packed kernel's buffers and shape: out[oc][p] = sum over k of
+ * w[oc][k] x[k][p], at strides (a pointwise convolution: x [C, P], out
+ * [M, P]; a matrix product: x is A [R, K] and out [R, N]). */
 typedef struct {
 	mc_lower_ctx *c;
+	int x_in;                 /* the input x is */
 	int wb, bb;               /* packed weight and bias */
-	int64_t ch, m, pix;
+	int64_t ch, m, pix;       /* K, output channels (columns), pixels (rows) */
+	int64_t xk, xp, oc_st, op_st; /* strides of x's k and p, out's oc and p */
+	bool rows;                /* out is [p][oc] (matrix product) */
 	mc_kexpr *n, *mt;         /* batch, channel tile */
 } qtile;
 
@@ -99,12 +104,14 @@ static void emit_tile(const qtile *t, mc_kexpr *p0, int tp)
 			acc[i][j] = mc_kb_local(kb, bias);
 	}
 	mc_kexpr *k = mc_kb_fori(kb, t->ch, MC_KF_REDUCE);
-	mc_kexpr *xrow = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, t->n, t->ch),
-	                                                                  k), t->pix), p0));
+	mc_kexpr *xrow = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, t->n, t->ch * t->pix),
+	                                        mc_k_add(kb, mc_k_muli(kb, k, t->xk),
+	                                                 mc_k_muli(kb, p0, t->xp))));
 	mc_kexpr *wrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, t->mt, t->ch), k), TM));
 	mc_kexpr *xv[TP];
 	for (int j = 0; j < tp; j++)
-		xv[j] = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_X, mc_k_addi(kb, xrow, j))));
+		xv[j] = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, t->x_in,
+		                                                           mc_k_addi(kb, xrow, j * t->xp))));
 	for (int i = 0; i < TM; i++) {
 		mc_kexpr *wv = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_k_load(kb, t->wb,
 		                                                                  mc_k_addi(kb, wrow, i))));
@@ -119,13 +126,33 @@ static void emit_tile(const qtile *t, mc_kexpr *p0, int tp)
 		for (int j = 0; j < tp; j++) {
 			mc_kexpr *p = mc_kb_let(kb, mc_k_addi(kb, p0, j));
 			mc_kexpr *co[MC_MAX_RANK];
-			out_coords(kb, &c->out[0]->shape, t->n, oc, p, co);
-			mc_kexpr *lin = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, t->n, t->m), oc),
-			                                       t->pix), p);
+			if (t->rows) {
+				co[0] = p;
+				co[1] = oc;
+			} else {
+				out_coords(kb, &c->out[0]->shape, t->n, oc, p, co);
+			}
+			mc_kexpr *lin = mc_k_add(kb, mc_k_muli(kb, t->n, t->m * t->pix),
+			                         mc_k_add(kb, mc_k_muli(kb, oc, t->oc_st),
+			                                  mc_k_muli(kb, p, t->op_st)));
 			mc_lower_store(c, 0, co, lin, mc_lower_requant(kb, acc[i][j], mult, shift, qp->y_zp,
 			                                               qp->lo, qp->hi));
 		}
 	}
+}
+
+/* Full tiles of TP pixels, then the rest one tile narrower, inside the
+ * channel-tile loop the caller opened. */
+static void emit_tiles(const qtile *t)
+{
+	mc_kb *kb = t->c->kb;
+	if (t->pix / TP) {
+		mc_kexpr *pt = mc_kb_fori(kb, t->pix / TP, MC_KF_PARALLEL);
+		emit_tile(t, mc_kb_let(kb, mc_k_muli(kb, pt, TP)), TP);
+		mc_kb_end(kb);
+	}
+	if (t->pix % TP)
+		emit_tile(t, mc_k_index(kb, t->pix / TP * TP), (int)(t->pix % TP));
 }
 
 int mc_kern_qconv_pointwise(mc_lower_ctx *c)
@@ -139,11 +166,15 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c)
 	if (!pointwise_fits(c, &g))
 		return 1;
 	mc_kb *kb = c->kb;
-	qtile t = { .c = c, .ch = g.in_ch, .m = g.out_ch, .pix = 1 };
+	qtile t = { .c = c, .x_in = QI_X, .ch = g.in_ch, .m = g.out_ch, .pix = 1 };
 	for (int d = 0; d < g.nsp; d++)
 		t.pix *= g.in[d];
+	t.xk = t.pix;
+	t.xp = 1;
+	t.oc_st = t.pix;
+	t.op_st = 1;
 	mc_tensor *wt, *bt;
-	pack(c, &g, qp->x_zp, &wt, &bt);
+	pack(c, g.out_ch, g.in_ch, false, qp->x_zp, &wt, &bt);
 	t.wb = mc_kb_packed(kb, wt);
 	t.bb = mc_kb_packed(kb, bt);
 	int depth = 0;
@@ -154,15 +185,34 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c)
 	}
 	t.mt = mc_kb_fori(kb, t.m / TM, MC_KF_PARALLEL);
 	depth++;
-	/* full tiles of TP pixels, then the rest one tile narrower */
-	if (t.pix / TP) {
-		mc_kexpr *pt = mc_kb_fori(kb, t.pix / TP, MC_KF_PARALLEL);
-		emit_tile(&t, mc_kb_let(kb, mc_k_muli(kb, pt, TP)), TP);
-		mc_kb_end(kb);
-	}
-	if (t.pix % TP)
-		emit_tile(&t, mc_k_index(kb, t.pix / TP * TP), (int)(t.pix % TP));
+	emit_tiles(&t);
 	mc_kb_end_n(kb, depth);
+	return 0;
+}
+
+/* QiMatMul of A [R, K] (R rows, a 2-D output) by a constant B [K, N]
+ * (2-D, N a multiple of TM): the pointwise kernel's tiles with A's zero
+ * point folded into the bias (no padding in a product). */
+int mc_kern_qmatmul(mc_lower_ctx *c)
+{
+	if (c->node->id != MC_OP_QiMatMul || !c->out[0])
+		return 1;
+	const qi_params *qp = c->node->params;
+	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
+	if (as->rank != 2 || bs->rank != 2 || bs->dims[1] % TM || !mc_lower_const(c, QI_W) ||
+	    (c->in[QI_B] && !mc_lower_const(c, QI_B)) || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]))
+		return 1;
+	mc_kb *kb = c->kb;
+	qtile t = { .c = c, .x_in = QI_X, .ch = as->dims[1], .m = bs->dims[1], .pix = as->dims[0],
+	            .xk = 1, .xp = as->dims[1], .oc_st = 1, .op_st = bs->dims[1], .rows = true };
+	mc_tensor *wt, *bt;
+	pack(c, t.m, t.ch, true, qp->x_zp, &wt, &bt);
+	t.wb = mc_kb_packed(kb, wt);
+	t.bb = mc_kb_packed(kb, bt);
+	t.n = mc_k_index(kb, 0);
+	t.mt = mc_kb_fori(kb, t.m / TM, MC_KF_PARALLEL);
+	emit_tiles(&t);
+	mc_kb_end(kb);
 	return 0;
 }
 

@@ -1022,6 +1022,9 @@ static int lower_qimatmul(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
+	int fast = mc_kern_qmatmul(c);
+	if (fast != 1)
+		return fast;
 	const qi_params *p = c->node->params;
 	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
 	mm_geom g;

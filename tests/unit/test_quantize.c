@@ -306,3 +306,58 @@ Test(quantize, pointwise_convolutions_tiled_agree)
 		cr_assert_eq(verify_model_with(b, &o), 0, "shape %zu", s);
 	}
 }
+
+/* a [r, k] (uint8, zero point 41) -> Q/DQ -> Gemm(transB) or MatMul by a
+ * constant int8 weight of n columns (per-column scales) -> Q/DQ. */
+static mb *product_model(bool gemm, int r, int k, int n)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	char dims[64];
+	snprintf(dims, sizeof dims, "%d,%d", r, k);
+	mb_input(b, g, "a", F, dims);
+	float as = 0.025f;
+	int64_t az = 41;
+	mb_init_floats(b, g, "as", "", &as, 1);
+	mb_init_ints(b, g, "az", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "", &az, 1);
+	mb_node(b, g, "QuantizeLinear", NULL, "a,as,az", "aq");
+	mb_node(b, g, "DequantizeLinear", NULL, "aq,as,az", "ad");
+	int64_t wv[64 * 64];
+	float ws[64];
+	uint32_t seed = 11;
+	for (int i = 0; i < n * k; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		wv[i] = (int64_t)(seed >> 24) - 128;
+	}
+	for (int o = 0; o < n; o++)
+		ws[o] = 0.003f + 0.0004f * (float)o;
+	char wd[32], nd[16];
+	snprintf(wd, sizeof wd, gemm ? "%d,%d" : "%2$d,%1$d", n, k); /* Gemm: [N, K]; MatMul: [K, N] */
+	snprintf(nd, sizeof nd, "%d", n);
+	mb_init_ints(b, g, "w", I8, wd, wv, (size_t)(n * k));
+	mb_init_floats(b, g, "ws", nd, ws, (size_t)n);
+	mb_attr_int(b, mb_node(b, g, "DequantizeLinear", "wdq", "w,ws", "wd"), "axis", gemm ? 0 : 1);
+	if (gemm)
+		mb_attr_int(b, mb_node(b, g, "Gemm", "gemm", "ad,wd", "y"), "transB", 1);
+	else
+		mb_node(b, g, "MatMul", "mm", "ad,wd", "y");
+	qdq(b, g, "y", "out", 0.04f, 5);
+	mb_output(b, g, "out");
+	return b;
+}
+
+Test(quantize, matrix_products_by_constants_tiled_agree)
+{
+	/* odd and even row counts, columns a multiple of the tile or not */
+	static const int shapes[][4] = {
+		{1, 3, 12, 8}, {1, 1, 20, 4}, {0, 4, 9, 12}, {0, 5, 7, 6},
+	};
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+		const int *d = shapes[s];
+		mb *b = product_model(d[0], d[1], d[2], d[3]);
+		within_one_step(b, 0.04);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		cr_assert_eq(verify_model_with(b, &o), 0, "shape %zu", s);
+	}
+}

@@ -157,7 +157,8 @@ static void emit_tiles(const qtile *t)
 
 int mc_kern_qconv_pointwise(mc_lower_ctx *c)
 {
-	if (c->node->id != MC_OP_QiConv || !c->out[0])
+	/* a grid target runs a thread per output: CPU tiles would serialise it */
+	if (c->node->id != MC_OP_QiConv || !c->out[0] || c->kb->target->grid)
 		return 1;
 	const qi_params *qp = c->node->params;
 	conv_geom g;
@@ -195,7 +196,7 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c)
  * point folded into the bias (no padding in a product). */
 int mc_kern_qmatmul(mc_lower_ctx *c)
 {
-	if (c->node->id != MC_OP_QiMatMul || !c->out[0])
+	if (c->node->id != MC_OP_QiMatMul || !c->out[0] || c->kb->target->grid)
 		return 1;
 	const qi_params *qp = c->node->params;
 	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
@@ -231,7 +232,8 @@ static bool window_fits(const mc_lower_ctx *c, const conv_geom *g)
 
 int mc_kern_qconv_window(mc_lower_ctx *c)
 {
-	if (c->node->id != MC_OP_QiConv || !c->out[0])
+	/* a grid target runs a thread per output: CPU tiles would serialise it */
+	if (c->node->id != MC_OP_QiConv || !c->out[0] || c->kb->target->grid)
 		return 1;
 	const qi_params *qp = c->node->params;
 	conv_geom g;

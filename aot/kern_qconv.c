@@ -1,7 +1,8 @@
-/* Fast kernels for QiConv (lower.h): mc_kern_qconv_pointwise for a 1x1
- * window (pointwise convolutions, most of a MobileNet's or a DS-CNN's
- * multiply-accumulates) and mc_kern_qconv_window for any other window of a
- * dense (group 1) convolution.
+/* Fast integer kernels (lower.h), for CPU targets: mc_kern_qconv_pointwise
+ * for a QiConv with a 1x1 window (pointwise convolutions, most of a
+ * MobileNet's or a DS-CNN's multiply-accumulates), mc_kern_qmatmul for a
+ * QiMatMul by a constant (the same tiles), and mc_kern_qconv_window for
+ * any other window of a dense (group 1) QiConv.
  *
  * The pointwise kernel: Channels-first x [N, C, P] times w [M, C]:
  *
@@ -24,8 +25,9 @@
 #define TM 4
 #define TP 2
 
-/* Whether the plain lowering must do it: no 1x1 window at stride 1, no
- * padding, or a shape the tiles do not divide. */
+/* Whether the pointwise tiles fit: a 1x1 window at stride 1 without
+ * padding, channels the tile divides, constant weights without a zero
+ * point. */
 static bool pointwise_fits(const mc_lower_ctx *c, const conv_geom *g)
 {
 	if (g->group != 1 || g->out_ch % TM || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]))

@@ -13,7 +13,7 @@
  *   sum (x - x_zp) w equals sum x w - x_zp sum w exactly;
  * - TM output channels x TP pixels are summed in registers: each loaded x
  *   serves TM products and each loaded w TP products;
- * - the requantisation (mc_lower_requant) follows the tile's sums.
+ * - the requantisation (mc_rq_emit) follows the tile's sums.
  *
  * Bit-identical to the plain lowering: the same int32 sums in another
  * order (the pass checked they cannot overflow). */
@@ -60,6 +60,57 @@ static void pack(const mc_lower_ctx *c, int64_t m, int64_t ch, bool transposed, 
 	}
 }
 
+/* The requantisation of the tiles' sums. Where every channel's shift is 32
+ * or more (factors below 1/2: the usual case), mc_qi_rshift's 64-bit
+ * shifts split into the product's high word and a 32-bit shift by s - 32,
+ * and the rounding constant 2^(s-1) - 1 is packed per channel: the same
+ * result (arithmetic shifts compose) in a third of the instructions on a
+ * 32-bit core. Elsewhere mc_lower_requant. */
+void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
+{
+	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT);
+	r->split = sh != NULL;
+	for (size_t i = 0; sh && i < sh->numel; i++)
+		r->split = r->split && mc_get_i(sh, i) >= 32;
+	if (!r->split)
+		return;
+	mc_shape s1 = {1, {(int64_t)sh->numel}};
+	mc_tensor *half = mc_tensor_new(MC_INT64, &s1), *low = mc_tensor_new(MC_INT32, &s1);
+	MC_ASSERT(half && low);
+	for (size_t i = 0; i < sh->numel; i++) {
+		int64_t v = mc_get_i(sh, i);
+		mc_set_i(half, i, ((int64_t)1 << (v - 1)) - 1);
+		mc_set_i(low, i, v - 32);
+	}
+	r->half = mc_kb_packed(c->kb, half);
+	r->low = mc_kb_packed(c->kb, low);
+}
+
+/* clamp(y_zp + rshift(acc * mult[oc], shift[oc])) as i32. */
+mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc)
+{
+	mc_kb *kb = c->kb;
+	const qi_params *qp = c->node->params;
+	mc_kexpr *mult = mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, oc));
+	if (!r->split)
+		return mc_lower_requant(kb, acc, mult, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)),
+		                        qp->y_zp, qp->lo, qp->hi);
+	mc_kexpr *w32 = mc_k_int(kb, MC_KT_I64, 32), *one = mc_k_int(kb, MC_KT_I32, 1);
+	mc_kexpr *low = mc_kb_let(kb, mc_k_load(kb, r->low, oc));
+	mc_kexpr *v = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, MC_KT_I64, acc),
+	                                     mc_k_cast(kb, MC_KT_I64, mult)));
+	/* v >> s = (v >> 32) >> (s - 32); v < 2^62, so the high word fits */
+	mc_kexpr *hi = mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, v, w32));
+	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, hi, low), one);
+	mc_kexpr *sum = mc_k_add(kb, mc_k_add(kb, v, mc_k_load(kb, r->half, oc)),
+	                         mc_k_cast(kb, MC_KT_I64, odd));
+	mc_kexpr *q = mc_k_bin(kb, MC_KB_SHR, mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, sum, w32)),
+	                       low);
+	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
+	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));
+	return mc_k_bin(kb, MC_KB_MIN, q, mc_k_int(kb, MC_KT_I32, qp->hi));
+}
+
 /* Output coords of channel oc and pixel p (a linear index over the
  * spatial dims) for the store's epilogue. */
 static void out_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *n, mc_kexpr *oc, mc_kexpr *p,
@@ -88,6 +139,7 @@ typedef struct {
 	int64_t ch, m, pix;       /* K, output channels (columns), pixels (rows) */
 	int64_t xk, xp, oc_st, op_st; /* strides of x's k and p, out's oc and p */
 	bool rows;                /* out is [p][oc] (matrix product) */
+	mc_rq_pack rq;
 	mc_kexpr *n, *mt;         /* batch, channel tile */
 } qtile;
 
@@ -97,7 +149,6 @@ static void emit_tile(const qtile *t, mc_kexpr *p0, int tp)
 {
 	mc_lower_ctx *c = t->c;
 	mc_kb *kb = c->kb;
-	const qi_params *qp = c->node->params;
 	mc_kexpr *acc[TM][TP];
 	for (int i = 0; i < TM; i++) {
 		mc_kexpr *oc = mc_k_addi(kb, mc_k_muli(kb, t->mt, TM), i);
@@ -123,8 +174,6 @@ static void emit_tile(const qtile *t, mc_kexpr *p0, int tp)
 	mc_kb_end(kb);
 	for (int i = 0; i < TM; i++) {
 		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, t->mt, TM), i));
-		mc_kexpr *mult = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, oc)));
-		mc_kexpr *shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)));
 		for (int j = 0; j < tp; j++) {
 			mc_kexpr *p = mc_kb_let(kb, mc_k_addi(kb, p0, j));
 			mc_kexpr *co[MC_MAX_RANK];
@@ -137,8 +186,7 @@ static void emit_tile(const qtile *t, mc_kexpr *p0, int tp)
 			mc_kexpr *lin = mc_k_add(kb, mc_k_muli(kb, t->n, t->m * t->pix),
 			                         mc_k_add(kb, mc_k_muli(kb, oc, t->oc_st),
 			                                  mc_k_muli(kb, p, t->op_st)));
-			mc_lower_store(c, 0, co, lin, mc_lower_requant(kb, acc[i][j], mult, shift, qp->y_zp,
-			                                               qp->lo, qp->hi));
+			mc_lower_store(c, 0, co, lin, mc_rq_emit(c, &t->rq, acc[i][j], oc));
 		}
 	}
 }
@@ -180,6 +228,7 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c)
 	pack(c, g.out_ch, g.in_ch, false, qp->x_zp, &wt, &bt);
 	t.wb = mc_kb_packed(kb, wt);
 	t.bb = mc_kb_packed(kb, bt);
+	mc_rq_prepare(c, &t.rq);
 	int depth = 0;
 	t.n = mc_k_index(kb, 0);
 	if (g.batch > 1) {
@@ -212,6 +261,7 @@ int mc_kern_qmatmul(mc_lower_ctx *c)
 	pack(c, t.m, t.ch, true, qp->x_zp, &wt, &bt);
 	t.wb = mc_kb_packed(kb, wt);
 	t.bb = mc_kb_packed(kb, bt);
+	mc_rq_prepare(c, &t.rq);
 	t.n = mc_k_index(kb, 0);
 	t.mt = mc_kb_fori(kb, t.m / TM, MC_KF_PARALLEL);
 	emit_tiles(&t);
@@ -260,6 +310,8 @@ int mc_kern_qconv_window(mc_lower_ctx *c)
 			         mc_get_i(w, (size_t)(o * ch * ksize + r)));
 	}
 	int wb = mc_kb_packed(kb, wt), bb = mc_kb_packed(kb, bt);
+	mc_rq_pack rq;
+	mc_rq_prepare(c, &rq);
 	int depth = 0;
 	mc_kexpr *n = g.batch > 1 ? range(kb, idx(kb, 0), idx(kb, g.batch), MC_KF_PARALLEL, &depth)
 	                          : idx(kb, 0);
@@ -298,10 +350,7 @@ int mc_kern_qconv_window(mc_lower_ctx *c)
 	co[0] = n;
 	for (int i = 0; i < TM; i++) {
 		co[1] = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, TM), i));
-		mc_kexpr *mult = mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, co[1]));
-		mc_kexpr *shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, co[1])));
-		mc_lower_store(c, 0, co, NULL, mc_lower_requant(kb, acc[i], mult, shift, qp->y_zp, qp->lo,
-		                                                 qp->hi));
+		mc_lower_store(c, 0, co, NULL, mc_rq_emit(c, &rq, acc[i], co[1]));
 	}
 	mc_kb_end_n(kb, depth);
 	return 0;

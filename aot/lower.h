@@ -123,6 +123,18 @@ int mc_kern_qmatmul(mc_lower_ctx *c);         /* QiMatMul 2-D by a constant B: t
 mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
                            int64_t y_zp, int64_t lo, int64_t hi);
 
+/* The per-channel requantisation of QiConv and QiMatMul (aot/kern_qconv.c):
+ * mc_rq_prepare packs what it needs once per kernel (where every shift is
+ * 32 or more, the rounding constants and s - 32, so that the shifts run on
+ * 32-bit words); mc_rq_emit gives clamp(y_zp + mc_qi_scale(acc, mult[oc],
+ * shift[oc])) as i32, bit-identical to mc_lower_requant. */
+typedef struct {
+	bool split;
+	int half, low;            /* packed: int64 2^(s-1) - 1, int32 s - 32 */
+} mc_rq_pack;
+void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
+mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);
+
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* v is present and float32 (what the fast kernels handle). */

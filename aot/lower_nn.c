@@ -976,15 +976,6 @@ static int lower_col2im(mc_lower_ctx *c)
 
 /* ---- the integer ops of quantized regions (libcore/ops/qint.h) ---- */
 
-/* Output channel ch's requantisation of acc (mult and shift per channel). */
-static mc_kexpr *qi_requant_channel(mc_lower_ctx *c, mc_kexpr *acc, mc_kexpr *ch)
-{
-	const qi_params *p = c->node->params;
-	mc_kb *kb = c->kb;
-	mc_kexpr *m = mc_kb_let(kb, load_as(c, QI_MULT, ch, MC_KT_I32));
-	mc_kexpr *sh = mc_kb_let(kb, load_as(c, QI_SHIFT, ch, MC_KT_I32));
-	return mc_lower_requant(kb, acc, m, sh, p->y_zp, p->lo, p->hi);
-}
 
 /* QiConv: int32 sums (the quantize pass checked they fit), requantised
  * per output channel. */
@@ -1009,10 +1000,12 @@ static int lower_qiconv(mc_lower_ctx *c)
 	}
 	conv_io io = { QI_X, QI_W, present(c, QI_B) ? QI_B : -1, -1,
 	               present(c, QI_W_ZP) ? QI_W_ZP : -1, MC_KT_I32, p->x_zp };
+	mc_rq_pack rq;
+	mc_rq_prepare(c, &rq);
 	mc_kexpr *coords[MC_MAX_RANK];
 	int depth;
 	mc_kexpr *acc = conv_accumulate(c, &cd, &io, coords, &depth);
-	mc_lower_store(c, 0, coords, NULL, qi_requant_channel(c, acc, coords[1]));
+	mc_lower_store(c, 0, coords, NULL, mc_rq_emit(c, &rq, acc, coords[1]));
 	mc_kb_end_n(c->kb, depth);
 	return 0;
 }
@@ -1036,13 +1029,15 @@ static int lower_qimatmul(mc_lower_ctx *c)
 	             .acc = MC_KT_I32, .a_off = p->x_zp };
 	if (present(c, QI_W_ZP))
 		row_col_strides(c, QI_W_ZP, bs, bs->rank >= 2 ? bs->rank - 1 : -1, io.b_zp_st);
+	mc_rq_pack rq;
+	mc_rq_prepare(c, &rq);
 	mc_kexpr *coords[MC_MAX_RANK];
 	mm_point pt;
 	int depth;
 	mc_kexpr *acc = mm_accumulate(c, &d, &io, coords, &pt, &depth);
 	if (present(c, QI_B))
 		acc = mc_k_add(c->kb, acc, load_as(c, QI_B, pt.col, MC_KT_I32));
-	mc_lower_store(c, 0, coords, NULL, qi_requant_channel(c, acc, pt.col));
+	mc_lower_store(c, 0, coords, NULL, mc_rq_emit(c, &rq, mc_kb_let(c->kb, acc), pt.col));
 	mc_kb_end_n(c->kb, depth);
 	return 0;
 }

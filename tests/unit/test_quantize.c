@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../freezing/freezing.h"
+#include "../../libcore/ops/qint.h"
 #include "compile_helpers.h"
 
 #define F ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
@@ -248,15 +249,17 @@ Test(quantize, a_chain_of_pointwise_ops_is_one_table)
 }
 
 /* x [n, c, h, w] -> Q/DQ (uint8, zero point 37) -> 1x1 Conv with m output
- * channels (per-channel int8 weights, int32 bias) -> Q/DQ. */
-static mb *pointwise_model(int n, int c, int h, int w, int m)
+ * channels (per-channel int8 weights, int32 bias) -> Q/DQ; with ties, the
+ * scales are powers of two and the weights -1, 0, 1 (factor 1/4: a sum of
+ * 2 mod 4 is a tie). */
+static mb *pointwise_scaled(int n, int c, int h, int w, int m, bool ties)
 {
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	char dims[64];
 	snprintf(dims, sizeof dims, "%d,%d,%d,%d", n, c, h, w);
 	mb_input(b, g, "x", F, dims);
-	float xs = 0.03f;
+	float xs = ties ? 0.0625f : 0.03f;
 	int64_t xz = 37;
 	mb_init_floats(b, g, "xs", "", &xs, 1);
 	mb_init_ints(b, g, "xz", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "", &xz, 1);
@@ -267,12 +270,12 @@ static mb *pointwise_model(int n, int c, int h, int w, int m)
 	uint32_t seed = 7;
 	for (int i = 0; i < m * c; i++) {
 		seed = seed * 1664525u + 1013904223u;
-		wv[i] = (int64_t)(seed >> 24) - 128;
+		wv[i] = ties ? (int64_t)(seed >> 24) % 3 - 1 : (int64_t)(seed >> 24) - 128;
 	}
 	for (int o = 0; o < m; o++) {
-		ws[o] = 0.002f + 0.0005f * (float)o;
+		ws[o] = ties ? 0.0625f : 0.002f + 0.0005f * (float)o;
 		bs[o] = xs * ws[o];
-		bv[o] = (int64_t)o * 97 - 300;
+		bv[o] = ties ? 0 : (int64_t)o * 97 - 300;
 	}
 	char wd[32], md[16];
 	snprintf(wd, sizeof wd, "%d,%d,1,1", m, c);
@@ -286,9 +289,31 @@ static mb *pointwise_model(int n, int c, int h, int w, int m)
 	Onnx__NodeProto *conv = mb_node(b, g, "Conv", "conv", "xd,wd,bd", "y");
 	int64_t k[2] = {1, 1};
 	mb_attr_ints(b, conv, "kernel_shape", k, 2);
-	qdq(b, g, "y", "out", 0.05f, -3);
+	qdq(b, g, "y", "out", ties ? 0.015625f : 0.05f, -3);
 	mb_output(b, g, "out");
 	return b;
+}
+
+static mb *pointwise_model(int n, int c, int h, int w, int m)
+{
+	return pointwise_scaled(n, c, h, w, m, false);
+}
+
+Test(quantize, pointwise_ties_round_to_even)
+{
+	/* factor 0.0625 * 0.0625 / 2^-6 = 1/4: shift 32, the split requantisation */
+	mb *b = pointwise_scaled(1, 4, 8, 8, 8, true);
+	within_one_step(b, 0.015625);
+	mc_graph *q = quantized(b);
+	for (int i = 0; i < q->n_nodes; i++)
+		if (q->nodes[i].id == MC_OP_QiConv) {
+			const mc_tensor *sh = q->values[q->nodes[i].inputs[QI_SHIFT]].konst;
+			cr_assert(sh && mc_get_i(sh, 0) >= 32);
+		}
+	mc_graph_free(q);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	cr_assert_eq(verify_model_with(b, &o), 0);
 }
 
 Test(quantize, pointwise_convolutions_tiled_agree)

@@ -205,17 +205,26 @@ static void emit_tiles(const qtile *t)
 		emit_tile(t, mc_k_index(kb, t->pix / TP * TP), (int)(t->pix % TP));
 }
 
-int mc_kern_qconv_pointwise(mc_lower_ctx *c)
+/* A QiConv these tiles take: 0 with its geometry in g, 1 to leave it to
+ * the plain lowering, -1 after reporting. */
+static int conv_entry(mc_lower_ctx *c, conv_geom *g,
+                      bool (*fits)(const mc_lower_ctx *c, const conv_geom *g))
 {
 	/* a grid target runs a thread per output: CPU tiles would serialise it */
 	if (c->node->id != MC_OP_QiConv || !c->out[0] || c->kb->target->grid)
 		return 1;
-	const qi_params *qp = c->node->params;
-	conv_geom g;
-	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &g))
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, g))
 		return -1;
-	if (!pointwise_fits(c, &g))
-		return 1;
+	return fits(c, g) ? 0 : 1;
+}
+
+int mc_kern_qconv_pointwise(mc_lower_ctx *c)
+{
+	conv_geom g;
+	int rc = conv_entry(c, &g, pointwise_fits);
+	if (rc)
+		return rc;
+	const qi_params *qp = c->node->params;
 	mc_kb *kb = c->kb;
 	qtile t = { .c = c, .x_in = QI_X, .ch = g.in_ch, .m = g.out_ch, .pix = 1 };
 	for (int d = 0; d < g.nsp; d++)
@@ -284,15 +293,11 @@ static bool window_fits(const mc_lower_ctx *c, const conv_geom *g)
 
 int mc_kern_qconv_window(mc_lower_ctx *c)
 {
-	/* a grid target runs a thread per output: CPU tiles would serialise it */
-	if (c->node->id != MC_OP_QiConv || !c->out[0] || c->kb->target->grid)
-		return 1;
-	const qi_params *qp = c->node->params;
 	conv_geom g;
-	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &g))
-		return -1;
-	if (!window_fits(c, &g))
-		return 1;
+	int rc = conv_entry(c, &g, window_fits);
+	if (rc)
+		return rc;
+	const qi_params *qp = c->node->params;
 	mc_kb *kb = c->kb;
 	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
 	int64_t ch = g.in_ch, m = g.out_ch, ksize = 1, in_plane = 1;

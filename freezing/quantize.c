@@ -250,6 +250,23 @@ static void replace_node(qpass *s, int pos, nodebuf *b)
 	s->changes++;
 }
 
+/* Types node `at` again (its inputs changed to integers) and makes it its
+ * outputs' producer; false, the pass failing, if its op refuses them. */
+static bool retype(qpass *s, int at)
+{
+	mc_graph *g = s->g;
+	if (mc_infer_node(g, at)) {
+		mc_error("quantize: %s cannot run on the integers of its quantized input",
+		         g->nodes[at].name);
+		s->failed = true;
+		return false;
+	}
+	for (int k = 0; k < g->nodes[at].n_outputs; k++)
+		if (g->nodes[at].outputs[k] >= 0)
+			g->values[g->nodes[at].outputs[k]].producer = at;
+	return true;
+}
+
 static int add_const(mc_graph *g, const char *base, mc_tensor *t)
 {
 	return ge_add_const(g, base, t);
@@ -935,17 +952,8 @@ static bool sink_dq(qpass *s, int i)
 	}
 	if (pad_value >= 0)
 		n->inputs[2] = pad_value;
-	const mc_value *in[16] = {0};
-	mc_value *out[1] = {&g->values[qv]};
-	for (int k = 0; k < n->n_inputs && k < 16; k++)
-		in[k] = n->inputs[k] >= 0 ? &g->values[n->inputs[k]] : NULL;
-	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
-	if (n->n_inputs > 16 || n->op->infer(&c)) {
-		mc_error("quantize: %s cannot run on the integers of its quantized input", n->name);
-		s->failed = true;
+	if (!retype(s, i))
 		return false;
-	}
-	g->values[qv].producer = i;
 	/* the DQ, reading the same scale and zero point constants */
 	const mc_node *dq = &g->nodes[x.node];
 	int din[3] = {qv, dq->inputs[1], dq->n_inputs > 2 ? dq->inputs[2] : -1};
@@ -1013,16 +1021,8 @@ static bool match_concat(qpass *s, int i)
 	}
 	s->dead[q.node] = true;
 	n->outputs[0] = q.q;
-	const mc_value *in[64] = {0};
-	mc_value *out[1] = {&g->values[q.q]};
-	for (int k = 0; k < n->n_inputs; k++)
-		in[k] = &g->values[n->inputs[k]];
-	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
-	if (n->op->infer(&c)) {
-		s->failed = true;
+	if (!retype(s, i))
 		return false;
-	}
-	g->values[q.q].producer = i;
 	if (count) {
 		nodes[count++] = *n;
 		g->nodes[i] = (mc_node){0};
@@ -1064,22 +1064,8 @@ static bool hoist_q(qpass *s, int i)
 	mc_node tmp = g->nodes[p];
 	g->nodes[p] = g->nodes[i];
 	g->nodes[i] = tmp;
-	for (int k = 0; k < 2; k++) {
-		int at = k ? i : p;
-		mc_node *n = &g->nodes[at];
-		const mc_value *in[16] = {0};
-		mc_value *out[1] = {&g->values[n->outputs[0]]};
-		for (int j = 0; j < n->n_inputs && j < 16; j++)
-			in[j] = n->inputs[j] >= 0 ? &g->values[n->inputs[j]] : NULL;
-		mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = 1, .in = in,
-		                  .out = out};
-		if (n->n_inputs > 16 || n->op->infer(&c)) {
-			mc_error("quantize: %s cannot run on the integers of its quantized input", n->name);
-			s->failed = true;
-			return false;
-		}
-		g->values[n->outputs[0]].producer = at;
-	}
+	if (!retype(s, p) || !retype(s, i))
+		return false;
 	s->changes++;
 	return true;
 }

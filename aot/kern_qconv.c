@@ -28,14 +28,21 @@
 /* Whether the pointwise tiles fit: a 1x1 window at stride 1 without
  * padding, channels the tile divides, constant weights without a zero
  * point. */
+/* What both convolution kernels need: a dense convolution, output
+ * channels the tile divides, constant weights without a zero point and a
+ * constant bias or none. */
+static bool tiles_fit(const mc_lower_ctx *c, const conv_geom *g)
+{
+	return g->group == 1 && g->out_ch % TM == 0 && !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) &&
+	       mc_lower_const(c, QI_W) && (!c->in[QI_B] || mc_lower_const(c, QI_B));
+}
+
 static bool pointwise_fits(const mc_lower_ctx *c, const conv_geom *g)
 {
-	if (g->group != 1 || g->out_ch % TM || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]))
-		return false;
 	for (int d = 0; d < g->nsp; d++)
 		if (g->kern[d] != 1 || g->stride[d] != 1 || g->pad[d] != 0 || g->out[d] != g->in[d])
 			return false;
-	return mc_lower_const(c, QI_W) && (!c->in[QI_B] || mc_lower_const(c, QI_B));
+	return tiles_fit(c, g);
 }
 
 /* w [M, C] (or, transposed, [C, M]) as [M/TM][C][TM], and the bias with
@@ -286,9 +293,7 @@ int mc_kern_qmatmul(mc_lower_ctx *c)
 
 static bool window_fits(const mc_lower_ctx *c, const conv_geom *g)
 {
-	return g->group == 1 && g->out_ch % TM == 0 && g->nsp <= 3 &&
-	       !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) && mc_lower_const(c, QI_W) &&
-	       (!c->in[QI_B] || mc_lower_const(c, QI_B));
+	return g->nsp <= 3 && tiles_fit(c, g);
 }
 
 int mc_kern_qconv_window(mc_lower_ctx *c)
@@ -299,21 +304,14 @@ int mc_kern_qconv_window(mc_lower_ctx *c)
 		return rc;
 	const qi_params *qp = c->node->params;
 	mc_kb *kb = c->kb;
-	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
 	int64_t ch = g.in_ch, m = g.out_ch, ksize = 1, in_plane = 1;
 	for (int d = 0; d < g.nsp; d++) {
 		ksize *= g.kern[d];
 		in_plane *= g.in[d];
 	}
-	mc_shape ws = {1, {m * ch * ksize}}, bs = {1, {m}};
-	mc_tensor *wt = mc_tensor_new(w->dtype, &ws), *bt = mc_tensor_new(MC_INT32, &bs);
-	MC_ASSERT(wt && bt);
-	for (int64_t o = 0; o < m; o++) {
-		mc_set_i(bt, (size_t)o, b ? mc_get_i(b, (size_t)o) : 0);
-		for (int64_t r = 0; r < ch * ksize; r++)
-			mc_set_i(wt, (size_t)(((o / TM) * ch * ksize + r) * TM + o % TM),
-			         mc_get_i(w, (size_t)(o * ch * ksize + r)));
-	}
+	/* [M/TM][C * taps][TM]; the bias as it is (x's zero point stays) */
+	mc_tensor *wt, *bt;
+	pack(c, m, ch * ksize, false, 0, &wt, &bt);
 	int wb = mc_kb_packed(kb, wt), bb = mc_kb_packed(kb, bt);
 	mc_rq_pack rq;
 	mc_rq_prepare(c, &rq);

@@ -476,6 +476,15 @@ mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
 	return e;
 }
 
+mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
+{
+	mc_kexpr *e = expr(kb, MC_KE_DOT2, MC_KT_I32);
+	e->a = a;
+	e->b = b;
+	e->c = acc;
+	return e;
+}
+
 /* ---- statements ---- */
 static mc_kstmt *append(mc_kb *kb, mc_kstmt_kind kind)
 {
@@ -611,7 +620,7 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t)
 static const char *const un_names[MC_KU__COUNT] = {
 	"neg", "not", "bitnot", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "asin",
 	"acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil",
-	"trunc", "rint", "round", "erf", "isnan", "isinf",
+	"trunc", "rint", "round", "erf", "isnan", "isinf", "sxtb16", "sxtb16hi",
 };
 static const char *const bin_names[MC_KB__COUNT] = {
 	"+", "-", "*", "/", "%", "fmod", "pow", "atan2", "min", "max", "&", "|", "^", "<<", ">>",
@@ -671,8 +680,8 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		dump_expr(e->a, f);
 		fputc(')', f);
 		break;
-	case MC_KE_FMA:
-		fputs("fma(", f);
+	case MC_KE_FMA: case MC_KE_DOT2:
+		fputs(e->kind == MC_KE_FMA ? "fma(" : "dot2(", f);
 		dump_expr(e->a, f);
 		fputs(", ", f);
 		dump_expr(e->b, f);

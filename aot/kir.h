@@ -45,6 +45,10 @@ typedef enum {
 	MC_KE_FMA,     /* a * b + c */
 	MC_KE_SPLAT,   /* the scalar a in every lane */
 	MC_KE_LANE,    /* lane i of the vector a (a scalar) */
+	/* i32 only: c + lo(a) * lo(b) + hi(a) * hi(b), wrapping, where lo and hi
+	 * are the signed 16-bit halves of a and b (the Cortex-M DSP extension's
+	 * SMLAD: two multiply-accumulates in one instruction) */
+	MC_KE_DOT2,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -57,6 +61,9 @@ typedef enum {
 	MC_KU_ROUND,   /* round half away from zero */
 	MC_KU_ERF,
 	MC_KU_ISNAN, MC_KU_ISINF, /* result bool */
+	/* i32 only: bytes 0 and 2 (SXTB16_HI: 1 and 3) of a, sign-extended into
+	 * the low and high 16-bit halves (SXTB16, and SXTB16 with ROR #8) */
+	MC_KU_SXTB16, MC_KU_SXTB16_HI,
 	MC_KU__COUNT
 } mc_kunop;
 
@@ -291,6 +298,7 @@ mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b); /* same t
 mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
+mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
 #define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
 #define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))
 #define mc_k_mul(kb, a, b) mc_k_bin((kb), MC_KB_MUL, (a), (b))

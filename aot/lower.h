@@ -116,6 +116,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_C
 int mc_kern_qconv_pointwise(mc_lower_ctx *c); /* QiConv 1x1: register-tiled int32 sums */
 int mc_kern_qconv_window(mc_lower_ctx *c);    /* QiConv, group 1: 4 output channels a pass */
 int mc_kern_qmatmul(mc_lower_ctx *c);         /* QiMatMul 2-D by a constant B: tiled like 1x1 */
+int mc_kern_qdual(mc_lower_ctx *c);   /* QiConv (group 1), QiMatMul: SMLAD pairs, --isa cortex-m */
 
 /* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
  * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and

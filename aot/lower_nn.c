@@ -983,7 +983,9 @@ static int lower_qiconv(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
-	int fast = mc_kern_qconv_pointwise(c);
+	int fast = mc_kern_qdual(c);
+	if (fast == 1)
+		fast = mc_kern_qconv_pointwise(c);
 	if (fast == 1)
 		fast = mc_kern_qconv_window(c);
 	if (fast != 1)
@@ -1015,7 +1017,9 @@ static int lower_qimatmul(mc_lower_ctx *c)
 {
 	if (!c->out[0])
 		return 0;
-	int fast = mc_kern_qmatmul(c);
+	int fast = mc_kern_qdual(c);
+	if (fast == 1)
+		fast = mc_kern_qmatmul(c);
 	if (fast != 1)
 		return fast;
 	const qi_params *p = c->node->params;

@@ -347,6 +347,48 @@ MODELC_UNSIGNED_OPS(u32, uint32_t, 32)
 MODELC_UNSIGNED_OPS(u64, uint64_t, 64)
 #undef MODELC_UNSIGNED_OPS
 
+/* ---- dual 16-bit multiply-accumulates (the kernel IR's DOT2 and SXTB16):
+ * one instruction each on a core with the Arm DSP extension (Cortex-M4, M7,
+ * M33, M55), plain C elsewhere with the same results ---- */
+#if defined(__ARM_FEATURE_DSP) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+/* GCC does not fold a rotation into SXTB16's operand: spelled out */
+MODELC_FN int32_t modelc_sxtb16(int32_t a)
+{
+	int32_t r;
+	__asm__("sxtb16 %0, %1" : "=r"(r) : "r"(a));
+	return r;
+}
+MODELC_FN int32_t modelc_sxtb16_hi(int32_t a)
+{
+	int32_t r;
+	__asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(a));
+	return r;
+}
+MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
+{
+	int32_t r;
+	__asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+	return r;
+}
+#else
+/* the signed byte or half-word of u at bit `at` */
+MODELC_FN int32_t modelc_sbyte_(uint32_t u, int at) { return (int32_t)(((u >> at) & 0xffu) ^ 0x80u) - 0x80; }
+MODELC_FN int32_t modelc_shalf_(uint32_t u, int at) { return (int32_t)(((u >> at) & 0xffffu) ^ 0x8000u) - 0x8000; }
+MODELC_FN int32_t modelc_sxtb16(int32_t a)
+{
+	uint32_t u = (uint32_t)a;
+	return (int32_t)(((uint32_t)modelc_sbyte_(u, 0) & 0xffffu) | ((uint32_t)modelc_sbyte_(u, 16) << 16));
+}
+MODELC_FN int32_t modelc_sxtb16_hi(int32_t a) { return modelc_sxtb16((int32_t)((uint32_t)a >> 8)); }
+MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
+{
+	uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+	uint32_t lo = (uint32_t)(modelc_shalf_(ua, 0) * modelc_shalf_(ub, 0));
+	uint32_t hi = (uint32_t)(modelc_shalf_(ua, 16) * modelc_shalf_(ub, 16));
+	return (int32_t)((uint32_t)acc + lo + hi);
+}
+#endif
+
 MODELC_FN float modelc_min_f32(float a, float b) { return a < b ? a : b; }
 MODELC_FN float modelc_max_f32(float a, float b) { return a > b ? a : b; }
 MODELC_FN double modelc_min_f64(double a, double b) { return a < b ? a : b; }

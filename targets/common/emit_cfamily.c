@@ -490,6 +490,9 @@ static void put_un(emitter *e, const mc_kexpr *x)
 		else
 			put_prefix(e, mc_ce_ctype(e, t), "~", x->a);
 		return;
+	case MC_KU_SXTB16: case MC_KU_SXTB16_HI: /* the runtime's, as modelc_smlad */
+		put_call(e, x->op == MC_KU_SXTB16 ? "modelc_sxtb16" : "modelc_sxtb16_hi", x->a, NULL);
+		return;
 	case MC_KU_ISNAN: case MC_KU_ISINF:
 		if (!is_float) { /* integers are never NaN or inf */
 			mc_sb_puts(e->sb, "((void)");
@@ -831,6 +834,15 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 	}
 	case MC_KE_LANE:
 		put_lane(e, x);
+		return;
+	case MC_KE_DOT2: /* the runtime's (modelc_rt.h): SMLAD where the DSP extension is */
+		mc_sb_puts(e->sb, "modelc_smlad(");
+		mc_ce_expr(e, x->a, true);
+		mc_sb_puts(e->sb, ", ");
+		mc_ce_expr(e, x->b, true);
+		mc_sb_puts(e->sb, ", ");
+		mc_ce_expr(e, x->c, true);
+		mc_sb_puts(e->sb, ")");
 		return;
 	case MC_KE_SPLAT:
 		break;

@@ -370,6 +370,47 @@ static LLVMValueRef splat(lemit *e, LLVMValueRef s, int lanes)
 	                              "");
 }
 
+/* Whether the target has the Arm DSP extension (ARMv7E-M: Cortex-M4, M7):
+ * then SXTB16 and DOT2 are its SXTB16 and SMLAD. */
+static bool arm_dsp(const lemit *e)
+{
+	const char *t = e->o->triple;
+	return t && (!strncmp(t, "thumbv7em", 9) || !strncmp(t, "armv7em", 7));
+}
+
+/* The signed 8-bit (or 16-bit) field of a at bit `at`, as i32. */
+static LLVMValueRef sfield(lemit *e, LLVMValueRef a, unsigned at, LLVMTypeRef narrow)
+{
+	if (at)
+		a = LLVMBuildLShr(e->b, a, LLVMConstInt(e->i32, at, 0), "");
+	return LLVMBuildSExt(e->b, LLVMBuildTrunc(e->b, a, narrow, ""), e->i32, "");
+}
+
+/* MC_KU_SXTB16 (hi: of a rotated by 8) */
+static LLVMValueRef sxtb16(lemit *e, LLVMValueRef a, bool hi)
+{
+	if (hi)
+		a = LLVMBuildOr(e->b, LLVMBuildLShr(e->b, a, LLVMConstInt(e->i32, 8, 0), ""),
+		                LLVMBuildShl(e->b, a, LLVMConstInt(e->i32, 24, 0), ""), "");
+	if (arm_dsp(e))
+		return intrinsic(e, "llvm.arm.sxtb16", NULL, 0, &a, 1);
+	LLVMValueRef lo = LLVMBuildAnd(e->b, sfield(e, a, 0, e->i8), LLVMConstInt(e->i32, 0xffff, 0), "");
+	LLVMValueRef up = LLVMBuildShl(e->b, sfield(e, a, 16, e->i8), LLVMConstInt(e->i32, 16, 0), "");
+	return LLVMBuildOr(e->b, lo, up, "");
+}
+
+/* MC_KE_DOT2: acc + lo(a) lo(b) + hi(a) hi(b), wrapping */
+static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc)
+{
+	if (arm_dsp(e)) {
+		LLVMValueRef args[3] = { a, b, acc };
+		return intrinsic(e, "llvm.arm.smlad", NULL, 0, args, 3);
+	}
+	LLVMValueRef lo = LLVMBuildMul(e->b, sfield(e, a, 0, e->i16), sfield(e, b, 0, e->i16), "");
+	LLVMValueRef hi = LLVMBuildMul(e->b, sfield(e, a, 16, e->i16), sfield(e, b, 16, e->i16), "");
+	return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, lo, hi, ""), "");
+}
+
 static LLVMValueRef un(lemit *e, const mc_kexpr *x)
 {
 	mc_ktype t = x->a->type;
@@ -408,6 +449,8 @@ static LLVMValueRef un(lemit *e, const mc_kexpr *x)
 		switch (x->op) {
 		case MC_KU_FLOOR: case MC_KU_CEIL: case MC_KU_TRUNC: case MC_KU_RINT: case MC_KU_ROUND:
 			return a;
+		case MC_KU_SXTB16: case MC_KU_SXTB16_HI:
+			return sxtb16(e, a, x->op == MC_KU_SXTB16_HI);
 		case MC_KU_ABS:
 			if (is_unsigned(t))
 				return a;
@@ -624,6 +667,8 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 		return splat(e, expr(e, x->a), x->lanes);
 	case MC_KE_LANE:
 		return LLVMBuildExtractElement(e->b, expr(e, x->a), LLVMConstInt(e->i32, (unsigned long long)x->i, 0), "");
+	case MC_KE_DOT2:
+		return dot2(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
 	}
 	fail(e, "unknown expression kind", NULL);
 	return LLVMGetPoison(e->f32);

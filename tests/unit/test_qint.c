@@ -348,7 +348,8 @@ static void expect_ops(mb *b, mc_opid want, int count, const mc_opid *gone)
 /* mc_verify of b's model with rtol 0, atol 0: the compiled code and the
  * interpreter (running the integer ops) agree bit for bit. Random float
  * inputs uniform in [-scale, scale]. b stays. */
-static int verify_exact(mb *b, double scale, bool quantized_io)
+/* isa, target: as --isa and --target (NULL: the defaults) */
+static int verify_exact_on(mb *b, double scale, bool quantized_io, const char *isa, const char *target)
 {
 	char *dir = make_temp_dir();
 	char path[4200];
@@ -358,6 +359,8 @@ static int verify_exact(mb *b, double scale, bool quantized_io)
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.quantized_io = quantized_io;
+	o.isa = isa;
+	o.target = target ? target : "c";
 	mc_verify_opts v;
 	mc_verify_opts_init(&v);
 	v.rtol = 0;
@@ -370,6 +373,24 @@ static int verify_exact(mb *b, double scale, bool quantized_io)
 	rm_tree(dir);
 	free(dir);
 	return rc;
+}
+
+static int verify_exact(mb *b, double scale, bool quantized_io)
+{
+	return verify_exact_on(b, scale, quantized_io, NULL, NULL);
+}
+
+/* Bit-exact on the generic ISA and on --isa cortex-m, whose integer
+ * kernels (aot/kern_qdual.c) pair 16-bit products: the C target's
+ * portable modelc_smlad here and, where modelc has LLVM, the llvm
+ * target's expansion of the same IR. */
+static void verify_exact_isas(mb *b, double scale, bool quantized_io)
+{
+	cr_expect_eq(verify_exact(b, scale, quantized_io), 0, "%s", diag_all());
+	cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", NULL), 0, "cortex-m: %s", diag_all());
+	if (mc_llvm_available())
+		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", "llvm"), 0, "llvm cortex-m: %s",
+		             diag_all());
 }
 
 /* Float inputs uniform in [-scale, scale] from the LCG. */
@@ -455,7 +476,7 @@ static void check_model(mb *b, double in_scale, double out_scale, mc_opid want, 
 {
 	expect_ops(b, want, count, gone);
 	close_to_float(b, in_scale, out_scale, 1);
-	cr_expect_eq(verify_exact(b, in_scale, false), 0, "%s", diag_all());
+	verify_exact_isas(b, in_scale, false);
 	mb_free(b);
 }
 
@@ -515,6 +536,35 @@ Test(qint, conv_1d)
 	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
 }
 
+/* Shapes for --isa cortex-m's paired kernels (aot/kern_qdual.c), which
+ * check_model also verifies: channel pairs with an odd pixel count; an
+ * odd channel count padded to even (a long reduction); one channel paired
+ * along its taps (a first layer); uint8 with its zero point in the pairs
+ * and in the padding. */
+Test(qint, conv_pointwise_even_channels_odd_pixels)
+{
+	mb *b = conv_model("1,8,5,5", "12,8,1,1", 12, 1, 0, 1, MC_INT8, 0, -128, 2.0f / 127, 0.05f, true);
+	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_odd_channels_padded_pair)
+{
+	mb *b = conv_model("1,9,6,6", "6,9,3,3", 6, 1, 1, 1, MC_INT8, 2, -3, 2.0f / 127, 0.1f, false);
+	check_model(b, 2.0, 0.1, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_one_channel_stride2_taps_paired)
+{
+	mb *b = conv_model("1,1,9,7", "8,1,5,5", 8, 1, 2, 2, MC_INT8, -3, -128, 2.0f / 127, 0.02f, true);
+	check_model(b, 2.0, 0.02, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_uint8_even_channels_padding)
+{
+	mb *b = conv_model("1,4,6,6", "4,4,3,3", 4, 1, 1, 1, MC_UINT8, 100, 40, 2.0f / 255, 0.04f, false);
+	check_model(b, 2.0, 0.04, MC_OP_QiConv, 1, no_conv);
+}
+
 /* ---- (b) uint8 activations with nonzero zero points (padding reads the
  * zero point) ---- */
 
@@ -562,6 +612,23 @@ Test(qint, gemm_uint8_relu)
 	mb_node(b, g, "Relu", "relu", "m", "r");
 	qdq_output(b, g, "r", MC_UINT8, sy, 0, "y");
 	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_Relu, MC_OP_NONE};
+	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+}
+
+/* An even output count, an odd K and a zero point: the paired kernel's
+ * rows (aot/kern_qdual.c, --isa cortex-m). */
+Test(qint, gemm_uint8_odd_k_paired)
+{
+	lcg_state = 79;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	float sx = 2.0f / 255, sy = 0.05f, ws[8];
+	qdq_input(b, g, "x", "3,15", "xd", MC_UINT8, sx, 120);
+	weights(b, g, "15,6", 6, 1, ws);
+	bias(b, g, 6, sx, ws);
+	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
+	qdq_output(b, g, "m", MC_UINT8, sy, 128, "y");
+	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_NONE};
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
 }
 

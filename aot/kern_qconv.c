@@ -93,29 +93,49 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	r->low = mc_kb_packed(c->kb, low);
 }
 
-/* clamp(y_zp + rshift(acc * mult[oc], shift[oc])) as i32. */
-mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc)
+/* Channel oc's requantisation constants, loaded once (bound to locals) so
+ * that a kernel may apply them to many sums. */
+mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc)
+{
+	mc_kb *kb = c->kb;
+	mc_rq_chan ch = { .mult = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, oc))) };
+	if (!r->split) {
+		ch.shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)));
+		return ch;
+	}
+	/* s - 32 is in [0, 30]: the mask tells the C compiler so, and it drops
+	 * the check of C's shifts for counts of 32 or more */
+	ch.shift = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, mc_k_load(kb, r->low, oc), mc_k_int(kb, MC_KT_I32, 31)));
+	ch.half = mc_kb_let(kb, mc_k_load(kb, r->half, oc));
+	return ch;
+}
+
+/* clamp(y_zp + rshift(acc * mult, shift)) as i32, with one channel's
+ * constants. */
+mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc)
 {
 	mc_kb *kb = c->kb;
 	const qi_params *qp = c->node->params;
-	mc_kexpr *mult = mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_MULT, oc));
 	if (!r->split)
-		return mc_lower_requant(kb, acc, mult, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)),
-		                        qp->y_zp, qp->lo, qp->hi);
+		return mc_lower_requant(kb, acc, ch->mult, ch->shift, qp->y_zp, qp->lo, qp->hi);
 	mc_kexpr *w32 = mc_k_int(kb, MC_KT_I64, 32), *one = mc_k_int(kb, MC_KT_I32, 1);
-	mc_kexpr *low = mc_kb_let(kb, mc_k_load(kb, r->low, oc));
 	mc_kexpr *v = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, MC_KT_I64, acc),
-	                                     mc_k_cast(kb, MC_KT_I64, mult)));
+	                                     mc_k_cast(kb, MC_KT_I64, ch->mult)));
 	/* v >> s = (v >> 32) >> (s - 32); v < 2^62, so the high word fits */
 	mc_kexpr *hi = mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, v, w32));
-	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, hi, low), one);
-	mc_kexpr *sum = mc_k_add(kb, mc_k_add(kb, v, mc_k_load(kb, r->half, oc)),
-	                         mc_k_cast(kb, MC_KT_I64, odd));
+	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, hi, ch->shift), one);
+	mc_kexpr *sum = mc_k_add(kb, mc_k_add(kb, v, ch->half), mc_k_cast(kb, MC_KT_I64, odd));
 	mc_kexpr *q = mc_k_bin(kb, MC_KB_SHR, mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, sum, w32)),
-	                       low);
+	                       ch->shift);
 	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
 	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));
 	return mc_k_bin(kb, MC_KB_MIN, q, mc_k_int(kb, MC_KT_I32, qp->hi));
+}
+
+mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc)
+{
+	mc_rq_chan ch = mc_rq_channel(c, r, oc);
+	return mc_rq_apply(c, r, &ch, acc);
 }
 
 /* Output coords of channel oc and pixel p (a linear index over the

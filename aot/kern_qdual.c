@@ -7,16 +7,16 @@
  * rounded up to even where pairs of channels are taken), and is taken two
  * at a time:
  *
- * - for each block of TP output pixels the kernel first writes the
+ * - for each block of tp (3) output pixels the kernel first writes the
  *   block's columns of the im2col matrix into scratch, one i32 word per
  *   pair of k and pixel: (x[k] - x_zp) in the low half, (x[k+1] - x_zp) in
  *   the high half, 0 outside the input and for padded k (so x's zero
  *   point and the padding cost nothing in the sums);
  * - the weight is packed at generation time four int8 to a word, so that
  *   SXTB16 of a word gives (w[m][k], w[m][k+1]) of one channel and SXTB16
- *   of its rotation by 8 the same pair of the next channel: [M/TM][KP]
- *   [TM/2] words, the int8 weights' own size;
- * - TM channels x TP pixels accumulate in registers with DOT2 (SMLAD),
+ *   of its rotation by 8 the same pair of the next channel: [M/tm][KP]
+ *   [tm/2] words, the int8 weights' own size;
+ * - tm (2) channels x tp pixels accumulate in registers with DOT2 (SMLAD),
  *   then each sum is requantised (mc_rq_emit) and stored.
  *
  * Channels are paired where their count is even (one bounds check a
@@ -32,7 +32,7 @@
 #include "../libcore/ops/qint.h"
 #include "../libcore/ops/quant.h"
 
-#define TP 2          /* pixels a tile */
+#define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
 
 typedef struct {
@@ -44,6 +44,7 @@ typedef struct {
 	int64_t kp;               /* k pairs */
 	int64_t m, tm, pix;       /* output channels, channels a tile, pixels (rows) */
 	int64_t x_zp;
+	int tp;                   /* pixels a tile */
 	int wb, bb, sb;           /* packed weight, bias; scratch */
 	mc_rq_pack rq;
 } qdual;
@@ -59,7 +60,7 @@ static int64_t weight_at(const qdual *d, const mc_tensor *w, int64_t m, int64_t 
 	return mc_get_i(w, (size_t)((m * d->ch + c) * d->taps + t));
 }
 
-/* The weight as [M/TM][KP][TM/2] words: bytes w[m][k], w[m+1][k],
+/* The weight as [M/tm][KP][TM/2] words: bytes w[m][k], w[m+1][k],
  * w[m][k+1], w[m+1][k+1] from the lowest. */
 static mc_tensor *pack_weight(const qdual *d)
 {
@@ -159,22 +160,22 @@ static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 		for (int i = 0; i < d->g.nsp; i++)
 			pos[i] = mc_kb_let(kb, tap_pos(d, i, o[i], tap[i], &leave[i]));
 		mc_kexpr *in = inside_of(d, pos, leave);
-		mc_kexpr *base = idx(kb, t * (d->cp / 2) * TP + j);
+		mc_kexpr *base = idx(kb, t * (d->cp / 2) * d->tp + j);
 		if (in)
 			mc_kb_if(kb, in);
 		mc_kexpr *cpair = mc_kb_fori(kb, d->ch / 2, 0);
 		mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cpair, 2));
 		mc_kexpr *x0 = x_at(d, x_index(d, n, c0, pos));
 		mc_kexpr *x1 = x_at(d, x_index(d, n, mc_k_addi(kb, c0, 1), pos));
-		mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, cpair, TP)), pair(kb, x0, x1));
+		mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, cpair, d->tp)), pair(kb, x0, x1));
 		mc_kb_end(kb);
 		if (d->ch % 2) /* the channel padded to even: its partner is 0 */
-			mc_kb_store(kb, d->sb, mc_k_addi(kb, base, d->ch / 2 * TP),
+			mc_kb_store(kb, d->sb, mc_k_addi(kb, base, d->ch / 2 * d->tp),
 			            pair(kb, x_at(d, x_index(d, n, idx(kb, d->ch - 1), pos)), i32c(kb, 0)));
 		if (in) {
 			mc_kb_else(kb);
 			mc_kexpr *z = mc_kb_fori(kb, d->cp / 2, 0);
-			mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, z, TP)), i32c(kb, 0));
+			mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, z, d->tp)), i32c(kb, 0));
 			mc_kb_end_n(kb, 2);
 		}
 		for (int i = d->g.nsp - 1; i >= 0; i--) { /* next tap, last dim fastest */
@@ -215,7 +216,7 @@ static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 			if (in)
 				mc_kb_end(kb);
 		}
-		mc_kb_store(kb, d->sb, idx(kb, kp * TP + j), pair(kb, half[0], half[1]));
+		mc_kb_store(kb, d->sb, idx(kb, kp * d->tp + j), pair(kb, half[0], half[1]));
 	}
 }
 
@@ -226,11 +227,11 @@ static void build_row_pairs(const qdual *d, mc_kexpr *p, int j)
 	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, p, d->ch));
 	mc_kexpr *kp = mc_kb_fori(kb, d->ch / 2, 0);
 	mc_kexpr *k0 = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, kp, 2)));
-	mc_kb_store(kb, d->sb, mc_k_addi(kb, mc_k_muli(kb, kp, TP), j),
+	mc_kb_store(kb, d->sb, mc_k_addi(kb, mc_k_muli(kb, kp, d->tp), j),
 	            pair(kb, x_at(d, k0), x_at(d, mc_k_addi(kb, k0, 1))));
 	mc_kb_end(kb);
 	if (d->ch % 2)
-		mc_kb_store(kb, d->sb, idx(kb, d->ch / 2 * TP + j),
+		mc_kb_store(kb, d->sb, idx(kb, d->ch / 2 * d->tp + j),
 		            pair(kb, x_at(d, mc_k_addi(kb, row, d->ch - 1)), i32c(kb, 0)));
 }
 
@@ -244,8 +245,9 @@ static void build(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 		build_channel_pairs(d, n, p, j);
 }
 
-/* Stores the requantised sum of channel oc at pixel p. */
-static void store(const qdual *d, mc_kexpr *n, mc_kexpr *oc, mc_kexpr *p, mc_kexpr *acc)
+/* Stores the requantised sum of channel oc (constants rq) at pixel p. */
+static void store(const qdual *d, mc_kexpr *n, mc_kexpr *oc, const mc_rq_chan *rq, mc_kexpr *p,
+                  mc_kexpr *acc)
 {
 	mc_lower_ctx *c = d->c;
 	mc_kb *kb = c->kb;
@@ -260,26 +262,16 @@ static void store(const qdual *d, mc_kexpr *n, mc_kexpr *oc, mc_kexpr *p, mc_kex
 		co[1] = oc;
 		lin = mc_k_add(kb, mc_k_muli(kb, p, d->m), oc);
 	}
-	mc_lower_store(c, 0, co, lin, mc_rq_emit(c, &d->rq, acc, oc));
+	mc_lower_store(c, 0, co, lin, mc_rq_apply(c, &d->rq, rq, acc));
 }
 
-/* The block of tp pixels from p0: scratch columns, then every channel tile. */
-static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp)
+/* acc[i][j] += channel i's weight pair kp . pixel j's x pair kp */
+static void mac_step(const qdual *d, mc_kexpr *mt, mc_kexpr *kp, int tp, mc_kexpr *acc[][TP_MAX])
 {
 	mc_kb *kb = d->c->kb;
+	mc_kexpr *xv[TP_MAX];
 	for (int j = 0; j < tp; j++)
-		build(d, n, mc_kb_let(kb, mc_k_addi(kb, p0, j)), j);
-	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
-	mc_kexpr *acc[4][TP];
-	for (int i = 0; i < d->tm; i++) {
-		mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d->bb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i)));
-		for (int j = 0; j < tp; j++)
-			acc[i][j] = mc_kb_local(kb, bias);
-	}
-	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
-	mc_kexpr *xv[TP];
-	for (int j = 0; j < tp; j++)
-		xv[j] = mc_kb_let(kb, mc_k_load(kb, d->sb, mc_k_addi(kb, mc_k_muli(kb, kp, TP), j)));
+		xv[j] = mc_kb_let(kb, mc_k_load(kb, d->sb, mc_k_addi(kb, mc_k_muli(kb, kp, d->tp), j)));
 	mc_kexpr *wrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mt, d->kp), kp), d->tm / 2));
 	for (int h = 0; h < d->tm / 2; h++) {
 		mc_kexpr *w = mc_kb_let(kb, mc_k_load(kb, d->wb, mc_k_addi(kb, wrow, h)));
@@ -290,11 +282,29 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp)
 			mc_kb_assign(kb, acc[2 * h + 1][j], mc_k_dot2(kb, wh, xv[j], acc[2 * h + 1][j]));
 		}
 	}
+}
+
+/* The block of tp pixels from p0: scratch columns, then every channel tile. */
+static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp)
+{
+	mc_kb *kb = d->c->kb;
+	for (int j = 0; j < tp; j++)
+		build(d, n, mc_kb_let(kb, mc_k_addi(kb, p0, j)), j);
+	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
+	mc_kexpr *acc[4][TP_MAX];
+	for (int i = 0; i < d->tm; i++) {
+		mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d->bb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i)));
+		for (int j = 0; j < tp; j++)
+			acc[i][j] = mc_kb_local(kb, bias);
+	}
+	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
+	mac_step(d, mt, kp, tp, acc);
 	mc_kb_end(kb);
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
+		mc_rq_chan rq = mc_rq_channel(d->c, &d->rq, oc);
 		for (int j = 0; j < tp; j++)
-			store(d, n, oc, mc_kb_let(kb, mc_k_addi(kb, p0, j)), acc[i][j]);
+			store(d, n, oc, &rq, mc_kb_let(kb, mc_k_addi(kb, p0, j)), acc[i][j]);
 	}
 	mc_kb_end(kb);
 }
@@ -357,22 +367,178 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	} else {
 		return 1;
 	}
-	d.tm = d.m % 4 == 0 ? 4 : 2;
+	/* 2 channels x 3 pixels: 6 sums, 3 x words, a weight word and its two
+	 * pairs, 3 pointers: the 14 registers a Cortex-M has, so nothing
+	 * spills (4 x 2 spills under GCC 12, 12% slower on kws); rows of one
+	 * pixel (a fully connected layer) take 4 channels instead */
+	d.tp = d.pix >= 3 ? 3 : (int)d.pix;
+	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
 	d.bb = mc_kb_packed(kb, bias_of(&d));
-	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * TP));
+	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
 	mc_rq_prepare(c, &d.rq);
 	mc_kexpr *n = idx(kb, 0);
 	if (batch > 1)
 		n = mc_kb_fori(kb, batch, 0);
-	if (d.pix / TP) {
-		mc_kexpr *pb = mc_kb_fori(kb, d.pix / TP, 0);
-		block(&d, n, mc_kb_let(kb, mc_k_muli(kb, pb, TP)), TP);
+	if (d.pix / d.tp) {
+		mc_kexpr *pb = mc_kb_fori(kb, d.pix / d.tp, 0);
+		block(&d, n, mc_kb_let(kb, mc_k_muli(kb, pb, d.tp)), d.tp);
 		mc_kb_end(kb);
 	}
-	if (d.pix % TP)
-		block(&d, n, idx(kb, d.pix / TP * TP), (int)(d.pix % TP));
+	if (d.pix % d.tp)
+		block(&d, n, idx(kb, d.pix / d.tp * d.tp), (int)(d.pix % d.tp));
 	if (batch > 1)
 		mc_kb_end(kb);
+	return 0;
+}
+
+/* ---- depthwise (mc_kern_qdw) ----
+ * A QiConv with one output channel per input channel (2-D, no dilation):
+ * for each channel the kernel writes the padded input plane into scratch
+ * as pairs, P[r][q] = (X(r, q), X(r, q + 1)) with X = x - x_zp inside the
+ * input and 0 in the padding; one window row then takes ceil(kw / 2)
+ * DOT2s of consecutive P words by the row's weight pairs (an odd last tap
+ * paired with 0), which stay in registers for the whole plane. The weight
+ * is packed two pairs to a word, int8: SXTB16 gives one, SXTB16 ROR 8 the
+ * next. */
+
+typedef struct {
+	mc_lower_ctx *c;
+	conv_geom g;
+	int64_t hp, wp;           /* the padded plane's rows and columns */
+	int64_t pairs;            /* weight pairs a channel: kh * ceil(kw / 2) */
+	int64_t x_zp;
+	int wb, bb, sb;
+	mc_rq_pack rq;
+} qdw;
+
+static mc_tensor *dw_pack_weight(const qdw *d)
+{
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	int64_t ch = d->g.out_ch, kh = d->g.kern[0], kw = d->g.kern[1], words = (d->pairs + 1) / 2;
+	mc_shape s = {1, {ch * words}};
+	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
+	MC_ASSERT(p);
+	for (int64_t c = 0; c < ch; c++)
+		for (int64_t wd = 0; wd < words; wd++) {
+			uint32_t word = 0;
+			for (int b = 0; b < 4; b++) {
+				/* byte b: pair 2 wd + (b & 1), its low (b < 2) or high tap */
+				int64_t pr = 2 * wd + (b & 1), i = pr / ((kw + 1) / 2);
+				int64_t j = 2 * (pr % ((kw + 1) / 2)) + (b >> 1);
+				int64_t v = pr < d->pairs && j < kw ? mc_get_i(w, (size_t)((c * kh + i) * kw + j)) : 0;
+				word |= (uint32_t)(v & 0xff) << (8 * b);
+			}
+			mc_set_i(p, (size_t)(c * words + wd), (int32_t)word);
+		}
+	return p;
+}
+
+/* One scratch word of column q whose input columns are known at
+ * generation time to be inside (or not). */
+static void dw_edge_word(const qdw *d, const qdual *xd, mc_kexpr *xrow, mc_kexpr *row, int64_t q)
+{
+	mc_kb *kb = d->c->kb;
+	int64_t w = d->g.in[1], c0 = q - d->g.pad[1], c1 = c0 + 1;
+	mc_kexpr *lo = c0 >= 0 && c0 < w ? x_at(xd, mc_k_addi(kb, xrow, c0)) : i32c(kb, 0);
+	mc_kexpr *hi = c1 >= 0 && c1 < w ? x_at(xd, mc_k_addi(kb, xrow, c1)) : i32c(kb, 0);
+	mc_kb_store(kb, d->sb, mc_k_addi(kb, row, q), pair(kb, lo, hi));
+}
+
+/* Scratch row r of channel c (batch n): X's row r - pad_top, paired: the
+ * columns whose pair lies inside the input in one loop, the edges
+ * unrolled. */
+static void dw_build_row(const qdw *d, mc_kexpr *n, mc_kexpr *c, mc_kexpr *r)
+{
+	mc_kb *kb = d->c->kb;
+	const conv_geom *g = &d->g;
+	qdual xd = { .c = d->c, .x_zp = d->x_zp };
+	int64_t h = g->in[0], w = g->in[1], pl = g->pad[1];
+	mc_kexpr *ir = mc_kb_let(kb, mc_k_addi(kb, r, -g->pad[0]));
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, r, d->wp));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ir, idx(kb, 0)),
+	                      mc_k_bin(kb, MC_KB_LT, ir, idx(kb, h))));
+	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, g->in_ch), c);
+	mc_kexpr *xrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
+	/* inside: pl <= q and q + 1 - pl <= w - 1 */
+	int64_t qa = pl, qb = pl + w - 2 < d->wp - 1 ? pl + w - 2 : d->wp - 1;
+	for (int64_t q = 0; q < d->wp && q < qa; q++)
+		dw_edge_word(d, &xd, xrow, row, q);
+	if (qa <= qb) {
+		mc_kexpr *q = mc_kb_for(kb, idx(kb, qa), idx(kb, qb + 1), 0);
+		mc_kexpr *col = mc_kb_let(kb, mc_k_add(kb, xrow, mc_k_addi(kb, q, -pl)));
+		mc_kb_store(kb, d->sb, mc_k_add(kb, row, q),
+		            pair(kb, x_at(&xd, col), x_at(&xd, mc_k_addi(kb, col, 1))));
+		mc_kb_end(kb);
+	}
+	for (int64_t q = qa > qb + 1 ? qa : qb + 1; q < d->wp; q++)
+		dw_edge_word(d, &xd, xrow, row, q);
+	mc_kb_else(kb);
+	mc_kexpr *z = mc_kb_fori(kb, d->wp, 0);
+	mc_kb_store(kb, d->sb, mc_k_add(kb, row, z), i32c(kb, 0));
+	mc_kb_end_n(kb, 2);
+}
+
+int mc_kern_qdw(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (kb->isa->kind != MC_ISA_CORTEX_M || !c->out[0] || kb->target->grid || c->node->id != MC_OP_QiConv)
+		return 1;
+	const qi_params *qp = c->node->params;
+	qdw d = { .c = c, .x_zp = qp->x_zp };
+	conv_geom *g = &d.g;
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, g))
+		return -1;
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	if (g->nsp != 2 || g->group == 1 || g->group != g->in_ch || g->out_ch != g->in_ch || g->dil[0] != 1 ||
+	    g->dil[1] != 1 || !w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
+	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+		return 1;
+	int64_t kh = g->kern[0], kw = g->kern[1], sh = g->stride[0], sw = g->stride[1];
+	d.hp = (g->out[0] - 1) * sh + kh;
+	d.wp = (g->out[1] - 1) * sw + kw;
+	d.pairs = kh * ((kw + 1) / 2);
+	d.wb = mc_kb_packed(kb, dw_pack_weight(&d));
+	qdual bd = { .c = c, .m = g->out_ch };
+	d.bb = mc_kb_packed(kb, bias_of(&bd));
+	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.hp * d.wp));
+	mc_rq_prepare(c, &d.rq);
+	int depth = 0;
+	mc_kexpr *n = idx(kb, 0);
+	if (g->batch > 1) {
+		n = mc_kb_fori(kb, g->batch, 0);
+		depth++;
+	}
+	mc_kexpr *ch = mc_kb_fori(kb, g->out_ch, 0);
+	depth++;
+	mc_kexpr *r = mc_kb_fori(kb, d.hp, 0);
+	dw_build_row(&d, n, ch, r);
+	mc_kb_end(kb);
+	/* the channel's weight pairs, in registers for the plane */
+	int64_t words = (d.pairs + 1) / 2;
+	mc_kexpr *wp[64];
+	MC_ASSERT(d.pairs <= 64);
+	for (int64_t i = 0; i < words; i++) {
+		mc_kexpr *word = mc_kb_let(kb, mc_k_load(kb, d.wb, mc_k_addi(kb, mc_k_muli(kb, ch, words), i)));
+		wp[2 * i] = mc_kb_let(kb, mc_k_un(kb, MC_KU_SXTB16, word));
+		if (2 * i + 1 < d.pairs)
+			wp[2 * i + 1] = mc_kb_let(kb, mc_k_un(kb, MC_KU_SXTB16_HI, word));
+	}
+	mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d.bb, ch));
+	mc_rq_chan rq = mc_rq_channel(c, &d.rq, ch);
+	mc_kexpr *oy = mc_kb_fori(kb, g->out[0], 0);
+	mc_kexpr *ox = mc_kb_fori(kb, g->out[1], 0);
+	mc_kexpr *acc = mc_kb_local(kb, bias);
+	mc_kexpr *base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_muli(kb, oy, sh), d.wp),
+	                                        mc_k_muli(kb, ox, sw)));
+	for (int64_t i = 0; i < kh; i++)
+		for (int64_t jp = 0; jp < (kw + 1) / 2; jp++) {
+			mc_kexpr *x = mc_k_load(kb, d.sb, mc_k_addi(kb, base, i * d.wp + 2 * jp));
+			mc_kexpr *wv = wp[i * ((kw + 1) / 2) + jp];
+			mc_kb_assign(kb, acc, mc_k_dot2(kb, wv, x, acc));
+		}
+	mc_kexpr *co[4] = { n, ch, oy, ox };
+	mc_lower_store(c, 0, co, NULL, mc_rq_apply(c, &d.rq, &rq, acc));
+	mc_kb_end_n(kb, 2 + depth);
 	return 0;
 }

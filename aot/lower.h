@@ -117,6 +117,7 @@ int mc_kern_qconv_pointwise(mc_lower_ctx *c); /* QiConv 1x1: register-tiled int3
 int mc_kern_qconv_window(mc_lower_ctx *c);    /* QiConv, group 1: 4 output channels a pass */
 int mc_kern_qmatmul(mc_lower_ctx *c);         /* QiMatMul 2-D by a constant B: tiled like 1x1 */
 int mc_kern_qdual(mc_lower_ctx *c);   /* QiConv (group 1), QiMatMul: SMLAD pairs, --isa cortex-m */
+int mc_kern_qdw(mc_lower_ctx *c);     /* QiConv depthwise 2-D: SMLAD on a paired plane, --isa cortex-m */
 
 /* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
  * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and
@@ -135,6 +136,13 @@ typedef struct {
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);
+/* The same in two steps: channel oc's constants bound to locals once, then
+ * applied to any number of its sums. */
+typedef struct {
+	mc_kexpr *mult, *shift, *half; /* split: shift is s - 32; half NULL unless split */
+} mc_rq_chan;
+mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc);
+mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc);
 
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);

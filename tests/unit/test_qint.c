@@ -565,6 +565,20 @@ Test(qint, conv_uint8_even_channels_padding)
 	check_model(b, 2.0, 0.04, MC_OP_QiConv, 1, no_conv);
 }
 
+/* Depthwise on --isa cortex-m's paired plane (aot/kern_qdual.c): stride 2
+ * with a 5x5 window (odd taps paired with 0), and an even window. */
+Test(qint, conv_depthwise_stride2_5x5)
+{
+	mb *b = conv_model("1,6,9,8", "6,1,5,5", 6, 6, 2, 2, MC_INT8, 5, -128, 2.0f / 127, 0.03f, true);
+	check_model(b, 2.0, 0.03, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_depthwise_even_window)
+{
+	mb *b = conv_model("1,4,7,6", "4,1,4,4", 4, 4, 1, 1, MC_INT8, -7, 3, 2.0f / 127, 0.05f, false);
+	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
+}
+
 /* ---- (b) uint8 activations with nonzero zero points (padding reads the
  * zero point) ---- */
 

@@ -94,11 +94,23 @@ static mc_kexpr *pair(mc_kb *kb, mc_kexpr *lo, mc_kexpr *hi)
 	                mc_k_bin(kb, MC_KB_SHL, hi, i32c(kb, 16)));
 }
 
-/* x - x_zp at a linear index of x */
+/* x at a linear index of x, as i32 (its zero point is in the bias) */
 static mc_kexpr *x_at(const qdual *d, mc_kexpr *lin)
 {
 	mc_kb *kb = d->c->kb;
-	return mc_k_sub(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(d->c, QI_X, lin)), i32c(kb, d->x_zp));
+	return mc_k_cast(kb, MC_KT_I32, mc_lower_load(d->c, QI_X, lin));
+}
+
+/* What the padding reads: x's zero point (its product cancels in the
+ * bias), in both halves where both are padding. */
+static mc_kexpr *zp(const qdual *d)
+{
+	return i32c(d->c->kb, d->x_zp);
+}
+
+static mc_kexpr *zp_pair(const qdual *d)
+{
+	return pair(d->c->kb, zp(d), zp(d));
 }
 
 /* The input position of tap t (per spatial dim) at output position o, and
@@ -175,7 +187,7 @@ static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 		if (in) {
 			mc_kb_else(kb);
 			mc_kexpr *z = mc_kb_fori(kb, d->cp / 2, 0);
-			mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, z, d->tp)), i32c(kb, 0));
+			mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, z, d->tp)), zp_pair(d));
 			mc_kb_end_n(kb, 2);
 		}
 		for (int i = d->g.nsp - 1; i >= 0; i--) { /* next tap, last dim fastest */
@@ -198,7 +210,7 @@ static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 		for (int h = 0; h < 2; h++) {
 			int64_t k = 2 * kp + h, t = k / d->ch, ch = k % d->ch;
 			if (t >= d->taps) {
-				half[h] = i32c(kb, 0);
+				half[h] = zp(d); /* its weight is 0 */
 				continue;
 			}
 			mc_kexpr *pos[MC_MAX_RANK];
@@ -209,7 +221,7 @@ static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 				rest /= d->g.kern[i];
 			}
 			mc_kexpr *in = inside_of(d, pos, leave);
-			half[h] = mc_kb_local(kb, i32c(kb, 0));
+			half[h] = mc_kb_local(kb, zp(d));
 			if (in)
 				mc_kb_if(kb, in);
 			mc_kb_assign(kb, half[h], x_at(d, x_index(d, n, idx(kb, ch), pos)));
@@ -318,16 +330,30 @@ static bool fits(const mc_lower_ctx *c, int64_t m)
 	       (!c->in[QI_B] || mc_lower_const(c, QI_B)) && m % 2 == 0;
 }
 
-/* The bias as int32 (0 without one). */
-static mc_tensor *bias_of(const qdual *d)
+/* The bias as int32 (0 without one) less x_zp times the sum of each
+ * channel's weights w_sum(m): the kernels multiply x itself, and the
+ * padding reads x_zp. The sums wrap at 32 bits, like SMLAD; the result is
+ * exact because the true sum fits (the quantize pass bounded it). */
+static mc_tensor *bias_of(mc_lower_ctx *c, int64_t m, int64_t x_zp, int64_t (*w_sum)(const void *, int64_t),
+                          const void *arg)
 {
-	const mc_tensor *b = d->c->in[QI_B] ? mc_lower_const(d->c, QI_B) : NULL;
-	mc_shape s = {1, {d->m}};
+	const mc_tensor *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
+	mc_shape s = {1, {m}};
 	mc_tensor *t = mc_tensor_new(MC_INT32, &s);
 	MC_ASSERT(t);
-	for (int64_t i = 0; i < d->m; i++)
-		mc_set_i(t, (size_t)i, b ? mc_get_i(b, (size_t)i) : 0);
+	for (int64_t i = 0; i < m; i++)
+		mc_set_i(t, (size_t)i, (int32_t)(uint32_t)((b ? mc_get_i(b, (size_t)i) : 0) - x_zp * w_sum(arg, i)));
 	return t;
+}
+
+static int64_t dual_w_sum(const void *arg, int64_t m)
+{
+	const qdual *d = arg;
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	int64_t sum = 0;
+	for (int64_t k = 0; k < 2 * d->kp; k++)
+		sum += weight_at(d, w, m, k);
+	return sum;
 }
 
 int mc_kern_qdual(mc_lower_ctx *c)
@@ -374,7 +400,7 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	d.tp = d.pix >= 3 ? 3 : (int)d.pix;
 	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
-	d.bb = mc_kb_packed(kb, bias_of(&d));
+	d.bb = mc_kb_packed(kb, bias_of(c, d.m, d.x_zp, dual_w_sum, &d));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
 	mc_rq_prepare(c, &d.rq);
 	mc_kexpr *n = idx(kb, 0);
@@ -440,9 +466,19 @@ static void dw_edge_word(const qdw *d, const qdual *xd, mc_kexpr *xrow, mc_kexpr
 {
 	mc_kb *kb = d->c->kb;
 	int64_t w = d->g.in[1], c0 = q - d->g.pad[1], c1 = c0 + 1;
-	mc_kexpr *lo = c0 >= 0 && c0 < w ? x_at(xd, mc_k_addi(kb, xrow, c0)) : i32c(kb, 0);
-	mc_kexpr *hi = c1 >= 0 && c1 < w ? x_at(xd, mc_k_addi(kb, xrow, c1)) : i32c(kb, 0);
+	mc_kexpr *lo = c0 >= 0 && c0 < w ? x_at(xd, mc_k_addi(kb, xrow, c0)) : zp(xd);
+	mc_kexpr *hi = c1 >= 0 && c1 < w ? x_at(xd, mc_k_addi(kb, xrow, c1)) : zp(xd);
 	mc_kb_store(kb, d->sb, mc_k_addi(kb, row, q), pair(kb, lo, hi));
+}
+
+static int64_t dw_w_sum(const void *arg, int64_t ch)
+{
+	const qdw *d = arg;
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	int64_t taps = d->g.kern[0] * d->g.kern[1], sum = 0;
+	for (int64_t t = 0; t < taps; t++)
+		sum += mc_get_i(w, (size_t)(ch * taps + t));
+	return sum;
 }
 
 /* Scratch row r of channel c (batch n): X's row r - pad_top, paired: the
@@ -475,7 +511,7 @@ static void dw_build_row(const qdw *d, mc_kexpr *n, mc_kexpr *c, mc_kexpr *r)
 		dw_edge_word(d, &xd, xrow, row, q);
 	mc_kb_else(kb);
 	mc_kexpr *z = mc_kb_fori(kb, d->wp, 0);
-	mc_kb_store(kb, d->sb, mc_k_add(kb, row, z), i32c(kb, 0));
+	mc_kb_store(kb, d->sb, mc_k_add(kb, row, z), zp_pair(&xd));
 	mc_kb_end_n(kb, 2);
 }
 
@@ -499,8 +535,7 @@ int mc_kern_qdw(mc_lower_ctx *c)
 	d.wp = (g->out[1] - 1) * sw + kw;
 	d.pairs = kh * ((kw + 1) / 2);
 	d.wb = mc_kb_packed(kb, dw_pack_weight(&d));
-	qdual bd = { .c = c, .m = g->out_ch };
-	d.bb = mc_kb_packed(kb, bias_of(&bd));
+	d.bb = mc_kb_packed(kb, bias_of(c, g->out_ch, d.x_zp, dw_w_sum, &d));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.hp * d.wp));
 	mc_rq_prepare(c, &d.rq);
 	int depth = 0;

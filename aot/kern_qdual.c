@@ -161,7 +161,7 @@ static void out_pos(const qdual *d, mc_kexpr *p, mc_kexpr **o)
 }
 
 /* The scratch words of pixel p (column j of the block): channel pairs. */
-static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
+static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, mc_kexpr *j)
 {
 	mc_kb *kb = d->c->kb;
 	mc_kexpr *o[MC_MAX_RANK], *pos[MC_MAX_RANK];
@@ -172,7 +172,7 @@ static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 		for (int i = 0; i < d->g.nsp; i++)
 			pos[i] = mc_kb_let(kb, tap_pos(d, i, o[i], tap[i], &leave[i]));
 		mc_kexpr *in = inside_of(d, pos, leave);
-		mc_kexpr *base = idx(kb, t * (d->cp / 2) * d->tp + j);
+		mc_kexpr *base = mc_kb_let(kb, mc_k_addi(kb, j, t * (d->cp / 2) * d->tp));
 		if (in)
 			mc_kb_if(kb, in);
 		mc_kexpr *cpair = mc_kb_fori(kb, d->ch / 2, 0);
@@ -200,7 +200,7 @@ static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 
 /* The same along k itself (cp == ch), each value checked on its own:
  * unrolled, for short reductions. */
-static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
+static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, mc_kexpr *j)
 {
 	mc_kb *kb = d->c->kb;
 	mc_kexpr *o[MC_MAX_RANK];
@@ -228,26 +228,26 @@ static void build_linear_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
 			if (in)
 				mc_kb_end(kb);
 		}
-		mc_kb_store(kb, d->sb, idx(kb, kp * d->tp + j), pair(kb, half[0], half[1]));
+		mc_kb_store(kb, d->sb, mc_k_addi(kb, j, kp * d->tp), pair(kb, half[0], half[1]));
 	}
 }
 
 /* A matrix product's row p: pairs along k. */
-static void build_row_pairs(const qdual *d, mc_kexpr *p, int j)
+static void build_row_pairs(const qdual *d, mc_kexpr *p, mc_kexpr *j)
 {
 	mc_kb *kb = d->c->kb;
 	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, p, d->ch));
 	mc_kexpr *kp = mc_kb_fori(kb, d->ch / 2, 0);
 	mc_kexpr *k0 = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, kp, 2)));
-	mc_kb_store(kb, d->sb, mc_k_addi(kb, mc_k_muli(kb, kp, d->tp), j),
+	mc_kb_store(kb, d->sb, mc_k_add(kb, mc_k_muli(kb, kp, d->tp), j),
 	            pair(kb, x_at(d, k0), x_at(d, mc_k_addi(kb, k0, 1))));
 	mc_kb_end(kb);
 	if (d->ch % 2)
-		mc_kb_store(kb, d->sb, idx(kb, d->ch / 2 * d->tp + j),
+		mc_kb_store(kb, d->sb, mc_k_addi(kb, j, d->ch / 2 * d->tp),
 		            pair(kb, x_at(d, mc_k_addi(kb, row, d->ch - 1)), i32c(kb, 0)));
 }
 
-static void build(const qdual *d, mc_kexpr *n, mc_kexpr *p, int j)
+static void build(const qdual *d, mc_kexpr *n, mc_kexpr *p, mc_kexpr *j)
 {
 	if (!d->conv)
 		build_row_pairs(d, p, j);
@@ -296,18 +296,25 @@ static void mac_step(const qdual *d, mc_kexpr *mt, mc_kexpr *kp, int tp, mc_kexp
 	}
 }
 
-/* The block of tp pixels from p0: scratch columns, then every channel tile. */
-static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp)
+/* The block of tp pixels from p0: scratch columns (a loop, for code size),
+ * then every channel tile. The last block of a pixel count tp does not
+ * divide repeats the last pixel in its extra columns and stores only the
+ * pixels that exist (ragged). */
+static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged)
 {
 	mc_kb *kb = d->c->kb;
-	for (int j = 0; j < tp; j++)
-		build(d, n, mc_kb_let(kb, mc_k_addi(kb, p0, j)), j);
+	mc_kexpr *j = mc_kb_fori(kb, tp, 0);
+	mc_kexpr *p = mc_k_add(kb, p0, j);
+	if (ragged)
+		p = mc_k_bin(kb, MC_KB_MIN, p, idx(kb, d->pix - 1));
+	build(d, n, mc_kb_let(kb, p), j);
+	mc_kb_end(kb);
 	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
 	mc_kexpr *acc[4][TP_MAX];
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d->bb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i)));
-		for (int j = 0; j < tp; j++)
-			acc[i][j] = mc_kb_local(kb, bias);
+		for (int jj = 0; jj < tp; jj++)
+			acc[i][jj] = mc_kb_local(kb, bias);
 	}
 	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
 	mac_step(d, mt, kp, tp, acc);
@@ -315,8 +322,14 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp)
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
 		mc_rq_chan rq = mc_rq_channel(d->c, &d->rq, oc);
-		for (int j = 0; j < tp; j++)
-			store(d, n, oc, &rq, mc_kb_let(kb, mc_k_addi(kb, p0, j)), acc[i][j]);
+		for (int jj = 0; jj < tp; jj++) {
+			mc_kexpr *pj = mc_kb_let(kb, mc_k_addi(kb, p0, jj));
+			if (ragged && jj > 0)
+				mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, pj, idx(kb, d->pix)));
+			store(d, n, oc, &rq, pj, acc[i][jj]);
+			if (ragged && jj > 0)
+				mc_kb_end(kb);
+		}
 	}
 	mc_kb_end(kb);
 }
@@ -406,13 +419,9 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	mc_kexpr *n = idx(kb, 0);
 	if (batch > 1)
 		n = mc_kb_fori(kb, batch, 0);
-	if (d.pix / d.tp) {
-		mc_kexpr *pb = mc_kb_fori(kb, d.pix / d.tp, 0);
-		block(&d, n, mc_kb_let(kb, mc_k_muli(kb, pb, d.tp)), d.tp);
-		mc_kb_end(kb);
-	}
-	if (d.pix % d.tp)
-		block(&d, n, idx(kb, d.pix / d.tp * d.tp), (int)(d.pix % d.tp));
+	mc_kexpr *pb = mc_kb_fori(kb, (d.pix + d.tp - 1) / d.tp, 0);
+	block(&d, n, mc_kb_let(kb, mc_k_muli(kb, pb, d.tp)), d.tp, d.pix % d.tp != 0);
+	mc_kb_end(kb);
 	if (batch > 1)
 		mc_kb_end(kb);
 	return 0;

@@ -95,6 +95,12 @@ typedef struct {
  * copy). An empty asm that clobbers memory is never const and costs no
  * instruction. */
 #if defined(__GNUC__) || defined(__clang__)
+#define MODELC_NOINLINE __attribute__((noinline))
+#else
+#define MODELC_NOINLINE
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
 #define MODELC_KERNEL_END() __asm__ __volatile__("" ::: "memory")
 #else
 #define MODELC_KERNEL_END() ((void)0)

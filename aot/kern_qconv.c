@@ -67,25 +67,31 @@ static void pack(const mc_lower_ctx *c, int64_t m, int64_t ch, bool transposed, 
 	}
 }
 
-/* The requantisation of the tiles' sums. Where every channel's shift is 32
- * or more (factors below 1/2: the usual case), mc_qi_rshift's 64-bit
- * shifts split into the product's high word and a 32-bit shift by s - 32,
- * and the rounding constant 2^(s-1) - 1 is packed per channel: the same
- * result (arithmetic shifts compose) in a third of the instructions on a
- * 32-bit core. Elsewhere mc_lower_requant. */
+/* The requantisation of the tiles' sums. Where every channel's shift is 31
+ * or more (factors below 1: the usual case), mc_qi_rshift's 64-bit shifts
+ * split into the product's high word and a 32-bit shift by s - 32, and the
+ * rounding constant 2^(s-1) - 1 is packed per channel: the same result
+ * (arithmetic shifts compose) in a third of the instructions on a 32-bit
+ * core. A shift of 31 (a factor in [1/2, 1)) doubles every product first
+ * and shifts one more: v < 2^62, so 2v fits, and rounding 2v at s + 1 is
+ * rounding v at s. Elsewhere mc_lower_requant. */
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 {
 	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT);
 	r->split = sh != NULL;
-	for (size_t i = 0; sh && i < sh->numel; i++)
-		r->split = r->split && mc_get_i(sh, i) >= 32;
+	r->pre = 0;
+	for (size_t i = 0; sh && i < sh->numel; i++) {
+		r->split = r->split && mc_get_i(sh, i) >= 31;
+		if (mc_get_i(sh, i) == 31)
+			r->pre = 1;
+	}
 	if (!r->split)
 		return;
 	mc_shape s1 = {1, {(int64_t)sh->numel}};
 	mc_tensor *half = mc_tensor_new(MC_INT64, &s1), *low = mc_tensor_new(MC_INT32, &s1);
 	MC_ASSERT(half && low);
 	for (size_t i = 0; i < sh->numel; i++) {
-		int64_t v = mc_get_i(sh, i);
+		int64_t v = mc_get_i(sh, i) + r->pre;
 		mc_set_i(half, i, ((int64_t)1 << (v - 1)) - 1);
 		mc_set_i(low, i, v - 32);
 	}
@@ -121,7 +127,9 @@ mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch
 	mc_kexpr *w32 = mc_k_int(kb, MC_KT_I64, 32), *one = mc_k_int(kb, MC_KT_I32, 1);
 	mc_kexpr *v = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, MC_KT_I64, acc),
 	                                     mc_k_cast(kb, MC_KT_I64, ch->mult)));
-	/* v >> s = (v >> 32) >> (s - 32); v < 2^62, so the high word fits */
+	if (r->pre)
+		v = mc_kb_let(kb, mc_k_add(kb, v, v));
+	/* v >> s = (v >> 32) >> (s - 32); v < 2^63, so the high word fits */
 	mc_kexpr *hi = mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, v, w32));
 	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, hi, ch->shift), one);
 	mc_kexpr *sum = mc_k_add(kb, mc_k_add(kb, v, ch->half), mc_k_cast(kb, MC_KT_I64, odd));

@@ -127,12 +127,13 @@ mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *s
 
 /* The per-channel requantisation of QiConv and QiMatMul (aot/kern_qconv.c):
  * mc_rq_prepare packs what it needs once per kernel (where every shift is
- * 32 or more, the rounding constants and s - 32, so that the shifts run on
+ * 31 or more, the rounding constants and s - 32, so that the shifts run on
  * 32-bit words); mc_rq_emit gives clamp(y_zp + mc_qi_scale(acc, mult[oc],
  * shift[oc])) as i32, bit-identical to mc_lower_requant. */
 typedef struct {
 	bool split;
-	int half, low;            /* packed: int64 2^(s-1) - 1, int32 s - 32 */
+	int pre;                  /* 1: products doubled, shifts one more (some s is 31) */
+	int half, low;            /* packed: int64 2^(s'-1) - 1, int32 s' - 32 (s' = s + pre) */
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);

@@ -565,6 +565,15 @@ Test(qint, conv_uint8_even_channels_padding)
 	check_model(b, 2.0, 0.04, MC_OP_QiConv, 1, no_conv);
 }
 
+/* Factors in [1/4, 1): shifts of 31 (products doubled before the split
+ * requantisation, aot/kern_qconv.c) beside 32 and more; small inputs keep
+ * the sums unsaturated. */
+Test(qint, conv_factors_near_one)
+{
+	mb *b = conv_model("1,2,6,6", "6,2,1,1", 6, 1, 0, 1, MC_INT8, 0, 0, 2.0f / 127, 0.00032f, false);
+	check_model(b, 0.05, 0.00032, MC_OP_QiConv, 1, no_conv);
+}
+
 /* Depthwise on --isa cortex-m's paired plane (aot/kern_qdual.c): stride 2
  * with a 5x5 window (odd taps paired with 0), and an even window. */
 Test(qint, conv_depthwise_stride2_5x5)

@@ -395,6 +395,17 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 }
 #endif
 
+/* min(max(v, lo), hi) for the range of an n-bit integer, n a constant:
+ * SSAT and USAT where the core has them (ARMv6 and Cortex-M3 on) */
+#if defined(__ARM_FEATURE_SAT) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#include <arm_acle.h>
+#define modelc_ssat(v, n) ((int32_t)__ssat((v), (n)))
+#define modelc_usat(v, n) ((int32_t)__usat((v), (n)))
+#else
+#define modelc_ssat(v, n) modelc_min_i32(modelc_max_i32((v), -(int32_t)(UINT32_C(1) << ((n) - 1))), (int32_t)((UINT32_C(1) << ((n) - 1)) - 1u))
+#define modelc_usat(v, n) modelc_min_i32(modelc_max_i32((v), 0), (int32_t)((UINT32_C(1) << (n)) - 1u))
+#endif
+
 MODELC_FN float modelc_min_f32(float a, float b) { return a < b ? a : b; }
 MODELC_FN float modelc_max_f32(float a, float b) { return a > b ? a : b; }
 MODELC_FN double modelc_min_f64(double a, double b) { return a < b ? a : b; }

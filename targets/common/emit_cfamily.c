@@ -243,6 +243,30 @@ static void put_float_bin(emitter *e, const mc_kexpr *x, bool top)
 	}
 }
 
+/* min(max(v, lo), hi) on i32 with [lo, hi] the range of an n-bit signed
+ * (or unsigned) integer, as the runtime's modelc_ssat/modelc_usat: one
+ * SSAT/USAT instruction on an Arm core (the requantisations' clamps), the
+ * same two compares elsewhere. */
+static bool put_saturate(emitter *e, const mc_kexpr *x)
+{
+	const mc_kexpr *in = x->a;
+	int64_t lo, hi;
+	if (x->op != MC_KB_MIN || x->a->type != MC_KT_I32 || in->kind != MC_KE_BIN || in->op != MC_KB_MAX ||
+	    !mc_k_is_const(x->b, &hi) || !mc_k_is_const(in->b, &lo))
+		return false;
+	for (int n = 1; n <= 31; n++) {
+		bool sat = lo == -((int64_t)1 << (n - 1)) && hi == ((int64_t)1 << (n - 1)) - 1;
+		bool usat = lo == 0 && hi == ((int64_t)1 << n) - 1;
+		if (!sat && !usat)
+			continue;
+		mc_sb_printf(e->sb, "%s(", sat ? "modelc_ssat" : "modelc_usat");
+		mc_ce_expr(e, in->a, true);
+		mc_sb_printf(e->sb, ", %d)", n);
+		return true;
+	}
+	return false;
+}
+
 static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 {
 	mc_ktype t = x->a->type;
@@ -269,6 +293,8 @@ static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 		put_helper(e, x->op == MC_KB_DIV ? "div" : "rem", t, x->a, x->b);
 		return;
 	case MC_KB_MIN: case MC_KB_MAX:
+		if (put_saturate(e, x))
+			return;
 		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", t, x->a, x->b);
 		return;
 	case MC_KB_AND: case MC_KB_OR: case MC_KB_XOR:

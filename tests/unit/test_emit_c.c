@@ -488,6 +488,15 @@ static mc_kexpr *int_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, f, mc_k_float(kb, MC_KT_F32, 3.5)))));
 	mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_XOR, acc, mc_k_cast(kb, t, mc_k_mul(kb, d, mc_k_float(kb, MC_KT_F64, -1e300)))));
 	mc_kb_assign(kb, acc, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, a, b), acc, mc_k_fma(kb, a, b, acc)));
+	if (t == MC_KT_I32) { /* the Arm DSP forms (modelc_rt.h) and the clamps printed as SSAT/USAT */
+		mc_kexpr *sx = mc_k_un(kb, MC_KU_SXTB16, a), *sh = mc_k_un(kb, MC_KU_SXTB16_HI, b);
+		mc_kb_assign(kb, acc, mc_k_dot2(kb, sx, sh, acc));
+		mc_kb_assign(kb, acc, mc_k_dot2(kb, a, b, acc));
+		mc_kexpr *s8 = mc_k_bin(kb, MC_KB_MAX, acc, mc_k_int(kb, t, -128));
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_ADD, acc, mc_k_bin(kb, MC_KB_MIN, s8, mc_k_int(kb, t, 127))));
+		mc_kexpr *u8 = mc_k_bin(kb, MC_KB_MAX, acc, mc_k_int(kb, t, 0));
+		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_ADD, acc, mc_k_bin(kb, MC_KB_MIN, u8, mc_k_int(kb, t, 255))));
+	}
 	return acc;
 }
 
@@ -500,8 +509,8 @@ static mc_kexpr *float_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	for (size_t j = 0; j < sizeof compares / sizeof *compares; j++)
 		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_bin(kb, compares[j], a, b))));
 	for (int op = MC_KU_NEG; op < MC_KU__COUNT; op++) {
-		if (op == MC_KU_NOT || op == MC_KU_BITNOT)
-			continue;
+		if (op == MC_KU_NOT || op == MC_KU_BITNOT || op == MC_KU_SXTB16 || op == MC_KU_SXTB16_HI)
+			continue; /* integer only */
 		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, t, mc_k_un(kb, (mc_kunop)op, a))));
 	}
 	for (size_t j = 0; j < sizeof all_ints / sizeof *all_ints; j++)

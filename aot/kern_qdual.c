@@ -9,24 +9,25 @@
  *
  * - for each block of tp (3) output pixels the kernel first writes the
  *   block's columns of the im2col matrix into scratch, one i32 word per
- *   pair of k and pixel: (x[k] - x_zp) in the low half, (x[k+1] - x_zp) in
- *   the high half, 0 outside the input and for padded k (so x's zero
- *   point and the padding cost nothing in the sums);
+ *   pair of k and pixel: x[k] in the low half, x[k+1] in the high half,
+ *   x_zp outside the input; x_zp times each channel's weight sum is taken
+ *   off its bias at generation time, so the zero point and the padding
+ *   cost nothing in the sums;
  * - the weight is packed at generation time four int8 to a word, so that
  *   SXTB16 of a word gives (w[m][k], w[m][k+1]) of one channel and SXTB16
  *   of its rotation by 8 the same pair of the next channel: [M/tm][KP]
  *   [tm/2] words, the int8 weights' own size;
  * - tm (2) channels x tp pixels accumulate in registers with DOT2 (SMLAD),
- *   then each sum is requantised (mc_rq_emit) and stored.
+ *   then each sum is requantised (mc_rq_apply) and stored.
  *
  * Channels are paired where their count is even (one bounds check a
  * pair); an odd count pairs along k itself when the reduction is short
  * (first layers: one, three channels) and is padded by one otherwise.
  *
- * Bit-identical to the plain lowering: the same int32 sums in another order
- * (the quantize pass bounded them), each product exact (|x - x_zp| <= 255,
- * w int8). Without the DSP extension the runtime's portable modelc_smlad
- * computes the same. */
+ * Bit-identical to the plain lowering: the same int32 sums modulo 2^32 (the
+ * quantize pass bounded the true ones, so they agree), each product exact
+ * (x int8 or uint8, w int8: 16-bit halves). Without the DSP extension the
+ * runtime's portable modelc_smlad computes the same. */
 #include "lower.h"
 #include "lower_window.h"
 #include "../libcore/ops/qint.h"
@@ -430,8 +431,9 @@ int mc_kern_qdual(mc_lower_ctx *c)
 /* ---- depthwise (mc_kern_qdw) ----
  * A QiConv with one output channel per input channel (2-D, no dilation):
  * for each channel the kernel writes the padded input plane into scratch
- * as pairs, P[r][q] = (X(r, q), X(r, q + 1)) with X = x - x_zp inside the
- * input and 0 in the padding; one window row then takes ceil(kw / 2)
+ * as pairs, P[r][q] = (X(r, q), X(r, q + 1)) with X = x inside the input
+ * and x_zp in the padding (x_zp times the weight sum is off the bias, as
+ * above); one window row then takes ceil(kw / 2)
  * DOT2s of consecutive P words by the row's weight pairs (an odd last tap
  * paired with 0), which stay in registers for the whole plane. The weight
  * is packed two pairs to a word, int8: SXTB16 gives one, SXTB16 ROR 8 the

@@ -35,6 +35,7 @@
 
 #define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
+#define DW_TX 2       /* depthwise outputs a step */
 
 typedef struct {
 	mc_lower_ctx *c;
@@ -573,18 +574,35 @@ int mc_kern_qdw(mc_lower_ctx *c)
 	mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d.bb, ch));
 	mc_rq_chan rq = mc_rq_channel(c, &d.rq, ch);
 	mc_kexpr *oy = mc_kb_fori(kb, g->out[0], 0);
-	mc_kexpr *ox = mc_kb_fori(kb, g->out[1], 0);
-	mc_kexpr *acc = mc_kb_local(kb, bias);
-	mc_kexpr *base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_muli(kb, oy, sh), d.wp),
-	                                        mc_k_muli(kb, ox, sw)));
-	for (int64_t i = 0; i < kh; i++)
-		for (int64_t jp = 0; jp < (kw + 1) / 2; jp++) {
-			mc_kexpr *x = mc_k_load(kb, d.sb, mc_k_addi(kb, base, i * d.wp + 2 * jp));
-			mc_kexpr *wv = wp[i * ((kw + 1) / 2) + jp];
-			mc_kb_assign(kb, acc, mc_k_dot2(kb, wv, x, acc));
+	/* DW_TX outputs along a row a step, then the odd one: the weight
+	 * pairs and the loop serve both (1% fewer instructions on kws and vww
+	 * than one a step; four: 2% fewer on kws, more on vww) */
+	int64_t ow = g->out[1];
+	for (int part = 0; part < 2; part++) {
+		int step = part == 0 ? DW_TX : 1;
+		int64_t from = part == 0 ? 0 : ow / DW_TX * DW_TX, count = part == 0 ? ow / DW_TX : ow - from;
+		if (count <= 0)
+			continue;
+		mc_kexpr *oxs = mc_kb_fori(kb, count, 0);
+		mc_kexpr *ox0 = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, oxs, step), from));
+		mc_kexpr *acc[DW_TX];
+		for (int u = 0; u < step; u++)
+			acc[u] = mc_kb_local(kb, bias);
+		mc_kexpr *base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_muli(kb, oy, sh), d.wp),
+		                                        mc_k_muli(kb, ox0, sw)));
+		for (int64_t i = 0; i < kh; i++)
+			for (int64_t jp = 0; jp < (kw + 1) / 2; jp++)
+				for (int u = 0; u < step; u++) {
+					mc_kexpr *x = mc_k_load(kb, d.sb, mc_k_addi(kb, base, i * d.wp + 2 * jp + u * sw));
+					mc_kexpr *wv = wp[i * ((kw + 1) / 2) + jp];
+					mc_kb_assign(kb, acc[u], mc_k_dot2(kb, wv, x, acc[u]));
+				}
+		for (int u = 0; u < step; u++) {
+			mc_kexpr *co[4] = { n, ch, oy, mc_kb_let(kb, mc_k_addi(kb, ox0, u)) };
+			mc_lower_store(c, 0, co, NULL, mc_rq_apply(c, &d.rq, &rq, acc[u]));
 		}
-	mc_kexpr *co[4] = { n, ch, oy, ox };
-	mc_lower_store(c, 0, co, NULL, mc_rq_apply(c, &d.rq, &rq, acc));
-	mc_kb_end_n(kb, 2 + depth);
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, 1 + depth);
 	return 0;
 }

@@ -318,9 +318,18 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged
 		for (int jj = 0; jj < tp; jj++)
 			acc[i][jj] = mc_kb_local(kb, bias);
 	}
-	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
-	mac_step(d, mt, kp, tp, acc);
-	mc_kb_end(kb);
+	/* a row alone (a fully connected layer) takes two pairs a step: its
+	 * four sums leave the registers for it (6% fewer estimated cycles on
+	 * ad; four pairs, or tiles of three pixels, spill) */
+	int unroll = tp == 1 ? 2 : 1;
+	if (d->kp / unroll) {
+		mc_kexpr *ks = mc_kb_fori(kb, d->kp / unroll, MC_KF_REDUCE);
+		for (int u = 0; u < unroll; u++)
+			mac_step(d, mt, mc_k_addi(kb, mc_k_muli(kb, ks, unroll), u), tp, acc);
+		mc_kb_end(kb);
+	}
+	for (int64_t k = d->kp / unroll * unroll; k < d->kp; k++)
+		mac_step(d, mt, idx(kb, k), tp, acc);
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
 		mc_rq_chan rq = mc_rq_channel(d->c, &d->rq, oc);

@@ -658,6 +658,23 @@ Test(qint, gemm_uint8_odd_k_paired)
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
 }
 
+/* One row (a fully connected layer): 4 channels a tile, two pairs a step
+ * and the odd pair after (K 13: 7 pairs). */
+Test(qint, gemm_one_row_paired)
+{
+	lcg_state = 80;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	float sx = 2.0f / 127, sy = 0.05f, ws[8];
+	qdq_input(b, g, "x", "1,13", "xd", MC_INT8, sx, -3);
+	weights(b, g, "13,8", 8, 1, ws);
+	bias(b, g, 8, sx, ws);
+	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
+	qdq_output(b, g, "m", MC_INT8, sy, 5, "y");
+	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_NONE};
+	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+}
+
 Test(qint, matmul_batched_per_tensor)
 {
 	lcg_state = 79;

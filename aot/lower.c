@@ -405,11 +405,26 @@ static mc_kexpr *rshift_rne(mc_kb *kb, mc_kexpr *v, mc_kexpr *shift)
 mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
                            int64_t y_zp, int64_t lo, int64_t hi)
 {
+	return mc_lower_requant_bounded(kb, acc, mult, shift, y_zp, lo, hi, 0);
+}
+
+mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
+                                   int64_t y_zp, int64_t lo, int64_t hi, int64_t vmax)
+{
 	mc_kexpr *v = mc_k_cast(kb, MC_KT_I64, acc);
 	if (mult)
 		v = mc_k_mul(kb, v, mc_k_cast(kb, MC_KT_I64, mult));
 	v = mc_kb_let(kb, v);
 	mc_kexpr *r = rshift_rne(kb, v, mc_k_cast(kb, MC_KT_I64, shift));
+	int64_t sc;
+	if (vmax > 0 && mc_k_is_const(shift, &sc) && sc >= 1 && sc < 63 &&
+	    (vmax >> sc) + 1 + (y_zp < 0 ? -y_zp : y_zp) < ((int64_t)1 << 31)) {
+		/* the rounded value and y_zp fit in 32 bits: the rest in i32 (a
+		 * 32-bit core's one-instruction clamp instead of 64-bit compares) */
+		r = mc_k_add(kb, mc_k_cast(kb, MC_KT_I32, r), mc_k_int(kb, MC_KT_I32, y_zp));
+		r = mc_k_bin(kb, MC_KB_MAX, r, mc_k_int(kb, MC_KT_I32, lo));
+		return mc_k_bin(kb, MC_KB_MIN, r, mc_k_int(kb, MC_KT_I32, hi));
+	}
 	r = mc_k_add(kb, r, mc_k_int(kb, MC_KT_I64, y_zp));
 	r = mc_k_bin(kb, MC_KB_MAX, r, mc_k_int(kb, MC_KT_I64, lo));
 	r = mc_k_bin(kb, MC_KB_MIN, r, mc_k_int(kb, MC_KT_I64, hi));

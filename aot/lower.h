@@ -124,6 +124,11 @@ int mc_kern_qdw(mc_lower_ctx *c);     /* QiConv depthwise 2-D: SMLAD on a paired
  * shift are any integer type; mult NULL: acc is already the product. */
 mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
                            int64_t y_zp, int64_t lo, int64_t hi);
+/* The same where the caller knows |acc * mult| <= vmax (0: unknown): with a
+ * constant shift whose result fits 32 bits, the zero point and clamp run
+ * in i32. */
+mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
+                                   int64_t y_zp, int64_t lo, int64_t hi, int64_t vmax);
 
 /* The per-channel requantisation of QiConv and QiMatMul (aot/kern_qconv.c):
  * mc_rq_prepare packs what it needs once per kernel (where every shift is

@@ -9,6 +9,7 @@
  * own type, wrapping), and each function follows the reference eval in
  * libcore/ops/elementwise.c step by step where the result could differ:
  * NaN handling, integer division and remainder, rounding. */
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -851,21 +852,24 @@ PW(qiadd)
 	const qi_params *p = qi(c);
 	mc_kexpr *sum = bin(c, MC_KB_ADD, bin(c, MC_KB_MUL, centred(c, a[0], p->x_zp), i64(c, p->mult)),
 	                    bin(c, MC_KB_MUL, centred(c, a[1], p->b_zp), i64(c, p->b_mult)));
-	return mc_lower_requant(c->kb, sum, NULL, i64(c, p->shift), p->y_zp, p->lo, p->hi);
+	/* |x - zp| <= 255 for 8-bit operands */
+	return mc_lower_requant_bounded(c->kb, sum, NULL, i64(c, p->shift), p->y_zp, p->lo, p->hi,
+	                                255 * (llabs(p->mult) + llabs(p->b_mult)));
 }
 
 PW(qimul)
 {
 	const qi_params *p = qi(c);
 	mc_kexpr *prod = bin(c, MC_KB_MUL, centred(c, a[0], p->x_zp), centred(c, a[1], p->b_zp));
-	return mc_lower_requant(c->kb, prod, i64(c, p->mult), i64(c, p->shift), p->y_zp, p->lo, p->hi);
+	return mc_lower_requant_bounded(c->kb, prod, i64(c, p->mult), i64(c, p->shift), p->y_zp, p->lo, p->hi,
+	                                255 * 255 * llabs(p->mult));
 }
 
 PW(qirequant)
 {
 	const qi_params *p = qi(c);
-	return mc_lower_requant(c->kb, centred(c, a[0], p->x_zp), i64(c, p->mult), i64(c, p->shift),
-	                        p->y_zp, p->lo, p->hi);
+	return mc_lower_requant_bounded(c->kb, centred(c, a[0], p->x_zp), i64(c, p->mult), i64(c, p->shift),
+	                                p->y_zp, p->lo, p->hi, 255 * llabs(p->mult));
 }
 
 /* mc_qi_quantize: rint(x * inv_scale) + y_zp clamped, in f32 (exact:

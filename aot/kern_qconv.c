@@ -67,23 +67,57 @@ static void pack(const mc_lower_ctx *c, int64_t m, int64_t ch, bool transposed, 
 	}
 }
 
+/* A bound on |acc|: the quantize pass's, K * 255 * 255 + max |bias| (K the
+ * reduction length of QiConv or QiMatMul); -1 where it is not known. */
+static int64_t acc_bound(const mc_lower_ctx *c)
+{
+	const mc_shape *ws = &c->in[QI_W]->shape;
+	int64_t k = 0;
+	if (c->node->id == MC_OP_QiConv && ws->rank >= 2) {
+		k = 1;
+		for (int d = 1; d < ws->rank; d++)
+			k *= ws->dims[d];
+	} else if (c->node->id == MC_OP_QiMatMul && ws->rank >= 2) {
+		k = ws->dims[ws->rank - 2];
+	}
+	const mc_tensor *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
+	if (k <= 0 || (c->in[QI_B] && !b))
+		return -1;
+	int64_t bmax = 0;
+	for (size_t i = 0; b && i < b->numel; i++) {
+		int64_t v = mc_get_i(b, i);
+		bmax = v < 0 && -v > bmax ? -v : v > bmax ? v : bmax;
+	}
+	return k * 255 * 255 + bmax;
+}
+
 /* The requantisation of the tiles' sums. Where every channel's shift is 31
  * or more (factors below 1: the usual case), mc_qi_rshift's 64-bit shifts
  * split into the product's high word and a 32-bit shift by s - 32, and the
  * rounding constant 2^(s-1) - 1 is packed per channel: the same result
  * (arithmetic shifts compose) in a third of the instructions on a 32-bit
  * core. A shift of 31 (a factor in [1/2, 1)) doubles every product first
- * and shifts one more: v < 2^62, so 2v fits, and rounding 2v at s + 1 is
- * rounding v at s. Elsewhere mc_lower_requant. */
+ * and shifts one more (rounding 2v at s + 1 is rounding v at s), where
+ * |acc|'s bound keeps 2v + 2^s inside int64. Elsewhere mc_lower_requant. */
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 {
-	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT);
+	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
 	r->split = sh != NULL;
 	r->pre = 0;
+	int64_t smax = 0, mmax = 0;
 	for (size_t i = 0; sh && i < sh->numel; i++) {
 		r->split = r->split && mc_get_i(sh, i) >= 31;
 		if (mc_get_i(sh, i) == 31)
 			r->pre = 1;
+		smax = mc_get_i(sh, i) > smax ? mc_get_i(sh, i) : smax;
+	}
+	for (size_t i = 0; mu && i < mu->numel; i++)
+		mmax = mc_get_i(mu, i) > mmax ? mc_get_i(mu, i) : mmax;
+	if (r->split && r->pre) {
+		/* 2v + 2^(s'-1) must stay below 2^63 (no wrap in the 64-bit sum) */
+		int64_t ab = acc_bound(c);
+		r->split = ab >= 0 && mu && ab < ((int64_t)1 << 31) && smax <= 62 &&
+		           (uint64_t)ab * (uint64_t)mmax * 2u + ((uint64_t)1 << smax) < ((uint64_t)1 << 63);
 	}
 	if (!r->split)
 		return;

@@ -93,10 +93,9 @@ static int64_t acc_bound(const mc_lower_ctx *c)
 
 /* The requantisation of the tiles' sums. Where every channel's shift is 31
  * or more (factors below 1: the usual case), mc_qi_rshift's 64-bit shifts
- * split into the product's high word and a 32-bit shift by s - 32, and the
- * rounding constant 2^(s-1) - 1 is packed per channel: the same result
- * (arithmetic shifts compose) in a third of the instructions on a 32-bit
- * core. A shift of 31 (a factor in [1/2, 1)) doubles every product first
+ * split into the product's high word and a 32-bit shift by s - 32 packed
+ * per channel (the kernel IR's RQ32): the same result (arithmetic shifts
+ * compose) in a third of the instructions on a 32-bit core. A shift of 31 (a factor in [1/2, 1)) doubles every product first
  * and shifts one more (rounding 2v at s + 1 is rounding v at s), where
  * |acc|'s bound keeps 2v + 2^s inside int64. Elsewhere mc_lower_requant. */
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
@@ -122,14 +121,10 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	if (!r->split)
 		return;
 	mc_shape s1 = {1, {(int64_t)sh->numel}};
-	mc_tensor *half = mc_tensor_new(MC_INT64, &s1), *low = mc_tensor_new(MC_INT32, &s1);
-	MC_ASSERT(half && low);
-	for (size_t i = 0; i < sh->numel; i++) {
-		int64_t v = mc_get_i(sh, i) + r->pre;
-		mc_set_i(half, i, ((int64_t)1 << (v - 1)) - 1);
-		mc_set_i(low, i, v - 32);
-	}
-	r->half = mc_kb_packed(c->kb, half);
+	mc_tensor *low = mc_tensor_new(MC_INT32, &s1);
+	MC_ASSERT(low);
+	for (size_t i = 0; i < sh->numel; i++)
+		mc_set_i(low, i, mc_get_i(sh, i) + r->pre - 32);
 	r->low = mc_kb_packed(c->kb, low);
 }
 
@@ -143,10 +138,7 @@ mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc)
 		ch.shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)));
 		return ch;
 	}
-	/* s - 32 is in [0, 30]: the mask tells the C compiler so, and it drops
-	 * the check of C's shifts for counts of 32 or more */
-	ch.shift = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, mc_k_load(kb, r->low, oc), mc_k_int(kb, MC_KT_I32, 31)));
-	ch.half = mc_kb_let(kb, mc_k_load(kb, r->half, oc));
+	ch.shift = mc_kb_let(kb, mc_k_load(kb, r->low, oc)); /* s' - 32, in [0, 31] */
 	return ch;
 }
 
@@ -158,17 +150,7 @@ mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch
 	const qi_params *qp = c->node->params;
 	if (!r->split)
 		return mc_lower_requant(kb, acc, ch->mult, ch->shift, qp->y_zp, qp->lo, qp->hi);
-	mc_kexpr *w32 = mc_k_int(kb, MC_KT_I64, 32), *one = mc_k_int(kb, MC_KT_I32, 1);
-	mc_kexpr *v = mc_kb_let(kb, mc_k_mul(kb, mc_k_cast(kb, MC_KT_I64, acc),
-	                                     mc_k_cast(kb, MC_KT_I64, ch->mult)));
-	if (r->pre)
-		v = mc_kb_let(kb, mc_k_add(kb, v, v));
-	/* v >> s = (v >> 32) >> (s - 32); v < 2^63, so the high word fits */
-	mc_kexpr *hi = mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, v, w32));
-	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, hi, ch->shift), one);
-	mc_kexpr *sum = mc_k_add(kb, mc_k_add(kb, v, ch->half), mc_k_cast(kb, MC_KT_I64, odd));
-	mc_kexpr *q = mc_k_bin(kb, MC_KB_SHR, mc_k_cast(kb, MC_KT_I32, mc_k_bin(kb, MC_KB_SHR, sum, w32)),
-	                       ch->shift);
+	mc_kexpr *q = mc_k_rq32(kb, acc, ch->mult, ch->shift, r->pre != 0);
 	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
 	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));
 	return mc_k_bin(kb, MC_KB_MIN, q, mc_k_int(kb, MC_KT_I32, qp->hi));

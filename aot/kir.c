@@ -485,6 +485,16 @@ mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 	return e;
 }
 
+mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice)
+{
+	mc_kexpr *e = expr(kb, MC_KE_RQ32, MC_KT_I32);
+	e->a = acc;
+	e->b = mult;
+	e->c = low;
+	e->i = twice;
+	return e;
+}
+
 /* ---- statements ---- */
 static mc_kstmt *append(mc_kb *kb, mc_kstmt_kind kind)
 {
@@ -680,8 +690,8 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		dump_expr(e->a, f);
 		fputc(')', f);
 		break;
-	case MC_KE_FMA: case MC_KE_DOT2:
-		fputs(e->kind == MC_KE_FMA ? "fma(" : "dot2(", f);
+	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_RQ32:
+		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->i ? "rq32x2(" : "rq32(", f);
 		dump_expr(e->a, f);
 		fputs(", ", f);
 		dump_expr(e->b, f);

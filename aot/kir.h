@@ -49,6 +49,12 @@ typedef enum {
 	 * are the signed 16-bit halves of a and b (the Cortex-M DSP extension's
 	 * SMLAD: two multiply-accumulates in one instruction) */
 	MC_KE_DOT2,
+	/* i32 only: the split requantisation of an int32 sum (aot/kern_qconv.c):
+	 * v = a * b in 64 bits, doubled when i is 1, rounded to nearest, ties
+	 * to even, at 32 + c bits (c in [0, 31]) and narrowed to 32 bits; the
+	 * caller guarantees v + 2^(31 + c) fits int64. One runtime call
+	 * (modelc_rq32) in C, which builds for size call out of line. */
+	MC_KE_RQ32,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -299,6 +305,7 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
+mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice); /* MC_KE_RQ32 */
 #define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
 #define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))
 #define mc_k_mul(kb, a, b) mc_k_bin((kb), MC_KB_MUL, (a), (b))

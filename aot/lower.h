@@ -138,14 +138,14 @@ mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_
 typedef struct {
 	bool split;
 	int pre;                  /* 1: products doubled, shifts one more (some s is 31) */
-	int half, low;            /* packed: int64 2^(s'-1) - 1, int32 s' - 32 (s' = s + pre) */
+	int low;                  /* packed: int32 s' - 32 (s' = s + pre) */
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);
 /* The same in two steps: channel oc's constants bound to locals once, then
  * applied to any number of its sums. */
 typedef struct {
-	mc_kexpr *mult, *shift, *half; /* split: shift is s - 32; half NULL unless split */
+	mc_kexpr *mult, *shift;   /* split: shift is s' - 32 */
 } mc_rq_chan;
 mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc);
 mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc);

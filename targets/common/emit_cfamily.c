@@ -870,6 +870,15 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		mc_ce_expr(e, x->c, true);
 		mc_sb_puts(e->sb, ")");
 		return;
+	case MC_KE_RQ32: /* the runtime's (modelc_rt.h) */
+		mc_sb_puts(e->sb, "modelc_rq32(");
+		mc_ce_expr(e, x->a, true);
+		mc_sb_puts(e->sb, ", ");
+		mc_ce_expr(e, x->b, true);
+		mc_sb_puts(e->sb, ", ");
+		mc_ce_expr(e, x->c, true);
+		mc_sb_printf(e->sb, ", %d)", x->i ? 1 : 0);
+		return;
 	case MC_KE_SPLAT:
 		break;
 	}

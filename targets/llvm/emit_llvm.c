@@ -411,6 +411,23 @@ static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 	return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, lo, hi, ""), "");
 }
 
+/* MC_KE_RQ32 (modelc_rt.h's modelc_rq32): the same arithmetic */
+static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValueRef low, bool twice)
+{
+	LLVMBuilderRef b = e->b;
+	LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, e->i64, ""), LLVMBuildSExt(b, mult, e->i64, ""), "");
+	if (twice)
+		v = LLVMBuildAdd(b, v, v, "");
+	LLVMValueRef c32 = LLVMConstInt(e->i64, 32, 0);
+	LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, c32, ""), e->i32, "");
+	LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildAShr(b, hi, low, ""), LLVMConstInt(e->i32, 1, 0), "");
+	LLVMValueRef sh = LLVMBuildAdd(b, LLVMBuildZExt(b, low, e->i64, ""), LLVMConstInt(e->i64, 31, 0), "");
+	LLVMValueRef half = LLVMBuildSub(b, LLVMBuildShl(b, LLVMConstInt(e->i64, 1, 0), sh, ""),
+	                                 LLVMConstInt(e->i64, 1, 0), "");
+	LLVMValueRef sum = LLVMBuildAdd(b, LLVMBuildAdd(b, v, half, ""), LLVMBuildZExt(b, odd, e->i64, ""), "");
+	return LLVMBuildAShr(b, LLVMBuildTrunc(b, LLVMBuildLShr(b, sum, c32, ""), e->i32, ""), low, "");
+}
+
 static LLVMValueRef un(lemit *e, const mc_kexpr *x)
 {
 	mc_ktype t = x->a->type;
@@ -669,6 +686,8 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 		return LLVMBuildExtractElement(e->b, expr(e, x->a), LLVMConstInt(e->i32, (unsigned long long)x->i, 0), "");
 	case MC_KE_DOT2:
 		return dot2(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
+	case MC_KE_RQ32:
+		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), x->i != 0);
 	}
 	fail(e, "unknown expression kind", NULL);
 	return LLVMGetPoison(e->f32);

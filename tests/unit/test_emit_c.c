@@ -492,6 +492,9 @@ static mc_kexpr *int_ops(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 		mc_kexpr *sx = mc_k_un(kb, MC_KU_SXTB16, a), *sh = mc_k_un(kb, MC_KU_SXTB16_HI, b);
 		mc_kb_assign(kb, acc, mc_k_dot2(kb, sx, sh, acc));
 		mc_kb_assign(kb, acc, mc_k_dot2(kb, a, b, acc));
+		mc_kexpr *low = mc_k_bin(kb, MC_KB_AND, b, mc_k_int(kb, t, 31));
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_rq32(kb, a, b, low, false)));
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_rq32(kb, acc, a, low, true)));
 		mc_kexpr *s8 = mc_k_bin(kb, MC_KB_MAX, acc, mc_k_int(kb, t, -128));
 		mc_kb_assign(kb, acc, mc_k_bin(kb, MC_KB_ADD, acc, mc_k_bin(kb, MC_KB_MIN, s8, mc_k_int(kb, t, 127))));
 		mc_kexpr *u8 = mc_k_bin(kb, MC_KB_MAX, acc, mc_k_int(kb, t, 0));

@@ -52,8 +52,8 @@ typedef enum {
 	/* i32 only: the split requantisation of an int32 sum (aot/kern_qconv.c):
 	 * v = a * b in 64 bits, doubled when i is 1, rounded to nearest, ties
 	 * to even, at 32 + c bits (c in [0, 31]) and narrowed to 32 bits; the
-	 * caller guarantees v + 2^(31 + c) fits int64. One runtime call
-	 * (modelc_rq32) in C, which builds for size call out of line. */
+	 * caller guarantees v + 2^(31 + c) fits int64. In C the runtime's
+	 * modelc_rq32: inline, out of line in a build for size. */
 	MC_KE_RQ32,
 } mc_kexpr_kind;
 

@@ -132,8 +132,8 @@ mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_
 
 /* The per-channel requantisation of QiConv and QiMatMul (aot/kern_qconv.c):
  * mc_rq_prepare packs what it needs once per kernel (where every shift is
- * 31 or more, the rounding constants and s - 32, so that the shifts run on
- * 32-bit words); mc_rq_emit gives clamp(y_zp + mc_qi_scale(acc, mult[oc],
+ * 31 or more, s - 32 per channel for the kernel IR's RQ32, whose shifts run
+ * on 32-bit words); mc_rq_emit gives clamp(y_zp + mc_qi_scale(acc, mult[oc],
  * shift[oc])) as i32, bit-identical to mc_lower_requant. */
 typedef struct {
 	bool split;

@@ -87,6 +87,13 @@ typedef struct {
 #define MODELC_ALIGN(n)
 #endif
 
+/* Kernels of --isa cortex-m: functions of their own (targets/c/emit_c.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MODELC_NOINLINE __attribute__((noinline))
+#else
+#define MODELC_NOINLINE
+#endif
+
 /* Ends every kernel of the C target. GCC 12 (x86-64 and arm-none-eabi
  * alike) can judge a kernel "const" once it has rewritten the kernel's
  * loops, although the kernel stores through its arena pointer, and then
@@ -94,12 +101,6 @@ typedef struct {
  * kernels, merged into one function, then ran once instead of once per
  * copy). An empty asm that clobbers memory is never const and costs no
  * instruction. */
-#if defined(__GNUC__) || defined(__clang__)
-#define MODELC_NOINLINE __attribute__((noinline))
-#else
-#define MODELC_NOINLINE
-#endif
-
 #if defined(__GNUC__) || defined(__clang__)
 #define MODELC_KERNEL_END() __asm__ __volatile__("" ::: "memory")
 #else

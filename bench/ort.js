@@ -174,6 +174,9 @@ class Driver {
 	// kernel) is killed, which fails this and every later command.
 	ask(command, timeoutMs) {
 		if (this.exited) return Promise.reject(new Error(`driver ${this.exited}`));
+		// setTimeout takes at most 2^31 - 1 ms: a longer delay fires at once
+		// (a fast model's many calls, each given 300 s, passed it)
+		timeoutMs = Math.min(timeoutMs, 2147483647);
 		return new Promise((resolve, reject) => {
 			const timer = setTimeout(() => {
 				this.fail(`gave no answer to '${command}' in ${timeoutMs / 1e3} s (killed)`);

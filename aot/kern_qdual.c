@@ -62,7 +62,7 @@ static int64_t weight_at(const qdual *d, const mc_tensor *w, int64_t m, int64_t 
 	return mc_get_i(w, (size_t)((m * d->ch + c) * d->taps + t));
 }
 
-/* The weight as [M/tm][KP][TM/2] words: bytes w[m][k], w[m+1][k],
+/* The weight as [M/tm][KP][tm/2] words: bytes w[m][k], w[m+1][k],
  * w[m][k+1], w[m+1][k+1] from the lowest. */
 static mc_tensor *pack_weight(const qdual *d)
 {

@@ -36,6 +36,7 @@
 #define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
 #define DW_TX 2       /* depthwise outputs a step */
+#define DW_MAX_PAIRS 32 /* depthwise weight pairs a window, at most (a 7x7 is 28) */
 
 typedef struct {
 	mc_lower_ctx *c;
@@ -552,6 +553,8 @@ int mc_kern_qdw(mc_lower_ctx *c)
 	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
 		return 1;
 	int64_t kh = g->kern[0], kw = g->kern[1], sh = g->stride[0], sw = g->stride[1];
+	if (kh * ((kw + 1) / 2) > DW_MAX_PAIRS) /* a window too big for registers: the plain lowering */
+		return 1;
 	d.hp = (g->out[0] - 1) * sh + kh;
 	d.wp = (g->out[1] - 1) * sw + kw;
 	d.pairs = kh * ((kw + 1) / 2);
@@ -572,8 +575,7 @@ int mc_kern_qdw(mc_lower_ctx *c)
 	mc_kb_end(kb);
 	/* the channel's weight pairs, in registers for the plane */
 	int64_t words = (d.pairs + 1) / 2;
-	mc_kexpr *wp[64];
-	MC_ASSERT(d.pairs <= 64);
+	mc_kexpr *wp[DW_MAX_PAIRS];
 	for (int64_t i = 0; i < words; i++) {
 		mc_kexpr *word = mc_kb_let(kb, mc_k_load(kb, d.wb, mc_k_addi(kb, mc_k_muli(kb, ch, words), i)));
 		wp[2 * i] = mc_kb_let(kb, mc_k_un(kb, MC_KU_SXTB16, word));

@@ -585,6 +585,14 @@ Test(qint, conv_depthwise_stride2_5x5)
 	check_model(b, 2.0, 0.03, MC_OP_QiConv, 1, no_conv);
 }
 
+/* A window of more weight pairs than the paired kernel keeps in
+ * registers (9x9: 45): the plain lowering, still exact. */
+Test(qint, conv_depthwise_big_window)
+{
+	mb *b = conv_model("1,2,10,10", "2,1,9,9", 2, 2, 4, 1, MC_INT8, 1, -128, 2.0f / 127, 0.1f, true);
+	check_model(b, 2.0, 0.1, MC_OP_QiConv, 1, no_conv);
+}
+
 Test(qint, conv_depthwise_even_window)
 {
 	mb *b = conv_model("1,4,7,6", "4,1,4,4", 4, 4, 1, 1, MC_INT8, -7, 3, 2.0f / 127, 0.05f, false);

@@ -268,10 +268,12 @@ static void store(const qdual *d, mc_kexpr *n, mc_kexpr *oc, const mc_rq_chan *r
 	mc_kb *kb = c->kb;
 	mc_kexpr *co[MC_MAX_RANK], *lin;
 	if (d->conv) {
+		/* the linear index directly: the coordinates' divisions only where
+		 * a fused epilogue reads them (else the C compiler drops them) */
 		co[0] = n;
 		co[1] = oc;
 		out_pos(d, p, co + 2);
-		lin = NULL;
+		lin = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, n, d->m), oc), d->pix), p);
 	} else {
 		co[0] = p;
 		co[1] = oc;

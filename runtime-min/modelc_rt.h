@@ -396,9 +396,9 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 }
 #endif
 
-/* The split requantisation (the kernel IR's RQ32): v = acc * mult, doubled
- * when twice is 1, rounded to nearest, ties to even, at 32 + low bits (low
- * in [0, 31]); the generator guarantees that v + 2^(31 + low) fits int64.
+/* The split requantisation (the kernel IR's RQ32): v = acc * mult (x2:
+ * doubled), rounded to nearest, ties to even, at 32 + low bits (low in
+ * [0, 31]); the generator guarantees that v + 2^(31 + low) fits int64.
  * Out of line when built for size (one copy for every sum), inline
  * otherwise. */
 #if defined(__OPTIMIZE_SIZE__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
@@ -406,14 +406,19 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 #else
 #define MODELC_RQ_FN MODELC_FN
 #endif
-MODELC_RQ_FN int32_t modelc_rq32(int32_t acc, int32_t mult, int32_t low, int twice)
+MODELC_FN int32_t modelc_rq32_round(uint64_t v, int32_t low)
 {
-	uint64_t v = (uint64_t)((int64_t)acc * mult);
-	if (twice)
-		v += v;
 	int32_t hi = (int32_t)(uint32_t)(v >> 32);
 	uint64_t sum = v + ((UINT64_C(1) << (low + 31)) - 1u) + (uint64_t)((hi >> low) & 1);
 	return (int32_t)(uint32_t)(sum >> 32) >> low;
+}
+MODELC_RQ_FN int32_t modelc_rq32(int32_t acc, int32_t mult, int32_t low)
+{
+	return modelc_rq32_round((uint64_t)((int64_t)acc * mult), low);
+}
+MODELC_RQ_FN int32_t modelc_rq32x2(int32_t acc, int32_t mult, int32_t low)
+{
+	return modelc_rq32_round((uint64_t)((int64_t)acc * mult) * 2u, low);
 }
 
 /* min(max(v, lo), hi) for the range of an n-bit integer, n a constant:

@@ -862,22 +862,10 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		put_lane(e, x);
 		return;
 	case MC_KE_DOT2: /* the runtime's (modelc_rt.h): SMLAD where the DSP extension is */
-		mc_sb_puts(e->sb, "modelc_smlad(");
-		mc_ce_expr(e, x->a, true);
-		mc_sb_puts(e->sb, ", ");
-		mc_ce_expr(e, x->b, true);
-		mc_sb_puts(e->sb, ", ");
-		mc_ce_expr(e, x->c, true);
-		mc_sb_puts(e->sb, ")");
+		put_call3(e, "", "modelc_smlad", x->a, x->b, x->c);
 		return;
 	case MC_KE_RQ32: /* the runtime's (modelc_rt.h) */
-		mc_sb_puts(e->sb, "modelc_rq32(");
-		mc_ce_expr(e, x->a, true);
-		mc_sb_puts(e->sb, ", ");
-		mc_ce_expr(e, x->b, true);
-		mc_sb_puts(e->sb, ", ");
-		mc_ce_expr(e, x->c, true);
-		mc_sb_printf(e->sb, ", %d)", x->i ? 1 : 0);
+		put_call3(e, "", x->i ? "modelc_rq32x2" : "modelc_rq32", x->a, x->b, x->c);
 		return;
 	case MC_KE_SPLAT:
 		break;

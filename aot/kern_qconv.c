@@ -45,26 +45,40 @@ static bool pointwise_fits(const mc_lower_ctx *c, const conv_geom *g)
 	return tiles_fit(c, g);
 }
 
+/* The bias (0 without one) as int32 less x_zp times each output channel's
+ * weight sum, the weight [M, K] or, transposed, [K, M]: for kernels that
+ * multiply x itself (and read x_zp in any padding). Inside int32: the
+ * quantize pass kept K * 255 * 255 + |bias| below 2^31. */
+mc_tensor *mc_kq_folded_bias(const mc_lower_ctx *c, int64_t m, bool transposed, int64_t x_zp)
+{
+	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
+	int64_t k = (int64_t)w->numel / m;
+	mc_shape bs = {1, {m}};
+	mc_tensor *t = mc_tensor_new(MC_INT32, &bs);
+	MC_ASSERT(t);
+	for (int64_t o = 0; o < m; o++) {
+		int64_t sum = 0;
+		for (int64_t i = 0; i < k; i++)
+			sum += mc_get_i(w, (size_t)(transposed ? i * m + o : o * k + i));
+		mc_set_i(t, (size_t)o, (b ? mc_get_i(b, (size_t)o) : 0) - x_zp * sum);
+	}
+	return t;
+}
+
 /* w [M, C] (or, transposed, [C, M]) as [M/TM][C][TM], and the bias with
  * x's zero point folded in. */
 static void pack(const mc_lower_ctx *c, int64_t m, int64_t ch, bool transposed, int64_t x_zp,
                  mc_tensor **wp, mc_tensor **bp)
 {
-	const mc_tensor *w = mc_lower_const(c, QI_W), *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
-	mc_shape ws = {1, {m * ch}}, bs = {1, {m}};
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	mc_shape ws = {1, {m * ch}};
 	*wp = mc_tensor_new(w->dtype, &ws);
-	*bp = mc_tensor_new(MC_INT32, &bs);
-	MC_ASSERT(*wp && *bp);
-	for (int64_t o = 0; o < m; o++) {
-		int64_t sum = 0;
-		for (int64_t k = 0; k < ch; k++) {
-			int64_t v = mc_get_i(w, (size_t)(transposed ? k * m + o : o * ch + k));
-			sum += v;
-			mc_set_i(*wp, (size_t)(((o / TM) * ch + k) * TM + o % TM), v);
-		}
-		/* inside int32: the pass kept K * 255 * 255 + |bias| below 2^31 */
-		mc_set_i(*bp, (size_t)o, (b ? mc_get_i(b, (size_t)o) : 0) - x_zp * sum);
-	}
+	MC_ASSERT(*wp);
+	for (int64_t o = 0; o < m; o++)
+		for (int64_t k = 0; k < ch; k++)
+			mc_set_i(*wp, (size_t)(((o / TM) * ch + k) * TM + o % TM),
+			         mc_get_i(w, (size_t)(transposed ? k * m + o : o * ch + k)));
+	*bp = mc_kq_folded_bias(c, m, transposed, x_zp);
 }
 
 /* A bound on |acc|: the quantize pass's, K * 255 * 255 + max |bias| (K the

@@ -357,32 +357,6 @@ static bool fits(const mc_lower_ctx *c, int64_t m)
 	       (!c->in[QI_B] || mc_lower_const(c, QI_B)) && m % 2 == 0;
 }
 
-/* The bias as int32 (0 without one) less x_zp times the sum of each
- * channel's weights w_sum(m): the kernels multiply x itself, and the
- * padding reads x_zp. The sums wrap at 32 bits, like SMLAD; the result is
- * exact because the true sum fits (the quantize pass bounded it). */
-static mc_tensor *bias_of(mc_lower_ctx *c, int64_t m, int64_t x_zp, int64_t (*w_sum)(const void *, int64_t),
-                          const void *arg)
-{
-	const mc_tensor *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
-	mc_shape s = {1, {m}};
-	mc_tensor *t = mc_tensor_new(MC_INT32, &s);
-	MC_ASSERT(t);
-	for (int64_t i = 0; i < m; i++)
-		mc_set_i(t, (size_t)i, (int32_t)(uint32_t)((b ? mc_get_i(b, (size_t)i) : 0) - x_zp * w_sum(arg, i)));
-	return t;
-}
-
-static int64_t dual_w_sum(const void *arg, int64_t m)
-{
-	const qdual *d = arg;
-	const mc_tensor *w = mc_lower_const(d->c, QI_W);
-	int64_t sum = 0;
-	for (int64_t k = 0; k < 2 * d->kp; k++)
-		sum += weight_at(d, w, m, k);
-	return sum;
-}
-
 int mc_kern_qdual(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -427,7 +401,7 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	d.tp = d.pix >= 3 ? 3 : (int)d.pix;
 	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
-	d.bb = mc_kb_packed(kb, bias_of(c, d.m, d.x_zp, dual_w_sum, &d));
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
 	mc_rq_prepare(c, &d.rq);
 	mc_kexpr *n = idx(kb, 0);
@@ -495,16 +469,6 @@ static void dw_edge_word(const qdw *d, const qdual *xd, mc_kexpr *xrow, mc_kexpr
 	mc_kb_store(kb, d->sb, mc_k_addi(kb, row, q), pair(kb, lo, hi));
 }
 
-static int64_t dw_w_sum(const void *arg, int64_t ch)
-{
-	const qdw *d = arg;
-	const mc_tensor *w = mc_lower_const(d->c, QI_W);
-	int64_t taps = d->g.kern[0] * d->g.kern[1], sum = 0;
-	for (int64_t t = 0; t < taps; t++)
-		sum += mc_get_i(w, (size_t)(ch * taps + t));
-	return sum;
-}
-
 /* Scratch row r of channel c (batch n): X's row r - pad_top, paired: the
  * columns whose pair lies inside the input in one loop, the edges
  * unrolled. */
@@ -561,7 +525,7 @@ int mc_kern_qdw(mc_lower_ctx *c)
 	d.wp = (g->out[1] - 1) * sw + kw;
 	d.pairs = kh * ((kw + 1) / 2);
 	d.wb = mc_kb_packed(kb, dw_pack_weight(&d));
-	d.bb = mc_kb_packed(kb, bias_of(c, g->out_ch, d.x_zp, dw_w_sum, &d));
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, g->out_ch, false, d.x_zp));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.hp * d.wp));
 	mc_rq_prepare(c, &d.rq);
 	int depth = 0;

@@ -150,6 +150,12 @@ typedef struct {
 mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc);
 mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc);
 
+/* QiConv's or QiMatMul's constant bias (0 without one) as int32 less x_zp
+ * times each of the m output channels' weight sum, the weight [m, K] or,
+ * transposed, [K, m] (aot/kern_qconv.c): for kernels that multiply x
+ * itself, reading x_zp in any padding. */
+mc_tensor *mc_kq_folded_bias(const mc_lower_ctx *c, int64_t m, bool transposed, int64_t x_zp);
+
 /* Constant input data at compile time (attributes that became inputs). */
 const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i);
 /* v is present and float32 (what the fast kernels handle). */

@@ -183,15 +183,10 @@ static void out_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *n, mc_kexpr *oc,
 {
 	co[0] = n;
 	co[1] = oc;
-	mc_kexpr *rest = p;
-	for (int d = os->rank - 1; d >= 2; d--) {
-		if (d == 2) {
-			co[d] = rest;
-			break;
-		}
-		co[d] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, rest, mc_k_index(kb, os->dims[d])));
-		rest = mc_kb_let(kb, mc_k_div(kb, rest, mc_k_index(kb, os->dims[d])));
-	}
+	mc_shape spatial = {os->rank - 2, {0}};
+	for (int d = 2; d < os->rank; d++)
+		spatial.dims[d - 2] = os->dims[d];
+	mc_lower_coords(kb, &spatial, p, co + 2);
 }
 
 /* The packed kernel's buffers and shape: out[oc][p] = sum over k of

@@ -154,13 +154,10 @@ static mc_kexpr *x_index(const qdual *d, mc_kexpr *n, mc_kexpr *c, mc_kexpr *con
 /* Output position (per spatial dim) of pixel p. */
 static void out_pos(const qdual *d, mc_kexpr *p, mc_kexpr **o)
 {
-	mc_kb *kb = d->c->kb;
-	mc_kexpr *rest = p;
-	for (int i = d->g.nsp - 1; i > 0; i--) {
-		o[i] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, rest, idx(kb, d->g.out[i])));
-		rest = mc_kb_let(kb, mc_k_div(kb, rest, idx(kb, d->g.out[i])));
-	}
-	o[0] = rest;
+	mc_shape spatial = {d->g.nsp, {0}};
+	for (int i = 0; i < d->g.nsp; i++)
+		spatial.dims[i] = d->g.out[i];
+	mc_lower_coords(d->c->kb, &spatial, p, o);
 }
 
 /* The scratch words of pixel p (column j of the block): channel pairs. */

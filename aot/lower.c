@@ -78,8 +78,7 @@ const mc_tensor *mc_lower_const(const mc_lower_ctx *c, int i)
 	return i < c->n_in && c->in[i] ? c->in[i]->konst : NULL;
 }
 
-/* Coordinates of linear index lin in shape s, as let-bound variables. */
-static void coords_of(mc_kb *kb, const mc_shape *s, mc_kexpr *lin, mc_kexpr **coords)
+void mc_lower_coords(mc_kb *kb, const mc_shape *s, mc_kexpr *lin, mc_kexpr **coords)
 {
 	mc_kexpr *rest = mc_kb_let(kb, lin);
 	for (int d = s->rank - 1; d >= 0; d--) {
@@ -103,7 +102,7 @@ static mc_kexpr *operand_index(mc_kb *kb, const mc_shape *vs, const mc_shape *ou
 	if (n == 1)
 		return mc_k_index(kb, 0);
 	if (!*have_coords) {
-		coords_of(kb, out, lin, coords);
+		mc_lower_coords(kb, out, lin, coords);
 		*have_coords = true;
 	}
 	return mc_lower_bcast(kb, vs, out, coords);

@@ -76,6 +76,9 @@ const mc_lowering *mc_lowering_find(mc_opid id);
 /* Opens one loop per dim of s (outermost first) and puts the variables in
  * coords; close them with mc_kb_end_n(kb, s->rank). */
 void mc_lower_loops(mc_kb *kb, const mc_shape *s, mc_kexpr **coords, unsigned flags);
+/* Coordinates of linear index lin in shape s, as let-bound variables (its
+ * inverse). */
+void mc_lower_coords(mc_kb *kb, const mc_shape *s, mc_kexpr *lin, mc_kexpr **coords);
 /* Row-major linear index of coords in shape s. */
 mc_kexpr *mc_lower_linear(mc_kb *kb, const mc_shape *s, mc_kexpr *const *coords);
 /* Index into `in` broadcast to `out` (numpy rules, right-aligned) at the

@@ -97,12 +97,7 @@ static int64_t acc_bound(const mc_lower_ctx *c)
 	const mc_tensor *b = c->in[QI_B] ? mc_lower_const(c, QI_B) : NULL;
 	if (k <= 0 || (c->in[QI_B] && !b))
 		return -1;
-	int64_t bmax = 0;
-	for (size_t i = 0; b && i < b->numel; i++) {
-		int64_t v = mc_get_i(b, i);
-		bmax = v < 0 && -v > bmax ? -v : v > bmax ? v : bmax;
-	}
-	return k * 255 * 255 + bmax;
+	return mc_qi_sum_bound(k, mc_qi_abs_max(b));
 }
 
 /* The requantisation of the tiles' sums. Where every channel's shift is 31

@@ -342,8 +342,7 @@ static mc_dtype scale_precision(const mc_lower_ctx *c, int a, int b, int y)
  * +-255) plus a bias within +-bias_max stay inside int32. */
 static bool fits_i32(int64_t k, int64_t bias_max)
 {
-	return k <= ((int64_t)1 << 31) / (255 * 255) &&
-	       k * 255 * 255 + bias_max <= ((int64_t)1 << 31) - 1;
+	return k <= ((int64_t)1 << 31) / (255 * 255) && mc_qi_sum_bound(k, bias_max) <= ((int64_t)1 << 31) - 1;
 }
 
 static mc_kexpr *first_value(mc_lower_ctx *c, int i, mc_ktype t)
@@ -368,14 +367,8 @@ static int lower_qlinear_conv(mc_lower_ctx *c)
 		ksize *= g.kern[i];
 	}
 	/* int32 accumulation where no sum can leave it (a constant bias known) */
-	int64_t bias_max = 0;
 	const mc_tensor *bias = present(c, QC_B) ? mc_lower_const(c, QC_B) : NULL;
-	if (present(c, QC_B) && !bias)
-		bias_max = (int64_t)1 << 31;
-	for (size_t i = 0; bias && i < bias->numel; i++) {
-		int64_t b = mc_get_i(bias, i);
-		bias_max = b < 0 && -b > bias_max ? -b : b > bias_max ? b : bias_max;
-	}
+	int64_t bias_max = present(c, QC_B) && !bias ? (int64_t)1 << 31 : mc_qi_abs_max(bias);
 	mc_ktype acc_t = fits_i32(ksize, bias_max) ? MC_KT_I32 : MC_KT_I64;
 	conv_io io = { QC_X, QC_W, present(c, QC_B) ? QC_B : -1, QC_X_ZP, QC_W_ZP, acc_t, 0 };
 	requant rq = { scale_precision(c, QC_X_SCALE, QC_W_SCALE, QC_Y_SCALE), c->out[0]->dtype, -1 };

@@ -430,12 +430,7 @@ static bool int_bias(const qpass *s, int v, double sx, const qparam *w, int64_t 
 /* Sums of k products of centred 8-bit values, plus the bias, stay in int32. */
 static bool sums_fit(int64_t k, const mc_tensor *bias)
 {
-	int64_t bmax = 0;
-	for (size_t i = 0; bias && i < bias->numel; i++) {
-		int64_t b = llabs(mc_get_i(bias, i));
-		bmax = b > bmax ? b : bmax;
-	}
-	return k <= 33000 && k * 255 * 255 + bmax < ((int64_t)1 << 31);
+	return k <= 33000 && mc_qi_sum_bound(k, mc_qi_abs_max(bias)) < ((int64_t)1 << 31);
 }
 
 /* Conv, Gemm or MatMul node i into QiConv or QiMatMul. */

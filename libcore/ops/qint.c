@@ -246,6 +246,16 @@ static int qibinary_infer(mc_infer_ctx *c)
 }
 
 /* The integer result of QiAdd or QiMul on one pair (before y_zp). */
+int64_t mc_qi_abs_max(const mc_tensor *t)
+{
+	int64_t m = 0;
+	for (size_t i = 0; t && i < t->numel; i++) {
+		int64_t v = llabs(mc_get_i(t, i));
+		m = v > m ? v : m;
+	}
+	return m;
+}
+
 int64_t mc_qi_binary(bool mul, const qi_params *p, int64_t a, int64_t b)
 {
 	int64_t da = a - p->x_zp, db = b - p->b_zp;

@@ -57,6 +57,16 @@ static inline int64_t mc_qi_scale(int64_t acc, int64_t mult, int64_t shift)
 	return mc_qi_rshift(acc * mult, shift);
 }
 
+/* The largest |sum| of k products of two centred 8-bit values (each
+ * within +-255) plus a bias within +-bias_max (k below 2^31 / 255^2). */
+static inline int64_t mc_qi_sum_bound(int64_t k, int64_t bias_max)
+{
+	return k * 255 * 255 + bias_max;
+}
+
+/* max |t[i]| of an integer tensor; 0 for NULL. */
+int64_t mc_qi_abs_max(const mc_tensor *t);
+
 static inline int64_t mc_qi_clamp(int64_t v, const qi_params *p)
 {
 	return v < p->lo ? p->lo : v > p->hi ? p->hi : v;

@@ -345,19 +345,21 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged
 	mc_kb_end(kb);
 }
 
-/* What both forms need: int8 constant weights without a zero point, a
- * constant bias or none, an even channel count. */
-static bool fits(const mc_lower_ctx *c, int64_t m)
+/* What every kernel here needs: --isa cortex-m (not a grid target: a
+ * thread per output there), an output, int8 constant weights without a
+ * zero point (SXTB16 sign-extends them), a constant bias or none. */
+static bool dsp_fits(const mc_lower_ctx *c)
 {
 	const mc_tensor *w = mc_lower_const(c, QI_W);
-	return w && w->dtype == MC_INT8 && !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) &&
-	       (!c->in[QI_B] || mc_lower_const(c, QI_B)) && m % 2 == 0;
+	return c->kb->isa->kind == MC_ISA_CORTEX_M && !c->kb->target->grid && c->out[0] && w &&
+	       w->dtype == MC_INT8 && !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) &&
+	       (!c->in[QI_B] || mc_lower_const(c, QI_B));
 }
 
 int mc_kern_qdual(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
-	if (kb->isa->kind != MC_ISA_CORTEX_M || !c->out[0] || kb->target->grid)
+	if ((c->node->id != MC_OP_QiConv && c->node->id != MC_OP_QiMatMul) || !dsp_fits(c))
 		return 1;
 	const qi_params *qp = c->node->params;
 	qdual d = { .c = c, .x_zp = qp->x_zp };
@@ -365,7 +367,7 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	if (c->node->id == MC_OP_QiConv) {
 		if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &d.g))
 			return -1;
-		if (d.g.group != 1 || d.g.nsp > 3 || !fits(c, d.g.out_ch))
+		if (d.g.group != 1 || d.g.nsp > 3 || d.g.out_ch % 2)
 			return 1;
 		d.conv = true;
 		d.ch = d.g.in_ch;
@@ -379,17 +381,15 @@ int mc_kern_qdual(mc_lower_ctx *c)
 		d.linear = d.ch % 2 && d.ch * d.taps <= LINEAR_MAX;
 		d.cp = d.ch % 2 && !d.linear ? d.ch + 1 : d.ch;
 		d.kp = (d.cp * d.taps + 1) / 2;
-	} else if (c->node->id == MC_OP_QiMatMul) {
+	} else { /* QiMatMul */
 		const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
-		if (as->rank != 2 || bs->rank != 2 || !fits(c, bs->dims[1]))
+		if (as->rank != 2 || bs->rank != 2 || bs->dims[1] % 2)
 			return 1;
 		d.ch = d.cp = as->dims[1];
 		d.m = bs->dims[1];
 		d.pix = as->dims[0];
 		d.taps = 1;
 		d.kp = (d.ch + 1) / 2;
-	} else {
-		return 1;
 	}
 	/* 2 channels x 3 pixels: 6 sums, 3 x words, a weight word and its two
 	 * pairs, 3 pointers: the 14 registers a Cortex-M has, so nothing
@@ -503,17 +503,15 @@ static void dw_build_row(const qdw *d, mc_kexpr *n, mc_kexpr *c, mc_kexpr *r)
 int mc_kern_qdw(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
-	if (kb->isa->kind != MC_ISA_CORTEX_M || !c->out[0] || kb->target->grid || c->node->id != MC_OP_QiConv)
+	if (c->node->id != MC_OP_QiConv || !dsp_fits(c))
 		return 1;
 	const qi_params *qp = c->node->params;
 	qdw d = { .c = c, .x_zp = qp->x_zp };
 	conv_geom *g = &d.g;
 	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, g))
 		return -1;
-	const mc_tensor *w = mc_lower_const(c, QI_W);
 	if (g->nsp != 2 || g->group == 1 || g->group != g->in_ch || g->out_ch != g->in_ch || g->dil[0] != 1 ||
-	    g->dil[1] != 1 || !w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
-	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+	    g->dil[1] != 1)
 		return 1;
 	int64_t kh = g->kern[0], kw = g->kern[1], sh = g->stride[0], sw = g->stride[1];
 	if (kh * ((kw + 1) / 2) > DW_MAX_PAIRS) /* a window too big for registers: the plain lowering */

@@ -577,45 +577,67 @@ static bool is_pow2(int x)
 
 static void check_expr(checker *c, const mc_kexpr *e);
 
-/* Operands of an operation on vectors of `lanes` f32: each of that width
- * (the builder splats scalars). */
-static void check_vector_operands(checker *c, const mc_kexpr *e)
+/* Operands of an operation on vectors of `lanes` elements of elt: each of
+ * that width and type (the builder splats scalars); RQ32's multiplier and
+ * shift are i32 scalars. */
+static void check_vector_operands(checker *c, const mc_kexpr *e, mc_ktype elt)
 {
 	const mc_kexpr *ops[3] = { e->a, e->b, e->c };
-	for (int i = 0; i < 3; i++)
-		if (ops[i] && (mc_k_lanes(ops[i]) != e->lanes || ops[i]->type != MC_KT_F32) &&
+	for (int i = 0; i < 3; i++) {
+		bool scalar = e->kind == MC_KE_RQ32 && i > 0;
+		if (ops[i] && (mc_k_lanes(ops[i]) != (scalar ? 1 : e->lanes) || ops[i]->type != elt) &&
 		    !(e->kind == MC_KE_SELECT && i == 0))
 			fail(c, "vector operand %d of a %d-lane operation: %s x %d", i, e->lanes,
 			     mc_ktype_name(ops[i]->type), mc_k_lanes(ops[i]));
+	}
 }
 
 static void check_vector(checker *c, const mc_kexpr *e)
 {
 	if (!is_pow2(e->lanes))
 		fail(c, "a vector of %d lanes", e->lanes);
-	if (e->type != MC_KT_F32 && !(e->type == MC_KT_BOOL && e->kind != MC_KE_LOAD))
-		fail(c, "a vector of %s (vectors are f32)", mc_ktype_name(e->type));
+	/* the element type its operands have: a compare's bools come from f32 */
+	mc_ktype elt = e->type == MC_KT_BOOL ? MC_KT_F32 : e->type;
+	if (elt != MC_KT_F32 && elt != MC_KT_I32)
+		fail(c, "a vector of %s (vectors are f32 or i32)", mc_ktype_name(e->type));
+	if (e->type == MC_KT_BOOL && e->kind == MC_KE_LOAD)
+		fail(c, "a vector load of bools");
+	bool i32 = elt == MC_KT_I32;
 	switch (e->kind) {
 	case MC_KE_UN:
-		if (e->op != MC_KU_NEG)
-			fail(c, "unary operation %d on a vector (only NEG has a vector form)", e->op);
+		if (e->op != MC_KU_NEG || i32)
+			fail(c, "unary operation %d on a %s vector (only NEG of f32 has a vector form)", e->op,
+			     mc_ktype_name(e->type));
 		break;
 	case MC_KE_BIN: {
 		bool cmp = e->op >= MC_KB_LT && e->op <= MC_KB_NE;
-		bool arith = e->op <= MC_KB_DIV || e->op == MC_KB_MIN || e->op == MC_KB_MAX;
-		if (!cmp && !arith)
-			fail(c, "binary operation %d on vectors has no vector form", e->op);
-		if (e->type != (cmp ? MC_KT_BOOL : MC_KT_F32))
-			fail(c, "vector binary operation %d gives %s", e->op, mc_ktype_name(e->type));
+		if (cmp && e->a->type != MC_KT_F32)
+			fail(c, "a compare of %s vectors", mc_ktype_name(e->a->type));
+		else if (!mc_k_vector_op(cmp ? MC_KT_F32 : elt, e->op))
+			fail(c, "binary operation %d on %s vectors has no vector form", e->op,
+			     mc_ktype_name(elt));
+		else if (e->op == MC_KB_SHL && !(e->b->kind == MC_KE_SPLAT && e->b->a->kind == MC_KE_CONST &&
+		                                 e->b->a->i >= 0 && e->b->a->i < 32))
+			fail(c, "a vector shift by other than a constant in [0, 32)");
+		if (cmp)
+			elt = MC_KT_F32;
 		break;
 	}
+	case MC_KE_DOT2: case MC_KE_RQ32:
+		if (!i32)
+			fail(c, "a %s vector dot2/rq32", mc_ktype_name(e->type));
+		break;
+	case MC_KE_FMA:
+		if (i32)
+			fail(c, "an i32 vector fma");
+		break;
 	case MC_KE_SELECT:
-		if (e->a->type != MC_KT_BOOL || (mc_k_lanes(e->a) != 1 && mc_k_lanes(e->a) != e->lanes))
+		if (e->a->type != MC_KT_BOOL || (mc_k_lanes(e->a) != 1 && mc_k_lanes(e->a) != e->lanes) || i32)
 			fail(c, "vector select on a %s x %d condition", mc_ktype_name(e->a->type),
 			     mc_k_lanes(e->a));
 		break;
 	case MC_KE_SPLAT:
-		if (mc_k_lanes(e->a) != 1 || e->a->type != MC_KT_F32)
+		if (mc_k_lanes(e->a) != 1 || e->a->type != e->type)
 			fail(c, "splat of a %s x %d", mc_ktype_name(e->a->type), mc_k_lanes(e->a));
 		return;
 	case MC_KE_CAST: case MC_KE_CONST: case MC_KE_LANE:
@@ -625,7 +647,7 @@ static void check_vector(checker *c, const mc_kexpr *e)
 		break;
 	}
 	if (e->kind != MC_KE_LOAD && e->kind != MC_KE_VAR)
-		check_vector_operands(c, e);
+		check_vector_operands(c, e, elt);
 }
 
 static bool is_bool_unop(int op)
@@ -706,11 +728,12 @@ static void check_load(checker *c, const mc_kexpr *e)
 	if (!buf_ok(c, e->buf, "a load from"))
 		return;
 	const mc_kbuf *b = &c->k->bufs[e->buf];
-	if (e->type != mc_ktype_of(b->dtype))
+	bool vec = mc_k_lanes(e) > 1;
+	if (vec && b->dtype != MC_FLOAT && !mc_k_int_vector_dtype(b->dtype))
+		fail(c, "a vector load from b%d (%s)", e->buf, mc_dtype_name(b->dtype));
+	else if (e->type != (vec && b->dtype != MC_FLOAT ? MC_KT_I32 : mc_ktype_of(b->dtype)))
 		fail(c, "a load from b%d (%s) typed %s", e->buf, mc_dtype_name(b->dtype),
 		     mc_ktype_name(e->type));
-	else if (mc_k_lanes(e) > 1 && b->dtype != MC_FLOAT)
-		fail(c, "a vector load from b%d (%s)", e->buf, mc_dtype_name(b->dtype));
 	else if (e->a->type != MC_KT_INDEX || mc_k_lanes(e->a) != 1)
 		fail(c, "b%d indexed by a %s x %d", e->buf, mc_ktype_name(e->a->type), mc_k_lanes(e->a));
 	else
@@ -879,11 +902,11 @@ static void check_store(checker *c, const mc_kstmt *s)
 		fail(c, "a store into b%d, which is not marked written", s->buf);
 	else if (s->a->type != MC_KT_INDEX || mc_k_lanes(s->a) != 1)
 		fail(c, "b%d indexed by a %s x %d", s->buf, mc_ktype_name(s->a->type), mc_k_lanes(s->a));
-	else if (s->b->type != mc_ktype_of(b->dtype))
+	else if (lanes > 1 && b->dtype != MC_FLOAT && !mc_k_int_vector_dtype(b->dtype))
+		fail(c, "a vector store into b%d (%s)", s->buf, mc_dtype_name(b->dtype));
+	else if (s->b->type != (lanes > 1 && b->dtype != MC_FLOAT ? MC_KT_I32 : mc_ktype_of(b->dtype)))
 		fail(c, "a %s stored into b%d (%s)", mc_ktype_name(s->b->type), s->buf,
 		     mc_dtype_name(b->dtype));
-	else if (lanes > 1 && b->dtype != MC_FLOAT)
-		fail(c, "a vector store into b%d (%s)", s->buf, mc_dtype_name(b->dtype));
 	else
 		check_bounds(c, s->buf, s->a, lanes, "a store into");
 }

@@ -106,7 +106,11 @@ static int64_t acc_bound(const mc_lower_ctx *c)
  * per channel (the kernel IR's RQ32): the same result (arithmetic shifts
  * compose) in a third of the instructions on a 32-bit core. A shift of 31 (a factor in [1/2, 1)) doubles every product first
  * and shifts one more (rounding 2v at s + 1 is rounding v at s), where
- * |acc|'s bound keeps 2v + 2^s inside int64. Elsewhere mc_lower_requant. */
+ * |acc|'s bound keeps 2v + 2^s inside int64. Where some shift is below 31
+ * (factors near or above 1) but |acc|'s bound leaves room, each sum is
+ * first multiplied by 2^(32 - s) (1 where s is 32 or more: `scaled`), so
+ * that every shift becomes 32 or more: the same value rounded at the same
+ * place. Elsewhere mc_lower_requant. */
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 {
 	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
@@ -127,14 +131,31 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 		r->split = ab >= 0 && mu && ab < ((int64_t)1 << 31) && smax <= 62 &&
 		           (uint64_t)ab * (uint64_t)mmax * 2u + ((uint64_t)1 << smax) < ((uint64_t)1 << 63);
 	}
+	r->scaled = false;
+	if (!r->split && sh && mu) {
+		int64_t smin = 63;
+		for (size_t i = 0; i < sh->numel; i++)
+			smin = mc_get_i(sh, i) < smin ? mc_get_i(sh, i) : smin;
+		/* |acc| 2^(32 - smin) below 2^31: then |acc * mult| stays below
+		 * 2^62 and the rounding constant below 2^62 */
+		int64_t ab = acc_bound(c);
+		r->scaled = r->split = smin >= 1 && smax <= 63 && 32 - smin <= 30 && ab >= 0 &&
+		                       ab < ((int64_t)1 << (31 - (32 - smin)));
+		r->pre = 0;
+	}
 	if (!r->split)
 		return;
 	mc_shape s1 = {1, {(int64_t)sh->numel}};
-	mc_tensor *low = mc_tensor_new(MC_INT32, &s1);
-	MC_ASSERT(low);
-	for (size_t i = 0; i < sh->numel; i++)
-		mc_set_i(low, i, mc_get_i(sh, i) + r->pre - 32);
+	mc_tensor *low = mc_tensor_new(MC_INT32, &s1), *lmul = r->scaled ? mc_tensor_new(MC_INT32, &s1) : NULL;
+	MC_ASSERT(low && (lmul || !r->scaled));
+	for (size_t i = 0; i < sh->numel; i++) {
+		int64_t si = mc_get_i(sh, i) + r->pre;
+		mc_set_i(low, i, si >= 32 ? si - 32 : 0);
+		if (lmul)
+			mc_set_i(lmul, i, si >= 32 ? 1 : (int64_t)1 << (32 - si));
+	}
 	r->low = mc_kb_packed(c->kb, low);
+	r->lmul = lmul ? mc_kb_packed(c->kb, lmul) : -1;
 }
 
 /* Channel oc's requantisation constants, loaded once (bound to locals) so
@@ -148,17 +169,22 @@ mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc)
 		return ch;
 	}
 	ch.shift = mc_kb_let(kb, mc_k_load(kb, r->low, oc)); /* s' - 32, in [0, 31] */
+	if (r->scaled)
+		ch.scale = mc_kb_let(kb, mc_k_load(kb, r->lmul, oc));
 	return ch;
 }
 
 /* clamp(y_zp + rshift(acc * mult, shift)) as i32, with one channel's
- * constants. */
+ * constants; acc may be an i32 vector where r->split (the channel's
+ * constants shared by its lanes). */
 mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc)
 {
 	mc_kb *kb = c->kb;
 	const qi_params *qp = c->node->params;
 	if (!r->split)
 		return mc_lower_requant(kb, acc, ch->mult, ch->shift, qp->y_zp, qp->lo, qp->hi);
+	if (r->scaled)
+		acc = mc_k_mul(kb, acc, ch->scale);
 	mc_kexpr *q = mc_k_rq32(kb, acc, ch->mult, ch->shift, r->pre != 0);
 	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
 	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));

@@ -208,8 +208,10 @@ mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes)
 		return scalar;
 	if (mc_k_lanes(scalar) != 1)
 		vector_bug("splat of a vector");
-	mc_kexpr *e = expr(kb, MC_KE_SPLAT, MC_KT_F32);
-	e->a = mc_k_cast(kb, MC_KT_F32, scalar);
+	/* i32 stays i32 (integer vectors); anything else becomes f32 */
+	mc_ktype elt = scalar->type == MC_KT_I32 ? MC_KT_I32 : MC_KT_F32;
+	mc_kexpr *e = expr(kb, MC_KE_SPLAT, elt);
+	e->a = mc_k_cast(kb, elt, scalar);
 	e->lanes = lanes;
 	return e;
 }
@@ -232,11 +234,19 @@ mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes)
 {
 	mc_kexpr *e = mc_k_load(kb, buf, index);
 	if (lanes > 1) {
-		if (kb->k->bufs[buf].dtype != MC_FLOAT)
-			vector_bug("vector load from a buffer that is not float32");
+		mc_dtype dt = kb->k->bufs[buf].dtype;
+		if (dt != MC_FLOAT && !mc_k_int_vector_dtype(dt))
+			vector_bug("vector load from a buffer that is not float32, int32 or 8-bit");
+		if (dt != MC_FLOAT)
+			e->type = MC_KT_I32; /* widened lane by lane */
 		e->lanes = lanes;
 	}
 	return e;
+}
+
+bool mc_k_int_vector_dtype(mc_dtype dt)
+{
+	return dt == MC_INT32 || dt == MC_INT8 || dt == MC_UINT8;
 }
 
 /* The lane count of an operation on a and b (and c): all vectors must
@@ -255,11 +265,21 @@ static int common_lanes(mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
 	return l;
 }
 
-static mc_kexpr *to_lanes(mc_kb *kb, mc_kexpr *x, int lanes)
+/* The element type of the vectors among a, b, c (f32 if none is i32). */
+static mc_ktype common_elt(mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
+{
+	mc_kexpr *ops[3] = { a, b, c };
+	for (int i = 0; i < 3; i++)
+		if (ops[i] && mc_k_lanes(ops[i]) > 1 && ops[i]->type == MC_KT_I32)
+			return MC_KT_I32;
+	return MC_KT_F32;
+}
+
+static mc_kexpr *to_lanes(mc_kb *kb, mc_kexpr *x, int lanes, mc_ktype elt)
 {
 	if (mc_k_lanes(x) == lanes)
 		return x;
-	return mc_k_splat(kb, mc_k_cast(kb, MC_KT_F32, x), lanes);
+	return mc_k_splat(kb, mc_k_cast(kb, elt, x), lanes);
 }
 
 mc_kexpr *mc_k_int(mc_kb *kb, mc_ktype t, int64_t v)
@@ -334,6 +354,7 @@ bool mc_k_is_const(const mc_kexpr *e, int64_t *v)
 	return true;
 }
 
+
 static bool is_compare(mc_kbinop op)
 {
 	return op >= MC_KB_LT && op <= MC_KB_NE;
@@ -343,16 +364,24 @@ static bool is_compare(mc_kbinop op)
  * the result (x + 0, x * 1 on integers). */
 static mc_kexpr *vector_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b, int lanes)
 {
-	if (op > MC_KB_MAX && !is_compare(op))
+	mc_ktype elt = common_elt(a, b, NULL);
+	if (!mc_k_vector_op(elt, op))
 		vector_bug("this binary operation has no vector form");
-	mc_kexpr *e = expr(kb, MC_KE_BIN, is_compare(op) ? MC_KT_BOOL : MC_KT_F32);
+	mc_kexpr *e = expr(kb, MC_KE_BIN, is_compare(op) ? MC_KT_BOOL : elt);
 	e->op = (int)op;
-	e->a = to_lanes(kb, a, lanes);
-	e->b = to_lanes(kb, b, lanes);
+	e->a = to_lanes(kb, a, lanes, elt);
+	e->b = to_lanes(kb, b, lanes, elt);
 	e->lanes = lanes;
-	if (op == MC_KB_REM || op == MC_KB_FMOD || op == MC_KB_POW || op == MC_KB_ATAN2)
-		vector_bug("this binary operation has no vector form");
 	return e;
+}
+
+bool mc_k_vector_op(mc_ktype elt, mc_kbinop op)
+{
+	if (elt == MC_KT_I32)
+		return op == MC_KB_ADD || op == MC_KB_SUB || op == MC_KB_MUL || op == MC_KB_MIN ||
+		       op == MC_KB_MAX || op == MC_KB_AND || op == MC_KB_OR || op == MC_KB_XOR ||
+		       op == MC_KB_SHL;
+	return op <= MC_KB_DIV || op == MC_KB_MIN || op == MC_KB_MAX || is_compare(op);
 }
 
 mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b)
@@ -432,8 +461,8 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b)
 			vector_bug("a vector select needs a compare of its lane count as its condition");
 		mc_kexpr *e = expr(kb, MC_KE_SELECT, MC_KT_F32);
 		e->a = cond;
-		e->b = to_lanes(kb, a, lanes);
-		e->c = to_lanes(kb, b, lanes);
+		e->b = to_lanes(kb, a, lanes, MC_KT_F32);
+		e->c = to_lanes(kb, b, lanes, MC_KT_F32);
 		e->lanes = lanes;
 		return e;
 	}
@@ -463,9 +492,9 @@ mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
 	int lanes = common_lanes(a, b, c);
 	if (lanes > 1) {
 		mc_kexpr *e = expr(kb, MC_KE_FMA, MC_KT_F32);
-		e->a = to_lanes(kb, a, lanes);
-		e->b = to_lanes(kb, b, lanes);
-		e->c = to_lanes(kb, c, lanes);
+		e->a = to_lanes(kb, a, lanes, MC_KT_F32);
+		e->b = to_lanes(kb, b, lanes, MC_KT_F32);
+		e->c = to_lanes(kb, c, lanes, MC_KT_F32);
 		e->lanes = lanes;
 		return e;
 	}
@@ -478,16 +507,21 @@ mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c)
 
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 {
+	int lanes = common_lanes(a, b, acc);
 	mc_kexpr *e = expr(kb, MC_KE_DOT2, MC_KT_I32);
-	e->a = a;
-	e->b = b;
-	e->c = acc;
+	e->a = to_lanes(kb, a, lanes, MC_KT_I32);
+	e->b = to_lanes(kb, b, lanes, MC_KT_I32);
+	e->c = to_lanes(kb, acc, lanes, MC_KT_I32);
+	e->lanes = lanes > 1 ? lanes : 0;
 	return e;
 }
 
 mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice)
 {
+	if (mc_k_lanes(mult) > 1 || mc_k_lanes(low) > 1)
+		vector_bug("rq32's multiplier and shift are scalars (shared by the lanes)");
 	mc_kexpr *e = expr(kb, MC_KE_RQ32, MC_KT_I32);
+	e->lanes = acc->lanes;
 	e->a = acc;
 	e->b = mult;
 	e->c = low;
@@ -591,7 +625,7 @@ void mc_kb_assign(mc_kb *kb, mc_kexpr *var, mc_kexpr *value)
 	s->var = var->var;
 	int lanes = kb->k->vars[var->var].lanes > 1 ? kb->k->vars[var->var].lanes : 1;
 	if (lanes > 1)
-		value = to_lanes(kb, value, lanes);
+		value = to_lanes(kb, value, lanes, kb->k->vars[var->var].type);
 	else if (mc_k_lanes(value) > 1)
 		vector_bug("a vector assigned to a scalar");
 	s->a = mc_k_cast(kb, var->type, value);
@@ -602,9 +636,16 @@ void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value)
 	mc_kstmt *s = append(kb, MC_KS_STORE);
 	s->buf = buf;
 	s->a = mc_k_cast(kb, MC_KT_INDEX, index);
-	if (mc_k_lanes(value) > 1 && kb->k->bufs[buf].dtype != MC_FLOAT)
-		vector_bug("vector store into a buffer that is not float32");
-	s->b = mc_k_cast(kb, mc_ktype_of(kb->k->bufs[buf].dtype), value);
+	mc_dtype dt = kb->k->bufs[buf].dtype;
+	if (mc_k_lanes(value) > 1) {
+		/* f32 into float32; i32 into int32, or narrowed (wrapping) into 8 bits */
+		if (value->type != (dt == MC_FLOAT ? MC_KT_F32 : MC_KT_I32) ||
+		    (dt != MC_FLOAT && !mc_k_int_vector_dtype(dt)))
+			vector_bug("vector store of another type than its buffer's");
+		s->b = value;
+		return;
+	}
+	s->b = mc_k_cast(kb, mc_ktype_of(dt), value);
 }
 
 void mc_kb_break(mc_kb *kb)

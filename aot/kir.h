@@ -99,15 +99,23 @@ typedef struct mc_kexpr {
 } mc_kexpr;
 
 /* ---- kernel IR: vectors ----
- * An expression (or variable) with lanes > 1 holds that many f32 values:
- * f32 is the only vector element type so far. A vector load or store
- * touches `lanes` consecutive elements of an f32 buffer starting at its
- * index (no alignment required). ADD, SUB, MUL, DIV, MIN, MAX, FMA, NEG and
- * SELECT work lane by lane, and so do the compares, whose vector of bools
- * may only feed a SELECT's condition. The builder splats a scalar operand
- * of a vector operation. Which lane counts exist is the target ISA's
- * (mc_isa_has_lanes); lowerings ask before building vectors, and build
- * scalar code (lanes 1) for the generic ISA and for tails. */
+ * An expression (or variable) with lanes > 1 holds that many f32 or i32
+ * values. A vector load or store touches `lanes` consecutive elements of
+ * its buffer starting at its index (no alignment required).
+ * - f32 vectors load from and store to float32 buffers. ADD, SUB, MUL,
+ *   DIV, MIN, MAX, FMA, NEG and SELECT work lane by lane, and so do the
+ *   compares, whose vector of bools may only feed a SELECT's condition.
+ * - i32 vectors (integer kernels) load from int32, int8 and uint8 buffers
+ *   (8-bit elements widened, sign- or zero-), store to the same (narrowed
+ *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
+ *   MIN, MAX, AND, OR, XOR and SHL (by a constant) work lane by lane, as
+ *   do DOT2 and RQ32 (whose multiplier and shift are scalars, shared by
+ *   every lane); no compares, selects or casts.
+ * The builder splats a scalar operand of a vector operation (as i32 if it
+ * is i32 itself or the vector is, else as f32). Which lane counts exist is
+ * the target ISA's (mc_isa_has_lanes: the same widths for both element
+ * types); lowerings ask before building vectors, and build scalar code
+ * (lanes 1) for the generic ISA and for tails. */
 
 /* ---- kernel IR: statements ---- */
 typedef enum {
@@ -319,6 +327,8 @@ mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes);
 mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes);
 mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane);
 int mc_k_lanes(const mc_kexpr *e); /* 1 for a scalar */
+bool mc_k_int_vector_dtype(mc_dtype dt); /* i32 vectors load and store it */
+bool mc_k_vector_op(mc_ktype elt, mc_kbinop op); /* op has a vector form on elt */
 
 /* Statements. mc_kb_for opens a loop and returns its variable (as an
  * expression); mc_kb_if opens the then-block; mc_kb_else switches to the

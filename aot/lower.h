@@ -121,6 +121,8 @@ int mc_kern_qconv_window(mc_lower_ctx *c);    /* QiConv, group 1: 4 output chann
 int mc_kern_qmatmul(mc_lower_ctx *c);         /* QiMatMul 2-D by a constant B: tiled like 1x1 */
 int mc_kern_qdual(mc_lower_ctx *c);   /* QiConv (group 1), QiMatMul: SMLAD pairs, --isa cortex-m */
 int mc_kern_qdw(mc_lower_ctx *c);     /* QiConv depthwise 2-D: SMLAD on a paired plane, --isa cortex-m */
+int mc_kern_qvec(mc_lower_ctx *c);    /* QiConv (group 1): DOT2 on i32 vectors, --isa avx2/avx512/neon */
+int mc_kern_qdwvec(mc_lower_ctx *c);  /* QiConv depthwise 2-D: DOT2 on i32 vectors along pixels */
 
 /* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
  * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and
@@ -141,7 +143,9 @@ mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_
 typedef struct {
 	bool split;
 	int pre;                  /* 1: products doubled, shifts one more (some s is 31) */
-	int low;                  /* packed: int32 s' - 32 (s' = s + pre) */
+	int low;                  /* packed: int32 s' - 32 (s' = s + pre), 0 where below */
+	bool scaled;              /* split after sums times 2^(32 - s) where s < 32 */
+	int lmul;                 /* packed (scaled): int32 2^(32 - s), or 1 */
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);
@@ -149,6 +153,7 @@ mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kex
  * applied to any number of its sums. */
 typedef struct {
 	mc_kexpr *mult, *shift;   /* split: shift is s' - 32 */
+	mc_kexpr *scale;          /* scaled: the sum's factor; else NULL */
 } mc_rq_chan;
 mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc);
 mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc);

@@ -978,6 +978,10 @@ static int lower_qiconv(mc_lower_ctx *c)
 		return 0;
 	int fast = mc_kern_qdual(c);
 	if (fast == 1)
+		fast = mc_kern_qvec(c);
+	if (fast == 1)
+		fast = mc_kern_qdwvec(c);
+	if (fast == 1)
 		fast = mc_kern_qdw(c);
 	if (fast == 1)
 		fast = mc_kern_qconv_pointwise(c);

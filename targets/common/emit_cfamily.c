@@ -614,19 +614,21 @@ static void put_load(emitter *e, const mc_kexpr *x)
 typedef struct {
 	const char *type, *mask;   /* vector and compare-result C types */
 	const char *pre;           /* intrinsic prefix: _mm512_, _mm256_, _mm_, v */
+	const char *itype;         /* the i32 vector's C type */
+	const char *isuf;          /* suffix of x86's whole-register integer intrinsics */
 } vec_names;
 
 static bool vec_names_of(const emitter *e, int lanes, vec_names *n)
 {
 	mc_isa_kind k = e->p->target.isa ? e->p->target.isa->kind : MC_ISA_GENERIC;
 	if (k == MC_ISA_AVX512 && lanes == 16)
-		*n = (vec_names){ "__m512", "__mmask16", "_mm512_" };
+		*n = (vec_names){ "__m512", "__mmask16", "_mm512_", "__m512i", "si512" };
 	else if ((k == MC_ISA_AVX512 || k == MC_ISA_AVX2) && lanes == 8)
-		*n = (vec_names){ "__m256", "__m256", "_mm256_" };
+		*n = (vec_names){ "__m256", "__m256", "_mm256_", "__m256i", "si256" };
 	else if ((k == MC_ISA_AVX512 || k == MC_ISA_AVX2) && lanes == 4)
-		*n = (vec_names){ "__m128", "__m128", "_mm_" };
+		*n = (vec_names){ "__m128", "__m128", "_mm_", "__m128i", "si128" };
 	else if (k == MC_ISA_NEON && lanes == 4)
-		*n = (vec_names){ "float32x4_t", "uint32x4_t", "" };
+		*n = (vec_names){ "float32x4_t", "uint32x4_t", "", "int32x4_t", "" };
 	else
 		return false;
 	return true;
@@ -644,7 +646,7 @@ static const char *vtype(emitter *e, const mc_kvar *v)
 		mc_ce_fail(e, "vector width the ISA does not have");
 		return "void";
 	}
-	return v->type == MC_KT_BOOL ? n.mask : n.type;
+	return v->type == MC_KT_BOOL ? n.mask : v->type == MC_KT_I32 ? n.itype : n.type;
 }
 
 /* pre##op(a, b) for x86; NEON's own names. */
@@ -736,11 +738,98 @@ static void put_vec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 	mc_ce_fail(e, "binary operation without a vector form");
 }
 
+/* i32 vectors: the ISA's integer intrinsics; loads and stores of 8-bit
+ * elements, DOT2 and RQ32 through the helpers of put_int_vector_helpers. */
+static void put_ivec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
+{
+	if (is_neon(e)) {
+		static const char *const fns[] = { [MC_KB_ADD] = "vaddq_s32", [MC_KB_SUB] = "vsubq_s32",
+			[MC_KB_MUL] = "vmulq_s32", [MC_KB_MIN] = "vminq_s32", [MC_KB_MAX] = "vmaxq_s32",
+			[MC_KB_AND] = "vandq_s32", [MC_KB_OR] = "vorrq_s32", [MC_KB_XOR] = "veorq_s32" };
+		if (x->op == MC_KB_SHL) {
+			mc_sb_puts(e->sb, "vshlq_n_s32(");
+			mc_ce_expr(e, x->a, true);
+			mc_sb_printf(e->sb, ", %lld)", (long long)x->b->a->i);
+		} else {
+			put_vcall(e, n, fns[x->op], x->a, x->b);
+		}
+		return;
+	}
+	char op[24];
+	switch (x->op) {
+	case MC_KB_ADD: put_vcall(e, n, "add_epi32", x->a, x->b); return;
+	case MC_KB_SUB: put_vcall(e, n, "sub_epi32", x->a, x->b); return;
+	case MC_KB_MUL: put_vcall(e, n, "mullo_epi32", x->a, x->b); return;
+	case MC_KB_MIN: put_vcall(e, n, "min_epi32", x->a, x->b); return;
+	case MC_KB_MAX: put_vcall(e, n, "max_epi32", x->a, x->b); return;
+	case MC_KB_AND: case MC_KB_OR: case MC_KB_XOR:
+		snprintf(op, sizeof op, "%s_%s", x->op == MC_KB_AND ? "and" : x->op == MC_KB_OR ? "or" : "xor",
+		         n->isuf);
+		put_vcall(e, n, op, x->a, x->b);
+		return;
+	case MC_KB_SHL: /* by a constant (kcheck) */
+		mc_sb_printf(e->sb, "%sslli_epi32(", n->pre);
+		mc_ce_expr(e, x->a, true);
+		mc_sb_printf(e->sb, ", %lld)", (long long)x->b->a->i);
+		return;
+	default:
+		break;
+	}
+	mc_ce_fail(e, "binary operation without an i32 vector form");
+}
+
+static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
+{
+	bool neon = is_neon(e);
+	switch (x->kind) {
+	case MC_KE_VAR:
+		mc_sb_printf(e->sb, "v%d", x->var);
+		return;
+	case MC_KE_LOAD: {
+		mc_dtype dt = e->k->bufs[x->buf].dtype;
+		if (dt != MC_INT32)
+			mc_sb_printf(e->sb, "modelc_ld%s%d(&b%d[", dt == MC_UINT8 ? "u8" : "s8", x->lanes, x->buf);
+		else if (neon)
+			mc_sb_printf(e->sb, "vld1q_s32(&b%d[", x->buf);
+		else
+			mc_sb_printf(e->sb, "%sloadu_%s((const void *)&b%d[", n->pre, n->isuf, x->buf);
+		mc_ce_expr(e, x->a, true);
+		mc_sb_puts(e->sb, "])");
+		return;
+	}
+	case MC_KE_SPLAT:
+		put_vcall(e, n, neon ? "vdupq_n_s32" : "set1_epi32", x->a, NULL);
+		return;
+	case MC_KE_BIN:
+		put_ivec_bin(e, n, x);
+		return;
+	case MC_KE_DOT2:
+		mc_sb_printf(e->sb, "modelc_dot2_%d(", x->lanes);
+		break;
+	case MC_KE_RQ32:
+		mc_sb_printf(e->sb, "modelc_rq32%s_%d(", x->i ? "x2" : "", x->lanes);
+		break;
+	default:
+		mc_ce_fail(e, "expression without an i32 vector form");
+		return;
+	}
+	mc_ce_expr(e, x->a, true);
+	mc_sb_puts(e->sb, ", ");
+	mc_ce_expr(e, x->b, true);
+	mc_sb_puts(e->sb, ", ");
+	mc_ce_expr(e, x->c, true);
+	mc_sb_puts(e->sb, ")");
+}
+
 static void put_vec_expr(emitter *e, const mc_kexpr *x)
 {
 	vec_names n;
 	if (!vec_names_of(e, x->lanes, &n)) {
 		mc_ce_fail(e, "vector width the ISA does not have");
+		return;
+	}
+	if (x->type == MC_KT_I32) {
+		put_ivec_expr(e, &n, x);
 		return;
 	}
 	bool neon = is_neon(e);
@@ -804,7 +893,7 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
  * put_vector_prelude). */
 static void put_lane(emitter *e, const mc_kexpr *x)
 {
-	mc_sb_printf(e->sb, "modelc_lane%d(", x->a->lanes);
+	mc_sb_printf(e->sb, "modelc_lane%s%d(", x->type == MC_KT_I32 ? "i" : "", x->a->lanes);
 	mc_ce_expr(e, x->a, true);
 	mc_sb_printf(e->sb, ", %lld)", (long long)x->i);
 }
@@ -901,7 +990,14 @@ static void put_store(emitter *e, const mc_kstmt *s)
 			mc_ce_fail(e, "vector width the ISA does not have");
 			return;
 		}
-		if (is_neon(e))
+		mc_dtype dt = e->k->bufs[s->buf].dtype;
+		if (dt == MC_INT8 || dt == MC_UINT8)
+			mc_sb_printf(e->sb, "modelc_st8_%d(&b%d[", s->b->lanes, s->buf);
+		else if (dt == MC_INT32 && is_neon(e))
+			mc_sb_printf(e->sb, "vst1q_s32(&b%d[", s->buf);
+		else if (dt == MC_INT32)
+			mc_sb_printf(e->sb, "%sstoreu_%s((void *)&b%d[", n.pre, n.isuf, s->buf);
+		else if (is_neon(e))
 			mc_sb_printf(e->sb, "vst1q_f32(&b%d[", s->buf);
 		else
 			mc_sb_printf(e->sb, "%sstoreu_ps(&b%d[", n.pre, s->buf);
@@ -1177,8 +1273,39 @@ void mc_ce_desc_table(emitter *e, const char *kind, const char *table, const mc_
 	mc_sb_puts(e->sb, "};\n\n");
 }
 
+/* runtime-min's i32 vector helpers, embedded at build time. */
+extern const char mc_ivec_x86_h[], mc_ivec_neon_h[];
+
+static bool expr_has_ivec(const mc_kexpr *x)
+{
+	if (!x)
+		return false;
+	if (x->lanes > 1 && x->type == MC_KT_I32)
+		return true;
+	return expr_has_ivec(x->a) || expr_has_ivec(x->b) || expr_has_ivec(x->c);
+}
+
+static bool block_has_ivec(const mc_kstmt *s)
+{
+	for (; s; s = s->next)
+		if (expr_has_ivec(s->a) || expr_has_ivec(s->b) || expr_has_ivec(s->c) ||
+		    block_has_ivec(s->body) || block_has_ivec(s->orelse))
+			return true;
+	return false;
+}
+
+/* Whether some kernel computes on i32 vectors (integer kernels). */
+static bool program_has_ivec(const mc_program *p)
+{
+	for (int i = 0; i < p->n_kernels; i++)
+		if (block_has_ivec(p->kernels[i]->body))
+			return true;
+	return false;
+}
+
 /* What vector code needs: the ISA check, its intrinsics header and the
- * lane extraction helpers (memory round trips compilers turn into shuffles). */
+ * lane extraction helpers (memory round trips compilers turn into shuffles),
+ * and where integer kernels use them, the i32 vector helpers. */
 void mc_ce_vector_prelude(emitter *e)
 {
 	const mc_isa *isa = e->p->target.isa;
@@ -1217,6 +1344,10 @@ void mc_ce_vector_prelude(emitter *e)
 		else
 			mc_sb_printf(sb, "\t%sstoreu_ps(t, v);\n", n.pre);
 		mc_sb_puts(sb, "\treturn t[i];\n}\n\n");
+	}
+	if (program_has_ivec(e->p)) {
+		mc_sb_puts(sb, is_neon(e) ? mc_ivec_neon_h : mc_ivec_x86_h);
+		mc_sb_puts(sb, "\n");
 	}
 }
 

@@ -344,9 +344,20 @@ static LLVMValueRef load(lemit *e, const mc_kexpr *x)
 {
 	const mc_kbuf *kb = &e->k->bufs[x->buf];
 	if (x->lanes > 1) {
-		LLVMTypeRef vt = LLVMVectorType(e->f32, (unsigned)x->lanes);
-		LLVMValueRef l = LLVMBuildLoad2(e->b, vt, elem_ptr(e, x->buf, e->f32, x->a), "");
-		LLVMSetAlignment(l, 4);
+		/* f32 from float32; i32 from int32, or 8-bit elements widened
+		 * (sign- or zero-) lane by lane */
+		unsigned n = (unsigned)x->lanes;
+		LLVMTypeRef elt = kb->dtype == MC_FLOAT ? e->f32 : kb->dtype == MC_INT32 ? e->i32
+		                : kb->dtype == MC_INT8 || kb->dtype == MC_UINT8 ? e->i8 : NULL;
+		if (!elt || (x->type == MC_KT_I32) != (kb->dtype != MC_FLOAT)) {
+			fail(e, "vector load from a buffer of dtype %s", mc_dtype_name(kb->dtype));
+			return LLVMGetPoison(LLVMVectorType(e->f32, n));
+		}
+		LLVMValueRef l = LLVMBuildLoad2(e->b, LLVMVectorType(elt, n), elem_ptr(e, x->buf, elt, x->a), "");
+		LLVMSetAlignment(l, elt == e->i8 ? 1 : 4);
+		if (elt == e->i8)
+			l = kb->dtype == MC_INT8 ? LLVMBuildSExt(e->b, l, LLVMVectorType(e->i32, n), "")
+			                         : LLVMBuildZExt(e->b, l, LLVMVectorType(e->i32, n), "");
 		return l;
 	}
 	LLVMTypeRef st = storage(e, kb->dtype);
@@ -370,6 +381,43 @@ static LLVMValueRef splat(lemit *e, LLVMValueRef s, int lanes)
 	                              "");
 }
 
+/* The lane count of a value's type: 1 for a scalar. */
+static unsigned lanes_of(LLVMValueRef v)
+{
+	LLVMTypeRef t = LLVMTypeOf(v);
+	return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+}
+
+/* Scalar type s, or a vector of it as wide as `like`'s type. */
+static LLVMTypeRef same_lanes(LLVMTypeRef s, LLVMValueRef like)
+{
+	unsigned n = lanes_of(like);
+	return n > 1 ? LLVMVectorType(s, n) : s;
+}
+
+/* The integer constant v of scalar type s, splat to `like`'s lane count
+ * (integer constants that meet vector values: i32 vectors). */
+static LLVMValueRef const_like(LLVMTypeRef s, LLVMValueRef like, unsigned long long v)
+{
+	LLVMValueRef c = LLVMConstInt(s, v, 0);
+	unsigned n = lanes_of(like);
+	if (n <= 1)
+		return c;
+	LLVMValueRef *elts = mc_xcalloc(n, sizeof *elts);
+	for (unsigned i = 0; i < n; i++)
+		elts[i] = c;
+	LLVMValueRef r = LLVMConstVector(elts, n);
+	free(elts);
+	return r;
+}
+
+/* The integer constant v of value a's own type (its element type for a vector). */
+static LLVMValueRef const_of(LLVMValueRef a, unsigned long long v)
+{
+	LLVMTypeRef t = LLVMTypeOf(a);
+	return const_like(LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t, a, v);
+}
+
 /* Whether the target has the Arm DSP extension (ARMv7E-M: Cortex-M4, M7):
  * then SXTB16 and DOT2 are its SXTB16 and SMLAD. */
 static bool arm_dsp(const lemit *e)
@@ -382,26 +430,45 @@ static bool arm_dsp(const lemit *e)
 static LLVMValueRef sfield(lemit *e, LLVMValueRef a, unsigned at, LLVMTypeRef narrow)
 {
 	if (at)
-		a = LLVMBuildLShr(e->b, a, LLVMConstInt(e->i32, at, 0), "");
-	return LLVMBuildSExt(e->b, LLVMBuildTrunc(e->b, a, narrow, ""), e->i32, "");
+		a = LLVMBuildLShr(e->b, a, const_of(a, at), "");
+	return LLVMBuildSExt(e->b, LLVMBuildTrunc(e->b, a, same_lanes(narrow, a), ""), LLVMTypeOf(a), "");
 }
 
 /* MC_KU_SXTB16 (hi: of a rotated by 8) */
 static LLVMValueRef sxtb16(lemit *e, LLVMValueRef a, bool hi)
 {
 	if (hi)
-		a = LLVMBuildOr(e->b, LLVMBuildLShr(e->b, a, LLVMConstInt(e->i32, 8, 0), ""),
-		                LLVMBuildShl(e->b, a, LLVMConstInt(e->i32, 24, 0), ""), "");
-	if (arm_dsp(e))
+		a = LLVMBuildOr(e->b, LLVMBuildLShr(e->b, a, const_of(a, 8), ""), LLVMBuildShl(e->b, a, const_of(a, 24), ""),
+		                "");
+	if (arm_dsp(e) && lanes_of(a) == 1)
 		return intrinsic(e, "llvm.arm.sxtb16", NULL, 0, &a, 1);
-	LLVMValueRef lo = LLVMBuildAnd(e->b, sfield(e, a, 0, e->i8), LLVMConstInt(e->i32, 0xffff, 0), "");
-	LLVMValueRef up = LLVMBuildShl(e->b, sfield(e, a, 16, e->i8), LLVMConstInt(e->i32, 16, 0), "");
+	LLVMValueRef lo = LLVMBuildAnd(e->b, sfield(e, a, 0, e->i8), const_of(a, 0xffff), "");
+	LLVMValueRef up = LLVMBuildShl(e->b, sfield(e, a, 16, e->i8), const_of(a, 16), "");
 	return LLVMBuildOr(e->b, lo, up, "");
 }
 
-/* MC_KE_DOT2: acc + lo(a) lo(b) + hi(a) hi(b), wrapping */
+/* MC_KE_DOT2: acc + lo(a) lo(b) + hi(a) hi(b), wrapping; lane by lane
+ * for vectors: the 16-bit halves as a vector of twice the lanes, sign-
+ * extended and multiplied, then the even and odd products (each i32 lane's
+ * pair, whichever the byte order) added: x86's pmaddwd pattern. */
 static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc)
 {
+	unsigned n = lanes_of(acc);
+	if (n > 1) {
+		LLVMTypeRef h16 = LLVMVectorType(e->i16, 2 * n), h32 = LLVMVectorType(e->i32, 2 * n);
+		LLVMValueRef ha = LLVMBuildSExt(e->b, LLVMBuildBitCast(e->b, a, h16, ""), h32, "");
+		LLVMValueRef hb = LLVMBuildSExt(e->b, LLVMBuildBitCast(e->b, b, h16, ""), h32, "");
+		LLVMValueRef p = LLVMBuildMul(e->b, ha, hb, "");
+		LLVMValueRef *idx = mc_xcalloc(2 * (size_t)n, sizeof *idx);
+		for (unsigned i = 0; i < n; i++) {
+			idx[i] = LLVMConstInt(e->i32, 2 * i, 0);
+			idx[n + i] = LLVMConstInt(e->i32, 2 * i + 1, 0);
+		}
+		LLVMValueRef even = LLVMBuildShuffleVector(e->b, p, LLVMGetPoison(h32), LLVMConstVector(idx, n), "");
+		LLVMValueRef odd = LLVMBuildShuffleVector(e->b, p, LLVMGetPoison(h32), LLVMConstVector(idx + n, n), "");
+		free(idx);
+		return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, even, odd, ""), "");
+	}
 	if (arm_dsp(e)) {
 		LLVMValueRef args[3] = { a, b, acc };
 		return intrinsic(e, "llvm.arm.smlad", NULL, 0, args, 3);
@@ -411,21 +478,32 @@ static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 	return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, lo, hi, ""), "");
 }
 
-/* MC_KE_RQ32 (modelc_rt.h's modelc_rq32): the same arithmetic */
+/* MC_KE_RQ32 (modelc_rt.h's modelc_rq32): the same arithmetic; for a
+ * vector acc lane by lane (in i64 lanes), mult and low scalars shared by
+ * every lane. */
 static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValueRef low, bool twice)
 {
 	LLVMBuilderRef b = e->b;
-	LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, e->i64, ""), LLVMBuildSExt(b, mult, e->i64, ""), "");
-	if (twice)
-		v = LLVMBuildAdd(b, v, v, "");
-	LLVMValueRef c32 = LLVMConstInt(e->i64, 32, 0);
-	LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, c32, ""), e->i32, "");
-	LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildAShr(b, hi, low, ""), LLVMConstInt(e->i32, 1, 0), "");
+	unsigned n = lanes_of(acc);
+	LLVMTypeRef t64 = same_lanes(e->i64, acc), t32 = LLVMTypeOf(acc);
+	/* the scalars: (int64)mult, 2^(low + 31) - 1 */
+	LLVMValueRef m64 = LLVMBuildSExt(b, mult, e->i64, "");
 	LLVMValueRef sh = LLVMBuildAdd(b, LLVMBuildZExt(b, low, e->i64, ""), LLVMConstInt(e->i64, 31, 0), "");
 	LLVMValueRef half = LLVMBuildSub(b, LLVMBuildShl(b, LLVMConstInt(e->i64, 1, 0), sh, ""),
 	                                 LLVMConstInt(e->i64, 1, 0), "");
-	LLVMValueRef sum = LLVMBuildAdd(b, LLVMBuildAdd(b, v, half, ""), LLVMBuildZExt(b, odd, e->i64, ""), "");
-	return LLVMBuildAShr(b, LLVMBuildTrunc(b, LLVMBuildLShr(b, sum, c32, ""), e->i32, ""), low, "");
+	if (n > 1) {
+		m64 = splat(e, m64, (int)n);
+		half = splat(e, half, (int)n);
+		low = splat(e, low, (int)n);
+	}
+	LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, t64, ""), m64, "");
+	if (twice)
+		v = LLVMBuildAdd(b, v, v, "");
+	LLVMValueRef c32 = const_of(v, 32);
+	LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, c32, ""), t32, "");
+	LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildAShr(b, hi, low, ""), const_of(hi, 1), "");
+	LLVMValueRef sum = LLVMBuildAdd(b, LLVMBuildAdd(b, v, half, ""), LLVMBuildZExt(b, odd, t64, ""), "");
+	return LLVMBuildAShr(b, LLVMBuildTrunc(b, LLVMBuildLShr(b, sum, c32, ""), t32, ""), low, "");
 }
 
 static LLVMValueRef un(lemit *e, const mc_kexpr *x)
@@ -529,7 +607,7 @@ static LLVMValueRef compare(lemit *e, int op, mc_ktype t, LLVMValueRef a, LLVMVa
 static LLVMValueRef int_div_rem(lemit *e, bool div, bool uns, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMTypeRef t = LLVMTypeOf(a);
-	LLVMValueRef zero = LLVMConstNull(t), one = LLVMConstInt(t, 1, 0);
+	LLVMValueRef zero = LLVMConstNull(t), one = const_of(a, 1);
 	LLVMValueRef b_zero = LLVMBuildICmp(e->b, LLVMIntEQ, b, zero, "");
 	if (uns) {
 		LLVMValueRef safe = LLVMBuildSelect(e->b, b_zero, one, b, "");
@@ -548,8 +626,8 @@ static LLVMValueRef int_div_rem(lemit *e, bool div, bool uns, LLVMValueRef a, LL
 static LLVMValueRef int_shift(lemit *e, bool left, bool uns, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMTypeRef t = LLVMTypeOf(a);
-	unsigned bits = LLVMGetIntTypeWidth(t);
-	LLVMValueRef out = LLVMBuildICmp(e->b, LLVMIntUGE, b, LLVMConstInt(t, bits, 0), ""); /* negatives too */
+	unsigned bits = LLVMGetIntTypeWidth(LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t);
+	LLVMValueRef out = LLVMBuildICmp(e->b, LLVMIntUGE, b, const_of(a, bits), ""); /* negatives too */
 	LLVMValueRef safe = LLVMBuildSelect(e->b, out, LLVMConstNull(t), b, "");
 	LLVMValueRef s = left ? LLVMBuildShl(e->b, a, safe, "")
 	                      : uns ? LLVMBuildLShr(e->b, a, safe, "") : LLVMBuildAShr(e->b, a, safe, "");
@@ -776,8 +854,20 @@ static void store(lemit *e, const mc_kstmt *s)
 	const mc_kbuf *kb = &e->k->bufs[s->buf];
 	LLVMValueRef v = expr(e, s->b);
 	if (s->b->lanes > 1) {
-		LLVMValueRef st = LLVMBuildStore(e->b, v, elem_ptr(e, s->buf, e->f32, s->a));
-		LLVMSetAlignment(st, 4);
+		/* f32 into float32; i32 into int32, or truncated (wrapping) into 8-bit elements */
+		bool is_int = s->b->type == MC_KT_I32;
+		LLVMTypeRef elt = kb->dtype == MC_FLOAT && !is_int ? e->f32
+		                : !is_int ? NULL
+		                : kb->dtype == MC_INT32 ? e->i32
+		                : kb->dtype == MC_INT8 || kb->dtype == MC_UINT8 ? e->i8 : NULL;
+		if (!elt) {
+			fail(e, "vector store into a buffer of dtype %s", mc_dtype_name(kb->dtype));
+			return;
+		}
+		if (elt == e->i8)
+			v = LLVMBuildTrunc(e->b, v, LLVMVectorType(e->i8, (unsigned)s->b->lanes), "");
+		LLVMValueRef st = LLVMBuildStore(e->b, v, elem_ptr(e, s->buf, elt, s->a));
+		LLVMSetAlignment(st, elt == e->i8 ? 1 : 4);
 		return;
 	}
 	LLVMTypeRef t = storage(e, kb->dtype);

@@ -158,6 +158,103 @@ static uint32_t le16(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
+/* A QDQ 3x3 convolution with per-channel int8 weights, an int32 bias and
+ * Relu on int8 (or uint8) activations, float input and output: on --isa
+ * avx2 and avx512 its integer kernels (aot/kern_qvec.c) compute on i32
+ * vectors (8-bit vector loads and stores, DOT2, RQ32, MIN/MAX, SHL).
+ * ties: scales of powers of two and small weights, the output's factor
+ * 2^-4 exactly: a sixteenth of the results are ties that RQ32 rounds to
+ * even. */
+static mb *qconv_model(bool u8, bool ties)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	int dt = u8 ? ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 : ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
+	float xs = ties ? 1.0f / 64 : u8 ? 2.0f / 255 : 2.0f / 127, ys = ties ? 1.0f / 512 : 0.05f, ws[16], bs[16];
+	int64_t xz = u8 ? 128 : 0, yz = u8 ? 0 : -128, w[16 * 16 * 9], bias[16], wz[16] = { 0 };
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,16,6,7");
+	mb_init_floats(b, g, "xs", "", &xs, 1);
+	mb_init_ints(b, g, "xz", dt, "", &xz, 1);
+	mb_init_floats(b, g, "ys", "", &ys, 1);
+	mb_init_ints(b, g, "yz", dt, "", &yz, 1);
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+		w[i] = ties ? (int64_t)(i * 37 % 5) - 2 : (int64_t)(i * 37 % 255) - 127;
+	for (int c = 0; c < 16; c++) {
+		ws[c] = ties ? 1.0f / 128 : 0.0005f + 0.0002f * (float)c; /* outputs mostly inside y's range */
+		bs[c] = xs * ws[c];
+		bias[c] = (c * 389 % 2001) - 1000;
+	}
+	mb_init_ints(b, g, "W", ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "16,16,3,3", w, sizeof w / sizeof *w);
+	mb_init_floats(b, g, "W_s", "16", ws, 16);
+	mb_init_ints(b, g, "W_z", ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "16", wz, 16);
+	mb_init_ints(b, g, "B", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "16", bias, 16);
+	mb_init_floats(b, g, "B_s", "16", bs, 16);
+	mb_node(b, g, "QuantizeLinear", "qx", "x,xs,xz", "xq");
+	mb_node(b, g, "DequantizeLinear", "dqx", "xq,xs,xz", "xd");
+	mb_attr_int(b, mb_node(b, g, "DequantizeLinear", "dqw", "W,W_s,W_z", "w"), "axis", 0);
+	mb_attr_int(b, mb_node(b, g, "DequantizeLinear", "dqb", "B,B_s", "b"), "axis", 0);
+	Onnx__NodeProto *c = mb_node(b, g, "Conv", "c", "xd,w,b", "c");
+	mb_attr_ints(b, c, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "r", "c", "r");
+	mb_node(b, g, "QuantizeLinear", "qy", "r,ys,yz", "yq");
+	mb_node(b, g, "DequantizeLinear", "dqy", "yq,ys,yz", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+/* i32 vectors (--isa avx2, avx512): the llvm target's plain IR vectors
+ * compute what the reference does, to the bit (one quantisation step of the
+ * output is far above verify's tolerance), with and without --cpu native
+ * (where LLVM may select pmaddwd or VNNI for DOT2). */
+Test(llvm_target, integer_vectors_run_like_the_reference)
+{
+	if (!mc_llvm_available())
+		cr_skip_test("modelc was built without LLVM");
+	static const char *const isas[] = { "avx2", "avx512" };
+	static const char *const cpus[] = { NULL, "native" };
+	bool ran = false;
+	for (int i = 0; i < 2; i++) {
+		if (!host_runs_isa(isas[i]))
+			continue;
+		for (int m = 0; m < 3; m++)
+			for (int c = 0; c < 2; c++) {
+				mc_compile_opts o;
+				mc_compile_opts_init(&o);
+				o.name = "t";
+				o.target = "llvm";
+				o.isa = isas[i];
+				o.cpu = cpus[c];
+				cr_expect_eq(verify_model_with(qconv_model(m == 1, m == 2), &o), 0, "%s%s%s: %s", isas[i],
+				             m == 1 ? " uint8" : m == 2 ? " ties" : "", c ? " native" : "", diag_all());
+			}
+		ran = true;
+	}
+	if (!ran)
+		cr_skip_test("this machine runs neither avx2 nor avx512");
+	/* the kernels are vector code: <N x i32> in the IR */
+	char *dir = make_temp_dir();
+	char path[512], out[512];
+	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	snprintf(out, sizeof out, "%s/gen", dir);
+	mb *b = qconv_model(false, false);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.target = "llvm";
+	o.isa = "avx2";
+	o.emit_llvm = true;
+	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
+	size_t len;
+	char *ll = read_file_in(out, "t.ll", &len);
+	cr_assert_not_null(ll);
+	cr_expect_not_null(strstr(ll, "<8 x i32>"), "no i32 vectors in t.ll");
+	free(ll);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* Bytes of the .text sections of the 32-bit little-endian ELF object dir/file. */
 static size_t elf32_text_bytes(const char *dir, const char *file)
 {

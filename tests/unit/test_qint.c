@@ -351,6 +351,8 @@ static void expect_ops(mb *b, mc_opid want, int count, const mc_opid *gone)
 /* isa, target: as --isa and --target (NULL: the defaults) */
 static int verify_exact_on(mb *b, double scale, bool quantized_io, const char *isa, const char *target)
 {
+	/* x86 vector ISAs build for this machine (the caller checked it has them) */
+	bool x86 = isa && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"));
 	char *dir = make_temp_dir();
 	char path[4200];
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -368,7 +370,7 @@ static int verify_exact_on(mb *b, double scale, bool quantized_io, const char *i
 	v.scale = scale;
 	v.seed = 7;
 	v.keep = getenv("QINT_KEEP") != NULL; /* debugging: leave the compiled model */
-	v.cflags = "-std=c99 -O1 -Wall -Wextra -Werror";
+	v.cflags = x86 ? "-std=c99 -O1 -march=native -Wall -Wextra -Werror" : "-std=c99 -O1 -Wall -Wextra -Werror";
 	int rc = mc_verify(path, &o, &v);
 	rm_tree(dir);
 	free(dir);
@@ -383,7 +385,9 @@ static int verify_exact(mb *b, double scale, bool quantized_io)
 /* Bit-exact on the generic ISA and on --isa cortex-m, whose integer
  * kernels (aot/kern_qdual.c) pair 16-bit products: the C target's
  * portable modelc_smlad here and, where modelc has LLVM, the llvm
- * target's expansion of the same IR. */
+ * target's expansion of the same IR; and on the x86 vector ISAs this
+ * machine runs, whose integer kernels (aot/kern_qvec.c) compute on i32
+ * vectors. */
 static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 {
 	cr_expect_eq(verify_exact(b, scale, quantized_io), 0, "%s", diag_all());
@@ -391,6 +395,18 @@ static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 	if (mc_llvm_available())
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", "llvm"), 0, "llvm cortex-m: %s",
 		             diag_all());
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	static const char *const isas[] = { "avx2", "avx512" };
+	bool has[2] = { __builtin_cpu_supports("avx2"), __builtin_cpu_supports("avx512vl") };
+	for (int i = 0; i < 2; i++) {
+		if (!has[i])
+			continue;
+		cr_expect_eq(verify_exact_on(b, scale, quantized_io, isas[i], NULL), 0, "%s: %s", isas[i], diag_all());
+		if (mc_llvm_available())
+			cr_expect_eq(verify_exact_on(b, scale, quantized_io, isas[i], "llvm"), 0, "llvm %s: %s", isas[i],
+			             diag_all());
+	}
+#endif
 }
 
 /* Float inputs uniform in [-scale, scale] from the LCG. */
@@ -575,6 +591,44 @@ Test(qint, conv_factors_near_one)
 {
 	mb *b = conv_model("1,2,6,6", "6,2,1,1", 6, 1, 0, 1, MC_INT8, 0, 0, 2.0f / 127, 0.00032f, false);
 	check_model(b, 0.05, 0.00032, MC_OP_QiConv, 1, no_conv);
+}
+
+/* Factors in [1/2, 2): shifts of 30 and below beside 31 and more, which
+ * the split requantisation takes after scaling each sum by 2^(32 - s)
+ * (aot/kern_qconv.c). */
+Test(qint, conv_factors_above_one)
+{
+	mb *b = conv_model("1,3,6,6", "8,3,1,1", 8, 1, 0, 1, MC_INT8, 0, 0, 2.0f / 127, 0.00016f, false);
+	check_model(b, 0.016, 0.00016, MC_OP_QiConv, 1, no_conv);
+}
+
+/* Rows wide enough for the i32 vector kernels (aot/kern_qvec.c) of
+ * --isa avx2 and avx512 (8 and 16 lanes): pairs built a vector at a time
+ * with a last vector that overlaps, ragged blocks of pixels, a pointwise
+ * convolution whose pixels are no multiple of the lanes; depthwise with
+ * the flattened plane (stride 1) and along rows (stride 2, uint8). */
+Test(qint, conv_wide_rows_vectors)
+{
+	mb *b = conv_model("1,6,11,37", "8,6,3,3", 8, 1, 1, 1, MC_INT8, 4, -9, 2.0f / 127, 0.08f, false);
+	check_model(b, 2.0, 0.08, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_pointwise_ragged_pixels)
+{
+	mb *b = conv_model("1,6,3,23", "10,6,1,1", 10, 1, 0, 1, MC_INT8, -2, 5, 2.0f / 127, 0.04f, true);
+	check_model(b, 2.0, 0.04, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_depthwise_wide_flat)
+{
+	mb *b = conv_model("1,3,9,21", "3,1,3,3", 3, 3, 1, 1, MC_INT8, 6, -128, 2.0f / 127, 0.03f, true);
+	check_model(b, 2.0, 0.03, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_depthwise_wide_stride2_uint8)
+{
+	mb *b = conv_model("1,3,12,41", "3,1,3,3", 3, 3, 1, 2, MC_UINT8, 90, 20, 2.0f / 255, 0.03f, false);
+	check_model(b, 2.0, 0.03, MC_OP_QiConv, 1, no_conv);
 }
 
 /* Depthwise on --isa cortex-m's paired plane (aot/kern_qdual.c): stride 2

@@ -1,0 +1,813 @@
+/* Integer convolution on i32 vectors (mc_kern_qvec): QiConv of group 1,
+ * 2-D (any window, stride, dilation, padding) or pointwise of any rank,
+ * on the ISAs with vectors (--isa avx2, avx512, neon). The lanes run
+ * along output pixels, so that a vector of sums is a run of one output
+ * channel's plane (NCHW) and leaves with one vector store.
+ *
+ * The reduction index k runs tap-major, k = t * cp + c (cp: the channels,
+ * rounded up to even), or along k itself (cp == ch) where the channel
+ * count is odd and the reduction short (first layers), as mc_kern_qdual's,
+ * and is taken two at a time as DOT2 (16-bit pairs: vpmaddwd, vpdpwssd
+ * with VNNI):
+ *
+ * - a block of whole output rows (all pixels of a pointwise convolution)
+ *   is first written into scratch as im2col pairs, one i32 word per pair
+ *   of k and pixel, x[k] in the low half and x[k+1] in the high one, x_zp
+ *   outside the input (x_zp times each channel's weight sum is off its
+ *   bias at generation time); where a row of the block reads a contiguous
+ *   run of the input (stride 1) the pairs are built a vector at a time;
+ * - the weight is packed at generation time one pair to a word, [M][KP];
+ * - tm channels x tv vectors of pixels accumulate in registers, each step
+ *   one weight pair splat against tv vectors of x pairs; the split
+ *   requantisation (RQ32) then runs on whole vectors, and so do the zero
+ *   point, the clamp and the narrowing store.
+ *
+ * Bit-identical to the plain lowering: the same int32 sums modulo 2^32,
+ * each product exact (x int8 or uint8, w int8: 16-bit halves), the same
+ * rounding. */
+#include "lower.h"
+#include "lower_window.h"
+#include "../libcore/ops/qint.h"
+#include "../libcore/ops/quant.h"
+
+#define LINEAR_MAX 64   /* odd channel counts pair along k up to this K */
+#define BLOCK_PIX 256   /* pixels a block of rows, at most (unless one row is more) */
+#define TM_MAX 6
+#define TV_MAX 4
+#define DW_PAIRS_MAX 32 /* depthwise weight pairs a window, at most (a 7x7 is 28) */
+#define DW_TV 2         /* depthwise vectors a step */
+
+typedef struct {
+	mc_lower_ctx *c;
+	conv_geom g;
+	bool pointwise;           /* 1x1, stride 1, no padding: one row of all pixels */
+	int64_t ch, cp, taps, kp; /* channels, paired channel stride, window taps, k pairs */
+	bool linear;              /* pairs along k = t * ch + c */
+	int64_t m, oh, ow, pix;   /* output channels; rows, row length, pixels (per image) */
+	int64_t rb, bpix, bpad;   /* rows a block, its pixels, its scratch row (a multiple of lanes) */
+	int64_t x_zp;
+	int lanes, tm, tv;
+	int wb, bb, sb;
+	mc_rq_pack rq;
+} qvec;
+
+static mc_kexpr *i32c(mc_kb *kb, int64_t v)
+{
+	return mc_k_int(kb, MC_KT_I32, v);
+}
+
+/* lo in the low half-word, hi in the high one (scalars or vectors) */
+static mc_kexpr *pair(mc_kb *kb, mc_kexpr *lo, mc_kexpr *hi)
+{
+	return mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_AND, lo, i32c(kb, 0xffff)),
+	                mc_k_bin(kb, MC_KB_SHL, hi, i32c(kb, 16)));
+}
+
+/* One half of a pair: channel c (an expression) at tap (ti, tj); absent:
+ * padded k, whose weight is 0. */
+typedef struct {
+	bool absent;
+	mc_kexpr *c;
+	int64_t ti, tj;
+} half;
+
+/* w[m][k] in the kernel's k order; 0 for padded k. */
+static int64_t weight_at(const qvec *d, const mc_tensor *w, int64_t m, int64_t k)
+{
+	int64_t t = k / d->cp, c = k % d->cp;
+	if (t >= d->taps || c >= d->ch)
+		return 0;
+	return mc_get_i(w, (size_t)((m * d->ch + c) * d->taps + t));
+}
+
+static mc_tensor *pack_weight(const qvec *d)
+{
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	mc_shape s = {1, {d->m * d->kp}};
+	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
+	MC_ASSERT(p);
+	for (int64_t m = 0; m < d->m; m++)
+		for (int64_t kp = 0; kp < d->kp; kp++) {
+			uint32_t lo = (uint32_t)weight_at(d, w, m, 2 * kp) & 0xffffu;
+			uint32_t hi = (uint32_t)weight_at(d, w, m, 2 * kp + 1) & 0xffffu;
+			mc_set_i(p, (size_t)(m * d->kp + kp), (int32_t)(lo | hi << 16));
+		}
+	return p;
+}
+
+/* The columns [lo, hi) of a row whose tap tj reads inside the input. */
+static void col_range(const qvec *d, int64_t tj, int64_t *lo, int64_t *hi)
+{
+	const conv_geom *g = &d->g;
+	if (d->pointwise) {
+		*lo = 0;
+		*hi = d->ow;
+		return;
+	}
+	int64_t off = tj * g->dil[1] - g->pad[1], s = g->stride[1];
+	*lo = 0;
+	while (*lo < d->ow && *lo * s + off < 0)
+		(*lo)++;
+	*hi = *lo;
+	while (*hi < d->ow && *hi * s + off < g->in[1])
+		(*hi)++;
+}
+
+/* x of half h at row oh and column ow (scalar, i32), where it is inside
+ * the input (the caller checks); the linear index when vec. */
+static mc_kexpr *x_index(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *oh, mc_kexpr *ow)
+{
+	mc_kb *kb = d->c->kb;
+	const conv_geom *g = &d->g;
+	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, d->ch), h->c);
+	if (d->pointwise)
+		return mc_k_add(kb, mc_k_muli(kb, plane, d->pix), ow);
+	mc_kexpr *ih = mc_k_addi(kb, mc_k_muli(kb, oh, g->stride[0]), h->ti * g->dil[0] - g->pad[0]);
+	mc_kexpr *iw = mc_k_addi(kb, mc_k_muli(kb, ow, g->stride[1]), h->tj * g->dil[1] - g->pad[1]);
+	return mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, g->in[0]), ih), g->in[1]), iw);
+}
+
+/* Whether half h's row is inside the input at output row oh (NULL: always). */
+static mc_kexpr *row_inside(const qvec *d, const half *h, mc_kexpr *oh)
+{
+	mc_kb *kb = d->c->kb;
+	const conv_geom *g = &d->g;
+	if (d->pointwise || h->absent)
+		return NULL;
+	int64_t off = h->ti * g->dil[0] - g->pad[0];
+	if (off >= 0 && (d->oh - 1) * g->stride[0] + off < g->in[0])
+		return NULL;
+	mc_kexpr *ih = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, oh, g->stride[0]), off));
+	return mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ih, idx(kb, 0)),
+	                mc_k_bin(kb, MC_KB_LT, ih, idx(kb, g->in[0])));
+}
+
+static mc_kexpr *and_of(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
+{
+	return !a ? b : !b ? a : mc_k_bin(kb, MC_KB_AND, a, b);
+}
+
+/* Half h's value at (oh, ow) as i32: x inside the input, x_zp outside
+ * (rin: its row is inside; NULL: known inside). */
+static mc_kexpr *half_value(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *rin, mc_kexpr *oh,
+                            mc_kexpr *ow)
+{
+	mc_kb *kb = d->c->kb;
+	mc_kexpr *zp = i32c(kb, d->x_zp);
+	if (h->absent)
+		return zp;
+	mc_kexpr *in = rin;
+	int64_t lo, hi;
+	col_range(d, h->tj, &lo, &hi);
+	if (lo > 0)
+		in = and_of(kb, in, mc_k_bin(kb, MC_KB_GE, ow, idx(kb, lo)));
+	if (hi < d->ow)
+		in = and_of(kb, in, mc_k_bin(kb, MC_KB_LT, ow, idx(kb, hi)));
+	mc_kexpr *x = mc_k_cast(kb, MC_KT_I32, mc_lower_load(d->c, QI_X, x_index(d, n, h, oh, ow)));
+	return in ? mc_k_select(kb, in, x, zp) : x;
+}
+
+/* Scratch columns [from, to) of the block's row r (output row oh) for the
+ * pair (h0, h1) at scratch row base `row`: one pair at a time. */
+static void scalar_cols(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *const *rin, mc_kexpr *oh,
+                        mc_kexpr *dst, int64_t from, int64_t to)
+{
+	mc_kb *kb = d->c->kb;
+	if (from >= to)
+		return;
+	mc_kexpr *ow = mc_kb_for(kb, idx(kb, from), idx(kb, to), 0);
+	mc_kexpr *v0 = half_value(d, n, &h[0], rin[0], oh, ow);
+	mc_kexpr *v1 = half_value(d, n, &h[1], rin[1], oh, ow);
+	mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), pair(kb, v0, v1));
+	mc_kb_end(kb);
+}
+
+/* One pair of k for the block's rows: scratch row `row`. */
+static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, mc_kexpr *row)
+{
+	mc_kb *kb = d->c->kb;
+	mc_kexpr *r = d->rb > 1 ? mc_kb_fori(kb, d->rb, 0) : idx(kb, 0);
+	mc_kexpr *oh = mc_kb_let(kb, mc_k_add(kb, oh0, r));
+	mc_kexpr *dst = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, r, d->ow)));
+	mc_kexpr *rin[2] = { row_inside(d, &h[0], oh), row_inside(d, &h[1], oh) };
+	/* the columns both halves read inside the input, a vector at a time
+	 * where the row reads contiguous input */
+	int64_t vlo = 0, vhi = d->ow;
+	for (int i = 0; i < 2; i++) {
+		int64_t lo = 0, hi = d->ow;
+		if (!h[i].absent)
+			col_range(d, h[i].tj, &lo, &hi);
+		vlo = lo > vlo ? lo : vlo;
+		vhi = hi < vhi ? hi : vhi;
+	}
+	bool contiguous = d->pointwise || d->g.stride[1] == 1;
+	int64_t nv = contiguous && vhi > vlo ? (vhi - vlo) / d->lanes : 0;
+	mc_kexpr *both = and_of(kb, rin[0], rin[1]);
+	if (nv > 0) {
+		if (both)
+			mc_kb_if(kb, both);
+		/* whole vectors from vlo, and one more ending at vhi where they
+		 * fall short (it rewrites some words with the same values) */
+		bool extra = vlo + nv * d->lanes < vhi;
+		mc_kexpr *q = mc_kb_fori(kb, nv + extra, 0);
+		mc_kexpr *ow = mc_k_addi(kb, mc_k_muli(kb, q, d->lanes), vlo);
+		if (extra)
+			ow = mc_k_bin(kb, MC_KB_MIN, ow, idx(kb, vhi - d->lanes));
+		ow = mc_kb_let(kb, ow);
+		mc_kexpr *v[2];
+		for (int i = 0; i < 2; i++)
+			v[i] = h[i].absent ? i32c(kb, d->x_zp)
+			                   : mc_k_vload(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes);
+		mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), pair(kb, v[0], v[1]));
+		mc_kb_end(kb);
+		mc_kexpr *known[2] = { NULL, NULL };
+		scalar_cols(d, n, h, known, oh, dst, 0, vlo);
+		scalar_cols(d, n, h, known, oh, dst, vhi, d->ow);
+		if (both) {
+			mc_kb_else(kb);
+			scalar_cols(d, n, h, rin, oh, dst, 0, d->ow);
+			mc_kb_end(kb);
+		}
+	} else {
+		scalar_cols(d, n, h, rin, oh, dst, 0, d->ow);
+	}
+	if (d->rb > 1)
+		mc_kb_end(kb);
+}
+
+/* The block's im2col pairs, scratch [KP][bpad]; its pad columns (past the
+ * block's pixels, read by the last vectors, never stored) hold x_zp. */
+static void pack_block(const qvec *d, mc_kexpr *n, mc_kexpr *oh0)
+{
+	mc_kb *kb = d->c->kb;
+	if (d->linear) {
+		for (int64_t kp = 0; kp < d->kp; kp++) {
+			half h[2];
+			for (int i = 0; i < 2; i++) {
+				int64_t k = 2 * kp + i, t = k / d->ch;
+				h[i] = (half){ .absent = t >= d->taps, .c = idx(kb, k % d->ch),
+				               .ti = d->pointwise ? 0 : t / d->g.kern[1],
+				               .tj = d->pointwise ? 0 : t % d->g.kern[1] };
+			}
+			pack_pair(d, n, oh0, h, idx(kb, kp * d->bpad));
+		}
+	} else {
+		for (int64_t t = 0; t < d->taps; t++) {
+			int64_t ti = d->pointwise ? 0 : t / d->g.kern[1], tj = d->pointwise ? 0 : t % d->g.kern[1];
+			int64_t full = d->ch / 2;
+			if (full > 0) {
+				mc_kexpr *cpair = mc_kb_fori(kb, full, 0);
+				mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cpair, 2));
+				half h[2] = { { false, c0, ti, tj }, { false, mc_k_addi(kb, c0, 1), ti, tj } };
+				pack_pair(d, n, oh0, h,
+				          mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, cpair, t * (d->cp / 2)), d->bpad)));
+				mc_kb_end(kb);
+			}
+			if (d->ch % 2) { /* the channel padded to even: its partner's weight is 0 */
+				half h[2] = { { false, idx(kb, d->ch - 1), ti, tj }, { true, NULL, 0, 0 } };
+				pack_pair(d, n, oh0, h, idx(kb, (t * (d->cp / 2) + full) * d->bpad));
+			}
+		}
+	}
+	if (d->bpad > d->bpix) {
+		mc_kexpr *kp = mc_kb_fori(kb, d->kp, 0);
+		mc_kexpr *j = mc_kb_for(kb, idx(kb, d->bpix), idx(kb, d->bpad), 0);
+		mc_kb_store(kb, d->sb, mc_k_add(kb, mc_k_muli(kb, kp, d->bpad), j), i32c(kb, 0));
+		mc_kb_end_n(kb, 2);
+	}
+}
+
+/* Requantises and stores channel tile mt's sums for vectors v0.. of the
+ * block at pixel p0 (the last vector may run past the block's pixels:
+ * those lanes are not stored). */
+static void store_tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, mc_kexpr *j0, int tv,
+                       bool ragged, mc_kexpr *acc[][TV_MAX])
+{
+	mc_lower_ctx *c = d->c;
+	mc_kb *kb = c->kb;
+	bool epilogue = c->group && c->group->n_epi > 0;
+	for (int i = 0; i < d->tm; i++) {
+		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
+		mc_rq_chan rq = mc_rq_channel(c, &d->rq, oc);
+		for (int v = 0; v < tv; v++) {
+			mc_kexpr *q = mc_kb_let(kb, mc_rq_apply(c, &d->rq, &rq, acc[i][v]));
+			mc_kexpr *j = mc_kb_let(kb, mc_k_addi(kb, j0, v * d->lanes));
+			mc_kexpr *p = mc_k_add(kb, p0, j);
+			mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, n, d->m), oc),
+			                                                      d->pix), p));
+			mc_kexpr *co[MC_MAX_RANK];
+			co[0] = n;
+			co[1] = oc;
+			mc_shape spatial = {d->g.nsp, {0}};
+			for (int s = 0; s < d->g.nsp; s++)
+				spatial.dims[s] = d->g.out[s];
+			/* lane by lane where the vector runs past the block (its last)
+			 * or a fused epilogue may read coordinates (a vector can span
+			 * rows) */
+			bool last = ragged && v == tv - 1;
+			if (last || epilogue) {
+				for (int l = 0; l < d->lanes; l++) {
+					mc_kexpr *jl = mc_kb_let(kb, mc_k_addi(kb, j, l));
+					if (last)
+						mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, jl, idx(kb, d->bpix)));
+					mc_lower_coords(kb, &spatial, mc_kb_let(kb, mc_k_add(kb, p0, jl)), co + 2);
+					mc_lower_store(c, 0, co, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
+					if (last)
+						mc_kb_end(kb);
+				}
+				continue;
+			}
+			mc_kb_store(kb, c->out_buf[0], lin, q);
+		}
+	}
+}
+
+/* tm channels x tv vectors from scratch column j0 */
+static void tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, mc_kexpr *j0, int tv, bool ragged)
+{
+	mc_kb *kb = d->c->kb;
+	mc_kexpr *acc[TM_MAX][TV_MAX];
+	mc_kexpr *wrow[TM_MAX];
+	for (int i = 0; i < d->tm; i++) {
+		mc_kexpr *oc = mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i);
+		mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d->bb, oc));
+		for (int v = 0; v < tv; v++)
+			acc[i][v] = mc_kb_local(kb, mc_k_splat(kb, bias, d->lanes));
+	}
+	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
+	mc_kexpr *xv[TV_MAX];
+	mc_kexpr *xrow = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, kp, d->bpad), j0));
+	for (int v = 0; v < tv; v++)
+		xv[v] = mc_kb_let(kb, mc_k_vload(kb, d->sb, mc_k_addi(kb, xrow, v * d->lanes), d->lanes));
+	for (int i = 0; i < d->tm; i++) {
+		wrow[i] = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i), d->kp), kp);
+		mc_kexpr *w = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d->wb, wrow[i]), d->lanes));
+		for (int v = 0; v < tv; v++)
+			mc_kb_assign(kb, acc[i][v], mc_k_dot2(kb, w, xv[v], acc[i][v]));
+	}
+	mc_kb_end(kb);
+	store_tile(d, n, mt, p0, j0, tv, ragged, acc);
+}
+
+/* The block of rows from oh0: pack, then every channel tile over its
+ * vectors of pixels. */
+static void block(const qvec *d, mc_kexpr *n, mc_kexpr *oh0)
+{
+	mc_kb *kb = d->c->kb;
+	pack_block(d, n, oh0);
+	mc_kexpr *p0 = mc_kb_let(kb, mc_k_muli(kb, oh0, d->ow));
+	int64_t nvec = d->bpad / d->lanes, full = nvec / d->tv, rest = nvec % d->tv;
+	bool ragged = d->bpad > d->bpix;
+	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
+	if (full > 0) {
+		bool last_ragged = ragged && rest == 0;
+		int64_t loop = last_ragged ? full - 1 : full;
+		if (loop > 0) {
+			mc_kexpr *vt = mc_kb_fori(kb, loop, 0);
+			tile(d, n, mt, p0, mc_kb_let(kb, mc_k_muli(kb, vt, d->tv * d->lanes)), d->tv, false);
+			mc_kb_end(kb);
+		}
+		if (last_ragged)
+			tile(d, n, mt, p0, idx(kb, (full - 1) * d->tv * d->lanes), d->tv, true);
+	}
+	if (rest > 0)
+		tile(d, n, mt, p0, idx(kb, full * d->tv * d->lanes), (int)rest, ragged);
+	mc_kb_end(kb);
+}
+
+/* The ISA's widest i32 vectors, if it has vectors the C target prints
+ * (the llvm target expands them alike). */
+static int vector_lanes(const mc_lower_ctx *c)
+{
+	const mc_isa *isa = c->kb->isa;
+	if (c->kb->target->grid || (isa->kind != MC_ISA_AVX2 && isa->kind != MC_ISA_AVX512 &&
+	                            isa->kind != MC_ISA_NEON))
+		return 1;
+	return isa->max_lanes;
+}
+
+int mc_kern_qvec(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (c->node->id != MC_OP_QiConv || !c->out[0] || vector_lanes(c) < 4)
+		return 1;
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
+	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+		return 1;
+	const qi_params *qp = c->node->params;
+	qvec d = { .c = c, .x_zp = qp->x_zp, .lanes = vector_lanes(c) };
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, &d.g))
+		return -1;
+	const conv_geom *g = &d.g;
+	if (g->group != 1)
+		return 1;
+	d.pointwise = true;
+	d.taps = d.pix = 1;
+	for (int i = 0; i < g->nsp; i++) {
+		d.pointwise = d.pointwise && g->kern[i] == 1 && g->stride[i] == 1 && g->pad[i] == 0;
+		d.taps *= g->kern[i];
+		d.pix *= g->out[i];
+	}
+	if (!d.pointwise && g->nsp != 2)
+		return 1;
+	mc_rq_prepare(c, &d.rq);
+	if (!d.rq.split) /* requantisation on 64-bit lanes: the scalar kernels */
+		return 1;
+	d.ch = g->in_ch;
+	d.m = g->out_ch;
+	d.linear = d.ch % 2 && d.ch * d.taps <= LINEAR_MAX;
+	d.cp = d.ch % 2 && !d.linear ? d.ch + 1 : d.ch;
+	d.kp = (d.cp * d.taps + 1) / 2;
+	d.oh = d.pointwise ? 1 : g->out[0];
+	d.ow = d.pointwise ? d.pix : g->out[1];
+	/* rows a block: a divisor of the rows, up to BLOCK_PIX pixels */
+	d.rb = 1;
+	for (int64_t r = 1; r <= d.oh; r++)
+		if (d.oh % r == 0 && r * d.ow <= BLOCK_PIX)
+			d.rb = r;
+	d.bpix = d.rb * d.ow;
+	d.bpad = (d.bpix + d.lanes - 1) / d.lanes * d.lanes;
+	/* registers: tm x tv sums, tv x vectors, the weight splat */
+	int vregs = kb->isa->vregs;
+	d.tv = vregs >= 32 ? 4 : 2;
+	int64_t nvec = d.bpad / d.lanes;
+	if (d.tv > nvec)
+		d.tv = (int)nvec;
+	d.tm = 1;
+	for (int tm = TM_MAX; tm >= 1; tm--)
+		if (d.m % tm == 0 && tm * d.tv + d.tv + 1 <= vregs - 2) {
+			d.tm = tm;
+			break;
+		}
+	d.wb = mc_kb_packed(kb, pack_weight(&d));
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, false, d.x_zp));
+	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.bpad));
+	mc_kexpr *n = idx(kb, 0);
+	if (g->batch > 1)
+		n = mc_kb_fori(kb, g->batch, 0);
+	mc_kexpr *b = mc_kb_fori(kb, d.oh / d.rb, 0);
+	block(&d, n, mc_kb_let(kb, mc_k_muli(kb, b, d.rb)));
+	mc_kb_end(kb);
+	if (g->batch > 1)
+		mc_kb_end(kb);
+	return 0;
+}
+
+/* ---- depthwise (mc_kern_qdwvec) ----
+ * A QiConv with one output channel per input channel (2-D, no dilation,
+ * column stride 1 or 2), lanes along output pixels. For each channel the
+ * kernel writes the padded input plane into scratch as pairs,
+ * Q[r][q] = (X(r, s q), X(r, s q + 1)) with s the column stride and X = x
+ * inside the input, x_zp in the padding (x_zp times the weight sum is off
+ * the bias); taps j and j + 1 of a window row at output column o are then
+ * the word Q[r][o + j / s] (j even), so one window row takes ceil(kw / 2)
+ * DOT2s of vectors of consecutive Q words by splat weight pairs.
+ *
+ * With stride 1 both ways the lanes run along the flattened plane instead
+ * of along each row: output (oh, o) is the sum at flat index oh * QS + o,
+ * and the columns past the row's end are computed and dropped, so that
+ * short rows (kws's 5 columns) still fill whole vectors. Those sums go to
+ * an 8-bit scratch plane, whose valid columns are then copied out. The
+ * pairs are built along the flattened plane as well, from a padded copy
+ * of the channel's input (QS = the padded row, so the last word of a row
+ * pairs with the next row's first byte: its weight is 0). */
+
+typedef struct {
+	mc_lower_ctx *c;
+	conv_geom g;
+	int lanes;
+	bool flat;                /* stride 1: lanes along the flattened plane */
+	int64_t s;                /* column stride */
+	int64_t rows, qs, words;  /* plane rows, row stride (words), words in all */
+	int64_t jp, pairs;        /* pairs a window row, a window */
+	int64_t nvec;             /* flat: vectors covering the output rows */
+	int64_t x_zp;
+	int wb, bb, pb, ob, xb;   /* weight pairs, bias, plane; flat: output plane, padded input */
+	int64_t xbytes;           /* flat: the padded input's bytes */
+	mc_rq_pack rq;
+} qdwv;
+
+static mc_tensor *dwv_pack_weight(const qdwv *d)
+{
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	int64_t ch = d->g.out_ch, kh = d->g.kern[0], kw = d->g.kern[1];
+	mc_shape s = {1, {ch * d->pairs}};
+	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
+	MC_ASSERT(p);
+	for (int64_t c = 0; c < ch; c++)
+		for (int64_t i = 0; i < kh; i++)
+			for (int64_t jp = 0; jp < d->jp; jp++) {
+				int64_t j = 2 * jp;
+				uint32_t lo = (uint32_t)mc_get_i(w, (size_t)((c * kh + i) * kw + j)) & 0xffffu;
+				uint32_t hi = j + 1 < kw ? (uint32_t)mc_get_i(w, (size_t)((c * kh + i) * kw + j + 1)) & 0xffffu : 0;
+				mc_set_i(p, (size_t)(c * d->pairs + i * d->jp + jp), (int32_t)(lo | hi << 16));
+			}
+	return p;
+}
+
+/* x at input column col of the row starting at xrow, x_zp outside the row
+ * (col an index expression; lo/hi: whether it may leave at either end). */
+static mc_kexpr *dwv_x(const qdwv *d, mc_kexpr *xrow, mc_kexpr *col)
+{
+	mc_kb *kb = d->c->kb;
+	mc_kexpr *in = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, col, idx(kb, 0)),
+	                        mc_k_bin(kb, MC_KB_LT, col, idx(kb, d->g.in[1])));
+	mc_kexpr *x = mc_k_cast(kb, MC_KT_I32, mc_lower_load(d->c, QI_X, mc_k_add(kb, xrow, col)));
+	return mc_k_select(kb, in, x, i32c(kb, d->x_zp));
+}
+
+/* Plane words [from, to) of the row at `row`, one at a time. */
+static void dwv_scalar_words(const qdwv *d, mc_kexpr *xrow, mc_kexpr *row, int64_t from, int64_t to)
+{
+	mc_kb *kb = d->c->kb;
+	if (from >= to)
+		return;
+	mc_kexpr *q = mc_kb_for(kb, idx(kb, from), idx(kb, to), 0);
+	mc_kexpr *col = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, q, d->s), -d->g.pad[1]));
+	mc_kb_store(kb, d->pb, mc_k_add(kb, row, q),
+	            pair(kb, dwv_x(d, xrow, col), dwv_x(d, xrow, mc_k_addi(kb, col, 1))));
+	mc_kb_end(kb);
+}
+
+/* words [from, to) of the plane set to the zero point's pair */
+static void dwv_fill(const qdwv *d, mc_kexpr *at, int64_t count)
+{
+	mc_kb *kb = d->c->kb;
+	mc_kexpr *zp = i32c(kb, (int32_t)(((uint32_t)d->x_zp & 0xffffu) | (uint32_t)d->x_zp << 16));
+	int64_t nv = count / d->lanes;
+	if (nv > 0) {
+		mc_kexpr *v = mc_kb_fori(kb, nv, 0);
+		mc_kb_store(kb, d->pb, mc_k_add(kb, at, mc_k_muli(kb, v, d->lanes)), mc_k_splat(kb, zp, d->lanes));
+		mc_kb_end(kb);
+	}
+	if (nv * d->lanes < count) {
+		mc_kexpr *q = mc_kb_for(kb, idx(kb, nv * d->lanes), idx(kb, count), 0);
+		mc_kb_store(kb, d->pb, mc_k_add(kb, at, q), zp);
+		mc_kb_end(kb);
+	}
+}
+
+/* Plane row r of channel ch (batch n). */
+static void dwv_build_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *r)
+{
+	mc_kb *kb = d->c->kb;
+	const conv_geom *g = &d->g;
+	int64_t h = g->in[0], w = g->in[1], pl = g->pad[1];
+	mc_kexpr *ir = mc_kb_let(kb, mc_k_addi(kb, r, -g->pad[0]));
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, r, d->qs));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ir, idx(kb, 0)),
+	                      mc_k_bin(kb, MC_KB_LT, ir, idx(kb, h))));
+	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, g->in_ch), ch);
+	mc_kexpr *xrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
+	/* stride 1: the words whose pair lies inside, pl <= q < pl + w - 1, a
+	 * vector at a time */
+	int64_t qa = pl < d->qs ? pl : d->qs, qb = pl + w - 1 < d->qs ? pl + w - 1 : d->qs;
+	int64_t nv = d->s == 1 && qb > qa ? (qb - qa) / d->lanes : 0;
+	if (nv > 0) {
+		dwv_scalar_words(d, xrow, row, 0, qa);
+		if (nv > 0) {
+			/* whole vectors, and one more ending at qb where they fall short */
+			bool extra = qa + nv * d->lanes < qb;
+			mc_kexpr *v = mc_kb_fori(kb, nv + extra, 0);
+			mc_kexpr *q = mc_k_addi(kb, mc_k_muli(kb, v, d->lanes), qa);
+			if (extra)
+				q = mc_k_bin(kb, MC_KB_MIN, q, idx(kb, qb - d->lanes));
+			q = mc_kb_let(kb, q);
+			mc_kexpr *col = mc_kb_let(kb, mc_k_add(kb, xrow, mc_k_addi(kb, q, -pl)));
+			int xb = d->c->in_buf[QI_X];
+			mc_kb_store(kb, d->pb, mc_k_add(kb, row, q),
+			            pair(kb, mc_k_vload(kb, xb, col, d->lanes), mc_k_vload(kb, xb, mc_k_addi(kb, col, 1), d->lanes)));
+			mc_kb_end(kb);
+		}
+		dwv_scalar_words(d, xrow, row, qb, d->qs);
+	} else {
+		dwv_scalar_words(d, xrow, row, 0, d->qs);
+	}
+	mc_kb_else(kb);
+	dwv_fill(d, row, d->qs);
+	mc_kb_end(kb);
+}
+
+/* Flat: the channel's padded input (x_zp around it), then its pairs. */
+static void dwv_build_flat(const qdwv *d, mc_kexpr *n, mc_kexpr *ch)
+{
+	mc_kb *kb = d->c->kb;
+	const conv_geom *g = &d->g;
+	int64_t h = g->in[0], w = g->in[1], l = d->lanes;
+	mc_kexpr *zp = i32c(kb, d->x_zp);
+	/* x_zp everywhere (the padding), then the rows */
+	mc_kexpr *v = mc_kb_fori(kb, d->xbytes / l, 0);
+	mc_kb_store(kb, d->xb, mc_k_muli(kb, v, l), mc_k_splat(kb, zp, l));
+	mc_kb_end(kb);
+	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, g->in_ch), ch);
+	mc_kexpr *ir = mc_kb_fori(kb, h, 0);
+	mc_kexpr *src = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
+	mc_kexpr *dst = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, ir, d->qs), g->pad[0] * d->qs + g->pad[1]));
+	int xin = d->c->in_buf[QI_X];
+	if (w / l > 0) { /* the last vector ends at the row's end */
+		mc_kexpr *q = mc_kb_fori(kb, (w + l - 1) / l, 0);
+		mc_kexpr *o = mc_k_muli(kb, q, l);
+		if (w % l)
+			o = mc_k_bin(kb, MC_KB_MIN, o, idx(kb, w - l));
+		o = mc_kb_let(kb, o);
+		mc_kb_store(kb, d->xb, mc_k_add(kb, dst, o), mc_k_vload(kb, xin, mc_k_add(kb, src, o), l));
+		mc_kb_end(kb);
+	} else {
+		mc_kexpr *q = mc_kb_for(kb, idx(kb, w / l * l), idx(kb, w), 0);
+		mc_kb_store(kb, d->xb, mc_k_add(kb, dst, q), mc_k_load(kb, xin, mc_k_add(kb, src, q)));
+		mc_kb_end(kb);
+	}
+	mc_kb_end(kb);
+	/* the pairs, a vector at a time along the whole plane */
+	mc_kexpr *f = mc_kb_fori(kb, d->words / l, 0);
+	mc_kexpr *at = mc_kb_let(kb, mc_k_muli(kb, f, l));
+	mc_kb_store(kb, d->pb, at, pair(kb, mc_k_vload(kb, d->xb, at, l), mc_k_vload(kb, d->xb, mc_k_addi(kb, at, 1), l)));
+	mc_kb_end(kb);
+}
+
+/* acc[u] over vectors at plane offsets base + u * lanes (times the
+ * stride's step between output rows where not flat). */
+static void dwv_sums(const qdwv *d, mc_kexpr *const *wpair, mc_kexpr *base, int tv, mc_kexpr **acc,
+                     mc_kexpr *bias)
+{
+	mc_kb *kb = d->c->kb;
+	for (int u = 0; u < tv; u++)
+		acc[u] = mc_kb_local(kb, mc_k_splat(kb, bias, d->lanes));
+	for (int64_t i = 0; i < d->g.kern[0]; i++)
+		for (int64_t jp = 0; jp < d->jp; jp++)
+			for (int u = 0; u < tv; u++) {
+				mc_kexpr *x = mc_k_vload(kb, d->pb, mc_k_addi(kb, base, i * d->qs + 2 * jp / d->s + u * d->lanes),
+				                         d->lanes);
+				mc_kb_assign(kb, acc[u], mc_k_dot2(kb, wpair[i * d->jp + jp], x, acc[u]));
+			}
+}
+
+static mc_kexpr *dwv_requant(const qdwv *d, const mc_rq_chan *rq, mc_kexpr *acc)
+{
+	return mc_kb_let(d->c->kb, mc_rq_apply(d->c, &d->rq, rq, acc));
+}
+
+/* Stores row oy's requantised vectors (not flat): whole vectors, the
+ * row's last lane by lane (or every lane where an epilogue is fused). */
+static void dwv_store_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *oy, mc_kexpr *ox0, mc_kexpr *q,
+                          bool last)
+{
+	mc_lower_ctx *c = d->c;
+	mc_kb *kb = c->kb;
+	int64_t ow = d->g.out[1];
+	mc_kexpr *co[4] = { n, ch, oy, ox0 };
+	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, &c->out[0]->shape, co));
+	bool epilogue = c->group && c->group->n_epi > 0;
+	if (!last && !epilogue) {
+		mc_kb_store(kb, c->out_buf[0], lin, q);
+		return;
+	}
+	for (int l = 0; l < d->lanes; l++) {
+		mc_kexpr *ox = mc_kb_let(kb, mc_k_addi(kb, ox0, l));
+		if (last)
+			mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, ox, idx(kb, ow)));
+		mc_kexpr *cl[4] = { n, ch, oy, ox };
+		mc_lower_store(c, 0, cl, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
+		if (last)
+			mc_kb_end(kb);
+	}
+}
+
+int mc_kern_qdwvec(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (c->node->id != MC_OP_QiConv || !c->out[0] || vector_lanes(c) < 4)
+		return 1;
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
+	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+		return 1;
+	const qi_params *qp = c->node->params;
+	qdwv d = { .c = c, .x_zp = qp->x_zp, .lanes = vector_lanes(c) };
+	conv_geom *g = &d.g;
+	if (mc_conv_geom_get(c->node, &c->in[QI_X]->shape, &c->in[QI_W]->shape, g))
+		return -1;
+	if (g->nsp != 2 || g->group == 1 || g->group != g->in_ch || g->out_ch != g->in_ch || g->dil[0] != 1 ||
+	    g->dil[1] != 1 || g->stride[1] > 2)
+		return 1;
+	mc_rq_prepare(c, &d.rq);
+	if (!d.rq.split)
+		return 1;
+	int64_t kh = g->kern[0], kw = g->kern[1], oh = g->out[0], ow = g->out[1];
+	d.s = g->stride[1];
+	d.jp = (kw + 1) / 2;
+	d.pairs = kh * d.jp;
+	if (d.pairs > DW_PAIRS_MAX)
+		return 1;
+	d.flat = g->stride[0] == 1 && d.s == 1;
+	d.rows = (oh - 1) * g->stride[0] + kh;
+	int64_t reach = 2 * (d.jp - 1) / d.s; /* words right of an output's column */
+	if (d.flat) {
+		d.qs = ow + kw - 1;
+		d.nvec = (oh * d.qs + d.lanes - 1) / d.lanes;
+		d.words = d.nvec * d.lanes + (kh - 1) * d.qs + reach;
+		d.words = (d.words + d.lanes - 1) / d.lanes * d.lanes;
+		/* every byte a pair reads, in whole vectors */
+		d.xbytes = (d.words + 1 + d.lanes - 1) / d.lanes * d.lanes;
+		if (d.xbytes < d.rows * d.qs)
+			d.xbytes = (d.rows * d.qs + d.lanes - 1) / d.lanes * d.lanes;
+	} else {
+		d.qs = (ow + d.lanes - 1) / d.lanes * d.lanes + reach;
+		d.words = d.rows * d.qs;
+	}
+	d.wb = mc_kb_packed(kb, dwv_pack_weight(&d));
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, g->out_ch, false, d.x_zp));
+	d.pb = mc_kb_scratch(kb, MC_INT32, (size_t)d.words);
+	if (d.flat) {
+		d.ob = mc_kb_scratch(kb, c->out[0]->dtype, (size_t)(d.nvec * d.lanes));
+		d.xb = mc_kb_scratch(kb, c->in[QI_X]->dtype, (size_t)d.xbytes);
+	}
+	int depth = 0;
+	mc_kexpr *n = idx(kb, 0);
+	if (g->batch > 1) {
+		n = mc_kb_fori(kb, g->batch, 0);
+		depth++;
+	}
+	mc_kexpr *ch = mc_kb_fori(kb, g->out_ch, 0);
+	depth++;
+	if (d.flat) {
+		dwv_build_flat(&d, n, ch);
+	} else {
+		mc_kexpr *r = mc_kb_fori(kb, d.rows, 0);
+		dwv_build_row(&d, n, ch, r);
+		mc_kb_end(kb);
+	}
+	mc_kexpr *wpair[DW_PAIRS_MAX];
+	for (int64_t i = 0; i < d.pairs; i++)
+		wpair[i] = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d.wb, mc_k_addi(kb, mc_k_muli(kb, ch, d.pairs), i)),
+		                                   d.lanes));
+	mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d.bb, ch));
+	mc_rq_chan rq = mc_rq_channel(c, &d.rq, ch);
+	mc_kexpr *acc[DW_TV];
+	if (d.flat) {
+		for (int part = 0; part < 2; part++) {
+			int64_t tv = part == 0 ? DW_TV : 1, from = part == 0 ? 0 : d.nvec / DW_TV * DW_TV;
+			int64_t count = part == 0 ? d.nvec / DW_TV : d.nvec - from;
+			if (count <= 0)
+				continue;
+			mc_kexpr *vs = mc_kb_fori(kb, count, 0);
+			mc_kexpr *f0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, vs, tv), from), d.lanes));
+			dwv_sums(&d, wpair, f0, (int)tv, acc, bias);
+			for (int u = 0; u < tv; u++)
+				mc_kb_store(kb, d.ob, mc_k_addi(kb, f0, u * d.lanes), dwv_requant(&d, &rq, acc[u]));
+			mc_kb_end(kb);
+		}
+		/* the valid columns of each row out: vectors (the last ending at
+		 * the row's end) where rows are long enough and no epilogue is
+		 * fused, else one at a time */
+		mc_kexpr *oy = mc_kb_fori(kb, oh, 0);
+		if (ow >= d.lanes && !(c->group && c->group->n_epi > 0)) {
+			mc_kexpr *q = mc_kb_fori(kb, (ow + d.lanes - 1) / d.lanes, 0);
+			mc_kexpr *ox = mc_k_muli(kb, q, d.lanes);
+			if (ow % d.lanes)
+				ox = mc_k_bin(kb, MC_KB_MIN, ox, idx(kb, ow - d.lanes));
+			ox = mc_kb_let(kb, ox);
+			mc_kexpr *co[4] = { n, ch, oy, ox };
+			mc_kb_store(kb, c->out_buf[0], mc_lower_linear(kb, &c->out[0]->shape, co),
+			            mc_k_vload(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox), d.lanes));
+		} else {
+			mc_kexpr *ox = mc_kb_fori(kb, ow, 0);
+			mc_kexpr *co[4] = { n, ch, oy, ox };
+			mc_kexpr *v = mc_k_cast(kb, MC_KT_I32, mc_k_load(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox)));
+			mc_lower_store(c, 0, co, NULL, v);
+		}
+		mc_kb_end_n(kb, 2);
+	} else {
+		mc_kexpr *oy = mc_kb_fori(kb, oh, 0);
+		mc_kexpr *rowb = mc_kb_let(kb, mc_k_muli(kb, mc_k_muli(kb, oy, g->stride[0]), d.qs));
+		int64_t nv = (ow + d.lanes - 1) / d.lanes;
+		for (int part = 0; part < 2; part++) {
+			int64_t tv = part == 0 ? DW_TV : 1, from = part == 0 ? 0 : nv / DW_TV * DW_TV;
+			int64_t count = part == 0 ? nv / DW_TV : nv - from;
+			if (count <= 0)
+				continue;
+			bool ragged = ow % d.lanes != 0; /* the row's last vector runs past it */
+			mc_kexpr *vs = mc_kb_fori(kb, count, 0);
+			mc_kexpr *ox0 = mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, vs, tv), from), d.lanes));
+			dwv_sums(&d, wpair, mc_kb_let(kb, mc_k_add(kb, rowb, ox0)), (int)tv, acc, bias);
+			for (int u = 0; u < tv; u++) {
+				mc_kexpr *q = dwv_requant(&d, &rq, acc[u]);
+				mc_kexpr *oxu = mc_kb_let(kb, mc_k_addi(kb, ox0, u * d.lanes));
+				if (ragged) {
+					mc_kb_if(kb, mc_k_bin(kb, MC_KB_LE, mc_k_addi(kb, oxu, d.lanes), idx(kb, ow)));
+					dwv_store_row(&d, n, ch, oy, oxu, q, false);
+					mc_kb_else(kb);
+					dwv_store_row(&d, n, ch, oy, oxu, q, true);
+					mc_kb_end(kb);
+				} else {
+					dwv_store_row(&d, n, ch, oy, oxu, q, false);
+				}
+			}
+			mc_kb_end(kb);
+		}
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, depth);
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* modelc_ivec_neon.h: pasted by modelc into NAME.c (after <arm_neon.h>) where
+ * integer kernels use i32 vectors, --isa neon. */
+/* i32 vectors of the integer kernels: 8-bit loads widened and stores
+ * narrowed (truncating), DOT2 (pairs of 16-bit products) and RQ32 (the
+ * runtime's modelc_rq32, lane by lane). */
+#define MODELC_IV static inline __attribute__((unused))
+MODELC_IV int32x4_t modelc_lds84(const int8_t *p)
+{
+	int8_t t[8] = {0};
+	memcpy(t, p, 4);
+	return vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(t))));
+}
+MODELC_IV int32x4_t modelc_ldu84(const uint8_t *p)
+{
+	uint8_t t[8] = {0};
+	memcpy(t, p, 4);
+	return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(t)))));
+}
+MODELC_IV void modelc_st8_4(void *p, int32x4_t v)
+{
+	int16x4_t h = vmovn_s32(v);
+	int8x8_t b = vmovn_s16(vcombine_s16(h, h));
+	int8_t t[8];
+	vst1_s8(t, b);
+	memcpy(p, t, 4);
+}
+MODELC_IV int32x4_t modelc_dot2_4(int32x4_t a, int32x4_t b, int32x4_t c)
+{
+	int16x8_t a16 = vreinterpretq_s16_s32(a), b16 = vreinterpretq_s16_s32(b);
+	int32x4_t lo = vmull_s16(vget_low_s16(a16), vget_low_s16(b16));
+	int32x4_t hi = vmull_high_s16(a16, b16);
+	return vaddq_s32(c, vpaddq_s32(lo, hi));
+}
+MODELC_IV int64x2_t modelc_rq32r_(int64x2_t v, int32_t low)
+{
+	int64x2_t half = vdupq_n_s64((INT64_C(1) << (low + 31)) - 1);
+	uint64x2_t odd = vandq_u64(vshlq_u64(vreinterpretq_u64_s64(v), vdupq_n_s64(-(32 + low))), vdupq_n_u64(1));
+	return vaddq_s64(vaddq_s64(v, half), vreinterpretq_s64_u64(odd));
+}
+MODELC_IV int32x4_t modelc_rq32v4_(int32x4_t acc, int32_t mult, int32_t low, int twice)
+{
+	int32x2_t m = vdup_n_s32(mult);
+	int64x2_t lo = vmull_s32(vget_low_s32(acc), m), hi = vmull_high_s32(acc, vdupq_n_s32(mult));
+	if (twice) {
+		lo = vaddq_s64(lo, lo);
+		hi = vaddq_s64(hi, hi);
+	}
+	int32x4_t r = vcombine_s32(vshrn_n_s64(modelc_rq32r_(lo, low), 32), vshrn_n_s64(modelc_rq32r_(hi, low), 32));
+	return vshlq_s32(r, vdupq_n_s32(-low));
+}
+MODELC_IV int32x4_t modelc_rq32_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 0); }
+MODELC_IV int32x4_t modelc_rq32x2_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 1); }
+MODELC_IV int32_t modelc_lanei4(int32x4_t v, int i)
+{
+	int32_t t[4];
+	vst1q_s32(t, v);
+	return t[i];
+}

@@ -285,7 +285,6 @@ static void store_tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, m
 {
 	mc_lower_ctx *c = d->c;
 	mc_kb *kb = c->kb;
-	bool epilogue = c->group && c->group->n_epi > 0;
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
 		mc_rq_chan rq = mc_rq_channel(c, &d->rq, oc);
@@ -301,23 +300,22 @@ static void store_tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, m
 			mc_shape spatial = {d->g.nsp, {0}};
 			for (int s = 0; s < d->g.nsp; s++)
 				spatial.dims[s] = d->g.out[s];
-			/* lane by lane where the vector runs past the block (its last)
-			 * or a fused epilogue may read coordinates (a vector can span
-			 * rows) */
-			bool last = ragged && v == tv - 1;
-			if (last || epilogue) {
+			/* lane by lane where the vector runs past the block (its
+			 * last); else whole, a fused epilogue too where its operands
+			 * are whole tensors (a vector can span rows, so without
+			 * coordinates: mc_lower_store_vec goes lane by lane for the
+			 * rest) */
+			if (ragged && v == tv - 1) {
 				for (int l = 0; l < d->lanes; l++) {
 					mc_kexpr *jl = mc_kb_let(kb, mc_k_addi(kb, j, l));
-					if (last)
-						mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, jl, idx(kb, d->bpix)));
+					mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, jl, idx(kb, d->bpix)));
 					mc_lower_coords(kb, &spatial, mc_kb_let(kb, mc_k_add(kb, p0, jl)), co + 2);
 					mc_lower_store(c, 0, co, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
-					if (last)
-						mc_kb_end(kb);
+					mc_kb_end(kb);
 				}
 				continue;
 			}
-			mc_kb_store(kb, c->out_buf[0], lin, q);
+			mc_lower_store_vec(c, 0, NULL, lin, q);
 		}
 	}
 }
@@ -658,19 +656,16 @@ static void dwv_store_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *oy
 	int64_t ow = d->g.out[1];
 	mc_kexpr *co[4] = { n, ch, oy, ox0 };
 	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, &c->out[0]->shape, co));
-	bool epilogue = c->group && c->group->n_epi > 0;
-	if (!last && !epilogue) {
-		mc_kb_store(kb, c->out_buf[0], lin, q);
+	if (!last) { /* the vector lies in one row: coordinates for an epilogue too */
+		mc_lower_store_vec(c, 0, co, lin, q);
 		return;
 	}
 	for (int l = 0; l < d->lanes; l++) {
 		mc_kexpr *ox = mc_kb_let(kb, mc_k_addi(kb, ox0, l));
-		if (last)
-			mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, ox, idx(kb, ow)));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, ox, idx(kb, ow)));
 		mc_kexpr *cl[4] = { n, ch, oy, ox };
 		mc_lower_store(c, 0, cl, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
-		if (last)
-			mc_kb_end(kb);
+		mc_kb_end(kb);
 	}
 }
 
@@ -759,18 +754,19 @@ int mc_kern_qdwvec(mc_lower_ctx *c)
 			mc_kb_end(kb);
 		}
 		/* the valid columns of each row out: vectors (the last ending at
-		 * the row's end) where rows are long enough and no epilogue is
-		 * fused, else one at a time */
+		 * the row's end, its first lanes stored twice alike; so no fused
+		 * epilogue, which may read the output) where rows are long
+		 * enough, else one at a time */
 		mc_kexpr *oy = mc_kb_fori(kb, oh, 0);
-		if (ow >= d.lanes && !(c->group && c->group->n_epi > 0)) {
+		bool epilogue = c->group && c->group->n_epi > 0;
+		if (ow >= d.lanes && (!epilogue || ow % d.lanes == 0)) {
 			mc_kexpr *q = mc_kb_fori(kb, (ow + d.lanes - 1) / d.lanes, 0);
 			mc_kexpr *ox = mc_k_muli(kb, q, d.lanes);
 			if (ow % d.lanes)
 				ox = mc_k_bin(kb, MC_KB_MIN, ox, idx(kb, ow - d.lanes));
 			ox = mc_kb_let(kb, ox);
 			mc_kexpr *co[4] = { n, ch, oy, ox };
-			mc_kb_store(kb, c->out_buf[0], mc_lower_linear(kb, &c->out[0]->shape, co),
-			            mc_k_vload(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox), d.lanes));
+			mc_lower_store_vec(c, 0, co, NULL, mc_k_vload(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox), d.lanes));
 		} else {
 			mc_kexpr *ox = mc_kb_fori(kb, ow, 0);
 			mc_kexpr *co[4] = { n, ch, oy, ox };

@@ -380,7 +380,7 @@ bool mc_k_vector_op(mc_ktype elt, mc_kbinop op)
 	if (elt == MC_KT_I32)
 		return op == MC_KB_ADD || op == MC_KB_SUB || op == MC_KB_MUL || op == MC_KB_MIN ||
 		       op == MC_KB_MAX || op == MC_KB_AND || op == MC_KB_OR || op == MC_KB_XOR ||
-		       op == MC_KB_SHL;
+		       op == MC_KB_SHL || op == MC_KB_SHR;
 	return op <= MC_KB_DIV || op == MC_KB_MIN || op == MC_KB_MAX || is_compare(op);
 }
 

@@ -108,7 +108,8 @@ typedef struct mc_kexpr {
  * - i32 vectors (integer kernels) load from int32, int8 and uint8 buffers
  *   (8-bit elements widened, sign- or zero-), store to the same (narrowed
  *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
- *   MIN, MAX, AND, OR, XOR and SHL (by a constant) work lane by lane, as
+ *   MIN, MAX, AND, OR, XOR, SHL and SHR (arithmetic; both by a constant
+ *   below 32) work lane by lane, as
  *   do DOT2 and RQ32 (whose multiplier and shift are scalars, shared by
  *   every lane); no compares, selects or casts.
  * The builder splats a scalar operand of a vector operation (as i32 if it

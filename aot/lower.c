@@ -135,6 +135,13 @@ static void node_ctx(mc_lower_ctx *base, const mc_node *n, int skip_in, mc_lower
 
 static int lane_stride(const mc_shape *vs, const mc_shape *os);
 
+/* value as the next op reads a value of dtype dt: converted for scalars;
+ * vectors stay (f32, or i32 holding 8-bit values: the store narrows). */
+static mc_kexpr *storage_cast(mc_kb *kb, mc_dtype dt, mc_kexpr *value)
+{
+	return mc_k_lanes(value) > 1 ? value : mc_k_cast(kb, mc_ktype_of(dt), value);
+}
+
 /* The group's epilogue applied to the anchor's value of the output element
  * at lin (coords: made from lin on first need). A vector value (the caller
  * checked that every epilogue op and operand allows it) loads operands
@@ -146,7 +153,7 @@ static mc_kexpr *apply_epilogue(mc_lower_ctx *c, mc_kexpr *value, mc_kexpr **coo
 	const mc_group *gr = c->group;
 	const mc_shape *os = &c->out[0]->shape;
 	int lanes = mc_k_lanes(value);
-	value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(c->out[0]->dtype), value));
+	value = mc_kb_let(kb, storage_cast(kb, c->out[0]->dtype, value));
 	for (int e = 0; e < gr->n_epi; e++) {
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
 		mc_lower_ctx ec;
@@ -167,7 +174,7 @@ static mc_kexpr *apply_epilogue(mc_lower_ctx *c, mc_kexpr *value, mc_kexpr **coo
 			                                  : mc_k_load(kb, ec.in_buf[i], idx);
 		}
 		value = l->pointwise(&ec, args);
-		value = mc_kb_let(kb, mc_k_cast(kb, mc_ktype_of(ec.out[0]->dtype), value));
+		value = mc_kb_let(kb, storage_cast(kb, ec.out[0]->dtype, value));
 	}
 	return value;
 }
@@ -215,22 +222,30 @@ static int lane_stride(const mc_shape *vs, const mc_shape *os)
 /* have_coords: the store knows the first lane's coordinates, so operands
  * broadcast along other dims can be indexed; else only full-size and
  * single-element operands can. */
+static bool is_8bit(mc_dtype dt)
+{
+	return dt == MC_INT8 || dt == MC_UINT8;
+}
+
+/* float32 epilogues on f32 vectors; 8-bit integer ones (QiAdd ...) on i32
+ * vectors, where their pointwise forms have one */
 static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
 {
 	const mc_group *gr = c->group;
 	const mc_shape *os = &c->out[0]->shape;
-	if (c->out[0]->dtype != MC_FLOAT)
+	bool ints = is_8bit(c->out[0]->dtype);
+	if (c->out[0]->dtype != MC_FLOAT && !ints)
 		return false;
 	for (int e = 0; e < gr->n_epi; e++) {
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
-		if (!has_vector_form(en))
+		if (ints ? !mc_lower_has_ivec_form(en) : !has_vector_form(en))
 			return false;
 		for (int i = 0; i < en->n_inputs; i++) {
 			int v = en->inputs[i];
 			if (v < 0)
 				continue;
 			const mc_value *val = &c->g->values[v];
-			if (val->dtype != MC_FLOAT)
+			if (ints ? !is_8bit(val->dtype) : val->dtype != MC_FLOAT)
 				return false;
 			if (i == gr->epi_chain_in[e])
 				continue;
@@ -239,7 +254,9 @@ static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
 				return false;
 		}
 		for (int i = 0; i < en->n_outputs; i++)
-			if (en->outputs[i] >= 0 && c->g->values[en->outputs[i]].dtype != MC_FLOAT)
+			if (en->outputs[i] >= 0 &&
+			    (ints ? !is_8bit(c->g->values[en->outputs[i]].dtype)
+			          : c->g->values[en->outputs[i]].dtype != MC_FLOAT))
 				return false;
 	}
 	return true;
@@ -285,10 +302,11 @@ void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_k
 static int flat_lanes(const mc_lower_ctx *c, size_t n)
 {
 	int lanes = mc_isa_lanes_upto(c->kb->isa, (int64_t)n);
-	if (lanes == 1 || !has_vector_form(c->node) || c->out[0]->dtype != MC_FLOAT)
+	bool ints = is_8bit(c->out[0]->dtype) && mc_lower_has_ivec_form(c->node);
+	if (lanes == 1 || (!ints && (!has_vector_form(c->node) || c->out[0]->dtype != MC_FLOAT)))
 		return 1;
 	for (int i = 0; i < c->n_in; i++)
-		if (c->in[i] && c->in[i]->dtype != MC_FLOAT)
+		if (c->in[i] && (ints ? !is_8bit(c->in[i]->dtype) : c->in[i]->dtype != MC_FLOAT))
 			return 1;
 	if (c->group && c->group->n_epi && !epilogue_vectorises(c, false))
 		return 1;
@@ -399,6 +417,56 @@ static mc_kexpr *rshift_rne(mc_kb *kb, mc_kexpr *v, mc_kexpr *shift)
 		: mc_k_sub(kb, mc_k_bin(kb, MC_KB_SHL, one, mc_k_sub(kb, shift, one)), one);
 	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_SHR, v, shift), one);
 	return mc_k_bin(kb, MC_KB_SHR, mc_k_add(kb, mc_k_add(kb, v, half), odd), shift);
+}
+
+/* x >> c (arithmetic) for a constant c; x itself for 0 (NEON's vector
+ * shifts start at 1). */
+static mc_kexpr *shr_const(mc_kb *kb, mc_kexpr *x, int64_t c)
+{
+	return c ? mc_k_bin(kb, MC_KB_SHR, x, mc_k_int(kb, MC_KT_I32, c)) : x;
+}
+
+bool mc_requant_terms_fit(int n, const int64_t *mult, int64_t shift)
+{
+	if (n < 1 || n > 2 || shift < 16 || shift > 46)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (mult[i] <= -((int64_t)1 << 31) || mult[i] >= ((int64_t)1 << 31))
+			return false;
+	return true;
+}
+
+mc_kexpr *mc_lower_requant_terms(mc_kb *kb, int n, mc_kexpr *const *x, const int64_t *mult, int64_t shift,
+                                 int64_t y_zp, int64_t lo, int64_t hi)
+{
+	if (!mc_requant_terms_fit(n, mult, shift))
+		return NULL;
+	/* v = sum x m = H 2^16 + L with 0 <= L < 2^16: each m = mh 2^16 + ml
+	 * (ml its low 16 bits, mh the rest, signed), hi = sum x mh and lo =
+	 * sum x ml in i32 (|x| <= 255: below 2^24 and 2^25), H = hi + (lo >> 16),
+	 * L = lo & 0xffff */
+	mc_kexpr *hs = NULL, *ls = NULL;
+	for (int i = 0; i < n; i++) {
+		int64_t mh = mult[i] >> 16, ml = mult[i] & 0xffff;
+		mc_kexpr *xi = mc_kb_let(kb, x[i]);
+		mc_kexpr *th = mc_k_mul(kb, xi, mc_k_int(kb, MC_KT_I32, mh));
+		mc_kexpr *tl = mc_k_mul(kb, xi, mc_k_int(kb, MC_KT_I32, ml));
+		hs = hs ? mc_k_add(kb, hs, th) : th;
+		ls = ls ? mc_k_add(kb, ls, tl) : tl;
+	}
+	ls = mc_kb_let(kb, ls);
+	mc_kexpr *h = mc_kb_let(kb, mc_k_add(kb, hs, shr_const(kb, ls, 16)));
+	mc_kexpr *l = mc_k_bin(kb, MC_KB_AND, ls, mc_k_int(kb, MC_KT_I32, 0xffff));
+	/* mc_qi_rshift: (v + 2^(s-1) - 1 + odd) >> s, odd = bit s of v = bit
+	 * t of H (t = s - 16); the constant 2^(s-1) - 1 = ch 2^16 + cl, the low
+	 * parts summed first and their carry taken into H */
+	int64_t t = shift - 16, half = ((int64_t)1 << (shift - 1)) - 1;
+	mc_kexpr *odd = mc_k_bin(kb, MC_KB_AND, shr_const(kb, h, t), mc_k_int(kb, MC_KT_I32, 1));
+	mc_kexpr *low = mc_k_add(kb, mc_k_add(kb, l, mc_k_int(kb, MC_KT_I32, half & 0xffff)), odd);
+	mc_kexpr *top = mc_k_add(kb, mc_k_add(kb, h, mc_k_int(kb, MC_KT_I32, half >> 16)), shr_const(kb, low, 16));
+	mc_kexpr *r = mc_k_add(kb, shr_const(kb, top, t), mc_k_int(kb, MC_KT_I32, y_zp));
+	r = mc_k_bin(kb, MC_KB_MAX, r, mc_k_int(kb, MC_KT_I32, lo));
+	return mc_k_bin(kb, MC_KB_MIN, r, mc_k_int(kb, MC_KT_I32, hi));
 }
 
 mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,

@@ -135,6 +135,20 @@ mc_kexpr *mc_lower_requant(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *s
 mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *shift,
                                    int64_t y_zp, int64_t lo, int64_t hi, int64_t vmax);
 
+/* The same, clamp(y_zp + mc_qi_rshift(sum of x[i] * mult[i], shift)), for
+ * one or two terms x (i32, |x| <= 255: centred 8-bit values) with
+ * constant multipliers below 2^31 in magnitude and a constant shift in
+ * [16, 46], in i32 arithmetic alone (the 64-bit sum as two 16-bit-aligned
+ * parts): a 32-bit core's cheaper form, and one that i32 vectors run lane
+ * by lane. NULL where the bounds do not hold. */
+mc_kexpr *mc_lower_requant_terms(mc_kb *kb, int n, mc_kexpr *const *x, const int64_t *mult, int64_t shift,
+                                 int64_t y_zp, int64_t lo, int64_t hi);
+bool mc_requant_terms_fit(int n, const int64_t *mult, int64_t shift);
+/* Whether n's pointwise form builds i32 vector operations alone from 8-bit
+ * operands (QiAdd, QiRequant whose constants fit mc_lower_requant_terms):
+ * lane-wise integer epilogues and elementwise kernels. */
+bool mc_lower_has_ivec_form(const mc_node *n);
+
 /* The per-channel requantisation of QiConv and QiMatMul (aot/kern_qconv.c):
  * mc_rq_prepare packs what it needs once per kernel (where every shift is
  * 31 or more, s - 32 per channel for the kernel IR's RQ32, whose shifts run

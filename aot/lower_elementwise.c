@@ -847,9 +847,32 @@ static mc_kexpr *centred(mc_lower_ctx *c, mc_kexpr *x, int64_t zp)
 	return bin(c, MC_KB_SUB, mc_k_cast(c->kb, MC_KT_I64, x), i64(c, zp));
 }
 
+/* x - zp in i32 (|x - zp| <= 255 for 8-bit operands). */
+static mc_kexpr *centred32(mc_lower_ctx *c, mc_kexpr *x, int64_t zp)
+{
+	return bin(c, MC_KB_SUB, mc_k_cast(c->kb, MC_KT_I32, x), mc_k_int(c->kb, MC_KT_I32, zp));
+}
+
+/* QiAdd and QiRequant take i32 arithmetic alone where its bounds hold
+ * (mc_lower_requant_terms): their lane-wise vector form too. */
+bool mc_lower_has_ivec_form(const mc_node *n)
+{
+	const qi_params *p = n->params;
+	if (n->id == MC_OP_QiAdd) {
+		int64_t m[2] = { p->mult, p->b_mult };
+		return mc_requant_terms_fit(2, m, p->shift);
+	}
+	return n->id == MC_OP_QiRequant && mc_requant_terms_fit(1, &p->mult, p->shift);
+}
+
 PW(qiadd)
 {
 	const qi_params *p = qi(c);
+	mc_kexpr *x[2] = { centred32(c, a[0], p->x_zp), centred32(c, a[1], p->b_zp) };
+	int64_t m[2] = { p->mult, p->b_mult };
+	mc_kexpr *r = mc_lower_requant_terms(c->kb, 2, x, m, p->shift, p->y_zp, p->lo, p->hi);
+	if (r)
+		return r;
 	mc_kexpr *sum = bin(c, MC_KB_ADD, bin(c, MC_KB_MUL, centred(c, a[0], p->x_zp), i64(c, p->mult)),
 	                    bin(c, MC_KB_MUL, centred(c, a[1], p->b_zp), i64(c, p->b_mult)));
 	/* |x - zp| <= 255 for 8-bit operands */
@@ -868,6 +891,10 @@ PW(qimul)
 PW(qirequant)
 {
 	const qi_params *p = qi(c);
+	mc_kexpr *x = centred32(c, a[0], p->x_zp);
+	mc_kexpr *r = mc_lower_requant_terms(c->kb, 1, &x, &p->mult, p->shift, p->y_zp, p->lo, p->hi);
+	if (r)
+		return r;
 	return mc_lower_requant_bounded(c->kb, centred(c, a[0], p->x_zp), i64(c, p->mult), i64(c, p->shift),
 	                                p->y_zp, p->lo, p->hi, 255 * llabs(p->mult));
 }

@@ -746,8 +746,8 @@ static void put_ivec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 		static const char *const fns[] = { [MC_KB_ADD] = "vaddq_s32", [MC_KB_SUB] = "vsubq_s32",
 			[MC_KB_MUL] = "vmulq_s32", [MC_KB_MIN] = "vminq_s32", [MC_KB_MAX] = "vmaxq_s32",
 			[MC_KB_AND] = "vandq_s32", [MC_KB_OR] = "vorrq_s32", [MC_KB_XOR] = "veorq_s32" };
-		if (x->op == MC_KB_SHL) {
-			mc_sb_puts(e->sb, "vshlq_n_s32(");
+		if (x->op == MC_KB_SHL || x->op == MC_KB_SHR) {
+			mc_sb_puts(e->sb, x->op == MC_KB_SHL ? "vshlq_n_s32(" : "vshrq_n_s32(");
 			mc_ce_expr(e, x->a, true);
 			mc_sb_printf(e->sb, ", %lld)", (long long)x->b->a->i);
 		} else {
@@ -767,8 +767,8 @@ static void put_ivec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 		         n->isuf);
 		put_vcall(e, n, op, x->a, x->b);
 		return;
-	case MC_KB_SHL: /* by a constant (kcheck) */
-		mc_sb_printf(e->sb, "%sslli_epi32(", n->pre);
+	case MC_KB_SHL: case MC_KB_SHR: /* by a constant (kcheck); SHR arithmetic */
+		mc_sb_printf(e->sb, "%s%s_epi32(", n->pre, x->op == MC_KB_SHL ? "slli" : "srai");
 		mc_ce_expr(e, x->a, true);
 		mc_sb_printf(e->sb, ", %lld)", (long long)x->b->a->i);
 		return;

@@ -396,16 +396,13 @@ static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", "llvm"), 0, "llvm cortex-m: %s",
 		             diag_all());
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	static const char *const isas[] = { "avx2", "avx512" };
-	bool has[2] = { __builtin_cpu_supports("avx2"), __builtin_cpu_supports("avx512vl") };
-	for (int i = 0; i < 2; i++) {
-		if (!has[i])
-			continue;
-		cr_expect_eq(verify_exact_on(b, scale, quantized_io, isas[i], NULL), 0, "%s: %s", isas[i], diag_all());
-		if (mc_llvm_available())
-			cr_expect_eq(verify_exact_on(b, scale, quantized_io, isas[i], "llvm"), 0, "llvm %s: %s", isas[i],
-			             diag_all());
-	}
+	/* 8 lanes through the C target, 16 through llvm's (or 8 where the
+	 * machine has no AVX-512): both widths, two builds (CI's time) */
+	if (__builtin_cpu_supports("avx2"))
+		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "avx2", NULL), 0, "avx2: %s", diag_all());
+	const char *wide = __builtin_cpu_supports("avx512vl") ? "avx512" : "avx2";
+	if (mc_llvm_available() && __builtin_cpu_supports("avx2"))
+		cr_expect_eq(verify_exact_on(b, scale, quantized_io, wide, "llvm"), 0, "llvm %s: %s", wide, diag_all());
 #endif
 }
 

@@ -732,13 +732,15 @@ static void check_load(checker *c, const mc_kexpr *e)
 	bool vec = mc_k_lanes(e) > 1;
 	if (vec && b->dtype != MC_FLOAT && !mc_k_int_vector_dtype(b->dtype))
 		fail(c, "a vector load from b%d (%s)", e->buf, mc_dtype_name(b->dtype));
+	else if (e->stride != 0 && (e->stride != 2 || !vec || (b->dtype != MC_INT8 && b->dtype != MC_UINT8)))
+		fail(c, "a load of stride %d from b%d (%s)", e->stride, e->buf, mc_dtype_name(b->dtype));
 	else if (e->type != (vec && b->dtype != MC_FLOAT ? MC_KT_I32 : mc_ktype_of(b->dtype)))
 		fail(c, "a load from b%d (%s) typed %s", e->buf, mc_dtype_name(b->dtype),
 		     mc_ktype_name(e->type));
 	else if (e->a->type != MC_KT_INDEX || mc_k_lanes(e->a) != 1)
 		fail(c, "b%d indexed by a %s x %d", e->buf, mc_ktype_name(e->a->type), mc_k_lanes(e->a));
 	else
-		check_bounds(c, e->buf, e->a, mc_k_lanes(e), "a load from");
+		check_bounds(c, e->buf, e->a, mc_k_lanes(e) * (e->stride == 2 ? 2 : 1), "a load from");
 }
 
 /* Operands present as the kind needs them. */

@@ -113,6 +113,18 @@ static void col_range(const qvec *d, int64_t tj, int64_t *lo, int64_t *hi)
 		(*hi)++;
 }
 
+/* Columns [lo, hi) that a vector reads: stride-2 loads also read the byte
+ * after each element, which must be inside the row too. */
+static void vec_col_range(const qvec *d, int64_t tj, int64_t *lo, int64_t *hi)
+{
+	col_range(d, tj, lo, hi);
+	if (d->pointwise || d->g.stride[1] != 2)
+		return;
+	int64_t off = tj * d->g.dil[1] - d->g.pad[1];
+	while (*hi > *lo && (*hi - 1) * 2 + off + 1 >= d->g.in[1])
+		(*hi)--;
+}
+
 /* x of half h at row oh and column ow (scalar, i32), where it is inside
  * the input (the caller checks); the linear index when vec. */
 static mc_kexpr *x_index(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *oh, mc_kexpr *ow)
@@ -196,12 +208,14 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 	for (int i = 0; i < 2; i++) {
 		int64_t lo = 0, hi = d->ow;
 		if (!h[i].absent)
-			col_range(d, h[i].tj, &lo, &hi);
+			vec_col_range(d, h[i].tj, &lo, &hi);
 		vlo = lo > vlo ? lo : vlo;
 		vhi = hi < vhi ? hi : vhi;
 	}
-	bool contiguous = d->pointwise || d->g.stride[1] == 1;
-	int64_t nv = contiguous && vhi > vlo ? (vhi - vlo) / d->lanes : 0;
+	/* stride 1: contiguous runs; stride 2: every other element */
+	bool s2 = !d->pointwise && d->g.stride[1] == 2;
+	bool vectors = d->pointwise || d->g.stride[1] == 1 || s2;
+	int64_t nv = vectors && vhi > vlo ? (vhi - vlo) / d->lanes : 0;
 	mc_kexpr *both = and_of(kb, rin[0], rin[1]);
 	if (nv > 0) {
 		if (both)
@@ -217,7 +231,8 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 		mc_kexpr *v[2];
 		for (int i = 0; i < 2; i++)
 			v[i] = h[i].absent ? i32c(kb, d->x_zp)
-			                   : mc_k_vload(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes);
+			     : s2 ? mc_k_vload2(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes)
+			          : mc_k_vload(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes);
 		mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), pair(kb, v[0], v[1]));
 		mc_kb_end(kb);
 		mc_kexpr *known[2] = { NULL, NULL };
@@ -558,10 +573,14 @@ static void dwv_build_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *r)
 	                      mc_k_bin(kb, MC_KB_LT, ir, idx(kb, h))));
 	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, g->in_ch), ch);
 	mc_kexpr *xrow = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
-	/* stride 1: the words whose pair lies inside, pl <= q < pl + w - 1, a
-	 * vector at a time */
-	int64_t qa = pl < d->qs ? pl : d->qs, qb = pl + w - 1 < d->qs ? pl + w - 1 : d->qs;
-	int64_t nv = d->s == 1 && qb > qa ? (qb - qa) / d->lanes : 0;
+	/* the words whose pair lies inside, a vector at a time: stride 1,
+	 * pl <= q < pl + w - 1; stride 2 (every other byte, each load reading
+	 * one byte more), pl <= 2q and 2q - pl + 2 < w */
+	int64_t qa = d->s == 1 ? pl : (pl + 1) / 2;
+	int64_t qb = d->s == 1 ? pl + w - 1 : (w - 3 + pl >= 0 ? (w - 3 + pl) / 2 + 1 : 0);
+	qa = qa < d->qs ? qa : d->qs;
+	qb = qb < d->qs ? qb : d->qs;
+	int64_t nv = qb > qa ? (qb - qa) / d->lanes : 0;
 	if (nv > 0) {
 		dwv_scalar_words(d, xrow, row, 0, qa);
 		if (nv > 0) {
@@ -572,10 +591,11 @@ static void dwv_build_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *r)
 			if (extra)
 				q = mc_k_bin(kb, MC_KB_MIN, q, idx(kb, qb - d->lanes));
 			q = mc_kb_let(kb, q);
-			mc_kexpr *col = mc_kb_let(kb, mc_k_add(kb, xrow, mc_k_addi(kb, q, -pl)));
+			mc_kexpr *col = mc_kb_let(kb, mc_k_add(kb, xrow, mc_k_addi(kb, mc_k_muli(kb, q, d->s), -pl)));
 			int xb = d->c->in_buf[QI_X];
+			mc_kexpr *(*ld)(mc_kb *, int, mc_kexpr *, int) = d->s == 2 ? mc_k_vload2 : mc_k_vload;
 			mc_kb_store(kb, d->pb, mc_k_add(kb, row, q),
-			            pair(kb, mc_k_vload(kb, xb, col, d->lanes), mc_k_vload(kb, xb, mc_k_addi(kb, col, 1), d->lanes)));
+			            pair(kb, ld(kb, xb, col, d->lanes), ld(kb, xb, mc_k_addi(kb, col, 1), d->lanes)));
 			mc_kb_end(kb);
 		}
 		dwv_scalar_words(d, xrow, row, qb, d->qs);

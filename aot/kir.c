@@ -244,6 +244,16 @@ mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes)
 	return e;
 }
 
+mc_kexpr *mc_k_vload2(mc_kb *kb, int buf, mc_kexpr *index, int lanes)
+{
+	mc_dtype dt = kb->k->bufs[buf].dtype;
+	if (lanes < 2 || (dt != MC_INT8 && dt != MC_UINT8))
+		vector_bug("a stride-2 load is a vector from an 8-bit buffer");
+	mc_kexpr *e = mc_k_vload(kb, buf, index, lanes);
+	e->stride = 2;
+	return e;
+}
+
 bool mc_k_int_vector_dtype(mc_dtype dt)
 {
 	return dt == MC_INT32 || dt == MC_INT8 || dt == MC_UINT8;
@@ -692,7 +702,7 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		fprintf(f, "b%d[", e->buf);
 		dump_expr(e->a, f);
 		if (mc_k_lanes(e) > 1)
-			fprintf(f, " +%d", e->lanes);
+			fprintf(f, " +%d%s", e->lanes, e->stride == 2 ? " step 2" : "");
 		fputc(']', f);
 		break;
 	case MC_KE_SPLAT:

@@ -95,6 +95,7 @@ typedef struct mc_kexpr {
 	int var;                 /* VAR: variable id in the kernel */
 	int buf;                 /* LOAD: buffer id in the kernel */
 	int lanes;               /* > 1: a vector (see "vectors" below); 0, 1: scalar */
+	int stride;              /* vector LOAD: 2, every other element (8-bit); else 0 */
 	struct mc_kexpr *a, *b, *c; /* operands; LOAD's index is a */
 } mc_kexpr;
 
@@ -106,7 +107,9 @@ typedef struct mc_kexpr {
  *   DIV, MIN, MAX, FMA, NEG and SELECT work lane by lane, and so do the
  *   compares, whose vector of bools may only feed a SELECT's condition.
  * - i32 vectors (integer kernels) load from int32, int8 and uint8 buffers
- *   (8-bit elements widened, sign- or zero-), store to the same (narrowed
+ *   (8-bit elements widened, sign- or zero-; from 8-bit buffers also every
+ *   other element, stride 2, which reads 2 x lanes elements from the
+ *   index: the last one unused), store to the same (narrowed
  *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
  *   MIN, MAX, AND, OR, XOR, SHL and SHR (arithmetic; both by a constant
  *   below 32) work lane by lane, as
@@ -325,6 +328,7 @@ mc_kexpr *mc_k_muli(mc_kb *kb, mc_kexpr *a, int64_t c);
 bool mc_k_is_const(const mc_kexpr *e, int64_t *v);
 /* Vectors (see above). */
 mc_kexpr *mc_k_vload(mc_kb *kb, int buf, mc_kexpr *index, int lanes);
+mc_kexpr *mc_k_vload2(mc_kb *kb, int buf, mc_kexpr *index, int lanes); /* stride 2, 8-bit */
 mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes);
 mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane);
 int mc_k_lanes(const mc_kexpr *e); /* 1 for a scalar */

@@ -16,6 +16,21 @@ MODELC_IV int32x4_t modelc_ldu84(const uint8_t *p)
 	memcpy(t, p, 4);
 	return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(t)))));
 }
+/* every other 8-bit element from p (stride 2; reads 8 bytes) */
+MODELC_IV int32x4_t modelc_lds84_s2(const int8_t *p)
+{
+	int8_t t[8];
+	memcpy(t, p, 8);
+	int16x8_t w = vmovl_s8(vld1_s8(t));
+	return vmovl_s16(vget_low_s16(vuzp1q_s16(w, w)));
+}
+MODELC_IV int32x4_t modelc_ldu84_s2(const uint8_t *p)
+{
+	uint8_t t[8];
+	memcpy(t, p, 8);
+	uint16x8_t w = vmovl_u8(vld1_u8(t));
+	return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vuzp1q_u16(w, w))));
+}
 MODELC_IV void modelc_st8_4(void *p, int32x4_t v)
 {
 	int16x4_t h = vmovn_s32(v);

@@ -15,6 +15,24 @@ MODELC_IV __m128i modelc_lds84(const int8_t *p) { return _mm_cvtepi8_epi32(model
 MODELC_IV __m128i modelc_ldu84(const uint8_t *p) { return _mm_cvtepu8_epi32(modelc_ld4b_(p)); }
 MODELC_IV __m256i modelc_lds88(const int8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 MODELC_IV __m256i modelc_ldu88(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
+/* every other 8-bit element from p (stride 2; reads 2 x lanes bytes):
+ * 16-bit words widened, their low bytes extended */
+MODELC_IV __m128i modelc_lds84_s2(const int8_t *p)
+{
+	return _mm_srai_epi32(_mm_slli_epi32(_mm_cvtepi16_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)), 24), 24);
+}
+MODELC_IV __m128i modelc_ldu84_s2(const uint8_t *p)
+{
+	return _mm_and_si128(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)), _mm_set1_epi32(0xff));
+}
+MODELC_IV __m256i modelc_lds88_s2(const int8_t *p)
+{
+	return _mm256_srai_epi32(_mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 24), 24);
+}
+MODELC_IV __m256i modelc_ldu88_s2(const uint8_t *p)
+{
+	return _mm256_and_si256(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), _mm256_set1_epi32(0xff));
+}
 /* the low byte of each i32 lane into the low 4 bytes of its 128-bit half */
 MODELC_IV __m128i modelc_bytes4_(__m128i v)
 {
@@ -99,6 +117,14 @@ MODELC_IV int32_t modelc_lanei8(__m256i v, int i)
 #if defined(__AVX512F__)
 MODELC_IV __m512i modelc_lds816(const int8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)); }
 MODELC_IV __m512i modelc_ldu816(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+MODELC_IV __m512i modelc_lds816_s2(const int8_t *p)
+{
+	return _mm512_srai_epi32(_mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 24), 24);
+}
+MODELC_IV __m512i modelc_ldu816_s2(const uint8_t *p)
+{
+	return _mm512_and_si512(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), _mm512_set1_epi32(0xff));
+}
 MODELC_IV void modelc_st8_16(void *p, __m512i v) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(v)); }
 MODELC_IV __m512i modelc_dot2_16(__m512i a, __m512i b, __m512i c)
 {

@@ -788,7 +788,8 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 	case MC_KE_LOAD: {
 		mc_dtype dt = e->k->bufs[x->buf].dtype;
 		if (dt != MC_INT32)
-			mc_sb_printf(e->sb, "modelc_ld%s%d(&b%d[", dt == MC_UINT8 ? "u8" : "s8", x->lanes, x->buf);
+			mc_sb_printf(e->sb, "modelc_ld%s%d%s(&b%d[", dt == MC_UINT8 ? "u8" : "s8", x->lanes,
+			             x->stride == 2 ? "_s2" : "", x->buf);
 		else if (neon)
 			mc_sb_printf(e->sb, "vld1q_s32(&b%d[", x->buf);
 		else

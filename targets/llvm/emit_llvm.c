@@ -353,8 +353,16 @@ static LLVMValueRef load(lemit *e, const mc_kexpr *x)
 			fail(e, "vector load from a buffer of dtype %s", mc_dtype_name(kb->dtype));
 			return LLVMGetPoison(LLVMVectorType(e->f32, n));
 		}
-		LLVMValueRef l = LLVMBuildLoad2(e->b, LLVMVectorType(elt, n), elem_ptr(e, x->buf, elt, x->a), "");
+		unsigned step = x->stride == 2 && elt == e->i8 ? 2 : 1;
+		LLVMValueRef l = LLVMBuildLoad2(e->b, LLVMVectorType(elt, n * step), elem_ptr(e, x->buf, elt, x->a), "");
 		LLVMSetAlignment(l, elt == e->i8 ? 1 : 4);
+		if (step == 2) { /* every other element: the even ones of 2n */
+			LLVMValueRef *idx = mc_xcalloc(n, sizeof *idx);
+			for (unsigned i = 0; i < n; i++)
+				idx[i] = LLVMConstInt(e->i32, 2 * i, 0);
+			l = LLVMBuildShuffleVector(e->b, l, LLVMGetPoison(LLVMTypeOf(l)), LLVMConstVector(idx, n), "");
+			free(idx);
+		}
 		if (elt == e->i8)
 			l = kb->dtype == MC_INT8 ? LLVMBuildSExt(e->b, l, LLVMVectorType(e->i32, n), "")
 			                         : LLVMBuildZExt(e->b, l, LLVMVectorType(e->i32, n), "");

@@ -610,6 +610,22 @@ Test(qint, conv_wide_rows_vectors)
 	check_model(b, 2.0, 0.08, MC_OP_QiConv, 1, no_conv);
 }
 
+/* Stride 2 on wide rows: every other input column a vector at a time
+ * (each load reads one byte past its last element, kept inside the row):
+ * channel pairs, and three channels paired along the window (a first
+ * layer). */
+Test(qint, conv_wide_stride2)
+{
+	mb *b = conv_model("1,4,9,40", "6,4,3,3", 6, 1, 1, 2, MC_INT8, -6, 2, 2.0f / 127, 0.06f, false);
+	check_model(b, 2.0, 0.06, MC_OP_QiConv, 1, no_conv);
+}
+
+Test(qint, conv_wide_stride2_first_layer)
+{
+	mb *b = conv_model("1,3,10,39", "8,3,3,3", 8, 1, 1, 2, MC_INT8, 1, -128, 2.0f / 127, 0.05f, true);
+	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
+}
+
 Test(qint, conv_pointwise_ragged_pixels)
 {
 	mb *b = conv_model("1,6,3,23", "10,6,1,1", 10, 1, 0, 1, MC_INT8, -2, 5, 2.0f / 127, 0.04f, true);

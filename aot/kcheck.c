@@ -584,7 +584,7 @@ static void check_vector_operands(checker *c, const mc_kexpr *e, mc_ktype elt)
 {
 	const mc_kexpr *ops[3] = { e->a, e->b, e->c };
 	for (int i = 0; i < 3; i++) {
-		bool scalar = e->kind == MC_KE_RQ32 && i > 0;
+		bool scalar = e->kind == MC_KE_RQ32 && i > 0 && mc_k_lanes(e->b) == 1; /* shared constants */
 		if (ops[i] && (mc_k_lanes(ops[i]) != (scalar ? 1 : e->lanes) || ops[i]->type != elt) &&
 		    !(e->kind == MC_KE_SELECT && i == 0))
 			fail(c, "vector operand %d of a %d-lane operation: %s x %d", i, e->lanes,

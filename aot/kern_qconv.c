@@ -111,6 +111,30 @@ static int64_t acc_bound(const mc_lower_ctx *c)
  * first multiplied by 2^(32 - s) (1 where s is 32 or more: `scaled`), so
  * that every shift becomes 32 or more: the same value rounded at the same
  * place. Elsewhere mc_lower_requant. */
+/* One int32 table of the split requantisation, per channel for `count`
+ * channels (those past the tensors' padded: multiplier 0, shift 0,
+ * factor 1): what 0 the multiplier, 1 the shift s' - 32 (0 where below),
+ * 2 the sums' factor 2^(32 - s') (1 where s' is 32 or more). A per-tensor
+ * multiplier or shift serves every channel. */
+static mc_tensor *rq_table(const mc_lower_ctx *c, const mc_rq_pack *r, int64_t count, int what)
+{
+	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
+	mc_shape s1 = {1, {count}};
+	mc_tensor *t = mc_tensor_new(MC_INT32, &s1);
+	MC_ASSERT(t);
+	for (int64_t i = 0; i < count; i++) {
+		bool pad = i >= (int64_t)sh->numel && sh->numel != 1;
+		int64_t si = mc_get_i(sh, sh->numel == 1 ? 0 : (size_t)(pad ? 0 : i)) + r->pre;
+		int64_t v = what == 0 ? mc_get_i(mu, mu->numel == 1 ? 0 : (size_t)(i < (int64_t)mu->numel ? i : 0))
+		          : what == 1 ? (si >= 32 ? si - 32 : 0)
+		                      : (si >= 32 ? 1 : (int64_t)1 << (32 - si));
+		if (pad || (what == 0 && mu->numel != 1 && i >= (int64_t)mu->numel))
+			v = what == 2 ? 1 : 0;
+		mc_set_i(t, (size_t)i, v);
+	}
+	return t;
+}
+
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 {
 	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
@@ -145,17 +169,26 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	}
 	if (!r->split)
 		return;
-	mc_shape s1 = {1, {(int64_t)sh->numel}};
-	mc_tensor *low = mc_tensor_new(MC_INT32, &s1), *lmul = r->scaled ? mc_tensor_new(MC_INT32, &s1) : NULL;
-	MC_ASSERT(low && (lmul || !r->scaled));
-	for (size_t i = 0; i < sh->numel; i++) {
-		int64_t si = mc_get_i(sh, i) + r->pre;
-		mc_set_i(low, i, si >= 32 ? si - 32 : 0);
-		if (lmul)
-			mc_set_i(lmul, i, si >= 32 ? 1 : (int64_t)1 << (32 - si));
-	}
-	r->low = mc_kb_packed(c->kb, low);
-	r->lmul = lmul ? mc_kb_packed(c->kb, lmul) : -1;
+	r->low = mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 1));
+	r->lmul = r->scaled ? mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 2)) : -1;
+	r->multv = r->lowv = r->lmulv = -1;
+}
+
+void mc_rq_pad(mc_lower_ctx *c, mc_rq_pack *r, int64_t count)
+{
+	r->multv = mc_kb_packed(c->kb, rq_table(c, r, count, 0));
+	r->lowv = mc_kb_packed(c->kb, rq_table(c, r, count, 1));
+	r->lmulv = r->scaled ? mc_kb_packed(c->kb, rq_table(c, r, count, 2)) : -1;
+}
+
+mc_rq_chan mc_rq_channel_vec(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc0, int lanes)
+{
+	mc_kb *kb = c->kb;
+	mc_rq_chan ch = { .mult = mc_kb_let(kb, mc_k_vload(kb, r->multv, oc0, lanes)),
+	                  .shift = mc_kb_let(kb, mc_k_vload(kb, r->lowv, oc0, lanes)) };
+	if (r->scaled)
+		ch.scale = mc_kb_let(kb, mc_k_vload(kb, r->lmulv, oc0, lanes));
+	return ch;
 }
 
 /* Channel oc's requantisation constants, loaded once (bound to locals) so

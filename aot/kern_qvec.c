@@ -827,3 +827,139 @@ int mc_kern_qdwvec(mc_lower_ctx *c)
 	mc_kb_end_n(kb, depth);
 	return 0;
 }
+
+/* ---- matrix products (mc_kern_qmatvec) ----
+ * QiMatMul of A [R, K] by a constant B [K, N] with the lanes along N (the
+ * output's rows are contiguous): each row of A is first paired into
+ * scratch, (a[2k], a[2k+1]) a word; B is packed at generation time one
+ * pair of rows to a word, [KP][N'] (N' the columns rounded up to whole
+ * vectors, zeros past N), and so are the folded bias and the per-column
+ * requantisation constants (mc_rq_pad); tn vectors of columns accumulate
+ * DOT2s of the row's splat pairs. */
+
+#define MV_TN_MAX 8
+
+typedef struct {
+	mc_lower_ctx *c;
+	int64_t r, k, n, kp, np;  /* rows, reduction, columns, k pairs, padded columns */
+	int lanes, tn;
+	int wb, bb, sb;
+	mc_rq_pack rq;
+} qmv;
+
+static mc_tensor *mv_pack_weight(const qmv *d)
+{
+	const mc_tensor *w = mc_lower_const(d->c, QI_W);
+	mc_shape s = {1, {d->kp * d->np}};
+	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
+	MC_ASSERT(p);
+	for (int64_t kp = 0; kp < d->kp; kp++)
+		for (int64_t n = 0; n < d->np; n++) {
+			int64_t k = 2 * kp;
+			uint32_t lo = n < d->n ? (uint32_t)mc_get_i(w, (size_t)(k * d->n + n)) & 0xffffu : 0;
+			uint32_t hi = n < d->n && k + 1 < d->k ? (uint32_t)mc_get_i(w, (size_t)((k + 1) * d->n + n)) & 0xffffu : 0;
+			mc_set_i(p, (size_t)(kp * d->np + n), (int32_t)(lo | hi << 16));
+		}
+	return p;
+}
+
+static mc_tensor *mv_pack_bias(const qmv *d, int64_t x_zp)
+{
+	mc_tensor *b = mc_kq_folded_bias(d->c, d->n, true, x_zp);
+	mc_shape s = {1, {d->np}};
+	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
+	MC_ASSERT(b && p);
+	for (int64_t n = 0; n < d->n; n++)
+		mc_set_i(p, (size_t)n, mc_get_i(b, (size_t)n));
+	mc_tensor_free(b);
+	return p;
+}
+
+/* tn vectors of columns from n0 for row r */
+static void mv_tile(const qmv *d, mc_kexpr *r, mc_kexpr *n0, int tn)
+{
+	mc_lower_ctx *c = d->c;
+	mc_kb *kb = c->kb;
+	int l = d->lanes;
+	mc_kexpr *acc[MV_TN_MAX];
+	for (int v = 0; v < tn; v++)
+		acc[v] = mc_kb_local(kb, mc_k_vload(kb, d->bb, mc_k_addi(kb, n0, v * l), l));
+	mc_kexpr *kp = mc_kb_fori(kb, d->kp, MC_KF_REDUCE);
+	mc_kexpr *x = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d->sb, kp), l));
+	mc_kexpr *wrow = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, kp, d->np), n0));
+	for (int v = 0; v < tn; v++)
+		mc_kb_assign(kb, acc[v], mc_k_dot2(kb, x, mc_k_vload(kb, d->wb, mc_k_addi(kb, wrow, v * l), l), acc[v]));
+	mc_kb_end(kb);
+	for (int v = 0; v < tn; v++) {
+		mc_kexpr *nv = mc_kb_let(kb, mc_k_addi(kb, n0, v * l));
+		mc_rq_chan rq = mc_rq_channel_vec(c, &d->rq, nv, l);
+		mc_kexpr *q = mc_kb_let(kb, mc_rq_apply(c, &d->rq, &rq, acc[v]));
+		mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, r, d->n), nv));
+		mc_kexpr *co[2] = { r, nv };
+		/* whole where the vector lies inside the row, else lane by lane */
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LE, mc_k_addi(kb, nv, l), idx(kb, d->n)));
+		mc_lower_store_vec(c, 0, co, lin, q);
+		mc_kb_else(kb);
+		for (int j = 0; j < l; j++) {
+			mc_kexpr *nj = mc_kb_let(kb, mc_k_addi(kb, nv, j));
+			mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, nj, idx(kb, d->n)));
+			mc_kexpr *cj[2] = { r, nj };
+			mc_lower_store(c, 0, cj, mc_k_addi(kb, lin, j), mc_k_lane(kb, q, j));
+			mc_kb_end(kb);
+		}
+		mc_kb_end(kb);
+	}
+}
+
+int mc_kern_qmatvec(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (c->node->id != MC_OP_QiMatMul || !c->out[0] || vector_lanes(c) < 4)
+		return 1;
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
+	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
+	    (c->in[QI_B] && !mc_lower_const(c, QI_B)) || as->rank != 2 || bs->rank != 2 ||
+	    !mc_lower_const(c, QI_MULT) || !mc_lower_const(c, QI_SHIFT))
+		return 1;
+	const qi_params *qp = c->node->params;
+	qmv d = { .c = c, .r = as->dims[0], .k = as->dims[1], .n = bs->dims[1] };
+	d.lanes = mc_isa_lanes_upto(kb->isa, d.n);
+	if (d.lanes < 4)
+		return 1;
+	mc_rq_prepare(c, &d.rq);
+	if (!d.rq.split)
+		return 1;
+	d.kp = (d.k + 1) / 2;
+	d.np = (d.n + d.lanes - 1) / d.lanes * d.lanes;
+	int64_t nvec = d.np / d.lanes;
+	d.tn = kb->isa->vregs >= 32 ? MV_TN_MAX : 4;
+	if (d.tn > nvec)
+		d.tn = (int)nvec;
+	mc_rq_pad(c, &d.rq, d.np);
+	d.wb = mc_kb_packed(kb, mv_pack_weight(&d));
+	d.bb = mc_kb_packed(kb, mv_pack_bias(&d, qp->x_zp));
+	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)d.kp);
+	mc_kexpr *r = mc_kb_fori(kb, d.r, 0);
+	/* the row's pairs (its zero point is in the bias) */
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, r, d.k));
+	mc_kexpr *kp = mc_kb_fori(kb, d.k / 2, 0);
+	mc_kexpr *k0 = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, kp, 2)));
+	mc_kb_store(kb, d.sb, kp, pair(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_X, k0)),
+	                               mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_X, mc_k_addi(kb, k0, 1)))));
+	mc_kb_end(kb);
+	if (d.k % 2)
+		mc_kb_store(kb, d.sb, idx(kb, d.kp - 1),
+		            pair(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_X, mc_k_addi(kb, row, d.k - 1))),
+		                 i32c(kb, 0)));
+	int64_t full = nvec / d.tn, rest = nvec % d.tn;
+	if (full > 0) {
+		mc_kexpr *nb = mc_kb_fori(kb, full, 0);
+		mv_tile(&d, r, mc_kb_let(kb, mc_k_muli(kb, nb, d.tn * d.lanes)), d.tn);
+		mc_kb_end(kb);
+	}
+	if (rest > 0)
+		mv_tile(&d, r, idx(kb, full * d.tn * d.lanes), (int)rest);
+	mc_kb_end(kb);
+	return 0;
+}

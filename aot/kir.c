@@ -528,8 +528,8 @@ mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 
 mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice)
 {
-	if (mc_k_lanes(mult) > 1 || mc_k_lanes(low) > 1)
-		vector_bug("rq32's multiplier and shift are scalars (shared by the lanes)");
+	if (mc_k_lanes(mult) != mc_k_lanes(low) || (mc_k_lanes(mult) > 1 && mc_k_lanes(mult) != mc_k_lanes(acc)))
+		vector_bug("rq32's multiplier and shift: both scalars (shared by the lanes) or both per lane");
 	mc_kexpr *e = expr(kb, MC_KE_RQ32, MC_KT_I32);
 	e->lanes = acc->lanes;
 	e->a = acc;

@@ -113,8 +113,8 @@ typedef struct mc_kexpr {
  *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
  *   MIN, MAX, AND, OR, XOR, SHL and SHR (arithmetic; both by a constant
  *   below 32) work lane by lane, as
- *   do DOT2 and RQ32 (whose multiplier and shift are scalars, shared by
- *   every lane); no compares, selects or casts.
+ *   do DOT2 and RQ32 (whose multiplier and shift are both scalars, shared
+ *   by every lane, or both vectors); no compares, selects or casts.
  * The builder splats a scalar operand of a vector operation (as i32 if it
  * is i32 itself or the vector is, else as f32). Which lane counts exist is
  * the target ISA's (mc_isa_has_lanes: the same widths for both element

@@ -123,6 +123,7 @@ int mc_kern_qdual(mc_lower_ctx *c);   /* QiConv (group 1), QiMatMul: SMLAD pairs
 int mc_kern_qdw(mc_lower_ctx *c);     /* QiConv depthwise 2-D: SMLAD on a paired plane, --isa cortex-m */
 int mc_kern_qvec(mc_lower_ctx *c);    /* QiConv (group 1): DOT2 on i32 vectors, --isa avx2/avx512/neon */
 int mc_kern_qdwvec(mc_lower_ctx *c);  /* QiConv depthwise 2-D: DOT2 on i32 vectors along pixels */
+int mc_kern_qmatvec(mc_lower_ctx *c); /* QiMatMul by a constant: DOT2 on i32 vectors along columns */
 
 /* Integer requantisation (libcore/ops/qint.h, mc_qi_scale and the clamp)
  * as IR: clamp(y_zp + round(acc * mult / 2^shift)), in i32. acc, mult and
@@ -160,6 +161,7 @@ typedef struct {
 	int low;                  /* packed: int32 s' - 32 (s' = s + pre), 0 where below */
 	bool scaled;              /* split after sums times 2^(32 - s) where s < 32 */
 	int lmul;                 /* packed (scaled): int32 2^(32 - s), or 1 */
+	int multv, lowv, lmulv;   /* mc_rq_pad's tables, or -1 */
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);
@@ -171,6 +173,12 @@ typedef struct {
 } mc_rq_chan;
 mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc);
 mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch, mc_kexpr *acc);
+/* Vectors whose lanes are consecutive channels (split only): mc_rq_pad
+ * packs the multiplier, shift and factor per channel, padded to count (a
+ * multiple of the lanes); mc_rq_channel_vec loads those of channels oc0..
+ * as vectors, which mc_rq_apply takes like a channel's scalars. */
+void mc_rq_pad(mc_lower_ctx *c, mc_rq_pack *r, int64_t count);
+mc_rq_chan mc_rq_channel_vec(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc0, int lanes);
 
 /* QiConv's or QiMatMul's constant bias (0 without one) as int32 less x_zp
  * times each of the m output channels' weight sum, the weight [m, K] or,

@@ -1018,6 +1018,8 @@ static int lower_qimatmul(mc_lower_ctx *c)
 		return 0;
 	int fast = mc_kern_qdual(c);
 	if (fast == 1)
+		fast = mc_kern_qmatvec(c);
+	if (fast == 1)
 		fast = mc_kern_qmatmul(c);
 	if (fast != 1)
 		return fast;

@@ -63,6 +63,28 @@ MODELC_IV int32x4_t modelc_rq32v4_(int32x4_t acc, int32_t mult, int32_t low, int
 	int32x4_t r = vcombine_s32(vshrn_n_s64(modelc_rq32r_(lo, low), 32), vshrn_n_s64(modelc_rq32r_(hi, low), 32));
 	return vshlq_s32(r, vdupq_n_s32(-low));
 }
+/* the same with per-lane constants */
+MODELC_IV int64x2_t modelc_rq32rv_(int64x2_t v, int64x2_t low)
+{
+	int64x2_t one = vdupq_n_s64(1);
+	int64x2_t half = vsubq_s64(vshlq_s64(one, vaddq_s64(low, vdupq_n_s64(31))), one);
+	uint64x2_t odd = vandq_u64(vshlq_u64(vreinterpretq_u64_s64(v), vnegq_s64(vaddq_s64(low, vdupq_n_s64(32)))),
+	                           vdupq_n_u64(1));
+	return vaddq_s64(vaddq_s64(v, half), vreinterpretq_s64_u64(odd));
+}
+MODELC_IV int32x4_t modelc_rq32p4_(int32x4_t acc, int32x4_t mult, int32x4_t low, int twice)
+{
+	int64x2_t lo = vmull_s32(vget_low_s32(acc), vget_low_s32(mult)), hi = vmull_high_s32(acc, mult);
+	if (twice) {
+		lo = vaddq_s64(lo, lo);
+		hi = vaddq_s64(hi, hi);
+	}
+	int64x2_t llo = vmovl_s32(vget_low_s32(low)), lhi = vmovl_high_s32(low);
+	int32x4_t r = vcombine_s32(vshrn_n_s64(modelc_rq32rv_(lo, llo), 32), vshrn_n_s64(modelc_rq32rv_(hi, lhi), 32));
+	return vshlq_s32(r, vnegq_s32(low));
+}
+MODELC_IV int32x4_t modelc_rq32v_4(int32x4_t a, int32x4_t m, int32x4_t l) { return modelc_rq32p4_(a, m, l, 0); }
+MODELC_IV int32x4_t modelc_rq32x2v_4(int32x4_t a, int32x4_t m, int32x4_t l) { return modelc_rq32p4_(a, m, l, 1); }
 MODELC_IV int32x4_t modelc_rq32_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 0); }
 MODELC_IV int32x4_t modelc_rq32x2_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 1); }
 MODELC_IV int32_t modelc_lanei4(int32x4_t v, int i)

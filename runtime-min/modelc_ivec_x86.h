@@ -98,6 +98,41 @@ MODELC_IV __m256i modelc_rq32v8_(__m256i acc, int32_t mult, int32_t low, int twi
 	__m256i r = _mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xaa);
 	return _mm256_sra_epi32(r, _mm_cvtsi32_si128(low));
 }
+/* the same with per-lane constants (AVX2's variable shifts) */
+MODELC_IV __m128i modelc_rq32p4_(__m128i acc, __m128i mult, __m128i low, int twice)
+{
+	__m128i ev = _mm_mul_epi32(acc, mult), od = _mm_mul_epi32(_mm_srli_epi64(acc, 32), _mm_srli_epi64(mult, 32));
+	if (twice) {
+		ev = _mm_add_epi64(ev, ev);
+		od = _mm_add_epi64(od, od);
+	}
+	__m128i one = _mm_set1_epi64x(1), le = _mm_and_si128(low, _mm_set1_epi64x(0xffffffff)), lo = _mm_srli_epi64(low, 32);
+	__m128i c31 = _mm_set1_epi64x(31), c32 = _mm_set1_epi64x(32);
+	ev = _mm_add_epi64(_mm_add_epi64(ev, _mm_sub_epi64(_mm_sllv_epi64(one, _mm_add_epi64(le, c31)), one)),
+	                   _mm_and_si128(_mm_srlv_epi64(ev, _mm_add_epi64(le, c32)), one));
+	od = _mm_add_epi64(_mm_add_epi64(od, _mm_sub_epi64(_mm_sllv_epi64(one, _mm_add_epi64(lo, c31)), one)),
+	                   _mm_and_si128(_mm_srlv_epi64(od, _mm_add_epi64(lo, c32)), one));
+	return _mm_srav_epi32(_mm_blend_epi16(_mm_srli_epi64(ev, 32), od, 0xcc), low);
+}
+MODELC_IV __m256i modelc_rq32p8_(__m256i acc, __m256i mult, __m256i low, int twice)
+{
+	__m256i ev = _mm256_mul_epi32(acc, mult), od = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(mult, 32));
+	if (twice) {
+		ev = _mm256_add_epi64(ev, ev);
+		od = _mm256_add_epi64(od, od);
+	}
+	__m256i one = _mm256_set1_epi64x(1), le = _mm256_and_si256(low, _mm256_set1_epi64x(0xffffffff));
+	__m256i lo = _mm256_srli_epi64(low, 32), c31 = _mm256_set1_epi64x(31), c32 = _mm256_set1_epi64x(32);
+	ev = _mm256_add_epi64(_mm256_add_epi64(ev, _mm256_sub_epi64(_mm256_sllv_epi64(one, _mm256_add_epi64(le, c31)), one)),
+	                      _mm256_and_si256(_mm256_srlv_epi64(ev, _mm256_add_epi64(le, c32)), one));
+	od = _mm256_add_epi64(_mm256_add_epi64(od, _mm256_sub_epi64(_mm256_sllv_epi64(one, _mm256_add_epi64(lo, c31)), one)),
+	                      _mm256_and_si256(_mm256_srlv_epi64(od, _mm256_add_epi64(lo, c32)), one));
+	return _mm256_srav_epi32(_mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xaa), low);
+}
+MODELC_IV __m128i modelc_rq32v_4(__m128i a, __m128i m, __m128i l) { return modelc_rq32p4_(a, m, l, 0); }
+MODELC_IV __m128i modelc_rq32x2v_4(__m128i a, __m128i m, __m128i l) { return modelc_rq32p4_(a, m, l, 1); }
+MODELC_IV __m256i modelc_rq32v_8(__m256i a, __m256i m, __m256i l) { return modelc_rq32p8_(a, m, l, 0); }
+MODELC_IV __m256i modelc_rq32x2v_8(__m256i a, __m256i m, __m256i l) { return modelc_rq32p8_(a, m, l, 1); }
 MODELC_IV __m128i modelc_rq32_4(__m128i a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 0); }
 MODELC_IV __m128i modelc_rq32x2_4(__m128i a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 1); }
 MODELC_IV __m256i modelc_rq32_8(__m256i a, int32_t m, int32_t l) { return modelc_rq32v8_(a, m, l, 0); }
@@ -153,6 +188,23 @@ MODELC_IV __m512i modelc_rq32v16_(__m512i acc, int32_t mult, int32_t low, int tw
 	__m512i r = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(ev, 32), od);
 	return _mm512_sra_epi32(r, _mm_cvtsi32_si128(low));
 }
+MODELC_IV __m512i modelc_rq32p16_(__m512i acc, __m512i mult, __m512i low, int twice)
+{
+	__m512i ev = _mm512_mul_epi32(acc, mult), od = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), _mm512_srli_epi64(mult, 32));
+	if (twice) {
+		ev = _mm512_add_epi64(ev, ev);
+		od = _mm512_add_epi64(od, od);
+	}
+	__m512i one = _mm512_set1_epi64(1), le = _mm512_and_si512(low, _mm512_set1_epi64(0xffffffff));
+	__m512i lo = _mm512_srli_epi64(low, 32), c31 = _mm512_set1_epi64(31), c32 = _mm512_set1_epi64(32);
+	ev = _mm512_add_epi64(_mm512_add_epi64(ev, _mm512_sub_epi64(_mm512_sllv_epi64(one, _mm512_add_epi64(le, c31)), one)),
+	                      _mm512_and_si512(_mm512_srlv_epi64(ev, _mm512_add_epi64(le, c32)), one));
+	od = _mm512_add_epi64(_mm512_add_epi64(od, _mm512_sub_epi64(_mm512_sllv_epi64(one, _mm512_add_epi64(lo, c31)), one)),
+	                      _mm512_and_si512(_mm512_srlv_epi64(od, _mm512_add_epi64(lo, c32)), one));
+	return _mm512_srav_epi32(_mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(ev, 32), od), low);
+}
+MODELC_IV __m512i modelc_rq32v_16(__m512i a, __m512i m, __m512i l) { return modelc_rq32p16_(a, m, l, 0); }
+MODELC_IV __m512i modelc_rq32x2v_16(__m512i a, __m512i m, __m512i l) { return modelc_rq32p16_(a, m, l, 1); }
 MODELC_IV __m512i modelc_rq32_16(__m512i a, int32_t m, int32_t l) { return modelc_rq32v16_(a, m, l, 0); }
 MODELC_IV __m512i modelc_rq32x2_16(__m512i a, int32_t m, int32_t l) { return modelc_rq32v16_(a, m, l, 1); }
 MODELC_IV int32_t modelc_lanei16(__m512i v, int i)

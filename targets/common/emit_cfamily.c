@@ -807,8 +807,8 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 	case MC_KE_DOT2:
 		mc_sb_printf(e->sb, "modelc_dot2_%d(", x->lanes);
 		break;
-	case MC_KE_RQ32:
-		mc_sb_printf(e->sb, "modelc_rq32%s_%d(", x->i ? "x2" : "", x->lanes);
+	case MC_KE_RQ32: /* constants shared by the lanes, or per lane (v) */
+		mc_sb_printf(e->sb, "modelc_rq32%s%s_%d(", x->i ? "x2" : "", mc_k_lanes(x->b) > 1 ? "v" : "", x->lanes);
 		break;
 	default:
 		mc_ce_fail(e, "expression without an i32 vector form");

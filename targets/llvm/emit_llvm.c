@@ -494,12 +494,14 @@ static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValu
 	LLVMBuilderRef b = e->b;
 	unsigned n = lanes_of(acc);
 	LLVMTypeRef t64 = same_lanes(e->i64, acc), t32 = LLVMTypeOf(acc);
-	/* the scalars: (int64)mult, 2^(low + 31) - 1 */
-	LLVMValueRef m64 = LLVMBuildSExt(b, mult, e->i64, "");
-	LLVMValueRef sh = LLVMBuildAdd(b, LLVMBuildZExt(b, low, e->i64, ""), LLVMConstInt(e->i64, 31, 0), "");
-	LLVMValueRef half = LLVMBuildSub(b, LLVMBuildShl(b, LLVMConstInt(e->i64, 1, 0), sh, ""),
-	                                 LLVMConstInt(e->i64, 1, 0), "");
-	if (n > 1) {
+	/* (int64)mult, 2^(low + 31) - 1: once for scalar constants (then
+	 * splat), lane by lane for vectors of per-lane constants */
+	bool per_lane = lanes_of(mult) > 1;
+	LLVMTypeRef c64 = per_lane ? t64 : e->i64;
+	LLVMValueRef m64 = LLVMBuildSExt(b, mult, c64, "");
+	LLVMValueRef sh = LLVMBuildAdd(b, LLVMBuildZExt(b, low, c64, ""), const_of(m64, 31), "");
+	LLVMValueRef half = LLVMBuildSub(b, LLVMBuildShl(b, const_of(m64, 1), sh, ""), const_of(m64, 1), "");
+	if (n > 1 && !per_lane) {
 		m64 = splat(e, m64, (int)n);
 		half = splat(e, half, (int)n);
 		low = splat(e, low, (int)n);

@@ -5,11 +5,12 @@
 #include "kir.h"
 
 static const mc_isa isas[] = {
-	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false },
-	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0, false },
-	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0, false },
-	{ MC_ISA_NEON, "neon", 4, 32, false, 0, false },
-	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0, false },
+	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false, false },
+	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0, false, false },
+	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0, false, false },
+	{ MC_ISA_NEON, "neon", 4, 32, false, 0, false, false },
+	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0, false, false },
+	{ MC_ISA_AVX512, "avx512-vnni", 16, 32, false, 0, false, true },
 };
 
 /* The widest ISA this machine runs: what -march=native builds for. */
@@ -18,7 +19,7 @@ static const mc_isa *native(void)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-		return &isas[2];
+		return __builtin_cpu_supports("avx512vnni") ? &isas[5] : &isas[2];
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return &isas[1];
 #elif defined(__aarch64__)
@@ -35,9 +36,9 @@ const mc_isa *mc_isa_cuda(bool mma, bool half)
 {
 	/* half operands take twice the k of TF32 in the same shared memory:
 	 * half the steps, each waiting on its loads once */
-	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0, false };
-	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32, true };
-	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF, false };
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0, false, false };
+	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32, true, false };
+	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF, false, false };
 	return !mma ? &cuda : half ? &cuda_f16 : &cuda_tf32;
 }
 

@@ -624,7 +624,7 @@ static void check_vector(checker *c, const mc_kexpr *e)
 			elt = MC_KT_F32;
 		break;
 	}
-	case MC_KE_DOT2: case MC_KE_RQ32:
+	case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
 		if (!i32)
 			fail(c, "a %s vector dot2/rq32", mc_ktype_name(e->type));
 		break;
@@ -671,7 +671,7 @@ static void check_scalar(checker *c, const mc_kexpr *e)
 		else if ((e->op == MC_KU_SXTB16 || e->op == MC_KU_SXTB16_HI) && e->type != MC_KT_I32)
 			fail(c, "sxtb16 on %s", mc_ktype_name(e->type));
 		break;
-	case MC_KE_DOT2: case MC_KE_RQ32:
+	case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
 		if (e->type != MC_KT_I32 || e->a->type != MC_KT_I32 || e->b->type != MC_KT_I32 ||
 		    e->c->type != MC_KT_I32)
 			fail(c, "dot2/rq32 of %s, %s and %s gives %s", mc_ktype_name(e->a->type),
@@ -749,9 +749,9 @@ static bool shape_ok(checker *c, const mc_kexpr *e)
 	static const int operands[] = {
 		[MC_KE_CONST] = 0, [MC_KE_VAR] = 0, [MC_KE_LOAD] = 1, [MC_KE_UN] = 1, [MC_KE_BIN] = 2,
 		[MC_KE_SELECT] = 3, [MC_KE_CAST] = 1, [MC_KE_FMA] = 3, [MC_KE_SPLAT] = 1, [MC_KE_LANE] = 1,
-		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3,
+		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3,
 	};
-	if ((unsigned)e->kind > MC_KE_RQ32) {
+	if ((unsigned)e->kind > MC_KE_DOT4) {
 		fail(c, "an expression of unknown kind %d", e->kind);
 		return false;
 	}

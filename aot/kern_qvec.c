@@ -41,7 +41,9 @@ typedef struct {
 	mc_lower_ctx *c;
 	conv_geom g;
 	bool pointwise;           /* 1x1, stride 1, no padding: one row of all pixels */
-	int64_t ch, cp, taps, kp; /* channels, paired channel stride, window taps, k pairs */
+	int64_t ch, cp, taps, kp; /* channels, grouped channel stride, window taps, k groups */
+	int gk;                   /* k a group: 2 (DOT2 pairs) or 4 (DOT4 quads: VNNI) */
+	bool flip;                /* DOT4 of int8 x: x + 128 as unsigned bytes (sign bits flipped) */
 	bool linear;              /* pairs along k = t * ch + c */
 	int64_t m, oh, ow, pix;   /* output channels; rows, row length, pixels (per image) */
 	int64_t rb, bpix, bpad;   /* rows a block, its pixels, its scratch row (a multiple of lanes) */
@@ -86,11 +88,15 @@ static mc_tensor *pack_weight(const qvec *d)
 	mc_shape s = {1, {d->m * d->kp}};
 	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
 	MC_ASSERT(p);
+	/* a group's weights as the halves (pairs) or bytes (quads) of a word */
+	int bits = 32 / d->gk;
+	uint32_t mask = bits == 16 ? 0xffffu : 0xffu;
 	for (int64_t m = 0; m < d->m; m++)
 		for (int64_t kp = 0; kp < d->kp; kp++) {
-			uint32_t lo = (uint32_t)weight_at(d, w, m, 2 * kp) & 0xffffu;
-			uint32_t hi = (uint32_t)weight_at(d, w, m, 2 * kp + 1) & 0xffffu;
-			mc_set_i(p, (size_t)(m * d->kp + kp), (int32_t)(lo | hi << 16));
+			uint32_t word = 0;
+			for (int i = 0; i < d->gk; i++)
+				word |= ((uint32_t)weight_at(d, w, m, d->gk * kp + i) & mask) << (bits * i);
+			mc_set_i(p, (size_t)(m * d->kp + kp), (int32_t)word);
 		}
 	return p;
 }
@@ -179,6 +185,21 @@ static mc_kexpr *half_value(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr 
 	return in ? mc_k_select(kb, in, x, zp) : x;
 }
 
+/* The word of a group of values (scalars or vectors, i32): a pair's
+ * 16-bit halves, or a quad's bytes (sign bits flipped for int8 x). */
+static mc_kexpr *group_word(const qvec *d, mc_kexpr *const *v)
+{
+	mc_kb *kb = d->c->kb;
+	if (d->gk == 2)
+		return pair(kb, v[0], v[1]);
+	mc_kexpr *w = mc_k_bin(kb, MC_KB_AND, v[0], i32c(kb, 0xff));
+	for (int i = 1; i < 4; i++) {
+		mc_kexpr *b = i < 3 ? mc_k_bin(kb, MC_KB_AND, v[i], i32c(kb, 0xff)) : v[i];
+		w = mc_k_bin(kb, MC_KB_OR, w, mc_k_bin(kb, MC_KB_SHL, b, i32c(kb, 8 * i)));
+	}
+	return d->flip ? mc_k_bin(kb, MC_KB_XOR, w, i32c(kb, (int32_t)0x80808080u)) : w;
+}
+
 /* Scratch columns [from, to) of the block's row r (output row oh) for the
  * pair (h0, h1) at scratch row base `row`: one pair at a time. */
 static void scalar_cols(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *const *rin, mc_kexpr *oh,
@@ -188,9 +209,10 @@ static void scalar_cols(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *con
 	if (from >= to)
 		return;
 	mc_kexpr *ow = mc_kb_for(kb, idx(kb, from), idx(kb, to), 0);
-	mc_kexpr *v0 = half_value(d, n, &h[0], rin[0], oh, ow);
-	mc_kexpr *v1 = half_value(d, n, &h[1], rin[1], oh, ow);
-	mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), pair(kb, v0, v1));
+	mc_kexpr *v[4];
+	for (int i = 0; i < d->gk; i++)
+		v[i] = half_value(d, n, &h[i], rin[i], oh, ow);
+	mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), group_word(d, v));
 	mc_kb_end(kb);
 }
 
@@ -201,11 +223,15 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 	mc_kexpr *r = d->rb > 1 ? mc_kb_fori(kb, d->rb, 0) : idx(kb, 0);
 	mc_kexpr *oh = mc_kb_let(kb, mc_k_add(kb, oh0, r));
 	mc_kexpr *dst = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, r, d->ow)));
-	mc_kexpr *rin[2] = { row_inside(d, &h[0], oh), row_inside(d, &h[1], oh) };
-	/* the columns both halves read inside the input, a vector at a time
+	mc_kexpr *rin[4] = { NULL, NULL, NULL, NULL }, *both = NULL;
+	for (int i = 0; i < d->gk; i++) {
+		rin[i] = row_inside(d, &h[i], oh);
+		both = and_of(kb, both, rin[i]);
+	}
+	/* the columns every part reads inside the input, a vector at a time
 	 * where the row reads contiguous input */
 	int64_t vlo = 0, vhi = d->ow;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < d->gk; i++) {
 		int64_t lo = 0, hi = d->ow;
 		if (!h[i].absent)
 			vec_col_range(d, h[i].tj, &lo, &hi);
@@ -216,7 +242,6 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 	bool s2 = !d->pointwise && d->g.stride[1] == 2;
 	bool vectors = d->pointwise || d->g.stride[1] == 1 || s2;
 	int64_t nv = vectors && vhi > vlo ? (vhi - vlo) / d->lanes : 0;
-	mc_kexpr *both = and_of(kb, rin[0], rin[1]);
 	if (nv > 0) {
 		if (both)
 			mc_kb_if(kb, both);
@@ -228,14 +253,14 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 		if (extra)
 			ow = mc_k_bin(kb, MC_KB_MIN, ow, idx(kb, vhi - d->lanes));
 		ow = mc_kb_let(kb, ow);
-		mc_kexpr *v[2];
-		for (int i = 0; i < 2; i++)
+		mc_kexpr *v[4];
+		for (int i = 0; i < d->gk; i++)
 			v[i] = h[i].absent ? i32c(kb, d->x_zp)
 			     : s2 ? mc_k_vload2(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes)
 			          : mc_k_vload(kb, d->c->in_buf[QI_X], x_index(d, n, &h[i], oh, ow), d->lanes);
-		mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), pair(kb, v[0], v[1]));
+		mc_kb_store(kb, d->sb, mc_k_add(kb, dst, ow), group_word(d, v));
 		mc_kb_end(kb);
-		mc_kexpr *known[2] = { NULL, NULL };
+		mc_kexpr *known[4] = { NULL, NULL, NULL, NULL };
 		scalar_cols(d, n, h, known, oh, dst, 0, vlo);
 		scalar_cols(d, n, h, known, oh, dst, vhi, d->ow);
 		if (both) {
@@ -257,9 +282,9 @@ static void pack_block(const qvec *d, mc_kexpr *n, mc_kexpr *oh0)
 	mc_kb *kb = d->c->kb;
 	if (d->linear) {
 		for (int64_t kp = 0; kp < d->kp; kp++) {
-			half h[2];
-			for (int i = 0; i < 2; i++) {
-				int64_t k = 2 * kp + i, t = k / d->ch;
+			half h[4];
+			for (int i = 0; i < d->gk; i++) {
+				int64_t k = d->gk * kp + i, t = k / d->ch;
 				h[i] = (half){ .absent = t >= d->taps, .c = idx(kb, k % d->ch),
 				               .ti = d->pointwise ? 0 : t / d->g.kern[1],
 				               .tj = d->pointwise ? 0 : t % d->g.kern[1] };
@@ -267,20 +292,26 @@ static void pack_block(const qvec *d, mc_kexpr *n, mc_kexpr *oh0)
 			pack_pair(d, n, oh0, h, idx(kb, kp * d->bpad));
 		}
 	} else {
+		int g = d->gk;
 		for (int64_t t = 0; t < d->taps; t++) {
 			int64_t ti = d->pointwise ? 0 : t / d->g.kern[1], tj = d->pointwise ? 0 : t % d->g.kern[1];
-			int64_t full = d->ch / 2;
+			int64_t full = d->ch / g;
 			if (full > 0) {
-				mc_kexpr *cpair = mc_kb_fori(kb, full, 0);
-				mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cpair, 2));
-				half h[2] = { { false, c0, ti, tj }, { false, mc_k_addi(kb, c0, 1), ti, tj } };
+				mc_kexpr *cg = mc_kb_fori(kb, full, 0);
+				mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cg, g));
+				half h[4];
+				for (int i = 0; i < g; i++)
+					h[i] = (half){ false, mc_k_addi(kb, c0, i), ti, tj };
 				pack_pair(d, n, oh0, h,
-				          mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, cpair, t * (d->cp / 2)), d->bpad)));
+				          mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, cg, t * (d->cp / g)), d->bpad)));
 				mc_kb_end(kb);
 			}
-			if (d->ch % 2) { /* the channel padded to even: its partner's weight is 0 */
-				half h[2] = { { false, idx(kb, d->ch - 1), ti, tj }, { true, NULL, 0, 0 } };
-				pack_pair(d, n, oh0, h, idx(kb, (t * (d->cp / 2) + full) * d->bpad));
+			if (d->ch % g) { /* the channels padded to the group: their weights are 0 */
+				half h[4];
+				for (int i = 0; i < g; i++)
+					h[i] = full * g + i < d->ch ? (half){ false, idx(kb, full * g + i), ti, tj }
+					                            : (half){ true, NULL, 0, 0 };
+				pack_pair(d, n, oh0, h, idx(kb, (t * (d->cp / g) + full) * d->bpad));
 			}
 		}
 	}
@@ -355,8 +386,9 @@ static void tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, mc_kexp
 	for (int i = 0; i < d->tm; i++) {
 		wrow[i] = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i), d->kp), kp);
 		mc_kexpr *w = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d->wb, wrow[i]), d->lanes));
-		for (int v = 0; v < tv; v++)
-			mc_kb_assign(kb, acc[i][v], mc_k_dot2(kb, w, xv[v], acc[i][v]));
+		for (int v = 0; v < tv; v++) /* DOT4: x's unsigned bytes by w's signed ones */
+			mc_kb_assign(kb, acc[i][v], d->gk == 4 ? mc_k_dot4(kb, xv[v], w, acc[i][v])
+			                                       : mc_k_dot2(kb, w, xv[v], acc[i][v]));
 	}
 	mc_kb_end(kb);
 	store_tile(d, n, mt, p0, j0, tv, ragged, acc);
@@ -429,9 +461,11 @@ int mc_kern_qvec(mc_lower_ctx *c)
 		return 1;
 	d.ch = g->in_ch;
 	d.m = g->out_ch;
-	d.linear = d.ch % 2 && d.ch * d.taps <= LINEAR_MAX;
-	d.cp = d.ch % 2 && !d.linear ? d.ch + 1 : d.ch;
-	d.kp = (d.cp * d.taps + 1) / 2;
+	d.gk = kb->isa->dot4 ? 4 : 2;
+	d.flip = d.gk == 4 && c->in[QI_X]->dtype == MC_INT8;
+	d.linear = d.ch % d.gk && d.ch * d.taps <= LINEAR_MAX;
+	d.cp = d.ch % d.gk && !d.linear ? (d.ch + d.gk - 1) / d.gk * d.gk : d.ch;
+	d.kp = (d.cp * d.taps + d.gk - 1) / d.gk;
 	d.oh = d.pointwise ? 1 : g->out[0];
 	d.ow = d.pointwise ? d.pix : g->out[1];
 	/* rows a block: a divisor of the rows, up to BLOCK_PIX pixels */
@@ -454,7 +488,8 @@ int mc_kern_qvec(mc_lower_ctx *c)
 			break;
 		}
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
-	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, false, d.x_zp));
+	/* the zero point of what the sums multiply: x + 128 where flipped */
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, false, d.x_zp + (d.flip ? 128 : 0)));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.bpad));
 	mc_kexpr *n = idx(kb, 0);
 	if (g->batch > 1)
@@ -623,7 +658,8 @@ static void dwv_build_flat(const qdwv *d, mc_kexpr *n, mc_kexpr *ch)
 	mc_kexpr *src = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
 	mc_kexpr *dst = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, ir, d->qs), g->pad[0] * d->qs + g->pad[1]));
 	int xin = d->c->in_buf[QI_X];
-	if (w / l > 0) { /* the last vector ends at the row's end */
+	l = mc_isa_lanes_upto(kb->isa, w); /* rows narrower than the vectors: narrower ones */
+	if (l >= 4) { /* the last vector ends at the row's end */
 		mc_kexpr *q = mc_kb_fori(kb, (w + l - 1) / l, 0);
 		mc_kexpr *o = mc_k_muli(kb, q, l);
 		if (w % l)
@@ -632,12 +668,13 @@ static void dwv_build_flat(const qdwv *d, mc_kexpr *n, mc_kexpr *ch)
 		mc_kb_store(kb, d->xb, mc_k_add(kb, dst, o), mc_k_vload(kb, xin, mc_k_add(kb, src, o), l));
 		mc_kb_end(kb);
 	} else {
-		mc_kexpr *q = mc_kb_for(kb, idx(kb, w / l * l), idx(kb, w), 0);
+		mc_kexpr *q = mc_kb_fori(kb, w, 0);
 		mc_kb_store(kb, d->xb, mc_k_add(kb, dst, q), mc_k_load(kb, xin, mc_k_add(kb, src, q)));
 		mc_kb_end(kb);
 	}
 	mc_kb_end(kb);
 	/* the pairs, a vector at a time along the whole plane */
+	l = d->lanes;
 	mc_kexpr *f = mc_kb_fori(kb, d->words / l, 0);
 	mc_kexpr *at = mc_kb_let(kb, mc_k_muli(kb, f, l));
 	mc_kb_store(kb, d->pb, at, pair(kb, mc_k_vload(kb, d->xb, at, l), mc_k_vload(kb, d->xb, mc_k_addi(kb, at, 1), l)));
@@ -779,14 +816,15 @@ int mc_kern_qdwvec(mc_lower_ctx *c)
 		 * enough, else one at a time */
 		mc_kexpr *oy = mc_kb_fori(kb, oh, 0);
 		bool epilogue = c->group && c->group->n_epi > 0;
-		if (ow >= d.lanes && (!epilogue || ow % d.lanes == 0)) {
-			mc_kexpr *q = mc_kb_fori(kb, (ow + d.lanes - 1) / d.lanes, 0);
-			mc_kexpr *ox = mc_k_muli(kb, q, d.lanes);
-			if (ow % d.lanes)
-				ox = mc_k_bin(kb, MC_KB_MIN, ox, idx(kb, ow - d.lanes));
+		int lo = mc_isa_lanes_upto(kb->isa, ow); /* narrower vectors for narrow rows */
+		if (lo >= 4 && (!epilogue || ow % lo == 0)) {
+			mc_kexpr *q = mc_kb_fori(kb, (ow + lo - 1) / lo, 0);
+			mc_kexpr *ox = mc_k_muli(kb, q, lo);
+			if (ow % lo)
+				ox = mc_k_bin(kb, MC_KB_MIN, ox, idx(kb, ow - lo));
 			ox = mc_kb_let(kb, ox);
 			mc_kexpr *co[4] = { n, ch, oy, ox };
-			mc_lower_store_vec(c, 0, co, NULL, mc_k_vload(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox), d.lanes));
+			mc_lower_store_vec(c, 0, co, NULL, mc_k_vload(kb, d.ob, mc_k_add(kb, mc_k_muli(kb, oy, d.qs), ox), lo));
 		} else {
 			mc_kexpr *ox = mc_kb_fori(kb, ow, 0);
 			mc_kexpr *co[4] = { n, ch, oy, ox };

@@ -526,6 +526,13 @@ mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 	return e;
 }
 
+mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
+{
+	mc_kexpr *e = mc_k_dot2(kb, a, b, acc);
+	e->kind = MC_KE_DOT4;
+	return e;
+}
+
 mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice)
 {
 	if (mc_k_lanes(mult) != mc_k_lanes(low) || (mc_k_lanes(mult) > 1 && mc_k_lanes(mult) != mc_k_lanes(acc)))
@@ -741,8 +748,9 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		dump_expr(e->a, f);
 		fputc(')', f);
 		break;
-	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_RQ32:
-		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->i ? "rq32x2(" : "rq32(", f);
+	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
+		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->kind == MC_KE_DOT4 ? "dot4("
+		      : e->i ? "rq32x2(" : "rq32(", f);
 		dump_expr(e->a, f);
 		fputs(", ", f);
 		dump_expr(e->b, f);

@@ -55,6 +55,10 @@ typedef enum {
 	 * caller guarantees v + 2^(31 + c) fits int64. In C the runtime's
 	 * modelc_rq32: inline, out of line in a build for size. */
 	MC_KE_RQ32,
+	/* i32 only: c + the sum over the four bytes i of a and b of
+	 * unsigned(a.byte i) * signed(b.byte i), wrapping (x86's VNNI
+	 * vpdpbusd: four multiply-accumulates a lane) */
+	MC_KE_DOT4,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -113,7 +117,7 @@ typedef struct mc_kexpr {
  *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
  *   MIN, MAX, AND, OR, XOR, SHL and SHR (arithmetic; both by a constant
  *   below 32) work lane by lane, as
- *   do DOT2 and RQ32 (whose multiplier and shift are both scalars, shared
+ *   do DOT2, DOT4 and RQ32 (whose multiplier and shift are both scalars, shared
  *   by every lane, or both vectors); no compares, selects or casts.
  * The builder splats a scalar operand of a vector operation (as i32 if it
  * is i32 itself or the vector is, else as f32). Which lane counts exist is
@@ -240,7 +244,8 @@ typedef struct mc_kernel {
 typedef enum {
 	MC_ISA_GENERIC,   /* portable C99, scalar code */
 	MC_ISA_AVX2,      /* x86-64 AVX2 + FMA: 8 and 4 lanes, 16 registers */
-	MC_ISA_AVX512,    /* x86-64 AVX-512F/VL: 16, 8 and 4 lanes, 32 registers */
+	MC_ISA_AVX512,    /* x86-64 AVX-512F/VL: 16, 8 and 4 lanes, 32 registers
+	                   * ("avx512-vnni": and VNNI, which integer kernels use) */
 	MC_ISA_NEON,      /* AArch64 Advanced SIMD: 4 lanes, 32 registers */
 	MC_ISA_CORTEX_M,  /* Cortex-M4F/M7 FPU: scalar, 32 single registers */
 	MC_ISA_CUDA,      /* the cuda target: scalar code, one thread per
@@ -255,6 +260,7 @@ typedef struct mc_isa {
 	bool mma;               /* cuda: convolutions multiply on tensor cores */
 	int mma_k;              /* k a tensor-core step: 64 with half operands, 32 with TF32 */
 	bool mma_tf32;          /* the operands are TF32 (fp32 storage), not half */
+	bool dot4;              /* integer kernels take DOT4 (VNNI), not DOT2 pairs */
 } mc_isa;
 
 /* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
@@ -317,6 +323,7 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
+mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT4, i32 */
 mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice); /* MC_KE_RQ32 */
 #define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
 #define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))

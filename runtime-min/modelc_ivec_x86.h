@@ -66,6 +66,40 @@ MODELC_IV __m256i modelc_dot2_8(__m256i a, __m256i b, __m256i c)
 	return _mm256_add_epi32(c, _mm256_madd_epi16(a, b));
 #endif
 }
+/* DOT4: four products of a's unsigned and b's signed bytes a lane (VNNI's
+ * vpdpbusd; else each byte widened to 16 bits, two pmaddwd: exact) */
+MODELC_IV __m128i modelc_dot4e_(__m128i a, __m128i b)
+{
+	__m128i m = _mm_set1_epi16(0xff);
+	__m128i ae = _mm_and_si128(a, m), ao = _mm_srli_epi16(a, 8);
+	__m128i be = _mm_srai_epi16(_mm_slli_epi16(b, 8), 8), bo = _mm_srai_epi16(b, 8);
+	return _mm_add_epi32(_mm_madd_epi16(ae, be), _mm_madd_epi16(ao, bo));
+}
+MODELC_IV __m256i modelc_dot4e8_(__m256i a, __m256i b)
+{
+	__m256i m = _mm256_set1_epi16(0xff);
+	__m256i ae = _mm256_and_si256(a, m), ao = _mm256_srli_epi16(a, 8);
+	__m256i be = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), bo = _mm256_srai_epi16(b, 8);
+	return _mm256_add_epi32(_mm256_madd_epi16(ae, be), _mm256_madd_epi16(ao, bo));
+}
+MODELC_IV __m128i modelc_dot4_4(__m128i a, __m128i b, __m128i c)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+	return _mm_dpbusd_epi32(c, a, b);
+#else
+	return _mm_add_epi32(c, modelc_dot4e_(a, b));
+#endif
+}
+MODELC_IV __m256i modelc_dot4_8(__m256i a, __m256i b, __m256i c)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+	return _mm256_dpbusd_epi32(c, a, b);
+#elif defined(__AVXVNNI__)
+	return _mm256_dpbusd_avx_epi32(c, a, b);
+#else
+	return _mm256_add_epi32(c, modelc_dot4e8_(a, b));
+#endif
+}
 /* RQ32 of the even lanes' 64-bit products p (odd: of acc >> 32): rounded
  * as modelc_rq32_round, the result in the high half of each 64-bit lane */
 MODELC_IV __m128i modelc_rq32v4_(__m128i acc, int32_t mult, int32_t low, int twice)
@@ -170,6 +204,16 @@ MODELC_IV __m512i modelc_dot2_16(__m512i a, __m512i b, __m512i c)
 #else
 	__m256i lo = _mm256_madd_epi16(_mm512_castsi512_si256(a), _mm512_castsi512_si256(b));
 	__m256i hi = _mm256_madd_epi16(_mm512_extracti64x4_epi64(a, 1), _mm512_extracti64x4_epi64(b, 1));
+	return _mm512_add_epi32(c, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+#endif
+}
+MODELC_IV __m512i modelc_dot4_16(__m512i a, __m512i b, __m512i c)
+{
+#if defined(__AVX512VNNI__)
+	return _mm512_dpbusd_epi32(c, a, b);
+#else
+	__m256i lo = modelc_dot4e8_(_mm512_castsi512_si256(a), _mm512_castsi512_si256(b));
+	__m256i hi = modelc_dot4e8_(_mm512_extracti64x4_epi64(a, 1), _mm512_extracti64x4_epi64(b, 1));
 	return _mm512_add_epi32(c, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
 #endif
 }

@@ -396,6 +396,16 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 }
 #endif
 
+/* The kernel IR's DOT4: acc + the four products of a's unsigned bytes and
+ * b's signed ones (x86's vpdpbusd), wrapping. */
+MODELC_FN int32_t modelc_dot4us(int32_t a, int32_t b, int32_t acc)
+{
+	uint32_t ua = (uint32_t)a, ub = (uint32_t)b, sum = (uint32_t)acc;
+	for (int i = 0; i < 32; i += 8)
+		sum += (uint32_t)((int32_t)((ua >> i) & 0xffu) * ((int32_t)(((ub >> i) & 0xffu) ^ 0x80u) - 0x80));
+	return (int32_t)sum;
+}
+
 /* The split requantisation (the kernel IR's RQ32): v = acc * mult (x2:
  * doubled), rounded to nearest, ties to even, at 32 + low bits (low in
  * [0, 31]); the generator guarantees that v + 2^(31 + low) fits int64.

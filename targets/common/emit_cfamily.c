@@ -804,8 +804,8 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 	case MC_KE_BIN:
 		put_ivec_bin(e, n, x);
 		return;
-	case MC_KE_DOT2:
-		mc_sb_printf(e->sb, "modelc_dot2_%d(", x->lanes);
+	case MC_KE_DOT2: case MC_KE_DOT4:
+		mc_sb_printf(e->sb, "modelc_dot%d_%d(", x->kind == MC_KE_DOT2 ? 2 : 4, x->lanes);
 		break;
 	case MC_KE_RQ32: /* constants shared by the lanes, or per lane (v) */
 		mc_sb_printf(e->sb, "modelc_rq32%s%s_%d(", x->i ? "x2" : "", mc_k_lanes(x->b) > 1 ? "v" : "", x->lanes);
@@ -953,6 +953,9 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		return;
 	case MC_KE_DOT2: /* the runtime's (modelc_rt.h): SMLAD where the DSP extension is */
 		put_call3(e, "", "modelc_smlad", x->a, x->b, x->c);
+		return;
+	case MC_KE_DOT4: /* the runtime's (modelc_rt.h) */
+		put_call3(e, "", "modelc_dot4us", x->a, x->b, x->c);
 		return;
 	case MC_KE_RQ32: /* the runtime's (modelc_rt.h) */
 		put_call3(e, "", x->i ? "modelc_rq32x2" : "modelc_rq32", x->a, x->b, x->c);

@@ -486,6 +486,29 @@ static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 	return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, lo, hi, ""), "");
 }
 
+/* MC_KE_DOT4: acc + the four products of a's unsigned bytes and b's
+ * signed ones, wrapping, lane by lane: the bytes as a vector of 4n,
+ * widened and multiplied, each lane's four products added (x86's vpdpbusd
+ * pattern). */
+static LLVMValueRef dot4(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc)
+{
+	unsigned n = lanes_of(acc);
+	LLVMTypeRef b8 = LLVMVectorType(e->i8, 4 * n), w32 = LLVMVectorType(e->i32, 4 * n);
+	LLVMValueRef p = LLVMBuildMul(e->b, LLVMBuildZExt(e->b, LLVMBuildBitCast(e->b, a, b8, ""), w32, ""),
+	                              LLVMBuildSExt(e->b, LLVMBuildBitCast(e->b, b, b8, ""), w32, ""), "");
+	LLVMValueRef *idx = mc_xcalloc(n, sizeof *idx), sum = NULL;
+	for (unsigned j = 0; j < 4; j++) {
+		for (unsigned i = 0; i < n; i++)
+			idx[i] = LLVMConstInt(e->i32, 4 * i + j, 0);
+		LLVMValueRef part = LLVMBuildShuffleVector(e->b, p, LLVMGetPoison(w32), LLVMConstVector(idx, n), "");
+		sum = sum ? LLVMBuildAdd(e->b, sum, part, "") : part;
+	}
+	free(idx);
+	if (n == 1) /* a scalar: the one lane of <1 x i32> */
+		sum = LLVMBuildExtractElement(e->b, sum, LLVMConstInt(e->i32, 0, 0), "");
+	return LLVMBuildAdd(e->b, acc, sum, "");
+}
+
 /* MC_KE_RQ32 (modelc_rt.h's modelc_rq32): the same arithmetic; for a
  * vector acc lane by lane (in i64 lanes), mult and low scalars shared by
  * every lane. */
@@ -774,6 +797,8 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 		return LLVMBuildExtractElement(e->b, expr(e, x->a), LLVMConstInt(e->i32, (unsigned long long)x->i, 0), "");
 	case MC_KE_DOT2:
 		return dot2(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
+	case MC_KE_DOT4:
+		return dot4(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
 	case MC_KE_RQ32:
 		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), x->i != 0);
 	}

@@ -396,11 +396,13 @@ static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", "llvm"), 0, "llvm cortex-m: %s",
 		             diag_all());
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	/* 8 lanes through the C target, 16 through llvm's (or 8 where the
-	 * machine has no AVX-512): both widths, two builds (CI's time) */
+	/* 8 lanes (DOT2 pairs) through the C target, 16 (DOT4 quads where the
+	 * machine has VNNI) through llvm's, or 8 again where it has no AVX-512:
+	 * both widths and both groupings, two builds (CI's time) */
 	if (__builtin_cpu_supports("avx2"))
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "avx2", NULL), 0, "avx2: %s", diag_all());
-	const char *wide = __builtin_cpu_supports("avx512vl") ? "avx512" : "avx2";
+	const char *wide = !__builtin_cpu_supports("avx512vl") ? "avx2"
+	                   : __builtin_cpu_supports("avx512vnni") ? "avx512-vnni" : "avx512";
 	if (mc_llvm_available() && __builtin_cpu_supports("avx2"))
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, wide, "llvm"), 0, "llvm %s: %s", wide, diag_all());
 #endif

@@ -1,30 +1,32 @@
 /* Integer convolution on i32 vectors (mc_kern_qvec): QiConv of group 1,
  * 2-D (any window, stride, dilation, padding) or pointwise of any rank,
- * on the ISAs with vectors (--isa avx2, avx512, neon). The lanes run
- * along output pixels, so that a vector of sums is a run of one output
- * channel's plane (NCHW) and leaves with one vector store.
+ * on the ISAs with vectors (--isa avx2, avx512, avx512-vnni, neon). The
+ * lanes run along output pixels, so that a vector of sums is a run of one
+ * output channel's plane (NCHW) and leaves with one vector store.
  *
  * The reduction index k runs tap-major, k = t * cp + c (cp: the channels,
- * rounded up to even), or along k itself (cp == ch) where the channel
- * count is odd and the reduction short (first layers), as mc_kern_qdual's,
- * and is taken two at a time as DOT2 (16-bit pairs: vpmaddwd, vpdpwssd
- * with VNNI):
+ * rounded up to a whole group), or along k itself (cp == ch) where the
+ * channel count is not whole groups and the reduction short (first
+ * layers), as mc_kern_qdual's, and is taken in groups: pairs for DOT2
+ * (16-bit halves: vpmaddwd, vpdpwssd with VNNI), or quads for DOT4 where
+ * the ISA has VNNI (bytes: vpdpbusd, unsigned x by signed w, so int8 x
+ * goes as x + 128 with its zero point moved alike):
  *
  * - a block of whole output rows (all pixels of a pointwise convolution)
- *   is first written into scratch as im2col pairs, one i32 word per pair
- *   of k and pixel, x[k] in the low half and x[k+1] in the high one, x_zp
- *   outside the input (x_zp times each channel's weight sum is off its
- *   bias at generation time); where a row of the block reads a contiguous
- *   run of the input (stride 1) the pairs are built a vector at a time;
- * - the weight is packed at generation time one pair to a word, [M][KP];
+ *   is first written into scratch as im2col groups, one i32 word per group
+ *   of k and pixel, x[k] in the lowest half (byte), x_zp outside the input
+ *   (x_zp times each channel's weight sum is off its bias at generation
+ *   time); where a row of the block reads a run of the input at stride 1
+ *   or 2 the words are built a vector at a time;
+ * - the weight is packed at generation time one group to a word, [M][KP];
  * - tm channels x tv vectors of pixels accumulate in registers, each step
- *   one weight pair splat against tv vectors of x pairs; the split
+ *   one weight word splat against tv vectors of x words; the split
  *   requantisation (RQ32) then runs on whole vectors, and so do the zero
- *   point, the clamp and the narrowing store.
+ *   point, the clamp, a fused epilogue with an integer vector form
+ *   (QiAdd) and the narrowing store.
  *
  * Bit-identical to the plain lowering: the same int32 sums modulo 2^32,
- * each product exact (x int8 or uint8, w int8: 16-bit halves), the same
- * rounding. */
+ * each product exact (x int8 or uint8, w int8), the same rounding. */
 #include "lower.h"
 #include "lower_window.h"
 #include "../libcore/ops/qint.h"

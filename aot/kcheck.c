@@ -617,9 +617,9 @@ static void check_vector(checker *c, const mc_kexpr *e)
 			fail(c, "binary operation %d on %s vectors has no vector form", e->op,
 			     mc_ktype_name(elt));
 		else if ((e->op == MC_KB_SHL || e->op == MC_KB_SHR) &&
-		         !(e->b->kind == MC_KE_SPLAT && e->b->a->kind == MC_KE_CONST && e->b->a->i >= 0 &&
-		           e->b->a->i < 32))
-			fail(c, "a vector shift by other than a constant in [0, 32)");
+		         !(e->b->kind == MC_KE_SPLAT && e->b->a->kind == MC_KE_CONST &&
+		           e->b->a->i >= (e->op == MC_KB_SHR) && e->b->a->i < 32))
+			fail(c, "a vector shift by other than a constant in [0, 32) (SHR: [1, 32), NEON's)");
 		if (cmp)
 			elt = MC_KT_F32;
 		break;

@@ -433,14 +433,21 @@ static int vector_lanes(const mc_lower_ctx *c)
 	return isa->max_lanes;
 }
 
+/* What every kernel here needs: an op `op` on an ISA with vectors, an
+ * output, int8 constant weights without a zero point, a constant bias or
+ * none, and QiConv's or QiMatMul's constant requantisation. */
+static bool vec_fits(const mc_lower_ctx *c, mc_opid op)
+{
+	const mc_tensor *w = mc_lower_const(c, QI_W);
+	return c->node->id == op && c->out[0] && vector_lanes(c) >= 4 && w && w->dtype == MC_INT8 &&
+	       !(c->n_in > QI_W_ZP && c->in[QI_W_ZP]) && (!c->in[QI_B] || mc_lower_const(c, QI_B)) &&
+	       mc_lower_const(c, QI_MULT) && mc_lower_const(c, QI_SHIFT);
+}
+
 int mc_kern_qvec(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
-	if (c->node->id != MC_OP_QiConv || !c->out[0] || vector_lanes(c) < 4)
-		return 1;
-	const mc_tensor *w = mc_lower_const(c, QI_W);
-	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
-	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+	if (!vec_fits(c, MC_OP_QiConv))
 		return 1;
 	const qi_params *qp = c->node->params;
 	qvec d = { .c = c, .x_zp = qp->x_zp, .lanes = vector_lanes(c) };
@@ -731,11 +738,7 @@ static void dwv_store_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *oy
 int mc_kern_qdwvec(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
-	if (c->node->id != MC_OP_QiConv || !c->out[0] || vector_lanes(c) < 4)
-		return 1;
-	const mc_tensor *w = mc_lower_const(c, QI_W);
-	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
-	    (c->in[QI_B] && !mc_lower_const(c, QI_B)))
+	if (!vec_fits(c, MC_OP_QiConv))
 		return 1;
 	const qi_params *qp = c->node->params;
 	qdwv d = { .c = c, .x_zp = qp->x_zp, .lanes = vector_lanes(c) };
@@ -954,13 +957,10 @@ static void mv_tile(const qmv *d, mc_kexpr *r, mc_kexpr *n0, int tn)
 int mc_kern_qmatvec(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
-	if (c->node->id != MC_OP_QiMatMul || !c->out[0] || vector_lanes(c) < 4)
+	if (!vec_fits(c, MC_OP_QiMatMul))
 		return 1;
-	const mc_tensor *w = mc_lower_const(c, QI_W);
 	const mc_shape *as = &c->in[QI_X]->shape, *bs = &c->in[QI_W]->shape;
-	if (!w || w->dtype != MC_INT8 || (c->n_in > QI_W_ZP && c->in[QI_W_ZP]) ||
-	    (c->in[QI_B] && !mc_lower_const(c, QI_B)) || as->rank != 2 || bs->rank != 2 ||
-	    !mc_lower_const(c, QI_MULT) || !mc_lower_const(c, QI_SHIFT))
+	if (as->rank != 2 || bs->rank != 2)
 		return 1;
 	const qi_params *qp = c->node->params;
 	qmv d = { .c = c, .r = as->dims[0], .k = as->dims[1], .n = bs->dims[1] };

@@ -116,7 +116,7 @@ typedef struct mc_kexpr {
  *   index: the last one unused), store to the same (narrowed
  *   to 8 bits by truncation: the lowering clamps first). ADD, SUB, MUL,
  *   MIN, MAX, AND, OR, XOR, SHL and SHR (arithmetic; both by a constant
- *   below 32) work lane by lane, as
+ *   below 32, SHR's not 0) work lane by lane, as
  *   do DOT2, DOT4 and RQ32 (whose multiplier and shift are both scalars, shared
  *   by every lane, or both vectors); no compares, selects or casts.
  * The builder splats a scalar operand of a vector operation (as i32 if it

@@ -750,8 +750,10 @@ static void put_ivec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 			mc_sb_puts(e->sb, x->op == MC_KB_SHL ? "vshlq_n_s32(" : "vshrq_n_s32(");
 			mc_ce_expr(e, x->a, true);
 			mc_sb_printf(e->sb, ", %lld)", (long long)x->b->a->i);
-		} else {
+		} else if ((unsigned)x->op < sizeof fns / sizeof *fns && fns[x->op]) {
 			put_vcall(e, n, fns[x->op], x->a, x->b);
+		} else {
+			mc_ce_fail(e, "binary operation without an i32 vector form");
 		}
 		return;
 	}

@@ -67,8 +67,8 @@ static mc_kexpr *pair(mc_kb *kb, mc_kexpr *lo, mc_kexpr *hi)
 	                mc_k_bin(kb, MC_KB_SHL, hi, i32c(kb, 16)));
 }
 
-/* One half of a pair: channel c (an expression) at tap (ti, tj); absent:
- * padded k, whose weight is 0. */
+/* One part of a group (a pair's half, a quad's byte): channel c (an
+ * expression) at tap (ti, tj); absent: padded k, whose weight is 0. */
 typedef struct {
 	bool absent;
 	mc_kexpr *c;
@@ -203,7 +203,7 @@ static mc_kexpr *group_word(const qvec *d, mc_kexpr *const *v)
 }
 
 /* Scratch columns [from, to) of the block's row r (output row oh) for the
- * pair (h0, h1) at scratch row base `row`: one pair at a time. */
+ * group of parts h at scratch row base `row`: one word at a time. */
 static void scalar_cols(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *const *rin, mc_kexpr *oh,
                         mc_kexpr *dst, int64_t from, int64_t to)
 {
@@ -218,7 +218,7 @@ static void scalar_cols(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr *con
 	mc_kb_end(kb);
 }
 
-/* One pair of k for the block's rows: scratch row `row`. */
+/* One group of k (its parts h) for the block's rows: scratch row `row`. */
 static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, mc_kexpr *row)
 {
 	mc_kb *kb = d->c->kb;
@@ -277,7 +277,7 @@ static void pack_pair(const qvec *d, mc_kexpr *n, mc_kexpr *oh0, const half *h, 
 		mc_kb_end(kb);
 }
 
-/* The block's im2col pairs, scratch [KP][bpad]; its pad columns (past the
+/* The block's im2col words, scratch [KP][bpad]; its pad columns (past the
  * block's pixels, read by the last vectors, never stored) hold x_zp. */
 static void pack_block(const qvec *d, mc_kexpr *n, mc_kexpr *oh0)
 {

@@ -739,7 +739,8 @@ static void put_vec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 }
 
 /* i32 vectors: the ISA's integer intrinsics; loads and stores of 8-bit
- * elements, DOT2 and RQ32 through the helpers of put_int_vector_helpers. */
+ * elements, DOT2, DOT4 and RQ32 through the helpers of
+ * runtime-min/modelc_ivec_*.h (mc_ce_vector_prelude pastes them). */
 static void put_ivec_bin(emitter *e, const vec_names *n, const mc_kexpr *x)
 {
 	if (is_neon(e)) {

@@ -27,6 +27,8 @@
  *
  * Bit-identical to the plain lowering: the same int32 sums modulo 2^32,
  * each product exact (x int8 or uint8, w int8), the same rounding. */
+#include <string.h>
+
 #include "lower.h"
 #include "lower_window.h"
 #include "../libcore/ops/qint.h"
@@ -160,6 +162,23 @@ static mc_kexpr *row_inside(const qvec *d, const half *h, mc_kexpr *oh)
 	mc_kexpr *ih = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, oh, g->stride[0]), off));
 	return mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ih, idx(kb, 0)),
 	                mc_k_bin(kb, MC_KB_LT, ih, idx(kb, g->in[0])));
+}
+
+/* The lanes of q (consecutive along output 0's last dim from coordinates
+ * co, `rank` of them, at linear index lin) that lie below `bound` in that
+ * dim, one at a time: a vector running past the end of its row. */
+static void store_lanes(mc_lower_ctx *c, mc_kexpr *const *co, int rank, mc_kexpr *lin, mc_kexpr *q,
+                        int lanes, int64_t bound)
+{
+	mc_kb *kb = c->kb;
+	mc_kexpr *cl[MC_MAX_RANK];
+	memcpy(cl, co, sizeof *cl * (size_t)rank);
+	for (int l = 0; l < lanes; l++) {
+		cl[rank - 1] = mc_kb_let(kb, mc_k_addi(kb, co[rank - 1], l));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, cl[rank - 1], idx(kb, bound)));
+		mc_lower_store(c, 0, cl, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
+		mc_kb_end(kb);
+	}
 }
 
 static mc_kexpr *and_of(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
@@ -718,21 +737,12 @@ static void dwv_store_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *oy
                           bool last)
 {
 	mc_lower_ctx *c = d->c;
-	mc_kb *kb = c->kb;
-	int64_t ow = d->g.out[1];
 	mc_kexpr *co[4] = { n, ch, oy, ox0 };
-	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, &c->out[0]->shape, co));
-	if (!last) { /* the vector lies in one row: coordinates for an epilogue too */
+	mc_kexpr *lin = mc_kb_let(c->kb, mc_lower_linear(c->kb, &c->out[0]->shape, co));
+	if (last)
+		store_lanes(c, co, 4, lin, q, d->lanes, d->g.out[1]);
+	else /* the vector lies in one row: coordinates for an epilogue too */
 		mc_lower_store_vec(c, 0, co, lin, q);
-		return;
-	}
-	for (int l = 0; l < d->lanes; l++) {
-		mc_kexpr *ox = mc_kb_let(kb, mc_k_addi(kb, ox0, l));
-		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, ox, idx(kb, ow)));
-		mc_kexpr *cl[4] = { n, ch, oy, ox };
-		mc_lower_store(c, 0, cl, mc_k_addi(kb, lin, l), mc_k_lane(kb, q, l));
-		mc_kb_end(kb);
-	}
 }
 
 int mc_kern_qdwvec(mc_lower_ctx *c)
@@ -748,14 +758,15 @@ int mc_kern_qdwvec(mc_lower_ctx *c)
 	if (g->nsp != 2 || g->group == 1 || g->group != g->in_ch || g->out_ch != g->in_ch || g->dil[0] != 1 ||
 	    g->dil[1] != 1 || g->stride[1] > 2)
 		return 1;
-	mc_rq_prepare(c, &d.rq);
-	if (!d.rq.split)
-		return 1;
 	int64_t kh = g->kern[0], kw = g->kern[1], oh = g->out[0], ow = g->out[1];
 	d.s = g->stride[1];
 	d.jp = (kw + 1) / 2;
 	d.pairs = kh * d.jp;
 	if (d.pairs > DW_PAIRS_MAX)
+		return 1;
+	/* last of the checks: it packs its tables into the kernel when split */
+	mc_rq_prepare(c, &d.rq);
+	if (!d.rq.split)
 		return 1;
 	d.flat = g->stride[0] == 1 && d.s == 1;
 	d.rows = (oh - 1) * g->stride[0] + kh;
@@ -943,13 +954,7 @@ static void mv_tile(const qmv *d, mc_kexpr *r, mc_kexpr *n0, int tn)
 		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LE, mc_k_addi(kb, nv, l), idx(kb, d->n)));
 		mc_lower_store_vec(c, 0, co, lin, q);
 		mc_kb_else(kb);
-		for (int j = 0; j < l; j++) {
-			mc_kexpr *nj = mc_kb_let(kb, mc_k_addi(kb, nv, j));
-			mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, nj, idx(kb, d->n)));
-			mc_kexpr *cj[2] = { r, nj };
-			mc_lower_store(c, 0, cj, mc_k_addi(kb, lin, j), mc_k_lane(kb, q, j));
-			mc_kb_end(kb);
-		}
+		store_lanes(c, co, 2, lin, q, l, d->n);
 		mc_kb_end(kb);
 	}
 }

@@ -49,6 +49,11 @@ const char *mc_llvm_default_isa(const mc_compile_opts *o)
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+/* LLVM is loaded when this target runs, not linked: after the headers, the
+ * generated defines make each LLVM-C call below go through mc_llvm. */
+#include "llvm_api.h"
+#include "llvm_functions.h"
+
 bool mc_llvm_available(void)
 {
 	return true;
@@ -1239,10 +1244,6 @@ static char *host_string(char *(*get)(void))
 
 static LLVMTargetMachineRef target_machine(const mc_compile_opts *o, char **triple_out)
 {
-	LLVMInitializeAllTargetInfos();
-	LLVMInitializeAllTargets();
-	LLVMInitializeAllTargetMCs();
-	LLVMInitializeAllAsmPrinters();
 	char *triple = o->triple ? mc_xstrdup(o->triple) : host_string(LLVMGetDefaultTargetTriple);
 	char *norm = LLVMNormalizeTargetTriple(triple);
 	free(triple);
@@ -1404,6 +1405,11 @@ static int build_module(lemit *e)
 
 int mc_emit_llvm(const mc_program *p, const mc_compile_opts *o, const char *dir)
 {
+	const char *why = mc_llvm_load(); /* which also initialises LLVM's targets */
+	if (why) {
+		mc_error("LLVM target: %s", why);
+		return -1;
+	}
 	lemit e = { .p = p, .o = o };
 	if (mc_ce_init(&e.ce, p, o, "LLVM target"))
 		return -1;
@@ -1457,6 +1463,8 @@ out_ce:
  * this is about speed, not correctness). NULL: generic. */
 const char *mc_llvm_default_isa(const mc_compile_opts *o)
 {
+	if (mc_llvm_load())
+		return NULL; /* mc_emit_llvm reports why */
 	char *host = host_string(LLVMGetDefaultTargetTriple);
 	const char *triple = o->triple ? o->triple : host;
 	const char *isa = NULL;

@@ -129,10 +129,38 @@ static mc_tensor *rq_table(const mc_lower_ctx *c, const mc_rq_pack *r, int64_t c
 		          : what == 1 ? (si >= 32 ? si - 32 : 0)
 		                      : (si >= 32 ? 1 : (int64_t)1 << (32 - si));
 		if (pad || (what == 0 && mu->numel != 1 && i >= (int64_t)mu->numel))
-			v = what == 2 ? 1 : 0;
+			v = what == 2 || (what == 1 && r->half_up) ? 1 : 0; /* the half-up form needs a shift */
 		mc_set_i(t, (size_t)i, v);
 	}
 	return t;
+}
+
+/* Whether every channel's v = acc * mult (split, not doubled or scaled)
+ * misses the ties of rounding at its shift s, with s 33 or more. A tie is
+ * v = 2^(s-1) modulo 2^s: v's lowest set bit at s - 1, which takes acc's
+ * at s - 1 - tz(mult), so |acc| >= 2^(s - 1 - tz(mult)): |acc|'s bound
+ * below that rules ties out (v = 0 is no tie). Then RQ32 may round half
+ * up (MC_RQ32_HALF_UP: three instructions instead of about eight on a
+ * Cortex-M). */
+static bool ties_impossible(const mc_lower_ctx *c)
+{
+	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
+	int64_t ab = acc_bound(c);
+	if (!sh || !mu || ab < 0)
+		return false;
+	for (size_t i = 0; i < sh->numel || i < mu->numel; i++) {
+		int64_t s = mc_get_i(sh, sh->numel == 1 ? 0 : i), m = mc_get_i(mu, mu->numel == 1 ? 0 : i);
+		if (s < 33 || s > 62)
+			return false;
+		if (m == 0)
+			continue;
+		int tz = 0;
+		while (!(m & ((int64_t)1 << tz)))
+			tz++;
+		if (s - 1 - tz < 0 || ab >= ((int64_t)1 << (s - 1 - tz)))
+			return false;
+	}
+	return true;
 }
 
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
@@ -140,6 +168,7 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
 	r->split = sh != NULL;
 	r->pre = 0;
+	r->half_up = false;
 	int64_t smax = 0, mmax = 0;
 	for (size_t i = 0; sh && i < sh->numel; i++) {
 		r->split = r->split && mc_get_i(sh, i) >= 31;
@@ -169,6 +198,7 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	}
 	if (!r->split)
 		return;
+	r->half_up = !r->pre && !r->scaled && ties_impossible(c);
 	r->low = mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 1));
 	r->lmul = r->scaled ? mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 2)) : -1;
 	r->multv = r->lowv = r->lmulv = -1;
@@ -218,7 +248,8 @@ mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch
 		return mc_lower_requant(kb, acc, ch->mult, ch->shift, qp->y_zp, qp->lo, qp->hi);
 	if (r->scaled)
 		acc = mc_k_mul(kb, acc, ch->scale);
-	mc_kexpr *q = mc_k_rq32(kb, acc, ch->mult, ch->shift, r->pre != 0);
+	int form = r->half_up && mc_k_lanes(acc) == 1 ? MC_RQ32_HALF_UP : r->pre ? MC_RQ32_TWICE : 0;
+	mc_kexpr *q = mc_k_rq32(kb, acc, ch->mult, ch->shift, form);
 	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
 	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));
 	return mc_k_bin(kb, MC_KB_MIN, q, mc_k_int(kb, MC_KT_I32, qp->hi));

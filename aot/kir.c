@@ -533,16 +533,18 @@ mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 	return e;
 }
 
-mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice)
+mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, int form)
 {
 	if (mc_k_lanes(mult) != mc_k_lanes(low) || (mc_k_lanes(mult) > 1 && mc_k_lanes(mult) != mc_k_lanes(acc)))
 		vector_bug("rq32's multiplier and shift: both scalars (shared by the lanes) or both per lane");
+	if ((form & MC_RQ32_HALF_UP) && (form != MC_RQ32_HALF_UP || mc_k_lanes(acc) > 1))
+		vector_bug("rq32's half-up form: scalars only, products not doubled");
 	mc_kexpr *e = expr(kb, MC_KE_RQ32, MC_KT_I32);
 	e->lanes = acc->lanes;
 	e->a = acc;
 	e->b = mult;
 	e->c = low;
-	e->i = twice;
+	e->i = form;
 	return e;
 }
 
@@ -750,7 +752,7 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		break;
 	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
 		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->kind == MC_KE_DOT4 ? "dot4("
-		      : e->i ? "rq32x2(" : "rq32(", f);
+		      : e->i == MC_RQ32_TWICE ? "rq32x2(" : e->i == MC_RQ32_HALF_UP ? "rq32u(" : "rq32(", f);
 		dump_expr(e->a, f);
 		fputs(", ", f);
 		dump_expr(e->b, f);

@@ -50,10 +50,14 @@ typedef enum {
 	 * SMLAD: two multiply-accumulates in one instruction) */
 	MC_KE_DOT2,
 	/* i32 only: the split requantisation of an int32 sum (aot/kern_qconv.c):
-	 * v = a * b in 64 bits, doubled when i is 1, rounded to nearest, ties
-	 * to even, at 32 + c bits (c in [0, 31]) and narrowed to 32 bits; the
-	 * caller guarantees v + 2^(31 + c) fits int64. In C the runtime's
-	 * modelc_rq32: inline, out of line in a build for size. */
+	 * v = a * b in 64 bits, doubled where i has MC_RQ32_TWICE, rounded to
+	 * nearest, ties to even, at 32 + c bits (c in [0, 31]) and narrowed to
+	 * 32 bits; the caller guarantees v + 2^(31 + c) fits int64. In C the
+	 * runtime's modelc_rq32: inline, out of line in a build for size.
+	 * MC_RQ32_HALF_UP (scalars only, not with TWICE): the caller also
+	 * guarantees c >= 1 and that no v lands on a tie, so rounding half up
+	 * gives the same, from v's high word: (hi + 2^(c - 1)) >> c, three
+	 * instructions on a 32-bit core (the runtime's modelc_rq32u). */
 	MC_KE_RQ32,
 	/* i32 only: c + the sum over the four bytes i of a and b of
 	 * unsigned(a.byte i) * signed(b.byte i), wrapping (x86's VNNI
@@ -324,7 +328,8 @@ mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t *
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
 mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT4, i32 */
-mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, bool twice); /* MC_KE_RQ32 */
+enum { MC_RQ32_TWICE = 1, MC_RQ32_HALF_UP = 2 }; /* RQ32's forms (its i) */
+mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, int form); /* MC_KE_RQ32 */
 #define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))
 #define mc_k_sub(kb, a, b) mc_k_bin((kb), MC_KB_SUB, (a), (b))
 #define mc_k_mul(kb, a, b) mc_k_bin((kb), MC_KB_MUL, (a), (b))

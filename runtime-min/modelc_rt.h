@@ -430,6 +430,14 @@ MODELC_RQ_FN int32_t modelc_rq32x2(int32_t acc, int32_t mult, int32_t low)
 {
 	return modelc_rq32_round((uint64_t)((int64_t)acc * mult) * 2u, low);
 }
+/* The same where the generator proved that no product lands on a tie and
+ * low >= 1: rounding half up is then rounding half to even, and the
+ * product's high word alone gives it (SMULL, ADD, ASR on a Cortex-M). */
+MODELC_FN int32_t modelc_rq32u(int32_t acc, int32_t mult, int32_t low)
+{
+	uint32_t hi = (uint32_t)((uint64_t)((int64_t)acc * mult) >> 32);
+	return (int32_t)(hi + (UINT32_C(1) << (low - 1))) >> low;
+}
 
 /* min(max(v, lo), hi) for the range of an n-bit integer, n a constant:
  * SSAT and USAT where the core has them (ARMv6 and Cortex-M3 on) */

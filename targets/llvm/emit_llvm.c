@@ -517,9 +517,16 @@ static LLVMValueRef dot4(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 /* MC_KE_RQ32 (modelc_rt.h's modelc_rq32): the same arithmetic; for a
  * vector acc lane by lane (in i64 lanes), mult and low scalars shared by
  * every lane. */
-static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValueRef low, bool twice)
+static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValueRef low, int form)
 {
 	LLVMBuilderRef b = e->b;
+	if (form == MC_RQ32_HALF_UP) { /* (hi + 2^(low - 1)) >> low, scalars */
+		LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, e->i64, ""), LLVMBuildSExt(b, mult, e->i64, ""), "");
+		LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, const_of(v, 32), ""), e->i32, "");
+		LLVMValueRef half = LLVMBuildShl(b, const_of(low, 1), LLVMBuildSub(b, low, const_of(low, 1), ""), "");
+		return LLVMBuildAShr(b, LLVMBuildAdd(b, hi, half, ""), low, "");
+	}
+	bool twice = form == MC_RQ32_TWICE;
 	unsigned n = lanes_of(acc);
 	LLVMTypeRef t64 = same_lanes(e->i64, acc), t32 = LLVMTypeOf(acc);
 	/* (int64)mult, 2^(low + 31) - 1: once for scalar constants (then
@@ -805,7 +812,7 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 	case MC_KE_DOT4:
 		return dot4(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
 	case MC_KE_RQ32:
-		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), x->i != 0);
+		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), (int)x->i);
 	}
 	fail(e, "unknown expression kind", NULL);
 	return LLVMGetPoison(e->f32);

@@ -261,8 +261,13 @@ static void qdq_output(mb *b, Onnx__GraphProto *g, const char *v, int dtype, flo
 	mb_output(b, g, y);
 }
 
+/* Nonzero: every channel's weight scale, for a test that needs exact
+ * factors (reset by it). */
+static float every_weight_scale;
+
 /* Per-channel int8 weights W [dims] (channels along axis) dequantized into
- * "w"; scales ws[c] = 0.004 .. 0.02; weight zero points 0. */
+ * "w"; scales ws[c] = 0.004 .. 0.02 (or every_weight_scale); weight zero
+ * points 0. */
 static void weights(mb *b, Onnx__GraphProto *g, const char *dims, int64_t channels, int axis,
                     float *ws)
 {
@@ -270,7 +275,7 @@ static void weights(mb *b, Onnx__GraphProto *g, const char *dims, int64_t channe
 	char cd[32];
 	snprintf(cd, sizeof cd, "%lld", (long long)channels);
 	for (int64_t c = 0; c < channels; c++)
-		ws[c] = 0.004f + 0.016f * (float)lcg_int(0, 1000) / 1000.0f;
+		ws[c] = every_weight_scale ? every_weight_scale : 0.004f + 0.016f * (float)lcg_int(0, 1000) / 1000.0f;
 	mb_init_floats(b, g, "W_s", cd, ws, (size_t)channels);
 	int64_t *z = calloc((size_t)channels, sizeof *z);
 	mb_init_ints(b, g, "W_z", MC_INT8, cd, z, (size_t)channels);
@@ -601,6 +606,20 @@ Test(qint, conv_factors_above_one)
 {
 	mb *b = conv_model("1,3,6,6", "8,3,1,1", 8, 1, 0, 1, MC_INT8, 0, 0, 2.0f / 127, 0.00016f, false);
 	check_model(b, 0.016, 0.00016, MC_OP_QiConv, 1, no_conv);
+}
+
+/* Factors that are powers of two (2^-7 * 2^-6 / 2^-8 = 2^-5: multiplier
+ * 2^30, shift 35): sums land on the rounding's ties (a sum 16 modulo 32:
+ * about one output in 32 here, small inputs keep them unsaturated), which
+ * round to even. RQ32's half-up form (aot/kern_qconv.c) must not be taken
+ * here: where its proof that no tie occurs were wrong, the cortex-m
+ * builds would round those sums up. */
+Test(qint, conv_power_of_two_factors_tie)
+{
+	every_weight_scale = 1.0f / 128;
+	mb *b = conv_model("1,4,16,16", "6,4,3,3", 6, 1, 1, 1, MC_INT8, 0, 0, 1.0f / 64, 1.0f / 256, false);
+	every_weight_scale = 0;
+	check_model(b, 0.1, 1.0 / 256, MC_OP_QiConv, 1, no_conv);
 }
 
 /* Rows wide enough for the i32 vector kernels (aot/kern_qvec.c) of

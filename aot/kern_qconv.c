@@ -248,7 +248,7 @@ mc_kexpr *mc_rq_apply(mc_lower_ctx *c, const mc_rq_pack *r, const mc_rq_chan *ch
 		return mc_lower_requant(kb, acc, ch->mult, ch->shift, qp->y_zp, qp->lo, qp->hi);
 	if (r->scaled)
 		acc = mc_k_mul(kb, acc, ch->scale);
-	int form = r->half_up && mc_k_lanes(acc) == 1 ? MC_RQ32_HALF_UP : r->pre ? MC_RQ32_TWICE : 0;
+	int form = r->half_up ? MC_RQ32_HALF_UP : r->pre ? MC_RQ32_TWICE : 0;
 	mc_kexpr *q = mc_k_rq32(kb, acc, ch->mult, ch->shift, form);
 	q = mc_k_add(kb, q, mc_k_int(kb, MC_KT_I32, qp->y_zp));
 	q = mc_k_bin(kb, MC_KB_MAX, q, mc_k_int(kb, MC_KT_I32, qp->lo));

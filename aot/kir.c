@@ -537,8 +537,8 @@ mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, int
 {
 	if (mc_k_lanes(mult) != mc_k_lanes(low) || (mc_k_lanes(mult) > 1 && mc_k_lanes(mult) != mc_k_lanes(acc)))
 		vector_bug("rq32's multiplier and shift: both scalars (shared by the lanes) or both per lane");
-	if ((form & MC_RQ32_HALF_UP) && (form != MC_RQ32_HALF_UP || mc_k_lanes(acc) > 1))
-		vector_bug("rq32's half-up form: scalars only, products not doubled");
+	if ((form & MC_RQ32_HALF_UP) && form != MC_RQ32_HALF_UP)
+		vector_bug("rq32's half-up form: products not doubled");
 	mc_kexpr *e = expr(kb, MC_KE_RQ32, MC_KT_I32);
 	e->lanes = acc->lanes;
 	e->a = acc;

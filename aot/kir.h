@@ -54,7 +54,7 @@ typedef enum {
 	 * nearest, ties to even, at 32 + c bits (c in [0, 31]) and narrowed to
 	 * 32 bits; the caller guarantees v + 2^(31 + c) fits int64. In C the
 	 * runtime's modelc_rq32: inline, out of line in a build for size.
-	 * MC_RQ32_HALF_UP (scalars only, not with TWICE): the caller also
+	 * MC_RQ32_HALF_UP (not with TWICE): the caller also
 	 * guarantees c >= 1 and that no v lands on a tie, so rounding half up
 	 * gives the same, from v's high word: (hi + 2^(c - 1)) >> c, three
 	 * instructions on a 32-bit core (the runtime's modelc_rq32u). */

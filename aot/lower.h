@@ -162,7 +162,7 @@ typedef struct {
 	bool scaled;              /* split after sums times 2^(32 - s) where s < 32 */
 	int lmul;                 /* packed (scaled): int32 2^(32 - s), or 1 */
 	int multv, lowv, lmulv;   /* mc_rq_pad's tables, or -1 */
-	bool half_up;             /* split, every s' 33 or more, no tie possible: RQ32's half-up form for scalars */
+	bool half_up;             /* split, every s' 33 or more, no tie possible: RQ32's half-up form */
 } mc_rq_pack;
 void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r);
 mc_kexpr *mc_rq_emit(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *acc, mc_kexpr *oc);

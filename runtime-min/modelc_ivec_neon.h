@@ -87,6 +87,15 @@ MODELC_IV int32x4_t modelc_rq32v_4(int32x4_t a, int32x4_t m, int32x4_t l) { retu
 MODELC_IV int32x4_t modelc_rq32x2v_4(int32x4_t a, int32x4_t m, int32x4_t l) { return modelc_rq32p4_(a, m, l, 1); }
 MODELC_IV int32x4_t modelc_rq32_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 0); }
 MODELC_IV int32x4_t modelc_rq32x2_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 1); }
+/* RQ32's half-up form (modelc_rq32u: no ties, low >= 1): the products'
+ * high words shifted right by low, rounding (VRSHL: + 2^(low - 1)) */
+MODELC_IV int32x4_t modelc_rq32uv_4(int32x4_t a, int32x4_t m, int32x4_t l)
+{
+	int32x4_t hi = vcombine_s32(vshrn_n_s64(vmull_s32(vget_low_s32(a), vget_low_s32(m)), 32),
+	                            vshrn_n_s64(vmull_high_s32(a, m), 32));
+	return vrshlq_s32(hi, vnegq_s32(l));
+}
+MODELC_IV int32x4_t modelc_rq32u_4(int32x4_t a, int32_t m, int32_t l) { return modelc_rq32uv_4(a, vdupq_n_s32(m), vdupq_n_s32(l)); }
 MODELC_IV int32_t modelc_lanei4(int32x4_t v, int i)
 {
 	int32_t t[4];

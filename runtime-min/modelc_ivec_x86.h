@@ -171,6 +171,38 @@ MODELC_IV __m128i modelc_rq32_4(__m128i a, int32_t m, int32_t l) { return modelc
 MODELC_IV __m128i modelc_rq32x2_4(__m128i a, int32_t m, int32_t l) { return modelc_rq32v4_(a, m, l, 1); }
 MODELC_IV __m256i modelc_rq32_8(__m256i a, int32_t m, int32_t l) { return modelc_rq32v8_(a, m, l, 0); }
 MODELC_IV __m256i modelc_rq32x2_8(__m256i a, int32_t m, int32_t l) { return modelc_rq32v8_(a, m, l, 1); }
+/* RQ32's half-up form (modelc_rq32u: no ties, low >= 1): the products'
+ * high words, (hi + 2^(low - 1)) >> low */
+MODELC_IV __m128i modelc_rq32hi4_(__m128i acc, __m128i mult)
+{
+	__m128i ev = _mm_mul_epi32(acc, mult), od = _mm_mul_epi32(_mm_srli_epi64(acc, 32), _mm_srli_epi64(mult, 32));
+	return _mm_blend_epi16(_mm_srli_epi64(ev, 32), od, 0xcc);
+}
+MODELC_IV __m256i modelc_rq32hi8_(__m256i acc, __m256i mult)
+{
+	__m256i ev = _mm256_mul_epi32(acc, mult), od = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(mult, 32));
+	return _mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xaa);
+}
+MODELC_IV __m128i modelc_rq32u_4(__m128i a, int32_t m, int32_t l)
+{
+	__m128i r = _mm_add_epi32(modelc_rq32hi4_(a, _mm_set1_epi32(m)), _mm_set1_epi32((int32_t)(UINT32_C(1) << (l - 1))));
+	return _mm_sra_epi32(r, _mm_cvtsi32_si128(l));
+}
+MODELC_IV __m256i modelc_rq32u_8(__m256i a, int32_t m, int32_t l)
+{
+	__m256i r = _mm256_add_epi32(modelc_rq32hi8_(a, _mm256_set1_epi32(m)), _mm256_set1_epi32((int32_t)(UINT32_C(1) << (l - 1))));
+	return _mm256_sra_epi32(r, _mm_cvtsi32_si128(l));
+}
+MODELC_IV __m128i modelc_rq32uv_4(__m128i a, __m128i m, __m128i l)
+{
+	__m128i one = _mm_set1_epi32(1);
+	return _mm_srav_epi32(_mm_add_epi32(modelc_rq32hi4_(a, m), _mm_sllv_epi32(one, _mm_sub_epi32(l, one))), l);
+}
+MODELC_IV __m256i modelc_rq32uv_8(__m256i a, __m256i m, __m256i l)
+{
+	__m256i one = _mm256_set1_epi32(1);
+	return _mm256_srav_epi32(_mm256_add_epi32(modelc_rq32hi8_(a, m), _mm256_sllv_epi32(one, _mm256_sub_epi32(l, one))), l);
+}
 MODELC_IV int32_t modelc_lanei4(__m128i v, int i)
 {
 	int32_t t[4];
@@ -251,6 +283,21 @@ MODELC_IV __m512i modelc_rq32v_16(__m512i a, __m512i m, __m512i l) { return mode
 MODELC_IV __m512i modelc_rq32x2v_16(__m512i a, __m512i m, __m512i l) { return modelc_rq32p16_(a, m, l, 1); }
 MODELC_IV __m512i modelc_rq32_16(__m512i a, int32_t m, int32_t l) { return modelc_rq32v16_(a, m, l, 0); }
 MODELC_IV __m512i modelc_rq32x2_16(__m512i a, int32_t m, int32_t l) { return modelc_rq32v16_(a, m, l, 1); }
+MODELC_IV __m512i modelc_rq32hi16_(__m512i acc, __m512i mult)
+{
+	__m512i ev = _mm512_mul_epi32(acc, mult), od = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), _mm512_srli_epi64(mult, 32));
+	return _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(ev, 32), od);
+}
+MODELC_IV __m512i modelc_rq32u_16(__m512i a, int32_t m, int32_t l)
+{
+	__m512i r = _mm512_add_epi32(modelc_rq32hi16_(a, _mm512_set1_epi32(m)), _mm512_set1_epi32((int32_t)(UINT32_C(1) << (l - 1))));
+	return _mm512_sra_epi32(r, _mm_cvtsi32_si128(l));
+}
+MODELC_IV __m512i modelc_rq32uv_16(__m512i a, __m512i m, __m512i l)
+{
+	__m512i one = _mm512_set1_epi32(1);
+	return _mm512_srav_epi32(_mm512_add_epi32(modelc_rq32hi16_(a, m), _mm512_sllv_epi32(one, _mm512_sub_epi32(l, one))), l);
+}
 MODELC_IV int32_t modelc_lanei16(__m512i v, int i)
 {
 	int32_t t[16];

@@ -811,8 +811,8 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 		mc_sb_printf(e->sb, "modelc_dot%d_%d(", x->kind == MC_KE_DOT2 ? 2 : 4, x->lanes);
 		break;
 	case MC_KE_RQ32: /* constants shared by the lanes, or per lane (v) */
-		mc_sb_printf(e->sb, "modelc_rq32%s%s_%d(", x->i == MC_RQ32_TWICE ? "x2" : "", mc_k_lanes(x->b) > 1 ? "v" : "",
-		             x->lanes);
+		mc_sb_printf(e->sb, "modelc_rq32%s%s_%d(", x->i == MC_RQ32_TWICE ? "x2" : x->i == MC_RQ32_HALF_UP ? "u" : "",
+		             mc_k_lanes(x->b) > 1 ? "v" : "", x->lanes);
 		break;
 	default:
 		mc_ce_fail(e, "expression without an i32 vector form");

@@ -520,14 +520,19 @@ static LLVMValueRef dot4(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 static LLVMValueRef rq32(lemit *e, LLVMValueRef acc, LLVMValueRef mult, LLVMValueRef low, int form)
 {
 	LLVMBuilderRef b = e->b;
-	if (form == MC_RQ32_HALF_UP) { /* (hi + 2^(low - 1)) >> low, scalars */
-		LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, e->i64, ""), LLVMBuildSExt(b, mult, e->i64, ""), "");
-		LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, const_of(v, 32), ""), e->i32, "");
+	unsigned n = lanes_of(acc);
+	if (form == MC_RQ32_HALF_UP) { /* (hi + 2^(low - 1)) >> low, lane by lane */
+		if (n > 1 && lanes_of(mult) == 1) {
+			mult = splat(e, mult, (int)n);
+			low = splat(e, low, (int)n);
+		}
+		LLVMTypeRef w64 = same_lanes(e->i64, acc);
+		LLVMValueRef v = LLVMBuildMul(b, LLVMBuildSExt(b, acc, w64, ""), LLVMBuildSExt(b, mult, w64, ""), "");
+		LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, const_of(v, 32), ""), LLVMTypeOf(acc), "");
 		LLVMValueRef half = LLVMBuildShl(b, const_of(low, 1), LLVMBuildSub(b, low, const_of(low, 1), ""), "");
 		return LLVMBuildAShr(b, LLVMBuildAdd(b, hi, half, ""), low, "");
 	}
 	bool twice = form == MC_RQ32_TWICE;
-	unsigned n = lanes_of(acc);
 	LLVMTypeRef t64 = same_lanes(e->i64, acc), t32 = LLVMTypeOf(acc);
 	/* (int64)mult, 2^(low + 31) - 1: once for scalar constants (then
 	 * splat), lane by lane for vectors of per-lane constants */

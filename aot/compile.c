@@ -446,7 +446,7 @@ static int check_opts(const mc_compile_opts *o)
 		return -1;
 	}
 	if (o->isa && !mc_isa_find(o->isa)) {
-		mc_error("unknown --isa '%s' (known: generic, avx2, avx512, avx512-vnni, neon, cortex-m, native)", o->isa);
+		mc_error("unknown --isa '%s' (known: generic, avx2, avx512, avx512-vnni, neon, neon-dotprod, cortex-m, native)", o->isa);
 		return -1;
 	}
 	if (o->layout && strcmp(o->layout, "auto") && strcmp(o->layout, "nchw") &&

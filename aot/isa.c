@@ -1,16 +1,22 @@
 /* Target instruction sets for --isa: the facts kernel generators choose
  * vector widths and register tiles from. */
 #include <string.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include "kir.h"
 
 static const mc_isa isas[] = {
-	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false, false },
-	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0, false, false },
-	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0, false, false },
-	{ MC_ISA_NEON, "neon", 4, 32, false, 0, false, false },
-	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0, false, false },
-	{ MC_ISA_AVX512, "avx512-vnni", 16, 32, false, 0, false, true },
+	{ MC_ISA_GENERIC, "generic", 1, 16, false, 0, false, false, false },
+	{ MC_ISA_AVX2, "avx2", 8, 16, false, 0, false, false, false },
+	{ MC_ISA_AVX512, "avx512", 16, 32, false, 0, false, false, false },
+	{ MC_ISA_NEON, "neon", 4, 32, false, 0, false, false, false },
+	{ MC_ISA_CORTEX_M, "cortex-m", 1, 32, false, 0, false, false, false },
+	{ MC_ISA_AVX512, "avx512-vnni", 16, 32, false, 0, false, true, false },
+	/* Armv8.2's dot product (sdot: Cortex-A55/A75 on, Jetson's A78AE, Neoverse) */
+	{ MC_ISA_NEON, "neon-dotprod", 4, 32, false, 0, false, true, true },
 };
 
 /* The widest ISA this machine runs: what -march=native builds for. */
@@ -22,6 +28,8 @@ static const mc_isa *native(void)
 		return __builtin_cpu_supports("avx512vnni") ? &isas[5] : &isas[2];
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		return &isas[1];
+#elif defined(__aarch64__) && defined(__linux__)
+	return getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? &isas[6] : &isas[3];
 #elif defined(__aarch64__)
 	return &isas[3];
 #endif
@@ -36,9 +44,9 @@ const mc_isa *mc_isa_cuda(bool mma, bool half)
 {
 	/* half operands take twice the k of TF32 in the same shared memory:
 	 * half the steps, each waiting on its loads once */
-	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0, false, false };
-	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32, true, false };
-	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF, false, false };
+	static const mc_isa cuda = { MC_ISA_CUDA, "cuda", 1, 0, false, 0, false, false, false };
+	static const mc_isa cuda_tf32 = { MC_ISA_CUDA, "cuda", 1, 0, true, 32, true, false, false };
+	static const mc_isa cuda_f16 = { MC_ISA_CUDA, "cuda", 1, 0, true, MMA_K_HALF, false, false, false };
 	return !mma ? &cuda : half ? &cuda_f16 : &cuda_tf32;
 }
 

@@ -10,7 +10,8 @@
  * layers), as mc_kern_qdual's, and is taken in groups: pairs for DOT2
  * (16-bit halves: vpmaddwd, vpdpwssd with VNNI), or quads for DOT4 where
  * the ISA has VNNI (bytes: vpdpbusd, unsigned x by signed w, so int8 x
- * goes as x + 128 with its zero point moved alike):
+ * goes as x + 128 with its zero point moved alike) or aarch64's sdot
+ * (signed by signed: uint8 x goes as x - 128):
  *
  * - a block of whole output rows (all pixels of a pointwise convolution)
  *   is first written into scratch as im2col groups, one i32 word per group
@@ -47,7 +48,7 @@ typedef struct {
 	bool pointwise;           /* 1x1, stride 1, no padding: one row of all pixels */
 	int64_t ch, cp, taps, kp; /* channels, grouped channel stride, window taps, k groups */
 	int gk;                   /* k a group: 2 (DOT2 pairs) or 4 (DOT4 quads: VNNI) */
-	bool flip;                /* DOT4 of int8 x: x + 128 as unsigned bytes (sign bits flipped) */
+	bool flip;                /* DOT4 of x of the other signedness: sign bits flipped (x + 128 or x - 128) */
 	bool linear;              /* pairs along k = t * ch + c */
 	int64_t m, oh, ow, pix;   /* output channels; rows, row length, pixels (per image) */
 	int64_t rb, bpix, bpad;   /* rows a block, its pixels, its scratch row (a multiple of lanes) */
@@ -207,7 +208,8 @@ static mc_kexpr *half_value(const qvec *d, mc_kexpr *n, const half *h, mc_kexpr 
 }
 
 /* The word of a group of values (scalars or vectors, i32): a pair's
- * 16-bit halves, or a quad's bytes (sign bits flipped for int8 x). */
+ * 16-bit halves, or a quad's bytes (sign bits flipped where DOT4 takes
+ * x's bytes of the other signedness). */
 static mc_kexpr *group_word(const qvec *d, mc_kexpr *const *v)
 {
 	mc_kb *kb = d->c->kb;
@@ -408,7 +410,7 @@ static void tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, mc_kexp
 		wrow[i] = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i), d->kp), kp);
 		mc_kexpr *w = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d->wb, wrow[i]), d->lanes));
 		for (int v = 0; v < tv; v++) /* DOT4: x's unsigned bytes by w's signed ones */
-			mc_kb_assign(kb, acc[i][v], d->gk == 4 ? mc_k_dot4(kb, xv[v], w, acc[i][v])
+			mc_kb_assign(kb, acc[i][v], d->gk == 4 ? mc_k_dot4(kb, xv[v], w, acc[i][v], kb->isa->dot4_signed)
 			                                       : mc_k_dot2(kb, w, xv[v], acc[i][v]));
 	}
 	mc_kb_end(kb);
@@ -490,7 +492,8 @@ int mc_kern_qvec(mc_lower_ctx *c)
 	d.ch = g->in_ch;
 	d.m = g->out_ch;
 	d.gk = kb->isa->dot4 ? 4 : 2;
-	d.flip = d.gk == 4 && c->in[QI_X]->dtype == MC_INT8;
+	bool x_signed = c->in[QI_X]->dtype == MC_INT8;
+	d.flip = d.gk == 4 && x_signed != kb->isa->dot4_signed;
 	d.linear = d.ch % d.gk && d.ch * d.taps <= LINEAR_MAX;
 	d.cp = d.ch % d.gk && !d.linear ? (d.ch + d.gk - 1) / d.gk * d.gk : d.ch;
 	d.kp = (d.cp * d.taps + d.gk - 1) / d.gk;
@@ -516,8 +519,9 @@ int mc_kern_qvec(mc_lower_ctx *c)
 			break;
 		}
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
-	/* the zero point of what the sums multiply: x + 128 where flipped */
-	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, false, d.x_zp + (d.flip ? 128 : 0)));
+	/* the zero point of what the sums multiply: x + 128 (int8 x) or x - 128
+	 * (uint8 x) where flipped */
+	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, false, d.x_zp + (d.flip ? (x_signed ? 128 : -128) : 0)));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.bpad));
 	mc_kexpr *n = idx(kb, 0);
 	if (g->batch > 1)

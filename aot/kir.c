@@ -526,10 +526,11 @@ mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
 	return e;
 }
 
-mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc)
+mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc, bool a_signed)
 {
 	mc_kexpr *e = mc_k_dot2(kb, a, b, acc);
 	e->kind = MC_KE_DOT4;
+	e->i = a_signed;
 	return e;
 }
 
@@ -751,7 +752,7 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		fputc(')', f);
 		break;
 	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
-		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->kind == MC_KE_DOT4 ? "dot4("
+		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->kind == MC_KE_DOT4 ? (e->i ? "dot4s(" : "dot4(")
 		      : e->i == MC_RQ32_TWICE ? "rq32x2(" : e->i == MC_RQ32_HALF_UP ? "rq32u(" : "rq32(", f);
 		dump_expr(e->a, f);
 		fputs(", ", f);

@@ -61,7 +61,8 @@ typedef enum {
 	MC_KE_RQ32,
 	/* i32 only: c + the sum over the four bytes i of a and b of
 	 * unsigned(a.byte i) * signed(b.byte i), wrapping (x86's VNNI
-	 * vpdpbusd: four multiply-accumulates a lane) */
+	 * vpdpbusd: four multiply-accumulates a lane); where i is 1, a's
+	 * bytes are signed too (aarch64's sdot) */
 	MC_KE_DOT4,
 } mc_kexpr_kind;
 
@@ -264,11 +265,12 @@ typedef struct mc_isa {
 	bool mma;               /* cuda: convolutions multiply on tensor cores */
 	int mma_k;              /* k a tensor-core step: 64 with half operands, 32 with TF32 */
 	bool mma_tf32;          /* the operands are TF32 (fp32 storage), not half */
-	bool dot4;              /* integer kernels take DOT4 (VNNI), not DOT2 pairs */
+	bool dot4;              /* integer kernels take DOT4 (VNNI, sdot), not DOT2 pairs */
+	bool dot4_signed;       /* DOT4 takes signed bytes by signed (NEON sdot), not unsigned by signed (VNNI) */
 } mc_isa;
 
-/* "generic", "avx2", "avx512", "neon", "cortex-m"; "native": the widest this
- * machine runs. NULL if unknown. */
+/* "generic", "avx2", "avx512", "avx512-vnni", "neon", "neon-dotprod",
+ * "cortex-m"; "native": the widest this machine runs. NULL if unknown. */
 const mc_isa *mc_isa_find(const char *name);
 /* The cuda target's ISA (mc_isa_find does not name it); mma: convolutions
  * on tensor cores (--dtype fp16 or --tf32, every arch sm_80 or newer),
@@ -327,7 +329,7 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
-mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT4, i32 */
+mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc, bool a_signed); /* MC_KE_DOT4, i32 */
 enum { MC_RQ32_TWICE = 1, MC_RQ32_HALF_UP = 2 }; /* RQ32's forms (its i) */
 mc_kexpr *mc_k_rq32(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_kexpr *low, int form); /* MC_KE_RQ32 */
 #define mc_k_add(kb, a, b) mc_k_bin((kb), MC_KB_ADD, (a), (b))

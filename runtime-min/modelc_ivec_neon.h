@@ -46,6 +46,19 @@ MODELC_IV int32x4_t modelc_dot2_4(int32x4_t a, int32x4_t b, int32x4_t c)
 	int32x4_t hi = vmull_high_s16(a16, b16);
 	return vaddq_s32(c, vpaddq_s32(lo, hi));
 }
+/* DOT4 of signed bytes by signed bytes: sdot where the build has the
+ * dot product extension (-march=armv8.2-a+dotprod), widening multiplies
+ * and pairwise adds otherwise */
+MODELC_IV int32x4_t modelc_dot4s_4(int32x4_t a, int32x4_t b, int32x4_t c)
+{
+#if defined(__ARM_FEATURE_DOTPROD)
+	return vdotq_s32(c, vreinterpretq_s8_s32(a), vreinterpretq_s8_s32(b));
+#else
+	int8x16_t a8 = vreinterpretq_s8_s32(a), b8 = vreinterpretq_s8_s32(b);
+	int16x8_t lo = vmull_s8(vget_low_s8(a8), vget_low_s8(b8)), hi = vmull_high_s8(a8, b8);
+	return vaddq_s32(c, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+#endif
+}
 MODELC_IV int64x2_t modelc_rq32r_(int64x2_t v, int32_t low)
 {
 	int64x2_t half = vdupq_n_s64((INT64_C(1) << (low + 31)) - 1);

@@ -397,7 +397,15 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 #endif
 
 /* The kernel IR's DOT4: acc + the four products of a's unsigned bytes and
- * b's signed ones (x86's vpdpbusd), wrapping. */
+ * b's signed ones (x86's vpdpbusd), wrapping; modelc_dot4ss: a's bytes
+ * signed too (aarch64's sdot). */
+MODELC_FN int32_t modelc_dot4ss(int32_t a, int32_t b, int32_t acc)
+{
+	uint32_t ua = (uint32_t)a, ub = (uint32_t)b, sum = (uint32_t)acc;
+	for (int i = 0; i < 32; i += 8)
+		sum += (uint32_t)(((int32_t)(((ua >> i) & 0xffu) ^ 0x80u) - 0x80) * ((int32_t)(((ub >> i) & 0xffu) ^ 0x80u) - 0x80));
+	return (int32_t)sum;
+}
 MODELC_FN int32_t modelc_dot4us(int32_t a, int32_t b, int32_t acc)
 {
 	uint32_t ua = (uint32_t)a, ub = (uint32_t)b, sum = (uint32_t)acc;

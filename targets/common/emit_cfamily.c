@@ -808,7 +808,8 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 		put_ivec_bin(e, n, x);
 		return;
 	case MC_KE_DOT2: case MC_KE_DOT4:
-		mc_sb_printf(e->sb, "modelc_dot%d_%d(", x->kind == MC_KE_DOT2 ? 2 : 4, x->lanes);
+		mc_sb_printf(e->sb, "modelc_dot%d%s_%d(", x->kind == MC_KE_DOT2 ? 2 : 4, x->kind == MC_KE_DOT4 && x->i ? "s" : "",
+		             x->lanes);
 		break;
 	case MC_KE_RQ32: /* constants shared by the lanes, or per lane (v) */
 		mc_sb_printf(e->sb, "modelc_rq32%s%s_%d(", x->i == MC_RQ32_TWICE ? "x2" : x->i == MC_RQ32_HALF_UP ? "u" : "",
@@ -959,7 +960,7 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		put_call3(e, "", "modelc_smlad", x->a, x->b, x->c);
 		return;
 	case MC_KE_DOT4: /* the runtime's (modelc_rt.h) */
-		put_call3(e, "", "modelc_dot4us", x->a, x->b, x->c);
+		put_call3(e, "", x->i ? "modelc_dot4ss" : "modelc_dot4us", x->a, x->b, x->c);
 		return;
 	case MC_KE_RQ32: /* the runtime's (modelc_rt.h) */
 		put_call3(e, "", x->i == MC_RQ32_TWICE ? "modelc_rq32x2" : x->i == MC_RQ32_HALF_UP ? "modelc_rq32u" : "modelc_rq32",

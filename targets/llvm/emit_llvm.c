@@ -491,15 +491,16 @@ static LLVMValueRef dot2(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 	return LLVMBuildAdd(e->b, acc, LLVMBuildAdd(e->b, lo, hi, ""), "");
 }
 
-/* MC_KE_DOT4: acc + the four products of a's unsigned bytes and b's
- * signed ones, wrapping, lane by lane: the bytes as a vector of 4n,
- * widened and multiplied, each lane's four products added (x86's vpdpbusd
- * pattern). */
-static LLVMValueRef dot4(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc)
+/* MC_KE_DOT4: acc + the four products of a's unsigned (a_signed: signed)
+ * bytes and b's signed ones, wrapping, lane by lane: the bytes as a vector
+ * of 4n, widened and multiplied, each lane's four products added (x86's
+ * vpdpbusd pattern, aarch64's sdot). */
+static LLVMValueRef dot4(lemit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc, bool a_signed)
 {
 	unsigned n = lanes_of(acc);
 	LLVMTypeRef b8 = LLVMVectorType(e->i8, 4 * n), w32 = LLVMVectorType(e->i32, 4 * n);
-	LLVMValueRef p = LLVMBuildMul(e->b, LLVMBuildZExt(e->b, LLVMBuildBitCast(e->b, a, b8, ""), w32, ""),
+	LLVMValueRef a8 = LLVMBuildBitCast(e->b, a, b8, "");
+	LLVMValueRef p = LLVMBuildMul(e->b, a_signed ? LLVMBuildSExt(e->b, a8, w32, "") : LLVMBuildZExt(e->b, a8, w32, ""),
 	                              LLVMBuildSExt(e->b, LLVMBuildBitCast(e->b, b, b8, ""), w32, ""), "");
 	LLVMValueRef *idx = mc_xcalloc(n, sizeof *idx), sum = NULL;
 	for (unsigned j = 0; j < 4; j++) {
@@ -815,7 +816,7 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 	case MC_KE_DOT2:
 		return dot2(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
 	case MC_KE_DOT4:
-		return dot4(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
+		return dot4(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), x->i != 0);
 	case MC_KE_RQ32:
 		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), (int)x->i);
 	}
@@ -1499,7 +1500,10 @@ const char *mc_llvm_default_isa(const mc_compile_opts *o)
 		isa = is512 ? "avx512" : is2 ? "avx2" : NULL;
 		free(feat);
 	} else if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) {
-		isa = "neon";
+		char *feat = native && !o->features ? host_string(LLVMGetHostCPUFeatures)
+		                                    : mc_xstrdup(o->features ? o->features : "");
+		isa = strstr(feat, "+dotprod") ? "neon-dotprod" : "neon";
+		free(feat);
 	} else if (!strncmp(triple, "thumbv7em", 9) || !strncmp(triple, "armv7em", 7)) {
 		isa = "cortex-m";
 	}

@@ -2,7 +2,6 @@
  * vector widths and register tiles from. */
 #include <string.h>
 #if defined(__aarch64__) && defined(__linux__)
-#include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
 

@@ -234,10 +234,10 @@ static void collapse(const mc_kernel *k, const mc_kstmt *s, launch *l)
  * A launch with few iterations but long reduction loops (a GEMV, a
  * convolution over many channels on a small image, a global pool) gives
  * each iteration a warp instead of a thread: a top-level reduction loop of
- * its body that only accumulates one float local (acc = acc + e, or a
- * maximum or minimum by select) runs with its iterations spread over the
- * 32 lanes, then the lanes combine their partial values with shuffles, so
- * that every lane goes on with the whole result. */
+ * its body that only accumulates one float or integer local (acc = acc +
+ * e, or a maximum or minimum by select) runs with its iterations spread
+ * over the 32 lanes, then the lanes combine their partial values with
+ * shuffles, so that every lane goes on with the whole result. */
 enum { RED_NONE, RED_ADD, RED_MAX, RED_MIN };
 #define WARP_MAX_ITERS 65536   /* above this, a thread per iteration has parallelism enough */
 #define WARP_MIN_EXTENT 32
@@ -355,8 +355,12 @@ static int splittable(const mc_kernel *k, const mc_kstmt *s, int *acc)
 	 * leak into anything else) */
 	if (!ok || r.acc < 0 || reads_in(s->body, r.acc) != r.reads)
 		return RED_NONE;
+	/* floats (their order changes, as any GPU reduction's), or integer sums
+	 * (the quantized models' convolutions): those are exact in any order,
+	 * since the quantize pass bounds every partial sum, so bit-identical */
 	const mc_kvar *v = &k->vars[r.acc];
-	if (v->lanes > 1 || (v->type != MC_KT_F32 && v->type != MC_KT_F64) || !v->mutable_)
+	bool integer = v->type == MC_KT_I32 || v->type == MC_KT_I64;
+	if (v->lanes > 1 || (v->type != MC_KT_F32 && v->type != MC_KT_F64 && !integer) || !v->mutable_)
 		return RED_NONE;
 	*acc = r.acc;
 	return r.op;

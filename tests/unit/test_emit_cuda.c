@@ -294,6 +294,34 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	free(tmp);
 }
 
+/* The same with an integer sum (a quantized model's matrix products and
+ * convolutions): exact in any order, so split over the lanes alike. */
+Test(cuda, integer_reductions_split_over_a_warp_too)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "1,256");
+	static int64_t w[256 * 10];
+	for (int i = 0; i < 256 * 10; i++)
+		w[i] = i % 7 - 3;
+	mb_init_ints(b, g, "w", MC_INT32, "256,10", w, 256 * 10);
+	mb_node(b, g, "MatMul", "mm", "x,w", "y");
+	mb_output(b, g, "y");
+	char *model = write_model(b, tmp, "igemv.onnx");
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("ig");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "ig.cu");
+	cr_assert(strstr(cu, "(ig_idx)lane;") && strstr(cu, "+= 32) { /* split over"), "%s", cu);
+	cr_assert(strstr(cu, "const int32_t u = __shfl_xor_sync(0xffffffffu, "), "%s", cu);
+	nvcc_builds(out, "ig");
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
 Test(cuda, tf32_convolutions_use_tensor_cores)
 {
 	char *tmp = make_temp_dir(), out[4096];

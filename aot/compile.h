@@ -149,6 +149,13 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 enum { MC_HARNESS_BUILD = 1, MC_HARNESS_RUN = 2 };
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
                    const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status);
+/* The same; one_unit: the C target's three sources built as one
+ * translation unit (DIR/NAME_unity.c includes them): one compiler run
+ * instead of three, for a test suite that builds thousands of small
+ * models (tests/conformance); their contract as separate files is
+ * checked elsewhere. */
+int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const char *cflags, bool one_unit,
+                      const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status);
 
 
 /* ---- output files ---- */

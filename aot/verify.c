@@ -75,18 +75,35 @@ static void first_log_line(const char *dir, const char *file, char *buf, size_t 
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
                    const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status)
 {
+	return mc_run_harness_ex(dir, name, cc, cflags, false, g, in, out, exit_status);
+}
+
+int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const char *cflags, bool one_unit,
+                      const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status)
+{
 	char cmd[16384], line[512];
 	*exit_status = 0;
 	/* the llvm target leaves a library, no sources: link the driver to it */
 	char src[4200], lib[4200];
 	snprintf(src, sizeof src, "%s/%s.c", dir, name);
 	snprintf(lib, sizeof lib, "%s/lib%s.a", dir, name);
-	if (access(src, F_OK) != 0 && access(lib, F_OK) == 0)
+	if (access(src, F_OK) != 0 && access(lib, F_OK) == 0) {
 		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main ./lib%s.a -lm > cc.log 2>&1",
 		         dir, cc, cflags, name, name, name);
-	else
+	} else if (one_unit) {
+		/* the harness first: it defines _POSIX_C_SOURCE before any header */
+		char unity[4200], text[4200];
+		snprintf(unity, sizeof unity, "%s/%s_unity.c", dir, name);
+		int len = snprintf(text, sizeof text, "#include \"%s_main.c\"\n#include \"%s.c\"\n#include \"%s_weights.c\"\n",
+		                   name, name, name);
+		if (write_file(unity, text, (size_t)len))
+			return -1;
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s -I. %s_unity.c -o %s_main -lm > cc.log 2>&1", dir, cc, cflags,
+		         name, name);
+	} else {
 		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",
 		         dir, cc, cflags, name, name, name, name);
+	}
 	if (system(cmd) != 0) {
 		first_log_line(dir, "cc.log", line, sizeof line);
 		mc_error("generated code does not compile: %s", line);

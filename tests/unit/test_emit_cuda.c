@@ -118,6 +118,13 @@ static void nvcc_builds(const char *dir, const char *name)
 	char nvcc[256], cmd[8192];
 	if (!have_nvcc(nvcc, sizeof nvcc))
 		return; /* the text checks stand alone; CI's tests/cuda/check says SKIP loudly */
+#if defined(__SANITIZE_ADDRESS__)
+	/* CI's sanitized pass checks modelc, not nvcc: the first pass built these */
+	(void)cmd;
+	(void)dir;
+	(void)name;
+	return;
+#endif
 	snprintf(cmd, sizeof cmd,
 	         "cd '%s' && %s -O1 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra -arch=sm_90 "
 	         "-c %s.cu -o k.o >nvcc.log 2>&1 && cc -std=c99 -Wall -Wextra -Werror -c %s_weights.c -o w.o "

@@ -146,7 +146,7 @@ static bool ties_impossible(const mc_lower_ctx *c)
 {
 	const mc_tensor *sh = mc_lower_const(c, QI_SHIFT), *mu = mc_lower_const(c, QI_MULT);
 	int64_t ab = acc_bound(c);
-	if (!sh || !mu || ab < 0)
+	if (!sh || !mu || ab < 0 || (sh->numel > 1 && mu->numel > 1 && sh->numel != mu->numel))
 		return false;
 	for (size_t i = 0; i < sh->numel || i < mu->numel; i++) {
 		int64_t s = mc_get_i(sh, sh->numel == 1 ? 0 : i), m = mc_get_i(mu, mu->numel == 1 ? 0 : i);

@@ -409,7 +409,7 @@ static void tile(const qvec *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, mc_kexp
 	for (int i = 0; i < d->tm; i++) {
 		wrow[i] = mc_k_add(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i), d->kp), kp);
 		mc_kexpr *w = mc_kb_let(kb, mc_k_splat(kb, mc_k_load(kb, d->wb, wrow[i]), d->lanes));
-		for (int v = 0; v < tv; v++) /* DOT4: x's unsigned bytes by w's signed ones */
+		for (int v = 0; v < tv; v++) /* DOT4: x's bytes (unsigned; sdot: signed) by w's signed ones */
 			mc_kb_assign(kb, acc[i][v], d->gk == 4 ? mc_k_dot4(kb, xv[v], w, acc[i][v], kb->isa->dot4_signed)
 			                                       : mc_k_dot2(kb, w, xv[v], acc[i][v]));
 	}

@@ -752,8 +752,13 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		fputc(')', f);
 		break;
 	case MC_KE_FMA: case MC_KE_DOT2: case MC_KE_DOT4: case MC_KE_RQ32:
-		fputs(e->kind == MC_KE_FMA ? "fma(" : e->kind == MC_KE_DOT2 ? "dot2(" : e->kind == MC_KE_DOT4 ? (e->i ? "dot4s(" : "dot4(")
-		      : e->i == MC_RQ32_TWICE ? "rq32x2(" : e->i == MC_RQ32_HALF_UP ? "rq32u(" : "rq32(", f);
+		fputs(e->kind == MC_KE_FMA    ? "fma("
+		      : e->kind == MC_KE_DOT2 ? "dot2("
+		      : e->kind == MC_KE_DOT4 ? (e->i ? "dot4s(" : "dot4(")
+		      : e->i == MC_RQ32_TWICE ? "rq32x2("
+		      : e->i == MC_RQ32_HALF_UP ? "rq32u("
+		                                : "rq32(",
+		      f);
 		dump_expr(e->a, f);
 		fputs(", ", f);
 		dump_expr(e->b, f);

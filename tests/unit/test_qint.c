@@ -353,21 +353,36 @@ static void expect_ops(mb *b, mc_opid want, int count, const mc_opid *gone)
 /* mc_verify of b's model with rtol 0, atol 0: the compiled code and the
  * interpreter (running the integer ops) agree bit for bit. Random float
  * inputs uniform in [-scale, scale]. b stays. */
-/* isa, target: as --isa and --target (NULL: the defaults) */
-static int verify_exact_on(mb *b, double scale, bool quantized_io, const char *isa, const char *target)
+/* A new temporary directory holding b's model as model.onnx (its path in
+ * path[n]); the caller removes it. */
+static char *written_model(mb *b, char *path, size_t n)
 {
-	/* x86 vector ISAs build for this machine (the caller checked it has them) */
-	bool x86 = isa && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"));
 	char *dir = make_temp_dir();
-	char path[4200];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	snprintf(path, n, "%s/model.onnx", dir);
 	cr_assert_eq(mb_write(b, path), 0);
+	return dir;
+}
+
+/* The compile options of these tests' models: named t; isa, target as
+ * --isa and --target (NULL: the defaults). */
+static mc_compile_opts model_opts(bool quantized_io, const char *isa, const char *target)
+{
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.quantized_io = quantized_io;
 	o.isa = isa;
 	o.target = target ? target : "c";
+	return o;
+}
+
+static int verify_exact_on(mb *b, double scale, bool quantized_io, const char *isa, const char *target)
+{
+	/* x86 vector ISAs build for this machine (the caller checked it has them) */
+	bool x86 = isa && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"));
+	char path[4200];
+	char *dir = written_model(b, path, sizeof path);
+	mc_compile_opts o = model_opts(quantized_io, isa, target);
 	mc_verify_opts v;
 	mc_verify_opts_init(&v);
 	v.rtol = 0;
@@ -398,17 +413,10 @@ static int verify_exact(mb *b, double scale, bool quantized_io)
  * side of a build, for CI's sanitized pass. */
 static int generate_on(mb *b, bool quantized_io, const char *isa, const char *target)
 {
-	char *dir = make_temp_dir();
 	char path[4200], out[4200];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	char *dir = written_model(b, path, sizeof path);
 	snprintf(out, sizeof out, "%s/out", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	o.quantized_io = quantized_io;
-	o.isa = isa;
-	o.target = target ? target : "c";
+	mc_compile_opts o = model_opts(quantized_io, isa, target);
 	o.no_stack_usage = true;
 	int rc = mc_compile(path, out, &o);
 	rm_tree(dir);
@@ -1063,14 +1071,10 @@ Test(qint, quantize_of_float_input)
 /* mc_compile with --quantized-io into a temporary directory: t.h's text. */
 static char *compile_qio(mb *b, char **dir_out)
 {
-	char *dir = make_temp_dir(), path[4200], out[4200];
-	snprintf(path, sizeof path, "%s/model.onnx", dir);
+	char path[4200], out[4200];
+	char *dir = written_model(b, path, sizeof path);
 	snprintf(out, sizeof out, "%s/out", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	o.quantized_io = true;
+	mc_compile_opts o = model_opts(true, NULL, NULL);
 	o.harness = true;
 	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
 	char *h = read_file_in(out, "t.h", NULL);
@@ -1202,13 +1206,10 @@ Test(qint, bad_scale_is_an_error_naming_the_node)
 	for (int where = 0; where < 3; where++)
 		for (size_t k = 0; k < sizeof bad_scales / sizeof *bad_scales; k++) {
 			mb *b = bad_scale_model(bad_scales[k], where);
-			char *dir = make_temp_dir(), path[4200], out[4200];
-			snprintf(path, sizeof path, "%s/m.onnx", dir);
+			char path[4200], out[4200];
+			char *dir = written_model(b, path, sizeof path);
 			snprintf(out, sizeof out, "%s/out", dir);
-			cr_assert_eq(mb_write(b, path), 0);
-			mc_compile_opts o;
-			mc_compile_opts_init(&o);
-			o.name = "t";
+			mc_compile_opts o = model_opts(false, NULL, NULL);
 			diag_capture();
 			cr_expect_eq(mc_compile(path, out, &o), -1, "scale %g on %s compiled", bad_scales[k],
 			             names[where]);

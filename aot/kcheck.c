@@ -18,6 +18,7 @@
  * from loaded data, windows clipped by min and max, guards the analysis
  * does not follow) is skipped, never reported: no false positives, at the
  * price of missing bugs there. Code proven unreachable is not checked. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -938,11 +939,55 @@ static void check_if(checker *c, const mc_kstmt *s)
 	c->guarded--;
 }
 
+/* DOT2_TILES reads and writes its buffers from index 0 (kir.h): each of
+ * them i32 and long enough for the shape the template states. */
+static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
+{
+	if (!((t->tm == 2 && t->tp == 3) || (t->tm == 4 && t->tp == 1)) || t->kp <= 0 || t->kp % 4 ||
+	    t->tiles <= 0 || t->kp > INT32_MAX / 12 || t->tiles > INT32_MAX / 12) {
+		fail(c, "dot2 tiles of %" PRId64 " x %" PRId64 ", kp %" PRId64 ", %" PRId64 " tiles",
+		     t->tm, t->tp, t->kp, t->tiles);
+		return;
+	}
+	const struct { int buf; const char *what; const mc_kexpr *at; int64_t need; } use[4] = {
+		{ t->x, "template input", NULL, t->kp * t->tp },
+		{ t->wt, "template weight", t->wt_at, t->tiles * t->kp * (t->tm / 2) },
+		{ t->bias, "template bias", t->bias_at, t->tiles * t->tm },
+		{ t->out, "template output", NULL, t->tiles * t->tm * t->tp },
+	};
+	for (int i = 0; i < 4; i++) {
+		if (!buf_ok(c, use[i].buf, use[i].what))
+			return;
+		const mc_kbuf *b = &c->k->bufs[use[i].buf];
+		if (b->dtype != MC_INT32 || b->transient || (int64_t)b->count < use[i].need) {
+			fail(c, "%s b%d: %zu %s%s for %" PRId64 " int32", use[i].what, use[i].buf, b->count,
+			     mc_dtype_name(b->dtype), b->transient ? " transient" : "", use[i].need);
+			return;
+		}
+		if (!use[i].at)
+			continue;
+		check_expr(c, use[i].at);
+		if (c->failed)
+			return;
+		if (use[i].at->type != MC_KT_INDEX || mc_k_lanes(use[i].at) != 1) {
+			fail(c, "%s b%d indexed by a %s", use[i].what, use[i].buf, mc_ktype_name(use[i].at->type));
+			return;
+		}
+		check_bounds(c, use[i].buf, use[i].at, (int)use[i].need, use[i].what);
+	}
+	if (!c->k->bufs[t->out].written)
+		fail(c, "template output b%d is not marked written", t->out);
+}
+
 static void check_template(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
 	if (!t) {
 		fail(c, "a template statement without its template");
+		return;
+	}
+	if (t->kind == MC_TMPL_DOT2_TILES) {
+		check_dot2_tiles(c, t);
 		return;
 	}
 	if (c->depth != 1)

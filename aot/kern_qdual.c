@@ -35,6 +35,7 @@
 
 #define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
+#define OUT_MAX 192   /* the micro-kernels' sums a call, at most (768 bytes of scratch) */
 #define DW_TX 2       /* depthwise outputs a step */
 #define DW_MAX_PAIRS 32 /* depthwise weight pairs a window, at most (a 7x7 is 28) */
 
@@ -49,6 +50,8 @@ typedef struct {
 	int64_t x_zp;
 	int tp;                   /* pixels a tile */
 	int wb, bb, sb;           /* packed weight, bias; scratch */
+	int ob;                   /* the DOT2_TILES template's sums (scratch); -1: plain IR */
+	int64_t chunk;            /* tiles a template call */
 	mc_rq_pack rq;
 } qdual;
 
@@ -298,6 +301,26 @@ static void mac_step(const qdual *d, mc_kexpr *mt, mc_kexpr *kp, int tp, mc_kexp
 	}
 }
 
+/* Stores tile mt's requantised sums acc[channel][pixel] (pixels from p0;
+ * ragged: only those that exist). */
+static void store_tile(const qdual *d, mc_kexpr *n, mc_kexpr *mt, mc_kexpr *p0, int tp, bool ragged,
+                       mc_kexpr *acc[][TP_MAX])
+{
+	mc_kb *kb = d->c->kb;
+	for (int i = 0; i < d->tm; i++) {
+		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
+		mc_rq_chan rq = mc_rq_channel(d->c, &d->rq, oc);
+		for (int jj = 0; jj < tp; jj++) {
+			mc_kexpr *pj = mc_kb_let(kb, mc_k_addi(kb, p0, jj));
+			if (ragged && jj > 0)
+				mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, pj, idx(kb, d->pix)));
+			store(d, n, oc, &rq, pj, acc[i][jj]);
+			if (ragged && jj > 0)
+				mc_kb_end(kb);
+		}
+	}
+}
+
 /* The block of tp pixels from p0: scratch columns (a loop, for code size),
  * then every channel tile. The last block of a pixel count tp does not
  * divide repeats the last pixel in its extra columns and stores only the
@@ -311,8 +334,26 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged
 		p = mc_k_bin(kb, MC_KB_MIN, p, idx(kb, d->pix - 1));
 	build(d, n, mc_kb_let(kb, p), j);
 	mc_kb_end(kb);
-	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
 	mc_kexpr *acc[4][TP_MAX];
+	if (d->ob >= 0) { /* the runtime's micro-kernel a chunk of tiles, then their sums from out */
+		int64_t chunks = d->m / d->tm / d->chunk;
+		mc_kexpr *ch = chunks > 1 ? mc_kb_fori(kb, chunks, 0) : idx(kb, 0);
+		mc_kexpr *first = mc_kb_let(kb, mc_k_muli(kb, ch, d->chunk));
+		mc_ktemplate t = { .kind = MC_TMPL_DOT2_TILES, .x = d->sb, .wt = d->wb, .bias = d->bb,
+		                   .out = d->ob, .kp = d->kp, .tm = d->tm, .tp = tp, .tiles = d->chunk,
+		                   .wt_at = mc_k_muli(kb, first, d->kp * (d->tm / 2)),
+		                   .bias_at = mc_k_muli(kb, first, d->tm) };
+		mc_kb_template(kb, &t);
+		mc_kexpr *mi = mc_kb_fori(kb, d->chunk, 0);
+		for (int i = 0; i < d->tm; i++)
+			for (int jj = 0; jj < tp; jj++)
+				acc[i][jj] = mc_kb_let(kb, mc_k_load(kb, d->ob, mc_k_addi(kb, mc_k_muli(kb, mi, d->tm * tp),
+				                                                          i * tp + jj)));
+		store_tile(d, n, mc_kb_let(kb, mc_k_add(kb, first, mi)), p0, tp, ragged, acc);
+		mc_kb_end_n(kb, chunks > 1 ? 2 : 1);
+		return;
+	}
+	mc_kexpr *mt = mc_kb_fori(kb, d->m / d->tm, 0);
 	for (int i = 0; i < d->tm; i++) {
 		mc_kexpr *bias = mc_kb_let(kb, mc_k_load(kb, d->bb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i)));
 		for (int jj = 0; jj < tp; jj++)
@@ -330,18 +371,7 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged
 	}
 	for (int64_t k = d->kp / unroll * unroll; k < d->kp; k++)
 		mac_step(d, mt, idx(kb, k), tp, acc);
-	for (int i = 0; i < d->tm; i++) {
-		mc_kexpr *oc = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, mt, d->tm), i));
-		mc_rq_chan rq = mc_rq_channel(d->c, &d->rq, oc);
-		for (int jj = 0; jj < tp; jj++) {
-			mc_kexpr *pj = mc_kb_let(kb, mc_k_addi(kb, p0, jj));
-			if (ragged && jj > 0)
-				mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, pj, idx(kb, d->pix)));
-			store(d, n, oc, &rq, pj, acc[i][jj]);
-			if (ragged && jj > 0)
-				mc_kb_end(kb);
-		}
-	}
+	store_tile(d, n, mt, p0, tp, ragged, acc);
 	mc_kb_end(kb);
 }
 
@@ -397,10 +427,28 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	 * pixel (a fully connected layer) take 4 channels instead */
 	d.tp = d.pix >= 3 ? 3 : (int)d.pix;
 	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
+	/* the runtime's micro-kernels take four pairs a step: k padded with
+	 * zero weights (and zero x words, written once) */
+	bool tiles = kb->target->dot2_template && ((d.tm == 2 && d.tp == 3) || (d.tm == 4 && d.tp == 1));
+	int64_t kp_x = d.kp;
+	if (tiles)
+		d.kp = (d.kp + 3) / 4 * 4;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
 	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
+	/* the sums of at most OUT_MAX tiles' worth at a time: the most tiles
+	 * that divide the channels' */
+	d.chunk = d.m / d.tm;
+	while (d.chunk * d.tm * d.tp > OUT_MAX)
+		for (d.chunk--; (d.m / d.tm) % d.chunk; d.chunk--)
+			;
+	d.ob = tiles ? mc_kb_scratch(kb, MC_INT32, (size_t)(d.chunk * d.tm * d.tp)) : -1;
 	mc_rq_prepare(c, &d.rq);
+	if (d.kp > kp_x) {
+		mc_kexpr *z = mc_kb_fori(kb, (d.kp - kp_x) * d.tp, 0);
+		mc_kb_store(kb, d.sb, mc_k_addi(kb, z, kp_x * d.tp), i32c(kb, 0));
+		mc_kb_end(kb);
+	}
 	mc_kexpr *n = idx(kb, 0);
 	if (batch > 1)
 		n = mc_kb_fori(kb, batch, 0);

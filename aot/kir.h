@@ -139,7 +139,7 @@ typedef enum {
 	MC_KS_IF,      /* if (cond) body else orelse */
 	MC_KS_BREAK,   /* leaves the innermost FOR */
 	MC_KS_FAIL,    /* the kernel returns status `code` (bad data at run time) */
-	MC_KS_TEMPLATE,/* a target template computes `tmpl` (cuda only, see below) */
+	MC_KS_TEMPLATE,/* a target template computes `tmpl` (see below) */
 } mc_kstmt_kind;
 
 /* Templates: computations a target implements with a hand-tuned kernel of
@@ -155,6 +155,20 @@ typedef enum {
 	 * the image. wt is the weight re-laid K x M at generation time, or kept
 	 * M x K where `mma` (the tensor-core form reads rows of k). */
 	MC_TMPL_CONV2D_SPLITK,
+	/* Integer tiles of SMLAD pairs (aot/kern_qdual.c; the C target, where
+	 * the runtime's Cortex-M micro-kernels hold every sum, pair and pointer
+	 * in the core's registers, which a C compiler's allocation of the same
+	 * loop does not: modelc_dot2_2x3 and modelc_dot2_4x1 of modelc_rt.h).
+	 * For t < tiles, i < tm, j < tp:
+	 *   out[(t*tm + i)*tp + j] = bias[t*tm + i] + the sum over k < kp of
+	 *     DOT2(SXTB16 (SXTB16_HI where i is odd) of wt[(t*kp + k)*(tm/2) + i/2],
+	 *          x[k*tp + j]),
+	 * wrapping; i32 buffers, x and out from index 0, wt from wt_at and bias
+	 * from bias_at (index expressions: the tiles of a chunk of channels).
+	 * (tm, tp) is (2, 3) or (4, 1), kp a multiple of 4. Unlike
+	 * CONV2D_SPLITK it may sit inside loops: the loop over pixel blocks
+	 * writes x and reads out around it. */
+	MC_TMPL_DOT2_TILES,
 } mc_tmpl_kind;
 
 typedef struct mc_ktemplate {
@@ -169,6 +183,10 @@ typedef struct mc_ktemplate {
 	 * index once), so `out` is transient: it has no storage. */
 	bool direct;
 	int x, wt, out;           /* kernel buffers */
+	/* DOT2_TILES: the bias buffer; k pairs, channels and pixels a tile, tiles */
+	int bias;
+	int64_t kp, tm, tp, tiles;
+	struct mc_kexpr *wt_at, *bias_at;
 } mc_ktemplate;
 
 /* Hints for the emitters; C may ignore them. */

@@ -396,6 +396,156 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 }
 #endif
 
+/* ---- tiles of SMLAD pairs (the kernel IR's DOT2_TILES template, kir.h):
+ * for t < tiles, i < TM, j < TP,
+ *   out[(t*TM + i)*TP + j] = bias[t*TM + i]
+ *     + sum over k < kp of smlad(sxtb16 (_hi where i is odd) of
+ *       w[(t*kp + k)*(TM/2) + i/2], x[k*TP + j]),
+ * wrapping; kp a multiple of 4. On a Thumb-2 core with the DSP extension
+ * (Cortex-M4, M7, M33, M55) hand-scheduled micro-kernels: every sum,
+ * pair and pointer in the 14 registers, loads in runs (each but the last
+ * of a run costs one cycle on the M4), four k pairs a branch. Elsewhere
+ * the same in C. ---- */
+MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias,
+                                   int32_t kp, int32_t tiles, int32_t tm, int32_t tp)
+{
+	for (int32_t t = 0; t < tiles; t++)
+		for (int32_t i = 0; i < tm; i++)
+			for (int32_t j = 0; j < tp; j++) {
+				int32_t acc = bias[t * tm + i];
+				for (int32_t k = 0; k < kp; k++) {
+					int32_t word = w[(t * kp + k) * (tm / 2) + i / 2];
+					acc = modelc_smlad(i % 2 ? modelc_sxtb16_hi(word) : modelc_sxtb16(word), x[k * tp + j], acc);
+				}
+				out[(t * tm + i) * tp + j] = acc;
+			}
+}
+
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__) && (defined(__GNUC__) || defined(__clang__)) && \
+	!defined(__CUDACC__) && !defined(MODELC_NO_ASM)
+/* The micro-kernels are naked (no compiler prologue: all 14 registers are
+ * theirs, whatever the flags, frame pointer or not). What they keep across
+ * the loops (the callee-saved registers, out, x, bias) goes into their own
+ * stack arguments, which the caller allocates (AAPCS lets the callee write
+ * them): sp never moves, and the caller's frame, which a stack bound
+ * measures, holds it all. Entry: r0 out, r1 w, r2 x, r3 bias; [sp] kp,
+ * [sp, #4] tiles (counted down); [sp, #8..#40] r4-r11, lr; [sp, #44] out,
+ * [sp, #48] x, [sp, #52] bias (advanced). In the loop: r0 w, r1 x, r2 x's
+ * end, r3.. the sums. */
+#define MODELC_DOT2_ARGS                                                                          \
+	int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp, int32_t tiles, \
+	int32_t s0_, int32_t s1_, int32_t s2_, int32_t s3_, int32_t s4_, int32_t s5_, int32_t s6_,     \
+	int32_t s7_, int32_t s8_, int32_t s9_, int32_t s10_, int32_t s11_
+#define MODELC_DOT2_ENTER(KP_SHIFT)                                                                 \
+	"add ip, sp, #8\n\t"                                                                            \
+	"stmia ip, {r4-r11, lr}\n\t"                                                                    \
+	"str r0, [sp, #44]\n\t"                                                                         \
+	"str r2, [sp, #48]\n\t"                                                                         \
+	"str r3, [sp, #52]\n\t"                                                                         \
+	"ldr r4, [sp]\n\t"                                                                              \
+	"mov r0, r1\n\t"                                                                                \
+	KP_SHIFT                                                                                        \
+	"add r2, r2, r4, lsl #2\n\t"
+#define MODELC_DOT2_LEAVE(LAST)                                                                     \
+	"cmp r1, r2\n\t"                                                                                \
+	"bne 1b\n\t"                                                                                    \
+	"ldr lr, [sp, #44]\n\t"                                                                         \
+	"stmia lr!, {r3-" LAST "}\n\t"                                                                  \
+	"str lr, [sp, #44]\n\t"                                                                         \
+	"ldr lr, [sp, #4]\n\t"                                                                          \
+	"subs lr, lr, #1\n\t"                                                                           \
+	"str lr, [sp, #4]\n\t"                                                                          \
+	"bne 2b\n\t"                                                                                    \
+	"add ip, sp, #8\n\t"                                                                            \
+	"ldmia ip, {r4-r11, lr}\n\t"                                                                    \
+	"bx lr\n\t"
+/* one k pair of 2 channels x 3 pixels: sums r3-r5 (channel 0), r6-r8 */
+#define MODELC_DOT2_2X3_STEP                                                                        \
+	"ldr ip, [r0], #4\n\t"                                                                          \
+	"ldr r9, [r1], #4\n\t"                                                                          \
+	"ldr r10, [r1], #4\n\t"                                                                         \
+	"ldr r11, [r1], #4\n\t"                                                                         \
+	"sxtb16 lr, ip\n\t"                                                                             \
+	"sxtb16 ip, ip, ror #8\n\t"                                                                     \
+	"smlad r3, lr, r9, r3\n\t"                                                                      \
+	"smlad r4, lr, r10, r4\n\t"                                                                     \
+	"smlad r5, lr, r11, r5\n\t"                                                                     \
+	"smlad r6, ip, r9, r6\n\t"                                                                      \
+	"smlad r7, ip, r10, r7\n\t"                                                                     \
+	"smlad r8, ip, r11, r8\n\t"
+__attribute__((naked, noinline, unused)) static void modelc_dot2_2x3_arm(MODELC_DOT2_ARGS)
+{
+	__asm__ volatile(
+		MODELC_DOT2_ENTER("add r4, r4, r4, lsl #1\n\t") /* x's end: x + kp * 3 words */
+		"2:\n\t"
+		"ldr lr, [sp, #52]\n\t"
+		"ldr r1, [sp, #48]\n\t"
+		"ldr r3, [lr], #4\n\t"
+		"ldr r6, [lr], #4\n\t"
+		"str lr, [sp, #52]\n\t"
+		"mov r4, r3\n\t"
+		"mov r5, r3\n\t"
+		"mov r7, r6\n\t"
+		"mov r8, r6\n\t"
+		"1:\n\t"
+		MODELC_DOT2_2X3_STEP MODELC_DOT2_2X3_STEP MODELC_DOT2_2X3_STEP MODELC_DOT2_2X3_STEP
+		MODELC_DOT2_LEAVE("r8"));
+}
+/* two k pairs of 4 channels x 1 pixel: x pairs r7, r8; weight words
+ * r9-r12 (channels 0-1 and 2-3 of the first pair, then the second's);
+ * sums r3-r6 */
+#define MODELC_DOT2_4X1_HALF(W, X, S0, S1)                                                          \
+	"sxtb16 lr, " W "\n\t"                                                                          \
+	"sxtb16 " W ", " W ", ror #8\n\t"                                                               \
+	"smlad " S0 ", lr, " X ", " S0 "\n\t"                                                           \
+	"smlad " S1 ", " W ", " X ", " S1 "\n\t"
+#define MODELC_DOT2_4X1_STEPS                                                                       \
+	"ldr r7, [r1], #4\n\t"                                                                          \
+	"ldr r8, [r1], #4\n\t"                                                                          \
+	"ldr r9, [r0], #4\n\t"                                                                          \
+	"ldr r10, [r0], #4\n\t"                                                                         \
+	"ldr r11, [r0], #4\n\t"                                                                         \
+	"ldr ip, [r0], #4\n\t"                                                                          \
+	MODELC_DOT2_4X1_HALF("r9", "r7", "r3", "r4")                                                    \
+	MODELC_DOT2_4X1_HALF("r10", "r7", "r5", "r6")                                                   \
+	MODELC_DOT2_4X1_HALF("r11", "r8", "r3", "r4")                                                   \
+	MODELC_DOT2_4X1_HALF("ip", "r8", "r5", "r6")
+__attribute__((naked, noinline, unused)) static void modelc_dot2_4x1_arm(MODELC_DOT2_ARGS)
+{
+	__asm__ volatile(
+		MODELC_DOT2_ENTER("") /* x's end: x + kp words */
+		"2:\n\t"
+		"ldr lr, [sp, #52]\n\t"
+		"ldr r1, [sp, #48]\n\t"
+		"ldmia lr!, {r3-r6}\n\t"
+		"str lr, [sp, #52]\n\t"
+		"1:\n\t"
+		MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS
+		MODELC_DOT2_LEAVE("r6"));
+}
+MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
+                               int32_t tiles)
+{
+	modelc_dot2_2x3_arm(out, w, x, bias, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
+                               int32_t tiles)
+{
+	modelc_dot2_4x1_arm(out, w, x, bias, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+#else
+MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
+                               int32_t tiles)
+{
+	modelc_dot2_tiles_c(out, w, x, bias, kp, tiles, 2, 3);
+}
+MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
+                               int32_t tiles)
+{
+	modelc_dot2_tiles_c(out, w, x, bias, kp, tiles, 4, 1);
+}
+#endif
+
 /* The kernel IR's DOT4: acc + the four products of a's unsigned bytes and
  * b's signed ones (x86's vpdpbusd), wrapping; modelc_dot4ss: a's bytes
  * signed too (aarch64's sdot). */

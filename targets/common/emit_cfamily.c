@@ -1080,9 +1080,20 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 	case MC_KS_BREAK:
 		mc_sb_puts(e->sb, "break;\n");
 		return;
-	case MC_KS_TEMPLATE: /* the cuda target prints these itself */
-		mc_ce_fail(e, "a target template outside its target");
+	case MC_KS_TEMPLATE: {
+		/* the cuda target prints its own; DOT2_TILES is the runtime's */
+		const mc_ktemplate *t = s->tmpl;
+		if (t->kind != MC_TMPL_DOT2_TILES || e->cuda) {
+			mc_ce_fail(e, "a target template outside its target");
+			return;
+		}
+		mc_sb_printf(e->sb, "modelc_dot2_%" PRId64 "x%" PRId64 "(b%d, b%d + ", t->tm, t->tp, t->out, t->wt);
+		mc_ce_expr(e, t->wt_at, false);
+		mc_sb_printf(e->sb, ", b%d, b%d + ", t->x, t->bias);
+		mc_ce_expr(e, t->bias_at, false);
+		mc_sb_printf(e->sb, ", %" PRId64 ", %" PRId64 ");\n", t->kp, t->tiles);
 		return;
+	}
 	case MC_KS_FAIL: {
 		const char *name = status_name(s->code);
 		char code[32];

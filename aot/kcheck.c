@@ -943,7 +943,7 @@ static void check_if(checker *c, const mc_kstmt *s)
  * them i32 and long enough for the shape the template states. */
 static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
 {
-	if (!((t->tm == 2 && t->tp == 3) || (t->tm == 4 && t->tp == 1)) || t->kp <= 0 || t->kp % 4 ||
+	if (!((t->tm == 2 && t->tp == 3) || (t->tm == 4 && t->tp == 1)) || t->kp <= 0 || t->kp % mc_dot2_kp_multiple(t->tm) ||
 	    t->tiles <= 0 || t->kp > INT32_MAX / 12 || t->tiles > INT32_MAX / 12) {
 		fail(c, "dot2 tiles of %" PRId64 " x %" PRId64 ", kp %" PRId64 ", %" PRId64 " tiles",
 		     t->tm, t->tp, t->kp, t->tiles);

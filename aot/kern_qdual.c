@@ -427,12 +427,12 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	 * pixel (a fully connected layer) take 4 channels instead */
 	d.tp = d.pix >= 3 ? 3 : (int)d.pix;
 	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
-	/* the runtime's micro-kernels take four pairs a step: k padded with
-	 * zero weights (and zero x words, written once) */
+	/* the runtime's micro-kernels take four or eight pairs a step: k
+	 * padded with zero weights (and zero x words, written once) */
 	bool tiles = kb->target->dot2_template && ((d.tm == 2 && d.tp == 3) || (d.tm == 4 && d.tp == 1));
-	int64_t kp_x = d.kp;
+	int64_t kp_x = d.kp, step = mc_dot2_kp_multiple(d.tm);
 	if (tiles)
-		d.kp = (d.kp + 3) / 4 * 4;
+		d.kp = (d.kp + step - 1) / step * step;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
 	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));

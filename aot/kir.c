@@ -687,6 +687,12 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t)
 	s->tmpl = copy;
 }
 
+/* 2 x 3: four pairs a step (52 instructions); 4 x 1: eight (92) */
+int64_t mc_dot2_kp_multiple(int64_t tm)
+{
+	return tm == 4 ? 8 : 4;
+}
+
 /* ---- dump ---- */
 static const char *const un_names[MC_KU__COUNT] = {
 	"neg", "not", "bitnot", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "asin",

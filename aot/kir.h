@@ -165,7 +165,8 @@ typedef enum {
 	 *          x[k*tp + j]),
 	 * wrapping; i32 buffers, x and out from index 0, wt from wt_at and bias
 	 * from bias_at (index expressions: the tiles of a chunk of channels).
-	 * (tm, tp) is (2, 3) or (4, 1), kp a multiple of 4. Unlike
+	 * (tm, tp) is (2, 3) or (4, 1), kp a multiple of mc_dot2_kp_multiple(tm)
+	 * (the k pairs a step of the micro-kernel's loop). Unlike
 	 * CONV2D_SPLITK it may sit inside loops: the loop over pixel blocks
 	 * writes x and reads out around it. */
 	MC_TMPL_DOT2_TILES,
@@ -383,6 +384,7 @@ void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value);
 void mc_kb_break(mc_kb *kb);
 void mc_kb_fail(mc_kb *kb, int status);
 void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
+int64_t mc_dot2_kp_multiple(int64_t tm); /* DOT2_TILES: kp's multiple for tiles of tm channels */
 
 /* Readable text of a kernel (--dump-after, tests). */
 void mc_kernel_dump(const mc_kernel *k, FILE *f);

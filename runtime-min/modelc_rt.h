@@ -401,11 +401,11 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
  *   out[(t*TM + i)*TP + j] = bias[t*TM + i]
  *     + sum over k < kp of smlad(sxtb16 (_hi where i is odd) of
  *       w[(t*kp + k)*(TM/2) + i/2], x[k*TP + j]),
- * wrapping; kp a multiple of 4. On a Thumb-2 core with the DSP extension
- * (Cortex-M4, M7, M33, M55) hand-scheduled micro-kernels: every sum,
- * pair and pointer in the 14 registers, loads in runs (each but the last
- * of a run costs one cycle on the M4), four k pairs a branch. Elsewhere
- * the same in C. ---- */
+ * wrapping; kp a multiple of 4 (2 x 3) or 8 (4 x 1). On a Thumb-2 core
+ * with the DSP extension (Cortex-M4, M7, M33, M55) hand-scheduled
+ * micro-kernels: every sum, pair and pointer in the 14 registers, loads in
+ * runs (each but the last of a run costs one cycle on the M4), four or
+ * eight k pairs a branch. Elsewhere the same in C. ---- */
 MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias,
                                    int32_t kp, int32_t tiles, int32_t tm, int32_t tp)
 {
@@ -520,7 +520,7 @@ __attribute__((naked, noinline, unused)) static void modelc_dot2_4x1_arm(MODELC_
 		"ldmia lr!, {r3-r6}\n\t"
 		"str lr, [sp, #52]\n\t"
 		"1:\n\t"
-		MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS
+		MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS
 		MODELC_DOT2_LEAVE("r6"));
 }
 MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,

@@ -979,6 +979,30 @@ static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
 		fail(c, "template output b%d is not marked written", t->out);
 }
 
+static void check_s8_pairs(checker *c, const mc_ktemplate *t)
+{
+	if (t->kp <= 0 || t->kp % 2 || t->kp > INT32_MAX / 2) {
+		fail(c, "s8 pairs of kp %" PRId64, t->kp);
+		return;
+	}
+	if (!buf_ok(c, t->x, "template input") || !buf_ok(c, t->out, "template output"))
+		return;
+	const mc_kbuf *x = &c->k->bufs[t->x], *out = &c->k->bufs[t->out];
+	if (x->dtype != MC_INT8 || out->dtype != MC_INT32 || !out->written || out->transient ||
+	    (int64_t)out->count < t->kp) {
+		fail(c, "s8 pairs from b%d (%s) into b%d (%zu %s)", t->x, mc_dtype_name(x->dtype), t->out,
+		     out->count, mc_dtype_name(out->dtype));
+		return;
+	}
+	check_expr(c, t->x_at);
+	if (c->failed)
+		return;
+	if (t->x_at->type != MC_KT_INDEX || mc_k_lanes(t->x_at) != 1)
+		fail(c, "template input b%d indexed by a %s", t->x, mc_ktype_name(t->x_at->type));
+	else
+		check_bounds(c, t->x, t->x_at, (int)(2 * t->kp), "template input");
+}
+
 static void check_template(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
@@ -986,8 +1010,8 @@ static void check_template(checker *c, const mc_kstmt *s)
 		fail(c, "a template statement without its template");
 		return;
 	}
-	if (t->kind == MC_TMPL_DOT2_TILES) {
-		check_dot2_tiles(c, t);
+	if (t->kind == MC_TMPL_DOT2_TILES || t->kind == MC_TMPL_S8_PAIRS) {
+		(t->kind == MC_TMPL_DOT2_TILES ? check_dot2_tiles : check_s8_pairs)(c, t);
 		return;
 	}
 	if (c->depth != 1)

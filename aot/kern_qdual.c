@@ -52,6 +52,8 @@ typedef struct {
 	int wb, bb, sb;           /* packed weight, bias; scratch */
 	int ob;                   /* the DOT2_TILES template's sums (scratch); -1: plain IR */
 	int64_t chunk;            /* tiles a template call */
+	bool quads;               /* pair p of a row is (k, k + 2), k = 4 (p / 2) + p % 2: the
+	                           * S8_PAIRS template's order (SXTB16 of a word of x) */
 	mc_rq_pack rq;
 } qdual;
 
@@ -66,8 +68,14 @@ static int64_t weight_at(const qdual *d, const mc_tensor *w, int64_t m, int64_t 
 	return mc_get_i(w, (size_t)((m * d->ch + c) * d->taps + t));
 }
 
+/* The k of half h (0: low) of pair p. */
+static int64_t k_of(const qdual *d, int64_t p, int h)
+{
+	return d->quads ? 4 * (p / 2) + p % 2 + 2 * h : 2 * p + h;
+}
+
 /* The weight as [M/tm][KP][tm/2] words: bytes w[m][k], w[m+1][k],
- * w[m][k+1], w[m+1][k+1] from the lowest. */
+ * w[m][k'], w[m+1][k'] from the lowest, (k, k') pair kp's. */
 static mc_tensor *pack_weight(const qdual *d)
 {
 	const mc_tensor *w = mc_lower_const(d->c, QI_W);
@@ -77,9 +85,9 @@ static mc_tensor *pack_weight(const qdual *d)
 	for (int64_t mt = 0; mt < d->m / d->tm; mt++)
 		for (int64_t kp = 0; kp < d->kp; kp++)
 			for (int64_t h = 0; h < d->tm / 2; h++) {
-				int64_t m = mt * d->tm + 2 * h, k = 2 * kp;
+				int64_t m = mt * d->tm + 2 * h, k = k_of(d, kp, 0), k1 = k_of(d, kp, 1);
 				int64_t b[4] = { weight_at(d, w, m, k), weight_at(d, w, m + 1, k),
-				                 weight_at(d, w, m, k + 1), weight_at(d, w, m + 1, k + 1) };
+				                 weight_at(d, w, m, k1), weight_at(d, w, m + 1, k1) };
 				uint32_t word = 0;
 				for (int i = 0; i < 4; i++)
 					word |= (uint32_t)(b[i] & 0xff) << (8 * i);
@@ -240,6 +248,12 @@ static void build_row_pairs(const qdual *d, mc_kexpr *p, mc_kexpr *j)
 {
 	mc_kb *kb = d->c->kb;
 	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, p, d->ch));
+	if (d->quads) { /* the runtime's word loads (tp is 1: j is 0) */
+		mc_ktemplate t = { .kind = MC_TMPL_S8_PAIRS, .x = d->c->in_buf[QI_X], .x_at = row,
+		                   .out = d->sb, .kp = d->ch / 2 };
+		mc_kb_template(kb, &t);
+		return;
+	}
 	mc_kexpr *kp = mc_kb_fori(kb, d->ch / 2, 0);
 	mc_kexpr *k0 = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, kp, 2)));
 	mc_kb_store(kb, d->sb, mc_k_add(kb, mc_k_muli(kb, kp, d->tp), j),
@@ -433,6 +447,7 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	int64_t kp_x = d.kp, step = mc_dot2_kp_multiple(d.tm);
 	if (tiles)
 		d.kp = (d.kp + step - 1) / step * step;
+	d.quads = tiles && !d.conv && d.ch % 4 == 0 && c->in[QI_X]->dtype == MC_INT8;
 	d.wb = mc_kb_packed(kb, pack_weight(&d));
 	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp));
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));

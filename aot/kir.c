@@ -826,6 +826,12 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 		case MC_KS_FAIL: fprintf(f, "fail %d\n", s->code); break;
 		case MC_KS_TEMPLATE: {
 			const mc_ktemplate *t = s->tmpl;
+			if (t->kind == MC_TMPL_S8_PAIRS) {
+				fprintf(f, "template s8_pairs(x b%d[", t->x);
+				dump_expr(t->x_at, f);
+				fprintf(f, "] -> b%d) kp %" PRId64 "\n", t->out, t->kp);
+				break;
+			}
 			if (t->kind == MC_TMPL_DOT2_TILES) {
 				fprintf(f, "template dot2_%" PRId64 "x%" PRId64 "(wt b%d[", t->tm, t->tp, t->wt);
 				dump_expr(t->wt_at, f);

@@ -170,6 +170,13 @@ typedef enum {
 	 * CONV2D_SPLITK it may sit inside loops: the loop over pixel blocks
 	 * writes x and reads out around it. */
 	MC_TMPL_DOT2_TILES,
+	/* The pairs DOT2_TILES reads of an int8 row, four bytes a word load
+	 * (the runtime's modelc_s8_pairs): for q < kp / 2, h < 2,
+	 *   out[2q + h] = x[x_at + 4q + h] in the low half-word and
+	 *                 x[x_at + 4q + h + 2] in the high one,
+	 * sign-extended (SXTB16 of the word and of its rotation by 8); x int8,
+	 * out i32 from index 0, kp even. */
+	MC_TMPL_S8_PAIRS,
 } mc_tmpl_kind;
 
 typedef struct mc_ktemplate {
@@ -188,6 +195,7 @@ typedef struct mc_ktemplate {
 	int bias;
 	int64_t kp, tm, tp, tiles;
 	struct mc_kexpr *wt_at, *bias_at;
+	struct mc_kexpr *x_at;    /* S8_PAIRS: the row's first element in x */
 } mc_ktemplate;
 
 /* Hints for the emitters; C may ignore them. */

@@ -421,6 +421,19 @@ MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t
 			}
 }
 
+/* The pairs of an int8 row the 4 x 1 tiles read (the kernel IR's S8_PAIRS
+ * template): out[2q] = (x[4q], x[4q + 2]), out[2q + 1] = (x[4q + 1],
+ * x[4q + 3]), low half first; SXTB16 of a word and of its rotation by 8. */
+MODELC_FN void modelc_s8_pairs(int32_t *out, const int8_t *x, int32_t kp)
+{
+	for (int32_t q = 0; q < kp / 2; q++) {
+		const uint8_t *b = (const uint8_t *)x + 4 * q;
+		int32_t word = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+		out[2 * q] = modelc_sxtb16(word);
+		out[2 * q + 1] = modelc_sxtb16_hi(word);
+	}
+}
+
 #if defined(__ARM_FEATURE_DSP) && defined(__thumb2__) && (defined(__GNUC__) || defined(__clang__)) && \
 	!defined(__CUDACC__) && !defined(MODELC_NO_ASM)
 /* The micro-kernels are naked (no compiler prologue: all 14 registers are
@@ -591,11 +604,22 @@ MODELC_RQ_FN int32_t modelc_rq32x2(int32_t acc, int32_t mult, int32_t low)
 /* The same where the generator proved that no product lands on a tie and
  * low >= 1: rounding half up is then rounding half to even, and the
  * product's high word alone gives it (SMULL, ADD, ASR on a Cortex-M). */
+#if defined(__ARM_FEATURE_DSP) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+/* SMMLA: the high word of acc * mult plus the rounding term in one
+ * instruction (the compilers make SMULL and ADD of the C below) */
+MODELC_FN int32_t modelc_rq32u(int32_t acc, int32_t mult, int32_t low)
+{
+	int32_t sum;
+	__asm__("smmla %0, %1, %2, %3" : "=r"(sum) : "r"(acc), "r"(mult), "r"((int32_t)(UINT32_C(1) << (low - 1))));
+	return sum >> low;
+}
+#else
 MODELC_FN int32_t modelc_rq32u(int32_t acc, int32_t mult, int32_t low)
 {
 	uint32_t hi = (uint32_t)((uint64_t)((int64_t)acc * mult) >> 32);
 	return (int32_t)(hi + (UINT32_C(1) << (low - 1))) >> low;
 }
+#endif
 
 /* min(max(v, lo), hi) for the range of an n-bit integer, n a constant:
  * SSAT and USAT where the core has them (ARMv6 and Cortex-M3 on) */

@@ -1081,10 +1081,16 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 		mc_sb_puts(e->sb, "break;\n");
 		return;
 	case MC_KS_TEMPLATE: {
-		/* the cuda target prints its own; DOT2_TILES is the runtime's */
+		/* the cuda target prints its own; DOT2_TILES and S8_PAIRS are the runtime's */
 		const mc_ktemplate *t = s->tmpl;
-		if (t->kind != MC_TMPL_DOT2_TILES || e->cuda) {
+		if ((t->kind != MC_TMPL_DOT2_TILES && t->kind != MC_TMPL_S8_PAIRS) || e->cuda) {
 			mc_ce_fail(e, "a target template outside its target");
+			return;
+		}
+		if (t->kind == MC_TMPL_S8_PAIRS) {
+			mc_sb_printf(e->sb, "modelc_s8_pairs(b%d, b%d + ", t->out, t->x);
+			mc_ce_expr(e, t->x_at, false);
+			mc_sb_printf(e->sb, ", %" PRId64 ");\n", t->kp);
 			return;
 		}
 		mc_sb_printf(e->sb, "modelc_dot2_%" PRId64 "x%" PRId64 "(b%d, b%d + ", t->tm, t->tp, t->out, t->wt);

@@ -949,13 +949,12 @@ static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
 		     t->tm, t->tp, t->kp, t->tiles);
 		return;
 	}
-	const struct { int buf; const char *what; const mc_kexpr *at; int64_t need; } use[4] = {
+	const struct { int buf; const char *what; const mc_kexpr *at; int64_t need; } use[3] = {
 		{ t->x, "template input", NULL, t->kp * t->tp },
-		{ t->wt, "template weight", t->wt_at, t->tiles * t->kp * (t->tm / 2) },
-		{ t->bias, "template bias", t->bias_at, t->tiles * t->tm },
+		{ t->wt, "template weight", t->wt_at, t->tiles * (t->tm + t->kp * (t->tm / 2)) },
 		{ t->out, "template output", NULL, t->tiles * t->tm * t->tp },
 	};
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (!buf_ok(c, use[i].buf, use[i].what))
 			return;
 		const mc_kbuf *b = &c->k->bufs[use[i].buf];

@@ -75,14 +75,19 @@ static int64_t k_of(const qdual *d, int64_t p, int h)
 }
 
 /* The weight as [M/tm][KP][tm/2] words: bytes w[m][k], w[m+1][k],
- * w[m][k'], w[m+1][k'] from the lowest, (k, k') pair kp's. */
-static mc_tensor *pack_weight(const qdual *d)
+ * w[m][k'], w[m+1][k'] from the lowest, (k, k') pair kp's; with the
+ * biases (the DOT2_TILES template's layout), each tile's tm biases ahead
+ * of its words. */
+static mc_tensor *pack_weight(const qdual *d, const mc_tensor *bias)
 {
 	const mc_tensor *w = mc_lower_const(d->c, QI_W);
-	mc_shape s = {1, {d->m / 2 * d->kp}};
+	int64_t head = bias ? d->tm : 0, stride = head + d->kp * (d->tm / 2);
+	mc_shape s = {1, {d->m / d->tm * stride}};
 	mc_tensor *p = mc_tensor_new(MC_INT32, &s);
 	MC_ASSERT(p);
-	for (int64_t mt = 0; mt < d->m / d->tm; mt++)
+	for (int64_t mt = 0; mt < d->m / d->tm; mt++) {
+		for (int64_t i = 0; i < head; i++)
+			mc_set_i(p, (size_t)(mt * stride + i), mc_get_i(bias, (size_t)(mt * d->tm + i)));
 		for (int64_t kp = 0; kp < d->kp; kp++)
 			for (int64_t h = 0; h < d->tm / 2; h++) {
 				int64_t m = mt * d->tm + 2 * h, k = k_of(d, kp, 0), k1 = k_of(d, kp, 1);
@@ -91,8 +96,9 @@ static mc_tensor *pack_weight(const qdual *d)
 				uint32_t word = 0;
 				for (int i = 0; i < 4; i++)
 					word |= (uint32_t)(b[i] & 0xff) << (8 * i);
-				mc_set_i(p, (size_t)((mt * d->kp + kp) * (d->tm / 2) + h), (int32_t)word);
+				mc_set_i(p, (size_t)(mt * stride + head + kp * (d->tm / 2) + h), (int32_t)word);
 			}
+	}
 	return p;
 }
 
@@ -353,10 +359,9 @@ static void block(const qdual *d, mc_kexpr *n, mc_kexpr *p0, int tp, bool ragged
 		int64_t chunks = d->m / d->tm / d->chunk;
 		mc_kexpr *ch = chunks > 1 ? mc_kb_fori(kb, chunks, 0) : idx(kb, 0);
 		mc_kexpr *first = mc_kb_let(kb, mc_k_muli(kb, ch, d->chunk));
-		mc_ktemplate t = { .kind = MC_TMPL_DOT2_TILES, .x = d->sb, .wt = d->wb, .bias = d->bb,
-		                   .out = d->ob, .kp = d->kp, .tm = d->tm, .tp = tp, .tiles = d->chunk,
-		                   .wt_at = mc_k_muli(kb, first, d->kp * (d->tm / 2)),
-		                   .bias_at = mc_k_muli(kb, first, d->tm) };
+		mc_ktemplate t = { .kind = MC_TMPL_DOT2_TILES, .x = d->sb, .wt = d->wb, .out = d->ob,
+		                   .kp = d->kp, .tm = d->tm, .tp = tp, .tiles = d->chunk,
+		                   .wt_at = mc_k_muli(kb, first, d->tm + d->kp * (d->tm / 2)) };
 		mc_kb_template(kb, &t);
 		mc_kexpr *mi = mc_kb_fori(kb, d->chunk, 0);
 		for (int i = 0; i < d->tm; i++)
@@ -448,8 +453,15 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	if (tiles)
 		d.kp = (d.kp + step - 1) / step * step;
 	d.quads = tiles && !d.conv && d.ch % 4 == 0 && c->in[QI_X]->dtype == MC_INT8;
-	d.wb = mc_kb_packed(kb, pack_weight(&d));
-	d.bb = mc_kb_packed(kb, mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp));
+	mc_tensor *bias = mc_kq_folded_bias(c, d.m, !d.conv, d.x_zp);
+	if (tiles) { /* the biases in the weight's stream */
+		d.wb = mc_kb_packed(kb, pack_weight(&d, bias));
+		mc_tensor_free(bias);
+		d.bb = -1;
+	} else {
+		d.wb = mc_kb_packed(kb, pack_weight(&d, NULL));
+		d.bb = mc_kb_packed(kb, bias);
+	}
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
 	/* the sums of at most OUT_MAX tiles' worth at a time: the most tiles
 	 * that divide the channels' */

@@ -835,9 +835,7 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 			if (t->kind == MC_TMPL_DOT2_TILES) {
 				fprintf(f, "template dot2_%" PRId64 "x%" PRId64 "(wt b%d[", t->tm, t->tp, t->wt);
 				dump_expr(t->wt_at, f);
-				fprintf(f, "], x b%d, bias b%d[", t->x, t->bias);
-				dump_expr(t->bias_at, f);
-				fprintf(f, "] -> b%d) kp %" PRId64 " tiles %" PRId64 "\n", t->out, t->kp, t->tiles);
+				fprintf(f, "], x b%d -> b%d) kp %" PRId64 " tiles %" PRId64 "\n", t->x, t->out, t->kp, t->tiles);
 				break;
 			}
 			fprintf(f, "template conv2d_splitk%s(x b%d, wt b%d -> b%d) n %" PRId64 " cin %" PRId64

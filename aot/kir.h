@@ -159,16 +159,17 @@ typedef enum {
 	 * the runtime's Cortex-M micro-kernels hold every sum, pair and pointer
 	 * in the core's registers, which a C compiler's allocation of the same
 	 * loop does not: modelc_dot2_2x3 and modelc_dot2_4x1 of modelc_rt.h).
-	 * For t < tiles, i < tm, j < tp:
-	 *   out[(t*tm + i)*tp + j] = bias[t*tm + i] + the sum over k < kp of
-	 *     DOT2(SXTB16 (SXTB16_HI where i is odd) of wt[(t*kp + k)*(tm/2) + i/2],
+	 * wt holds each tile's tm biases, then its kp x tm/2 weight words
+	 * (W = tm + kp * tm/2 words a tile). For t < tiles, i < tm, j < tp:
+	 *   out[(t*tm + i)*tp + j] = wt[t*W + i] + the sum over k < kp of
+	 *     DOT2(SXTB16 (SXTB16_HI where i is odd) of wt[t*W + tm + k*(tm/2) + i/2],
 	 *          x[k*tp + j]),
-	 * wrapping; i32 buffers, x and out from index 0, wt from wt_at and bias
-	 * from bias_at (index expressions: the tiles of a chunk of channels).
-	 * (tm, tp) is (2, 3) or (4, 1), kp a multiple of mc_dot2_kp_multiple(tm)
-	 * (the k pairs a step of the micro-kernel's loop). Unlike
-	 * CONV2D_SPLITK it may sit inside loops: the loop over pixel blocks
-	 * writes x and reads out around it. */
+	 * wrapping; i32 buffers, x and out from index 0, wt from wt_at (an
+	 * index expression: the tiles of a chunk of channels). (tm, tp) is
+	 * (2, 3) or (4, 1), kp a multiple of mc_dot2_kp_multiple(tm) (the k
+	 * pairs a step of the micro-kernel's loop). Unlike CONV2D_SPLITK it
+	 * may sit inside loops: the loop over pixel blocks writes x and reads
+	 * out around it. */
 	MC_TMPL_DOT2_TILES,
 	/* The pairs DOT2_TILES reads of an int8 row, four bytes a word load
 	 * (the runtime's modelc_s8_pairs): for q < kp / 2, h < 2,
@@ -191,10 +192,9 @@ typedef struct mc_ktemplate {
 	 * index once), so `out` is transient: it has no storage. */
 	bool direct;
 	int x, wt, out;           /* kernel buffers */
-	/* DOT2_TILES: the bias buffer; k pairs, channels and pixels a tile, tiles */
-	int bias;
+	/* DOT2_TILES: k pairs, channels and pixels a tile, tiles */
 	int64_t kp, tm, tp, tiles;
-	struct mc_kexpr *wt_at, *bias_at;
+	struct mc_kexpr *wt_at;
 	struct mc_kexpr *x_at;    /* S8_PAIRS: the row's first element in x */
 } mc_ktemplate;
 

@@ -397,24 +397,25 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 #endif
 
 /* ---- tiles of SMLAD pairs (the kernel IR's DOT2_TILES template, kir.h):
- * for t < tiles, i < TM, j < TP,
- *   out[(t*TM + i)*TP + j] = bias[t*TM + i]
+ * w holds each tile's TM biases, then its kp x TM/2 weight words (W =
+ * TM + kp * TM/2 words a tile); for t < tiles, i < TM, j < TP,
+ *   out[(t*TM + i)*TP + j] = w[t*W + i]
  *     + sum over k < kp of smlad(sxtb16 (_hi where i is odd) of
- *       w[(t*kp + k)*(TM/2) + i/2], x[k*TP + j]),
+ *       w[t*W + TM + k*(TM/2) + i/2], x[k*TP + j]),
  * wrapping; kp a multiple of 4 (2 x 3) or 8 (4 x 1). On a Thumb-2 core
  * with the DSP extension (Cortex-M4, M7, M33, M55) hand-scheduled
  * micro-kernels: every sum, pair and pointer in the 14 registers, loads in
  * runs (each but the last of a run costs one cycle on the M4), four or
  * eight k pairs a branch. Elsewhere the same in C. ---- */
-MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias,
-                                   int32_t kp, int32_t tiles, int32_t tm, int32_t tp)
+MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles,
+                                   int32_t tm, int32_t tp)
 {
-	for (int32_t t = 0; t < tiles; t++)
+	for (int32_t t = 0; t < tiles; t++, w += tm + kp * (tm / 2))
 		for (int32_t i = 0; i < tm; i++)
 			for (int32_t j = 0; j < tp; j++) {
-				int32_t acc = bias[t * tm + i];
+				int32_t acc = w[i];
 				for (int32_t k = 0; k < kp; k++) {
-					int32_t word = w[(t * kp + k) * (tm / 2) + i / 2];
+					int32_t word = w[tm + k * (tm / 2) + i / 2];
 					acc = modelc_smlad(i % 2 ? modelc_sxtb16_hi(word) : modelc_sxtb16(word), x[k * tp + j], acc);
 				}
 				out[(t * tm + i) * tp + j] = acc;
@@ -438,38 +439,41 @@ MODELC_FN void modelc_s8_pairs(int32_t *out, const int8_t *x, int32_t kp)
 	!defined(__CUDACC__) && !defined(MODELC_NO_ASM)
 /* The micro-kernels are naked (no compiler prologue: all 14 registers are
  * theirs, whatever the flags, frame pointer or not). What they keep across
- * the loops (the callee-saved registers, out, x, bias) goes into their own
- * stack arguments, which the caller allocates (AAPCS lets the callee write
- * them): sp never moves, and the caller's frame, which a stack bound
- * measures, holds it all. Entry: r0 out, r1 w, r2 x, r3 bias; [sp] kp,
- * [sp, #4] tiles (counted down); [sp, #8..#40] r4-r11, lr; [sp, #44] out,
- * [sp, #48] x, [sp, #52] bias (advanced). In the loop: r0 w, r1 x, r2 x's
- * end, r3.. the sums. */
-#define MODELC_DOT2_ARGS                                                                          \
-	int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp, int32_t tiles, \
-	int32_t s0_, int32_t s1_, int32_t s2_, int32_t s3_, int32_t s4_, int32_t s5_, int32_t s6_,     \
-	int32_t s7_, int32_t s8_, int32_t s9_, int32_t s10_, int32_t s11_
-#define MODELC_DOT2_ENTER(KP_SHIFT)                                                                 \
-	"add ip, sp, #8\n\t"                                                                            \
+ * the loops (the callee-saved registers, out and its end, x) goes into
+ * their own stack arguments, which the caller allocates (AAPCS lets the
+ * callee write them): sp never moves, and the caller's frame, which a
+ * stack bound measures, holds it all. Entry: r0 out, r1 w, r2 x, r3 kp;
+ * [sp] tiles; then [sp] out's end, [sp, #4..#36] r4-r11, lr, [sp, #40]
+ * out (advanced), [sp, #44] x. In the loop: r0 w, r1 x, r2 x's end, r3..
+ * the sums. */
+#define MODELC_DOT2_ARGS                                                                            \
+	int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles, int32_t s0_,         \
+	int32_t s1_, int32_t s2_, int32_t s3_, int32_t s4_, int32_t s5_, int32_t s6_, int32_t s7_,        \
+	int32_t s8_, int32_t s9_, int32_t s10_
+/* X_END: r4 = x's end - x in words, from r3 = kp; OUT_END: r5 = the sums
+ * of all tiles in bytes, from r5 = tiles */
+#define MODELC_DOT2_ENTER(X_END, OUT_END)                                                           \
+	"add ip, sp, #4\n\t"                                                                            \
 	"stmia ip, {r4-r11, lr}\n\t"                                                                    \
-	"str r0, [sp, #44]\n\t"                                                                         \
-	"str r2, [sp, #48]\n\t"                                                                         \
-	"str r3, [sp, #52]\n\t"                                                                         \
-	"ldr r4, [sp]\n\t"                                                                              \
+	"str r0, [sp, #40]\n\t"                                                                         \
+	"str r2, [sp, #44]\n\t"                                                                         \
+	"ldr r5, [sp]\n\t"                                                                              \
+	X_END                                                                                           \
+	OUT_END                                                                                         \
+	"add r5, r0, r5\n\t"                                                                            \
+	"str r5, [sp]\n\t"                                                                              \
 	"mov r0, r1\n\t"                                                                                \
-	KP_SHIFT                                                                                        \
 	"add r2, r2, r4, lsl #2\n\t"
 #define MODELC_DOT2_LEAVE(LAST)                                                                     \
 	"cmp r1, r2\n\t"                                                                                \
 	"bne 1b\n\t"                                                                                    \
-	"ldr lr, [sp, #44]\n\t"                                                                         \
+	"ldr lr, [sp, #40]\n\t"                                                                         \
 	"stmia lr!, {r3-" LAST "}\n\t"                                                                  \
-	"str lr, [sp, #44]\n\t"                                                                         \
-	"ldr lr, [sp, #4]\n\t"                                                                          \
-	"subs lr, lr, #1\n\t"                                                                           \
-	"str lr, [sp, #4]\n\t"                                                                          \
+	"str lr, [sp, #40]\n\t"                                                                         \
+	"ldr ip, [sp]\n\t"                                                                              \
+	"cmp lr, ip\n\t"                                                                                \
 	"bne 2b\n\t"                                                                                    \
-	"add ip, sp, #8\n\t"                                                                            \
+	"add ip, sp, #4\n\t"                                                                            \
 	"ldmia ip, {r4-r11, lr}\n\t"                                                                    \
 	"bx lr\n\t"
 /* one k pair of 2 channels x 3 pixels: sums r3-r5 (channel 0), r6-r8 */
@@ -489,13 +493,12 @@ MODELC_FN void modelc_s8_pairs(int32_t *out, const int8_t *x, int32_t kp)
 __attribute__((naked, noinline, unused)) static void modelc_dot2_2x3_arm(MODELC_DOT2_ARGS)
 {
 	__asm__ volatile(
-		MODELC_DOT2_ENTER("add r4, r4, r4, lsl #1\n\t") /* x's end: x + kp * 3 words */
+		MODELC_DOT2_ENTER("add r4, r3, r3, lsl #1\n\t", /* kp * 3 words of x */
+		                  "add r5, r5, r5, lsl #1\n\tlsl r5, r5, #3\n\t") /* 24 bytes a tile */
 		"2:\n\t"
-		"ldr lr, [sp, #52]\n\t"
-		"ldr r1, [sp, #48]\n\t"
-		"ldr r3, [lr], #4\n\t"
-		"ldr r6, [lr], #4\n\t"
-		"str lr, [sp, #52]\n\t"
+		"ldr r1, [sp, #44]\n\t"
+		"ldr r3, [r0], #4\n\t"
+		"ldr r6, [r0], #4\n\t"
 		"mov r4, r3\n\t"
 		"mov r5, r3\n\t"
 		"mov r7, r6\n\t"
@@ -526,36 +529,31 @@ __attribute__((naked, noinline, unused)) static void modelc_dot2_2x3_arm(MODELC_
 __attribute__((naked, noinline, unused)) static void modelc_dot2_4x1_arm(MODELC_DOT2_ARGS)
 {
 	__asm__ volatile(
-		MODELC_DOT2_ENTER("") /* x's end: x + kp words */
+		MODELC_DOT2_ENTER("mov r4, r3\n\t", /* kp words of x */
+		                  "lsl r5, r5, #4\n\t") /* 16 bytes a tile */
 		"2:\n\t"
-		"ldr lr, [sp, #52]\n\t"
-		"ldr r1, [sp, #48]\n\t"
-		"ldmia lr!, {r3-r6}\n\t"
-		"str lr, [sp, #52]\n\t"
+		"ldr r1, [sp, #44]\n\t"
+		"ldmia r0!, {r3-r6}\n\t"
 		"1:\n\t"
 		MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS MODELC_DOT2_4X1_STEPS
 		MODELC_DOT2_LEAVE("r6"));
 }
-MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
-                               int32_t tiles)
+MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles)
 {
-	modelc_dot2_2x3_arm(out, w, x, bias, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	modelc_dot2_2x3_arm(out, w, x, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 }
-MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
-                               int32_t tiles)
+MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles)
 {
-	modelc_dot2_4x1_arm(out, w, x, bias, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	modelc_dot2_4x1_arm(out, w, x, kp, tiles, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 #else
-MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
-                               int32_t tiles)
+MODELC_FN void modelc_dot2_2x3(int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles)
 {
-	modelc_dot2_tiles_c(out, w, x, bias, kp, tiles, 2, 3);
+	modelc_dot2_tiles_c(out, w, x, kp, tiles, 2, 3);
 }
-MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, const int32_t *bias, int32_t kp,
-                               int32_t tiles)
+MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles)
 {
-	modelc_dot2_tiles_c(out, w, x, bias, kp, tiles, 4, 1);
+	modelc_dot2_tiles_c(out, w, x, kp, tiles, 4, 1);
 }
 #endif
 

@@ -1095,9 +1095,7 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 		}
 		mc_sb_printf(e->sb, "modelc_dot2_%" PRId64 "x%" PRId64 "(b%d, b%d + ", t->tm, t->tp, t->out, t->wt);
 		mc_ce_expr(e, t->wt_at, false);
-		mc_sb_printf(e->sb, ", b%d, b%d + ", t->x, t->bias);
-		mc_ce_expr(e, t->bias_at, false);
-		mc_sb_printf(e->sb, ", %" PRId64 ", %" PRId64 ");\n", t->kp, t->tiles);
+		mc_sb_printf(e->sb, ", b%d, %" PRId64 ", %" PRId64 ");\n", t->x, t->kp, t->tiles);
 		return;
 	}
 	case MC_KS_FAIL: {

@@ -85,16 +85,13 @@ void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 		if (s->kind == MC_KS_STORE && s->buf >= 0 && s->buf < e->k->n_bufs)
 			e->buf_uses[s->buf]++;
 		if (s->kind == MC_KS_TEMPLATE) {
-			bool dot2 = s->tmpl->kind == MC_TMPL_DOT2_TILES;
-			int bufs[4] = { s->tmpl->x, s->tmpl->kind == MC_TMPL_S8_PAIRS ? -1 : s->tmpl->wt, s->tmpl->out,
-			                dot2 ? s->tmpl->bias : -1 };
-			for (int i = 0; i < 4; i++)
+			int bufs[3] = { s->tmpl->x, s->tmpl->kind == MC_TMPL_S8_PAIRS ? -1 : s->tmpl->wt, s->tmpl->out };
+			for (int i = 0; i < 3; i++)
 				if (bufs[i] >= 0 && bufs[i] < e->k->n_bufs)
 					e->buf_uses[bufs[i]]++;
 		}
 		if (s->kind == MC_KS_TEMPLATE) { /* NULL where a kind has none */
 			scan_expr(e, s->tmpl->wt_at);
-			scan_expr(e, s->tmpl->bias_at);
 			scan_expr(e, s->tmpl->x_at);
 		}
 		scan_expr(e, s->a);

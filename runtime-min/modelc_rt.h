@@ -446,10 +446,14 @@ MODELC_FN void modelc_s8_pairs(int32_t *out, const int8_t *x, int32_t kp)
  * [sp] tiles; then [sp] out's end, [sp, #4..#36] r4-r11, lr, [sp, #40]
  * out (advanced), [sp, #44] x. In the loop: r0 w, r1 x, r2 x's end, r3..
  * the sums. */
+#define MODELC_DOT2_U_ __attribute__((unused)) /* read by the assembly: -Wunused-parameter */
 #define MODELC_DOT2_ARGS                                                                            \
-	int32_t *out, const int32_t *w, const int32_t *x, int32_t kp, int32_t tiles, int32_t s0_,         \
-	int32_t s1_, int32_t s2_, int32_t s3_, int32_t s4_, int32_t s5_, int32_t s6_, int32_t s7_,        \
-	int32_t s8_, int32_t s9_, int32_t s10_
+	int32_t *out MODELC_DOT2_U_, const int32_t *w MODELC_DOT2_U_, const int32_t *x MODELC_DOT2_U_,    \
+	int32_t kp MODELC_DOT2_U_, int32_t tiles MODELC_DOT2_U_, int32_t s0_ MODELC_DOT2_U_,              \
+	int32_t s1_ MODELC_DOT2_U_, int32_t s2_ MODELC_DOT2_U_, int32_t s3_ MODELC_DOT2_U_,               \
+	int32_t s4_ MODELC_DOT2_U_, int32_t s5_ MODELC_DOT2_U_, int32_t s6_ MODELC_DOT2_U_,               \
+	int32_t s7_ MODELC_DOT2_U_, int32_t s8_ MODELC_DOT2_U_, int32_t s9_ MODELC_DOT2_U_,               \
+	int32_t s10_ MODELC_DOT2_U_
 /* X_END: r4 = x's end - x in words, from r3 = kp; OUT_END: r5 = the sums
  * of all tiles in bytes, from r5 = tiles */
 #define MODELC_DOT2_ENTER(X_END, OUT_END)                                                           \

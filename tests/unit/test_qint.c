@@ -425,6 +425,122 @@ static int generate_on(mb *b, bool quantized_io, const char *isa, const char *ta
 }
 #endif
 
+static mc_tensor **random_inputs(const mc_graph *g, double scale);
+static void free_tensors(mc_tensor **t, int n);
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* Whether arm-none-eabi-gcc and qemu-system-arm are here (CI installs
+ * both); said once where they are not. */
+static bool have_board(void)
+{
+	static int have = -1;
+	if (have < 0) {
+		have = system("command -v arm-none-eabi-gcc >/dev/null 2>&1 && "
+		              "command -v qemu-system-arm >/dev/null 2>&1") == 0;
+		if (!have)
+			fprintf(stderr, "qint: SKIP the Cortex-M4 board runs: no arm-none-eabi-gcc or qemu-system-arm\n");
+	}
+	return have;
+}
+
+/* Writes into dir/main.c a bare-metal program that runs the model t once
+ * on these inputs and prints, over semihosting, each output's bytes in
+ * hex: "out K=HEX". */
+static void write_board_main(const char *dir, mc_tensor **in, int n_in, int n_out)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/main.c", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#include <stdio.h>\n#include \"t.h\"\n"
+	           "static unsigned char arena[T_ARENA_BYTES + 1] __attribute__((aligned(T_ARENA_ALIGN)));\n");
+	for (int k = 0; k < n_in; k++) {
+		fprintf(f, "static const unsigned char in%d[] __attribute__((aligned(16))) = {", k);
+		for (size_t i = 0; i < in[k]->nbytes; i++)
+			fprintf(f, "%s%u", i ? "," : "", ((const unsigned char *)in[k]->data)[i]);
+		fprintf(f, "};\n");
+	}
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "static unsigned char out%d[T_OUTPUT_%d_BYTES] __attribute__((aligned(16)));\n", k, k);
+	fprintf(f, "int main(void)\n{\n\tconst void *in[] = {");
+	for (int k = 0; k < n_in; k++)
+		fprintf(f, "%sin%d", k ? ", " : "", k);
+	fprintf(f, "};\n\tvoid *out[] = {");
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "%sout%d", k ? ", " : "", k);
+	fprintf(f, "};\n\tprintf(\"status=%%d\\n\", t_run(arena, in, out));\n");
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "\tprintf(\"out %d=\");\n\tfor (unsigned i = 0; i < sizeof out%d; i++)\n"
+		           "\t\tprintf(\"%%02x\", out%d[i]);\n\tprintf(\"\\n\");\n", k, k, k);
+	fprintf(f, "\tprintf(\"done\\n\");\n\treturn 0;\n}\n");
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* b's model with --isa cortex-m --quantized-io, built for the Cortex-M4
+ * and run on the emulated board (qemu-system-arm -M mps2-an386), against
+ * the reference on int8 inputs over the whole range, bit for bit: the
+ * runtime's hand-scheduled micro-kernels (modelc_rt.h, DOT2_TILES), which
+ * the host builds do not run. 0: equal (or no board here). */
+static int board_exact(mb *b)
+{
+	if (!have_board())
+		return 0;
+	char path[4200], out[4300], cmd[16384];
+	char *dir = written_model(b, path, sizeof path);
+	snprintf(out, sizeof out, "%s/out", dir);
+	mc_compile_opts o = model_opts(true, "cortex-m", NULL);
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
+	mc_graph *g = mc_import_file(path, NULL);
+	cr_assert_not_null(g, "%s", diag_all());
+	cr_assert_eq(mc_infer_graph(g), 0);
+	cr_assert_eq(mc_quantize_reference(g, true), 0);
+	lcg_state = 99;
+	mc_tensor **in = random_inputs(g, 2.0);
+	mc_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
+	cr_assert_eq(mc_interp_run(g, in, want, NULL), 0, "%s", diag_all());
+	write_board_main(out, in, g->n_inputs, g->n_outputs);
+	const char *m4 = MODELC_SOURCE_DIR "/firmware-examples/cortex-m4";
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s' && arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -std=c99 -O2 "
+	         "-Wall -Wextra -Werror -I. main.c t.c t_weights.c '%s/startup.c' -T '%s/link.ld' -nostartfiles "
+	         "--specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections -lm -o app.elf >build.log 2>&1 && "
+	         "timeout 120 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none -semihosting "
+	         "-kernel app.elf >board.log 2>&1",
+	         out, m4, m4);
+	int rc = system(cmd) == 0 ? 0 : -1;
+	char *log = read_file_in(out, "board.log", NULL);
+	cr_expect_eq(rc, 0, "the board build or run failed: %s\n%s", out, log ? log : "");
+	if (log && rc == 0) {
+		cr_expect_not_null(strstr(log, "status=0\n"), "%s", log);
+		for (int k = 0; k < g->n_outputs; k++) {
+			char key[32];
+			snprintf(key, sizeof key, "out %d=", k);
+			const char *hex = strstr(log, key);
+			cr_assert_not_null(hex, "no output %d: %s", k, log);
+			hex += strlen(key);
+			size_t bad = 0;
+			for (size_t i = 0; i < want[k]->nbytes; i++) {
+				unsigned v;
+				if (sscanf(hex + 2 * i, "%2x", &v) != 1 || v != ((const unsigned char *)want[k]->data)[i])
+					bad++;
+			}
+			if (bad)
+				rc = -1;
+			cr_expect_eq(bad, 0, "output %d: %zu of %zu bytes differ on the board", k, bad, want[k]->nbytes);
+		}
+	}
+	free(log);
+	free_tensors(in, g->n_inputs);
+	free_tensors(want, g->n_outputs);
+	mc_graph_free(g);
+	if (rc == 0 || !getenv("QINT_KEEP"))
+		rm_tree(dir);
+	free(dir);
+	return rc;
+}
+#endif
+
 static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 {
 	cr_expect_eq(verify_exact(b, scale, quantized_io), 0, "%s", diag_all());
@@ -440,6 +556,7 @@ static void verify_exact_isas(mb *b, double scale, bool quantized_io)
 	if (mc_llvm_available())
 		cr_expect_eq(verify_exact_on(b, scale, quantized_io, "cortex-m", "llvm"), 0, "llvm cortex-m: %s",
 		             diag_all());
+	cr_expect_eq(board_exact(b), 0, "cortex-m on the board: %s", diag_all());
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__SANITIZE_ADDRESS__)
 	/* (not in CI's sanitized pass: these test the generated vector code,
@@ -560,7 +677,7 @@ static mb *conv_model(const char *xshape, const char *wdims, int64_t cout, int64
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	qdq_input(b, g, "x", xshape, "xd", dtype, sx, xzp);
-	float ws[64];
+	float ws[256];
 	weights(b, g, wdims, cout, 0, ws);
 	bias(b, g, cout, sx, ws);
 	Onnx__NodeProto *c = mb_node(b, g, "Conv", "conv", "xd,w,bias", relu ? "c" : "r");
@@ -610,6 +727,14 @@ Test(qint, conv_1d)
 Test(qint, conv_pointwise_even_channels_odd_pixels)
 {
 	mb *b = conv_model("1,8,5,5", "12,8,1,1", 12, 1, 0, 1, MC_INT8, 0, -128, 2.0f / 127, 0.05f, true);
+	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
+}
+
+/* 80 output channels: the 2 x 3 micro-kernel in chunks (20 tiles a call,
+ * at most 192 sums), 7 pixels (a ragged block) */
+Test(qint, conv_pointwise_channel_chunks)
+{
+	mb *b = conv_model("1,12,1,7", "80,12,1,1", 80, 1, 0, 1, MC_INT8, 3, -20, 2.0f / 127, 0.05f, true);
 	check_model(b, 2.0, 0.05, MC_OP_QiConv, 1, no_conv);
 }
 
@@ -811,6 +936,26 @@ Test(qint, gemm_one_row_paired)
 	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
 	qdq_output(b, g, "m", MC_INT8, sy, 5, "y");
 	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_NONE};
+	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+}
+
+/* One row of K = 36 int8 (a multiple of 4: the Cortex-M pairs of x come
+ * from word loads, k paired (k, k + 2), S8_PAIRS) into 200 channels: the
+ * 4 x 1 micro-kernel over two chunks of 25 tiles, k padded from 18 pairs
+ * to 24 */
+Test(qint, gemm_one_row_word_pairs_chunks)
+{
+	lcg_state = 81;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	float sx = 2.0f / 127, sy = 0.06f, ws[200];
+	qdq_input(b, g, "x", "1,36", "xd", MC_INT8, sx, 7);
+	weights(b, g, "36,200", 200, 1, ws);
+	bias(b, g, 200, sx, ws);
+	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
+	mb_node(b, g, "Relu", "relu", "m", "r");
+	qdq_output(b, g, "r", MC_INT8, sy, -128, "y");
+	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_Relu, MC_OP_NONE};
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
 }
 

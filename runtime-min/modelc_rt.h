@@ -377,7 +377,18 @@ MODELC_FN int32_t modelc_smlad(int32_t a, int32_t b, int32_t acc)
 	__asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
 	return r;
 }
+/* lo's low half-word, hi's low half-word above it (PKHBT) */
+MODELC_FN int32_t modelc_pack16(int32_t lo, int32_t hi)
+{
+	int32_t r;
+	__asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+	return r;
+}
 #else
+MODELC_FN int32_t modelc_pack16(int32_t lo, int32_t hi)
+{
+	return (int32_t)(((uint32_t)lo & 0xffffu) | (uint32_t)hi << 16);
+}
 /* the signed byte or half-word of u at bit `at` */
 MODELC_FN int32_t modelc_sbyte_(uint32_t u, int at) { return (int32_t)(((u >> at) & 0xffu) ^ 0x80u) - 0x80; }
 MODELC_FN int32_t modelc_shalf_(uint32_t u, int at) { return (int32_t)(((u >> at) & 0xffffu) ^ 0x8000u) - 0x8000; }

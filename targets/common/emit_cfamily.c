@@ -267,6 +267,24 @@ static bool put_saturate(emitter *e, const mc_kexpr *x)
 	return false;
 }
 
+/* (a & 0xffff) | (b << 16) on i32: the runtime's modelc_pack16 (PKHBT on
+ * the Arm DSP extension, where compilers make UXTH and ORR of it). */
+static bool put_pack16(emitter *e, const mc_kexpr *x)
+{
+	int64_t mask, shift;
+	const mc_kexpr *lo = x->a, *hi = x->b;
+	if (x->op != MC_KB_OR || x->type != MC_KT_I32 || mc_k_lanes(x) > 1 || lo->kind != MC_KE_BIN ||
+	    lo->op != MC_KB_AND || hi->kind != MC_KE_BIN || hi->op != MC_KB_SHL || !mc_k_is_const(lo->b, &mask) ||
+	    mask != 0xffff || !mc_k_is_const(hi->b, &shift) || shift != 16)
+		return false;
+	mc_sb_puts(e->sb, "modelc_pack16(");
+	mc_ce_expr(e, lo->a, true);
+	mc_sb_puts(e->sb, ", ");
+	mc_ce_expr(e, hi->a, true);
+	mc_sb_puts(e->sb, ")");
+	return true;
+}
+
 static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 {
 	mc_ktype t = x->a->type;
@@ -298,6 +316,8 @@ static void put_int_bin(emitter *e, const mc_kexpr *x, bool top)
 		put_helper(e, x->op == MC_KB_MIN ? "min" : "max", t, x->a, x->b);
 		return;
 	case MC_KB_AND: case MC_KB_OR: case MC_KB_XOR:
+		if (put_pack16(e, x))
+			return;
 		put_infix(e, infix_ops[x->op], x->a, x->b, cast ? cast : mc_ce_ctype(e, t), top);
 		return;
 	case MC_KB_SHL: case MC_KB_SHR:

@@ -35,6 +35,7 @@
 
 #define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
+#define UNROLL_PAIRS 4 /* im2col channel pairs a step, at most */
 #define OUT_MAX 192   /* the micro-kernels' sums a call, at most (768 bytes of scratch) */
 #define DW_TX 2       /* depthwise outputs a step */
 #define DW_MAX_PAIRS 32 /* depthwise weight pairs a window, at most (a 7x7 is 28) */
@@ -192,11 +193,19 @@ static void build_channel_pairs(const qdual *d, mc_kexpr *n, mc_kexpr *p, mc_kex
 		mc_kexpr *base = mc_kb_let(kb, mc_k_addi(kb, j, t * (d->cp / 2) * d->tp));
 		if (in)
 			mc_kb_if(kb, in);
-		mc_kexpr *cpair = mc_kb_fori(kb, d->ch / 2, 0);
-		mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cpair, 2));
-		mc_kexpr *x0 = x_at(d, x_index(d, n, c0, pos));
-		mc_kexpr *x1 = x_at(d, x_index(d, n, mc_k_addi(kb, c0, 1), pos));
-		mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, cpair, d->tp)), pair(kb, x0, x1));
+		/* UNROLL_PAIRS pairs a step where they divide the count: a loop's
+		 * compare, branch and increments cost as much as a pair */
+		int64_t u = UNROLL_PAIRS;
+		while ((d->ch / 2) % u)
+			u /= 2;
+		mc_kexpr *step = mc_kb_fori(kb, d->ch / 2 / u, 0);
+		for (int64_t i = 0; i < u; i++) {
+			mc_kexpr *cpair = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, step, u), i));
+			mc_kexpr *c0 = mc_kb_let(kb, mc_k_muli(kb, cpair, 2));
+			mc_kexpr *x0 = x_at(d, x_index(d, n, c0, pos));
+			mc_kexpr *x1 = x_at(d, x_index(d, n, mc_k_addi(kb, c0, 1), pos));
+			mc_kb_store(kb, d->sb, mc_k_add(kb, base, mc_k_muli(kb, cpair, d->tp)), pair(kb, x0, x1));
+		}
 		mc_kb_end(kb);
 		if (d->ch % 2) /* the channel padded to even: its partner is 0 */
 			mc_kb_store(kb, d->sb, mc_k_addi(kb, base, d->ch / 2 * d->tp),

@@ -199,7 +199,19 @@ void mc_rq_prepare(mc_lower_ctx *c, mc_rq_pack *r)
 	if (!r->split)
 		return;
 	r->half_up = !r->pre && !r->scaled && ties_impossible(c);
-	r->low = mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 1));
+	/* one shift for every channel (a per-tensor scale, fully connected
+	 * layers mostly): a constant, no table */
+	mc_tensor *low = rq_table(c, r, (int64_t)sh->numel, 1);
+	r->low_all = mc_get_i(low, 0);
+	for (size_t i = 1; i < low->numel && r->low_all >= 0; i++)
+		if (mc_get_i(low, i) != r->low_all)
+			r->low_all = -1;
+	if (r->low_all >= 0) {
+		mc_tensor_free(low);
+		r->low = -1;
+	} else {
+		r->low = mc_kb_packed(c->kb, low);
+	}
 	r->lmul = r->scaled ? mc_kb_packed(c->kb, rq_table(c, r, (int64_t)sh->numel, 2)) : -1;
 	r->multv = r->lowv = r->lmulv = -1;
 }
@@ -231,7 +243,8 @@ mc_rq_chan mc_rq_channel(mc_lower_ctx *c, const mc_rq_pack *r, mc_kexpr *oc)
 		ch.shift = mc_kb_let(kb, mc_k_cast(kb, MC_KT_I32, mc_lower_load(c, QI_SHIFT, oc)));
 		return ch;
 	}
-	ch.shift = mc_kb_let(kb, mc_k_load(kb, r->low, oc)); /* s' - 32, in [0, 31] */
+	ch.shift = r->low < 0 ? mc_k_int(kb, MC_KT_I32, r->low_all) /* s' - 32, in [0, 31] */
+	                      : mc_kb_let(kb, mc_k_load(kb, r->low, oc));
 	if (r->scaled)
 		ch.scale = mc_kb_let(kb, mc_k_load(kb, r->lmul, oc));
 	return ch;

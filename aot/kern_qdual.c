@@ -36,7 +36,10 @@
 #define TP_MAX 4      /* pixels a tile, at most */
 #define LINEAR_MAX 64 /* odd channel counts pair along k up to this K */
 #define UNROLL_PAIRS 4 /* im2col channel pairs a step, at most */
-#define OUT_MAX 192   /* the micro-kernels' sums a call, at most (768 bytes of scratch) */
+/* the micro-kernels' sums a call, at most: 768 bytes of scratch for a
+ * tile of pixels, 256 for rows (a fully connected layer, whose model is
+ * often all rows and small: RAM counts) */
+#define OUT_MAX(tp) ((tp) == 1 ? 64 : 192)
 #define DW_TX 2       /* depthwise outputs a step */
 #define DW_MAX_PAIRS 32 /* depthwise weight pairs a window, at most (a 7x7 is 28) */
 
@@ -472,10 +475,10 @@ int mc_kern_qdual(mc_lower_ctx *c)
 		d.bb = mc_kb_packed(kb, bias);
 	}
 	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
-	/* the sums of at most OUT_MAX tiles' worth at a time: the most tiles
-	 * that divide the channels' */
+	/* the sums of at most OUT_MAX at a time: the most tiles that divide
+	 * the channels' */
 	d.chunk = d.m / d.tm;
-	while (d.chunk * d.tm * d.tp > OUT_MAX)
+	while (d.chunk * d.tm * d.tp > OUT_MAX(d.tp))
 		for (d.chunk--; (d.m / d.tm) % d.chunk; d.chunk--)
 			;
 	d.ob = tiles ? mc_kb_scratch(kb, MC_INT32, (size_t)(d.chunk * d.tm * d.tp)) : -1;

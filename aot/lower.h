@@ -158,7 +158,9 @@ bool mc_lower_has_ivec_form(const mc_node *n);
 typedef struct {
 	bool split;
 	int pre;                  /* 1: products doubled, shifts one more (some s is 31) */
-	int low;                  /* packed: int32 s' - 32 (s' = s + pre), 0 where below */
+	int low;                  /* packed: int32 s' - 32 (s' = s + pre), 0 where below;
+	                           * -1 where every channel's is low_all */
+	int64_t low_all;
 	bool scaled;              /* split after sums times 2^(32 - s) where s < 32 */
 	int lmul;                 /* packed (scaled): int32 2^(32 - s), or 1 */
 	int multv, lowv, lmulv;   /* mc_rq_pad's tables, or -1 */

@@ -1021,6 +1021,17 @@ static void put_store(emitter *e, const mc_kstmt *s)
 			return;
 		}
 		mc_dtype dt = e->k->bufs[s->buf].dtype;
+		const mc_kexpr *v = s->b;
+		if ((dt == MC_INT8 || dt == MC_UINT8) && v->kind == MC_KE_LOAD && !v->stride &&
+		    e->k->bufs[v->buf].dtype == dt) {
+			/* bytes copied as they are (widened and narrowed back, else) */
+			mc_sb_printf(e->sb, "memcpy(&b%d[", s->buf);
+			mc_ce_expr(e, s->a, true);
+			mc_sb_printf(e->sb, "], &b%d[", v->buf);
+			mc_ce_expr(e, v->a, true);
+			mc_sb_printf(e->sb, "], %d);\n", v->lanes);
+			return;
+		}
 		if (dt == MC_INT8 || dt == MC_UINT8)
 			mc_sb_printf(e->sb, "modelc_st8_%d(&b%d[", s->b->lanes, s->buf);
 		else if (dt == MC_INT32 && is_neon(e))

@@ -674,17 +674,23 @@ static void dwv_build_row(const qdwv *d, mc_kexpr *n, mc_kexpr *ch, mc_kexpr *r)
 	mc_kb_end(kb);
 }
 
-/* Flat: the channel's padded input (x_zp around it), then its pairs. */
+/* Flat: x_zp everywhere in the padded input, once for all channels
+ * (each channel's rows then land on the same bytes, the padding stays). */
+static void dwv_fill_flat(const qdwv *d)
+{
+	mc_kb *kb = d->c->kb;
+	int64_t l = d->lanes;
+	mc_kexpr *v = mc_kb_fori(kb, d->xbytes / l, 0);
+	mc_kb_store(kb, d->xb, mc_k_muli(kb, v, l), mc_k_splat(kb, i32c(kb, d->x_zp), l));
+	mc_kb_end(kb);
+}
+
+/* Flat: the channel's rows into the padded input, then its pairs. */
 static void dwv_build_flat(const qdwv *d, mc_kexpr *n, mc_kexpr *ch)
 {
 	mc_kb *kb = d->c->kb;
 	const conv_geom *g = &d->g;
 	int64_t h = g->in[0], w = g->in[1], l = d->lanes;
-	mc_kexpr *zp = i32c(kb, d->x_zp);
-	/* x_zp everywhere (the padding), then the rows */
-	mc_kexpr *v = mc_kb_fori(kb, d->xbytes / l, 0);
-	mc_kb_store(kb, d->xb, mc_k_muli(kb, v, l), mc_k_splat(kb, zp, l));
-	mc_kb_end(kb);
 	mc_kexpr *plane = mc_k_add(kb, mc_k_muli(kb, n, g->in_ch), ch);
 	mc_kexpr *ir = mc_kb_fori(kb, h, 0);
 	mc_kexpr *src = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, plane, h), ir), w));
@@ -795,6 +801,8 @@ int mc_kern_qdwvec(mc_lower_ctx *c)
 		d.ob = mc_kb_scratch(kb, c->out[0]->dtype, (size_t)(d.nvec * d.lanes));
 		d.xb = mc_kb_scratch(kb, c->in[QI_X]->dtype, (size_t)d.xbytes);
 	}
+	if (d.flat)
+		dwv_fill_flat(&d);
 	int depth = 0;
 	mc_kexpr *n = idx(kb, 0);
 	if (g->batch > 1) {

@@ -1022,9 +1022,10 @@ static void put_store(emitter *e, const mc_kstmt *s)
 		}
 		mc_dtype dt = e->k->bufs[s->buf].dtype;
 		const mc_kexpr *v = s->b;
-		if ((dt == MC_INT8 || dt == MC_UINT8) && v->kind == MC_KE_LOAD && !v->stride &&
+		if ((dt == MC_INT8 || dt == MC_UINT8) && v->kind == MC_KE_LOAD && !v->stride && v->buf != s->buf &&
 		    e->k->bufs[v->buf].dtype == dt) {
-			/* bytes copied as they are (widened and narrowed back, else) */
+			/* bytes copied as they are (widened and narrowed back, else);
+			 * within one buffer the two could overlap: as before */
 			mc_sb_printf(e->sb, "memcpy(&b%d[", s->buf);
 			mc_ce_expr(e, s->a, true);
 			mc_sb_printf(e->sb, "], &b%d[", v->buf);

@@ -89,9 +89,7 @@ void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 			for (int i = 0; i < 3; i++)
 				if (bufs[i] >= 0 && bufs[i] < e->k->n_bufs)
 					e->buf_uses[bufs[i]]++;
-		}
-		if (s->kind == MC_KS_TEMPLATE) { /* NULL where a kind has none */
-			scan_expr(e, s->tmpl->wt_at);
+			scan_expr(e, s->tmpl->wt_at); /* NULL where a kind has none */
 			scan_expr(e, s->tmpl->x_at);
 		}
 		scan_expr(e, s->a);

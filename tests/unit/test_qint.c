@@ -428,6 +428,22 @@ static int generate_on(mb *b, bool quantized_io, const char *isa, const char *ta
 static mc_tensor **random_inputs(const mc_graph *g, double scale);
 static void free_tensors(mc_tensor **t, int n);
 
+/* The reference outputs of the model at path with --quantized-io, on int8
+ * (uint8) inputs over the whole range from the LCG at 99; its graph and
+ * inputs in *g, *in (the caller frees all three). */
+static mc_tensor **quantized_io_reference(const char *path, mc_graph **g, mc_tensor ***in)
+{
+	*g = mc_import_file(path, NULL);
+	cr_assert_not_null(*g, "%s", diag_all());
+	cr_assert_eq(mc_infer_graph(*g), 0);
+	cr_assert_eq(mc_quantize_reference(*g, true), 0);
+	lcg_state = 99;
+	*in = random_inputs(*g, 2.0);
+	mc_tensor **want = calloc((size_t)(*g)->n_outputs + 1, sizeof *want);
+	cr_assert_eq(mc_interp_run(*g, *in, want, NULL), 0, "%s", diag_all());
+	return want;
+}
+
 #if !defined(__SANITIZE_ADDRESS__)
 /* Whether arm-none-eabi-gcc and qemu-system-arm are here (CI installs
  * both); said once where they are not. */
@@ -491,14 +507,8 @@ static int board_exact(mb *b)
 	mc_compile_opts o = model_opts(true, "cortex-m", NULL);
 	o.no_stack_usage = true;
 	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
-	mc_graph *g = mc_import_file(path, NULL);
-	cr_assert_not_null(g, "%s", diag_all());
-	cr_assert_eq(mc_infer_graph(g), 0);
-	cr_assert_eq(mc_quantize_reference(g, true), 0);
-	lcg_state = 99;
-	mc_tensor **in = random_inputs(g, 2.0);
-	mc_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
-	cr_assert_eq(mc_interp_run(g, in, want, NULL), 0, "%s", diag_all());
+	mc_graph *g;
+	mc_tensor **in, **want = quantized_io_reference(path, &g, &in);
 	write_board_main(out, in, g->n_inputs, g->n_outputs);
 	const char *m4 = MODELC_SOURCE_DIR "/firmware-examples/cortex-m4";
 	snprintf(cmd, sizeof cmd,
@@ -889,74 +899,56 @@ Test(qint, gemm_transb_per_channel)
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
 }
 
-Test(qint, gemm_uint8_relu)
+/* x [rows, K] (dtype, scale sx, zero point x_zp) times int8 B [K, n]
+ * per column, an int32 bias, an optional Relu, quantized at (sy, y_zp):
+ * the QDQ Gemm of the tests below, checked by check_model. */
+static void check_gemm(uint32_t seed, const char *xshape, int64_t k, int64_t n, int dtype, float sx,
+                       int64_t x_zp, float sy, int64_t y_zp, bool relu)
 {
-	lcg_state = 78;
+	lcg_state = seed;
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
-	float sx = 2.0f / 255, sy = 0.03f, ws[8];
-	qdq_input(b, g, "x", "4,12", "xd", MC_UINT8, sx, 128);
-	weights(b, g, "12,7", 7, 1, ws); /* B [K, N]: channels along axis 1 */
-	bias(b, g, 7, sx, ws);
+	float ws[256];
+	cr_assert_leq(n, 256);
+	char wdims[64];
+	snprintf(wdims, sizeof wdims, "%lld,%lld", (long long)k, (long long)n);
+	qdq_input(b, g, "x", xshape, "xd", dtype, sx, x_zp);
+	weights(b, g, wdims, n, 1, ws); /* B [K, N]: channels along axis 1 */
+	bias(b, g, n, sx, ws);
 	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
-	mb_node(b, g, "Relu", "relu", "m", "r");
-	qdq_output(b, g, "r", MC_UINT8, sy, 0, "y");
-	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_Relu, MC_OP_NONE};
+	if (relu)
+		mb_node(b, g, "Relu", "relu", "m", "r");
+	qdq_output(b, g, relu ? "r" : "m", dtype, sy, y_zp, "y");
+	const mc_opid gone[] = {MC_OP_Gemm, relu ? MC_OP_Relu : MC_OP_NONE, MC_OP_NONE};
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+}
+
+Test(qint, gemm_uint8_relu)
+{
+	check_gemm(78, "4,12", 12, 7, MC_UINT8, 2.0f / 255, 128, 0.03f, 0, true);
 }
 
 /* An even output count, an odd K and a zero point: the paired kernel's
  * rows (aot/kern_qdual.c, --isa cortex-m). */
 Test(qint, gemm_uint8_odd_k_paired)
 {
-	lcg_state = 79;
-	mb *b = mb_new(13);
-	Onnx__GraphProto *g = mb_main(b);
-	float sx = 2.0f / 255, sy = 0.05f, ws[8];
-	qdq_input(b, g, "x", "3,15", "xd", MC_UINT8, sx, 120);
-	weights(b, g, "15,6", 6, 1, ws);
-	bias(b, g, 6, sx, ws);
-	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
-	qdq_output(b, g, "m", MC_UINT8, sy, 128, "y");
-	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_NONE};
-	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+	check_gemm(79, "3,15", 15, 6, MC_UINT8, 2.0f / 255, 120, 0.05f, 128, false);
 }
 
 /* One row (a fully connected layer): 4 channels a tile, two pairs a step
  * and the odd pair after (K 13: 7 pairs). */
 Test(qint, gemm_one_row_paired)
 {
-	lcg_state = 80;
-	mb *b = mb_new(13);
-	Onnx__GraphProto *g = mb_main(b);
-	float sx = 2.0f / 127, sy = 0.05f, ws[8];
-	qdq_input(b, g, "x", "1,13", "xd", MC_INT8, sx, -3);
-	weights(b, g, "13,8", 8, 1, ws);
-	bias(b, g, 8, sx, ws);
-	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
-	qdq_output(b, g, "m", MC_INT8, sy, 5, "y");
-	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_NONE};
-	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+	check_gemm(80, "1,13", 13, 8, MC_INT8, 2.0f / 127, -3, 0.05f, 5, false);
 }
 
 /* One row of K = 36 int8 (a multiple of 4: the Cortex-M pairs of x come
  * from word loads, k paired (k, k + 2), S8_PAIRS) into 200 channels: the
- * 4 x 1 micro-kernel over two chunks of 25 tiles, k padded from 18 pairs
- * to 24 */
+ * 4 x 1 micro-kernel over five chunks of 10 tiles (at most 64 sums a
+ * call), k padded from 18 pairs to 24 */
 Test(qint, gemm_one_row_word_pairs_chunks)
 {
-	lcg_state = 81;
-	mb *b = mb_new(13);
-	Onnx__GraphProto *g = mb_main(b);
-	float sx = 2.0f / 127, sy = 0.06f, ws[200];
-	qdq_input(b, g, "x", "1,36", "xd", MC_INT8, sx, 7);
-	weights(b, g, "36,200", 200, 1, ws);
-	bias(b, g, 200, sx, ws);
-	mb_node(b, g, "Gemm", "gemm", "xd,w,bias", "m");
-	mb_node(b, g, "Relu", "relu", "m", "r");
-	qdq_output(b, g, "r", MC_INT8, sy, -128, "y");
-	const mc_opid gone[] = {MC_OP_Gemm, MC_OP_Relu, MC_OP_NONE};
-	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
+	check_gemm(81, "1,36", 36, 200, MC_INT8, 2.0f / 127, 7, 0.06f, -128, true);
 }
 
 Test(qint, matmul_batched_per_tensor)
@@ -1240,16 +1232,10 @@ static void run_qio_exact(mb *b, const char *dir)
 	char path[4200], out[4200];
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
 	snprintf(out, sizeof out, "%s/out", dir);
-	mc_graph *g = mc_import_file(path, NULL);
-	cr_assert_not_null(g, "%s", diag_all());
-	cr_assert_eq(mc_infer_graph(g), 0);
-	cr_assert_eq(mc_quantize_reference(g, true), 0);
 	(void)b;
-	lcg_state = 99;
-	mc_tensor **in = random_inputs(g, 2.0);
-	mc_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
+	mc_graph *g;
+	mc_tensor **in, **want = quantized_io_reference(path, &g, &in);
 	mc_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
-	cr_assert_eq(mc_interp_run(g, in, want, NULL), 0, "%s", diag_all());
 	int st;
 	cr_assert_eq(mc_run_harness(out, "t", "cc", "-std=c99 -O1 -Wall -Wextra -Werror", g, in, got,
 	                            &st), 0, "%s", diag_all());

@@ -33,11 +33,16 @@ typedef struct {
 	int64_t n, k;
 	int64_t n_main;
 	kt_shape main, tail;
+	bool direct;             /* B read where it is, [k][n] row-major (not packed) */
 } kt_cols;
 
 /* Chooses panels and tile rows for n columns, `rows` rows (an upper bound
  * on the rows one tile may take) and a reduction of length k on isa. */
 void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
+/* The same for a B that is not packed (a tensor computed at run time): no
+ * padded vector, since it would read past B's rows; the columns a vector
+ * leaves go one by one. */
+void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
 
 /* Accumulator sets for a tile of mr rows x nvec vectors over a reduction
  * of length k (independent FMA chains where the tile alone has too few). */
@@ -56,7 +61,8 @@ int kt_pack_bias(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 typedef struct {
 	const kt_shape *shape;
 	mc_kexpr *col0;          /* first output column */
-	mc_kexpr *b0;            /* packed B index of (k = 0, column col0) */
+	mc_kexpr *b0;            /* B index of (k = 0, column col0) */
+	int64_t b_stride;        /* B index step from k to k + 1 */
 } kt_panel;
 
 /* The main panel number `p` (an index expression), or the tail. */
@@ -90,12 +96,17 @@ void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
 /* A whole product C[rows][n] = A[rows][k] * B (+ bias) stored through the
  * node's output 0 (laid out [rows][n], row-major): the rows in chunks that
  * stay in cache, each chunk panel by panel, each panel tile by tile.
- * Shared by Gemm, MatMul and 1x1 convolutions. */
+ * Shared by Gemm, MatMul and 1x1 convolutions. With batch > 1 there are
+ * `batch` such products one after the other in the output (rows each), A's
+ * and B's moving on by a_batch and b_batch elements (0: the same operand
+ * for every batch). */
 typedef struct {
 	int64_t rows, k;
 	int a_buf;               /* A: rows x k floats, row-major */
-	int b_buf, bias_buf;     /* packed by kt_pack / kt_pack_bias; bias -1: none */
+	int b_buf, bias_buf;     /* packed by kt_pack / kt_pack_bias, or B itself
+	                          * (cols->direct); bias -1: none */
 	const kt_cols *cols;
+	int64_t batch, a_batch, b_batch;
 } kt_gemm;
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
 

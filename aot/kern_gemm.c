@@ -37,20 +37,30 @@ static mc_kexpr **row_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *row)
 	return co;
 }
 
+/* One product of a batch: where its A, B and output rows start. */
+typedef struct {
+	const kt_gemm *g;
+	mc_kexpr *a0, *b0;       /* element offsets into A and B */
+	mc_kexpr *row0;          /* the output row of its row 0 */
+} gemm_at;
+
 /* One tile: rows [r0, r0 + mr) of a panel. */
-static void gemm_tile(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kexpr *r0, int mr)
+static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0, int mr)
 {
 	mc_kb *kb = c->kb;
+	const kt_gemm *g = at->g;
 	const mc_shape *os = &c->out[0]->shape;
 	int64_t n = g->cols->n;
+	panel.b0 = mc_kb_let(kb, mc_k_add(kb, at->b0, panel.b0));
 	kt_tile t = { .panel = panel, .mr = mr, .a_buf = g->a_buf, .b_buf = g->b_buf };
 	t.sets = kt_sets(kb->isa, mr, panel.shape->nvec, g->k);
 	mc_kexpr *lin[KT_MAX_MR], **coords[KT_MAX_MR];
 	for (int r = 0; r < mr; r++) {
 		mc_kexpr *row = mc_kb_let(kb, mc_k_addi(kb, r0, r));
-		t.a_row[r] = mc_kb_let(kb, mc_k_muli(kb, row, g->k));
-		lin[r] = mc_k_muli(kb, row, n);
-		coords[r] = row_coords(kb, os, row);
+		mc_kexpr *orow = mc_kb_let(kb, mc_k_add(kb, at->row0, row));
+		t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, at->a0, mc_k_muli(kb, row, g->k)));
+		lin[r] = mc_k_muli(kb, orow, n);
+		coords[r] = row_coords(kb, os, orow);
 	}
 	kt_tile_init(kb, &t, g->bias_buf);
 	kt_tile_reduce(kb, &t, g->k, 1);
@@ -58,7 +68,7 @@ static void gemm_tile(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kexp
 }
 
 /* Rows [r0, r0 + nrows) of one panel: full tiles in a loop, then the rest. */
-static void panel_rows(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kexpr *r0,
+static void panel_rows(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
                        int64_t nrows)
 {
 	mc_kb *kb = c->kb;
@@ -66,46 +76,64 @@ static void panel_rows(mc_lower_ctx *c, const kt_gemm *g, kt_panel panel, mc_kex
 	int64_t blocks = nrows / mr, rest = nrows % mr;
 	if (blocks > 0) {
 		mc_kexpr *b = blocks == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, blocks, MC_KF_PARALLEL);
-		gemm_tile(c, g, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr);
+		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr);
 		if (blocks > 1)
 			mc_kb_end(kb);
 	}
 	if (rest > 0)
-		gemm_tile(c, g, panel, mc_kb_let(kb, mc_k_addi(kb, r0, blocks * mr)), (int)rest);
+		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_addi(kb, r0, blocks * mr)), (int)rest);
 }
 
 /* Rows [r0, r0 + nrows) of every panel. */
-static void chunk_rows(mc_lower_ctx *c, const kt_gemm *g, mc_kexpr *r0, int64_t nrows)
+static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t nrows)
 {
 	mc_kb *kb = c->kb;
-	const kt_cols *cols = g->cols;
+	const kt_cols *cols = at->g->cols;
 	if (cols->n_main > 0) {
 		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0)
 		                                : mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
-		panel_rows(c, g, kt_main_panel(kb, cols, p), r0, nrows);
+		panel_rows(c, at, kt_main_panel(kb, cols, p), r0, nrows);
 		if (cols->n_main > 1)
 			mc_kb_end(kb);
 	}
 	if (cols->tail.nvec > 0)
-		panel_rows(c, g, kt_tail_panel(kb, cols), r0, nrows);
+		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows);
+}
+
+/* One product of the batch, its rows in chunks. */
+static void product(mc_lower_ctx *c, const gemm_at *at)
+{
+	mc_kb *kb = c->kb;
+	const kt_gemm *g = at->g;
+	int64_t mr = g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
+	int64_t chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
+	chunk = chunk < mr ? mr : chunk / mr * mr;
+	if (chunk >= g->rows) {
+		chunk_rows(c, at, mc_k_index(kb, 0), g->rows);
+		return;
+	}
+	int64_t full = g->rows / chunk, rest = g->rows % chunk;
+	mc_kexpr *ch = mc_kb_fori(kb, full, MC_KF_PARALLEL);
+	chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+	mc_kb_end(kb);
+	if (rest > 0)
+		chunk_rows(c, at, mc_k_index(kb, full * chunk), rest);
 }
 
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 {
 	mc_kb *kb = c->kb;
-	int64_t mr = g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
-	int64_t chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
-	chunk = chunk < mr ? mr : chunk / mr * mr;
-	if (chunk >= g->rows) {
-		chunk_rows(c, g, mc_k_index(kb, 0), g->rows);
+	gemm_at at = { g, mc_k_index(kb, 0), mc_k_index(kb, 0), mc_k_index(kb, 0) };
+	if (g->batch <= 1) {
+		product(c, &at);
 		return;
 	}
-	int64_t full = g->rows / chunk, rest = g->rows % chunk;
-	mc_kexpr *ch = mc_kb_fori(kb, full, MC_KF_PARALLEL);
-	chunk_rows(c, g, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+	mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
+	at.a0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->a_batch));
+	at.b0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->b_batch));
+	at.row0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->rows));
+	product(c, &at);
 	mc_kb_end(kb);
-	if (rest > 0)
-		chunk_rows(c, g, mc_k_index(kb, full * chunk), rest);
 }
 
 /* ---- Gemm and MatMul ---- */
@@ -188,18 +216,61 @@ static int kern_gemm(mc_lower_ctx *c)
 	return emit_product(c, m, k, n, &bs, cs.c ? &cs : NULL);
 }
 
+/* Elements one product of the batch moves an operand shaped s on (the
+ * matrix's size), 0 where every product reads the same matrix; -1 where
+ * its batch dims are neither the output's nor all 1 (a partial broadcast:
+ * the plain lowering takes it). */
+static int64_t batch_step(const mc_shape *s, const mc_shape *os)
+{
+	int nb = s->rank - 2, onb = os->rank - 2;
+	int64_t mine = 1;
+	for (int i = 0; i < nb; i++)
+		mine *= s->dims[i];
+	if (mine == 1)
+		return 0;
+	if (nb != onb)
+		return -1;
+	for (int i = 0; i < nb; i++)
+		if (s->dims[i] != os->dims[i])
+			return -1;
+	return s->dims[nb] * s->dims[nb + 1];
+}
+
+/* MatMul by a constant 2-D B: packed, every row of A (any rank) a row of
+ * the product. Otherwise (B computed at run time, or batched) the batch's
+ * products one by one, B read where it is. */
 static int kern_matmul(mc_lower_ctx *c)
 {
 	const mc_tensor *b = mc_lower_const(c, 1);
-	const mc_shape *as = &c->in[0]->shape;
-	if (!b || c->in[1]->shape.rank != 2 || as->rank < 1)
+	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape, *os = &c->out[0]->shape;
+	if (bs->rank < 2 || as->rank < 1)
 		return 1;
-	int64_t k = c->in[1]->shape.dims[0], n = c->in[1]->shape.dims[1];
+	int64_t k = bs->dims[bs->rank - 2], n = bs->dims[bs->rank - 1];
 	if (as->dims[as->rank - 1] != k)
 		return 1;
-	int64_t rows = k > 0 ? (int64_t)mc_numel(as) / k : 0;
-	b_source bs = { b, false, k, n, 1.0 };
-	return emit_product(c, rows, k, n, &bs, NULL);
+	if (b && bs->rank == 2) {
+		int64_t rows = k > 0 ? (int64_t)mc_numel(as) / k : 0;
+		b_source src = { b, false, k, n, 1.0 };
+		return emit_product(c, rows, k, n, &src, NULL);
+	}
+	if (as->rank < 2 || os->rank != (as->rank > bs->rank ? as->rank : bs->rank))
+		return 1;
+	int64_t m = as->dims[as->rank - 2];
+	int64_t a_step = batch_step(as, os), b_step = batch_step(bs, os);
+	if (a_step < 0 || b_step < 0)
+		return 1;
+	int64_t batch = m > 0 ? (int64_t)mc_numel(os) / (m * n) : 0;
+	kt_cols cols;
+	kt_gemm g = { .rows = m, .k = k, .a_buf = c->in_buf[0], .b_buf = c->in_buf[1],
+	              .bias_buf = -1, .cols = &cols, .batch = batch, .a_batch = a_step,
+	              .b_batch = b_step };
+	if (b_step == 0 && a_step != 0) { /* one B for all: the batch's rows are one product's */
+		g.rows = m * batch;
+		g.batch = 1;
+	}
+	kt_plan_direct(c->kb->isa, n, k, g.rows, &cols);
+	kt_gemm_emit(c, &g);
+	return 0;
 }
 
 int mc_kern_gemm(mc_lower_ctx *c)

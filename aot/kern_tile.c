@@ -62,11 +62,13 @@ static void finish_shape(const mc_isa *isa, kt_shape *s, int64_t k, int64_t rows
 	s->sets = kt_sets(isa, s->mr, s->nvec, k);
 }
 
-void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+static void plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, bool direct,
+                 kt_cols *cols)
 {
 	memset(cols, 0, sizeof *cols);
 	cols->n = n;
 	cols->k = k;
+	cols->direct = direct;
 	int lanes = isa->max_lanes;
 	if (lanes == 1) {
 		/* scalar: panels of 4 columns, the rest one column each */
@@ -90,7 +92,10 @@ void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *col
 				add_vec(&cols->tail, l, l);
 				rem -= l;
 			}
-		if (rem > 0) {
+		if (rem > 0 && direct) {
+			for (int64_t j = 0; j < rem; j++)
+				add_vec(&cols->tail, 1, 1);
+		} else if (rem > 0) {
 			int l = 4;
 			while (!mc_isa_has_lanes(isa, l) || l < rem)
 				l *= 2;
@@ -99,6 +104,16 @@ void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *col
 	}
 	finish_shape(isa, &cols->main, k, rows);
 	finish_shape(isa, &cols->tail, k, rows);
+}
+
+void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+{
+	plan(isa, n, k, rows, false, cols);
+}
+
+void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+{
+	plan(isa, n, k, rows, true, cols);
 }
 
 /* ---- packing ---- */
@@ -159,18 +174,24 @@ int kt_pack_bias(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 
 /* ---- panels and tiles ---- */
 
+/* Packed, a panel's k rows follow each other; direct, B's rows are n apart
+ * and a panel starts at its first column. */
 kt_panel kt_main_panel(mc_kb *kb, const kt_cols *cols, mc_kexpr *p)
 {
 	int64_t w = cols->main.width;
-	return (kt_panel){ &cols->main, mc_kb_let(kb, mc_k_muli(kb, p, w)),
-	                   mc_kb_let(kb, mc_k_muli(kb, p, w * cols->k)) };
+	mc_kexpr *col0 = mc_kb_let(kb, mc_k_muli(kb, p, w));
+	if (cols->direct)
+		return (kt_panel){ &cols->main, col0, col0, cols->n };
+	return (kt_panel){ &cols->main, col0, mc_kb_let(kb, mc_k_muli(kb, p, w * cols->k)), w };
 }
 
 kt_panel kt_tail_panel(mc_kb *kb, const kt_cols *cols)
 {
-	int64_t w = cols->main.width;
-	return (kt_panel){ &cols->tail, mc_k_index(kb, cols->n_main * w),
-	                   mc_k_index(kb, cols->n_main * w * cols->k) };
+	int64_t w = cols->main.width, col0 = cols->n_main * w;
+	if (cols->direct)
+		return (kt_panel){ &cols->tail, mc_k_index(kb, col0), mc_k_index(kb, col0), cols->n };
+	return (kt_panel){ &cols->tail, mc_k_index(kb, col0), mc_k_index(kb, col0 * cols->k),
+	                   cols->tail.width };
 }
 
 /* Offset of vector v within its panel. */
@@ -208,7 +229,7 @@ void kt_tile_step(mc_kb *kb, kt_tile *t, int set, mc_kexpr *a_off, mc_kexpr *b_k
 {
 	const kt_shape *s = t->panel.shape;
 	mc_kexpr *bv[KT_MAX_VEC];
-	mc_kexpr *brow = mc_k_add(kb, t->panel.b0, mc_k_muli(kb, b_k, s->width));
+	mc_kexpr *brow = mc_k_add(kb, t->panel.b0, mc_k_muli(kb, b_k, t->panel.b_stride));
 	for (int v = 0; v < s->nvec; v++)
 		bv[v] = mc_kb_let(kb, mc_k_vload(kb, t->b_buf, mc_k_addi(kb, brow, vec_off(s, v)),
 		                                 s->lanes[v]));

@@ -642,6 +642,11 @@ static void check_vector(checker *c, const mc_kexpr *e)
 		if (mc_k_lanes(e->a) != 1 || e->a->type != e->type)
 			fail(c, "splat of a %s x %d", mc_ktype_name(e->a->type), mc_k_lanes(e->a));
 		return;
+	case MC_KE_BITS:
+		if (mc_k_lanes(e->a) != e->lanes || e->a->type != (i32 ? MC_KT_F32 : MC_KT_I32))
+			fail(c, "bits of a %s x %d as %s x %d", mc_ktype_name(e->a->type), mc_k_lanes(e->a),
+			     mc_ktype_name(e->type), e->lanes);
+		return;
 	case MC_KE_CAST: case MC_KE_CONST: case MC_KE_LANE:
 		fail(c, "a vector %s expression (kind %d)", "cast, constant or lane", e->kind);
 		return;
@@ -703,6 +708,11 @@ static void check_scalar(checker *c, const mc_kexpr *e)
 	case MC_KE_SPLAT:
 		fail(c, "a splat to %d lanes", e->lanes);
 		break;
+	case MC_KE_BITS:
+		if (!((e->type == MC_KT_F32 && e->a->type == MC_KT_I32) ||
+		      (e->type == MC_KT_I32 && e->a->type == MC_KT_F32)))
+			fail(c, "bits of %s as %s", mc_ktype_name(e->a->type), mc_ktype_name(e->type));
+		break;
 	case MC_KE_LANE:
 		if (mc_k_lanes(e->a) == 1 || e->i < 0 || e->i >= mc_k_lanes(e->a) || e->type != e->a->type)
 			fail(c, "lane %lld of a %s x %d", (long long)e->i, mc_ktype_name(e->a->type),
@@ -750,9 +760,9 @@ static bool shape_ok(checker *c, const mc_kexpr *e)
 	static const int operands[] = {
 		[MC_KE_CONST] = 0, [MC_KE_VAR] = 0, [MC_KE_LOAD] = 1, [MC_KE_UN] = 1, [MC_KE_BIN] = 2,
 		[MC_KE_SELECT] = 3, [MC_KE_CAST] = 1, [MC_KE_FMA] = 3, [MC_KE_SPLAT] = 1, [MC_KE_LANE] = 1,
-		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3,
+		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3, [MC_KE_BITS] = 1,
 	};
-	if ((unsigned)e->kind > MC_KE_DOT4) {
+	if ((unsigned)e->kind > MC_KE_BITS) {
 		fail(c, "an expression of unknown kind %d", e->kind);
 		return false;
 	}

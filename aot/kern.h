@@ -93,6 +93,17 @@ void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step);
 void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
                    mc_kexpr **const *row_coords);
 
+/* Elements of one packed row of B (every panel's width; packed, B holds k
+ * of them). */
+int64_t kt_packed_cols(const kt_cols *cols);
+
+/* One row: out[j] = bias[j] + sum over kk < k of a[a_at + kk] * B[kk][j] for
+ * the columns j of cols (B packed by kt_pack, bias by kt_pack_bias or -1),
+ * stored as whole vectors into the f32 buffer out_buf at j: it holds
+ * kt_packed_cols(cols) elements, the padded lanes past n included. */
+void kt_gemv(mc_kb *kb, const kt_cols *cols, int a_buf, mc_kexpr *a_at, int b_buf, int bias_buf,
+             int out_buf);
+
 /* A whole product C[rows][n] = A[rows][k] * B (+ bias) stored through the
  * node's output 0 (laid out [rows][n], row-major): the rows in chunks that
  * stay in cache, each chunk panel by panel, each panel tile by tile.

@@ -137,14 +137,14 @@ static mc_tensor *new_floats(int64_t n)
 	return mc_tensor_new(MC_FLOAT, &s);
 }
 
-static int64_t packed_cols(const kt_cols *cols)
+int64_t kt_packed_cols(const kt_cols *cols)
 {
 	return cols->n_main * cols->main.width + cols->tail.width;
 }
 
 int kt_pack(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 {
-	mc_tensor *t = new_floats(cols->k * packed_cols(cols));
+	mc_tensor *t = new_floats(cols->k * kt_packed_cols(cols));
 	if (!t)
 		return -1;
 	float *d = t->data;
@@ -160,7 +160,7 @@ int kt_pack(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 
 int kt_pack_bias(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 {
-	mc_tensor *t = new_floats(packed_cols(cols));
+	mc_tensor *t = new_floats(kt_packed_cols(cols));
 	if (!t)
 		return -1;
 	float *d = t->data;
@@ -301,4 +301,37 @@ void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
 				store_lanes(c, mc_kb_let(kb, sum), s->valid[v], cp, lin);
 		}
 	}
+}
+
+/* ---- one row into a buffer ---- */
+
+static void gemv_panel(mc_kb *kb, const kt_cols *cols, kt_panel panel, int a_buf, mc_kexpr *a_at,
+                       int b_buf, int bias_buf, int out_buf)
+{
+	const kt_shape *s = panel.shape;
+	kt_tile t = { .panel = panel, .mr = 1, .a_buf = a_buf, .b_buf = b_buf };
+	t.sets = kt_sets(kb->isa, 1, s->nvec, cols->k);
+	t.a_row[0] = a_at;
+	kt_tile_init(kb, &t, bias_buf);
+	kt_tile_reduce(kb, &t, cols->k, 1);
+	for (int v = 0; v < s->nvec; v++) {
+		mc_kexpr *sum = t.acc[0][0][v];
+		for (int set = 1; set < t.sets; set++)
+			sum = mc_k_add(kb, sum, t.acc[set][0][v]);
+		mc_kb_store(kb, out_buf, mc_k_addi(kb, panel.col0, vec_off(s, v)), sum);
+	}
+}
+
+void kt_gemv(mc_kb *kb, const kt_cols *cols, int a_buf, mc_kexpr *a_at, int b_buf, int bias_buf,
+             int out_buf)
+{
+	a_at = mc_kb_let(kb, a_at);
+	if (cols->n_main > 0) {
+		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, cols->n_main, 0);
+		gemv_panel(kb, cols, kt_main_panel(kb, cols, p), a_buf, a_at, b_buf, bias_buf, out_buf);
+		if (cols->n_main > 1)
+			mc_kb_end(kb);
+	}
+	if (cols->tail.nvec > 0)
+		gemv_panel(kb, cols, kt_tail_panel(kb, cols), a_buf, a_at, b_buf, bias_buf, out_buf);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kir.h"
+#include "kmath.h"
 
 /* ---- pool ---- */
 typedef struct chunk {
@@ -216,6 +217,16 @@ mc_kexpr *mc_k_splat(mc_kb *kb, mc_kexpr *scalar, int lanes)
 	return e;
 }
 
+mc_kexpr *mc_k_bits(mc_kb *kb, mc_ktype t, mc_kexpr *a)
+{
+	if (!((t == MC_KT_F32 && a->type == MC_KT_I32) || (t == MC_KT_I32 && a->type == MC_KT_F32)))
+		vector_bug("bits of other than f32 as i32 or i32 as f32");
+	mc_kexpr *e = expr(kb, MC_KE_BITS, t);
+	e->a = a;
+	e->lanes = a->lanes;
+	return e;
+}
+
 mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane)
 {
 	if (mc_k_lanes(vec) == 1)
@@ -346,6 +357,14 @@ mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a)
 {
 	if (mc_k_lanes(a) > 1 && op == MC_KU_ISNAN) /* x != x */
 		return mc_k_bin(kb, MC_KB_NE, a, a);
+	if (mc_kmath_takes(kb, op, a))
+		return op == MC_KU_EXP ? mc_kmath_exp(kb, a)
+		     : op == MC_KU_ERF ? mc_kmath_erf(kb, a)
+		                       : mc_kmath_tanh(kb, a);
+	if (mc_k_lanes(a) > 1 && op == MC_KU_ABS && a->type == MC_KT_F32) { /* max(x, -x) */
+		a = mc_kb_let(kb, a);
+		return mc_k_bin(kb, MC_KB_MAX, a, mc_k_un(kb, MC_KU_NEG, a));
+	}
 	mc_kexpr *e = expr(kb, MC_KE_UN, is_bool_result((int)op) ? MC_KT_BOOL : a->type);
 	e->op = (int)op;
 	e->a = a;
@@ -754,6 +773,11 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		break;
 	case MC_KE_CAST:
 		fprintf(f, "%s(", mc_ktype_name(e->type));
+		dump_expr(e->a, f);
+		fputc(')', f);
+		break;
+	case MC_KE_BITS:
+		fprintf(f, "bits_%s(", mc_ktype_name(e->type));
 		dump_expr(e->a, f);
 		fputc(')', f);
 		break;

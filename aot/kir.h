@@ -64,6 +64,9 @@ typedef enum {
 	 * vpdpbusd: four multiply-accumulates a lane); where i is 1, a's
 	 * bytes are signed too (aarch64's sdot) */
 	MC_KE_DOT4,
+	/* the 32 bits of a (f32 or i32) read as `type` (the other of the two),
+	 * lane by lane: aot/kmath.c builds 2^n from its exponent bits */
+	MC_KE_BITS,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -355,6 +358,7 @@ mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b); /* same t
 mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
+mc_kexpr *mc_k_bits(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* MC_KE_BITS: f32 <-> i32 */
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
 mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc, bool a_signed); /* MC_KE_DOT4, i32 */
 enum { MC_RQ32_TWICE = 1, MC_RQ32_HALF_UP = 2 }; /* RQ32's forms (its i) */

@@ -54,16 +54,16 @@ typedef enum {
 #define MC_OP_TABLE(X) \
 	X(Relu,                      MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(LeakyRelu,                 MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
-	X(Sigmoid,                   MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
+	X(Sigmoid,                   MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(HardSigmoid,               MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(HardSwish,                 MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
-	X(Tanh,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Exp,                       MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
+	X(Tanh,                      MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
+	X(Exp,                       MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(Log,                       MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
 	X(Sqrt,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Erf,                       MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
+	X(Erf,                       MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(Neg,                       MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
-	X(Abs,                       MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
+	X(Abs,                       MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(Reciprocal,                MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
 	X(Floor,                     MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
 	X(Ceil,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
@@ -80,13 +80,13 @@ typedef enum {
 	X(Asinh,                     MC_OF_PW,                                  MC_MACS_NONE) \
 	X(Acosh,                     MC_OF_PW,                                  MC_MACS_NONE) \
 	X(Atanh,                     MC_OF_PW,                                  MC_MACS_NONE) \
-	X(Elu,                       MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Selu,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Celu,                      MC_OF_PW,                                  MC_MACS_NONE) \
+	X(Elu,                       MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
+	X(Selu,                      MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
+	X(Celu,                      MC_OF_PW | MC_OF_VEC,                      MC_MACS_NONE) \
 	X(Softplus,                  MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Softsign,                  MC_OF_PW,                                  MC_MACS_NONE) \
+	X(Softsign,                  MC_OF_PW | MC_OF_VEC,                      MC_MACS_NONE) \
 	X(ThresholdedRelu,           MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
-	X(Gelu,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
+	X(Gelu,                      MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(Mish,                      MC_OF_PW | MC_OF_REMAP,                    MC_MACS_NONE) \
 	X(IsNaN,                     MC_OF_PW,                                  MC_MACS_NONE) \
 	X(IsInf,                     MC_OF_PW,                                  MC_MACS_NONE) \
@@ -199,7 +199,7 @@ typedef enum {
 	X(QLinearConv,               0,                                         MC_MACS_QCONV) \
 	X(Einsum,                    0,                                         MC_MACS_NONE) \
 	X(RMSNormalization,          0,                                         MC_MACS_NONE) \
-	X(Swish,                     MC_OF_PW,                                  MC_MACS_NONE) \
+	X(Swish,                     MC_OF_PW | MC_OF_VEC,                      MC_MACS_NONE) \
 	X(Attention,                 0,                                         MC_MACS_NONE) \
 	X(RotaryEmbedding,           0,                                         MC_MACS_NONE) \
 	X(GridSample,                0,                                         MC_MACS_NONE) \

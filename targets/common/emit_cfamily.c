@@ -827,6 +827,12 @@ static void put_ivec_expr(emitter *e, const vec_names *n, const mc_kexpr *x)
 	case MC_KE_BIN:
 		put_ivec_bin(e, n, x);
 		return;
+	case MC_KE_BITS: {
+		char op[24];
+		snprintf(op, sizeof op, "castps_%s", n->isuf);
+		put_vcall(e, n, neon ? "vreinterpretq_s32_f32" : op, x->a, NULL);
+		return;
+	}
 	case MC_KE_DOT2: case MC_KE_DOT4:
 		mc_sb_printf(e->sb, "modelc_dot%d%s_%d(", x->kind == MC_KE_DOT2 ? 2 : 4, x->kind == MC_KE_DOT4 && x->i ? "s" : "",
 		             x->lanes);
@@ -877,6 +883,12 @@ static void put_vec_expr(emitter *e, const mc_kexpr *x)
 	case MC_KE_BIN:
 		put_vec_bin(e, &n, x);
 		return;
+	case MC_KE_BITS: {
+		char op[24];
+		snprintf(op, sizeof op, "cast%s_ps", n.isuf);
+		put_vcall(e, &n, neon ? "vreinterpretq_f32_s32" : op, x->a, NULL);
+		return;
+	}
 	case MC_KE_UN: /* NEG: -0.0f - a flips the sign of zeros too */
 		if (neon) {
 			put_vcall(e, &n, "vnegq_f32", x->a, NULL);
@@ -975,6 +987,11 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 	}
 	case MC_KE_LANE:
 		put_lane(e, x);
+		return;
+	case MC_KE_BITS: /* the runtime's (modelc_rt.h) */
+		mc_sb_puts(e->sb, x->type == MC_KT_I32 ? "((int32_t)modelc_f32_bits(" : "modelc_bits_f32((uint32_t)(");
+		mc_ce_expr(e, x->a, true);
+		mc_sb_puts(e->sb, "))");
 		return;
 	case MC_KE_DOT2: /* the runtime's (modelc_rt.h): SMLAD where the DSP extension is */
 		put_call3(e, "", "modelc_smlad", x->a, x->b, x->c);

@@ -813,6 +813,8 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 		return splat(e, expr(e, x->a), x->lanes);
 	case MC_KE_LANE:
 		return LLVMBuildExtractElement(e->b, expr(e, x->a), LLVMConstInt(e->i32, (unsigned long long)x->i, 0), "");
+	case MC_KE_BITS:
+		return LLVMBuildBitCast(e->b, expr(e, x->a), ktype_lanes(e, x->type, x->lanes), "");
 	case MC_KE_DOT2:
 		return dot2(e, expr(e, x->a), expr(e, x->b), expr(e, x->c));
 	case MC_KE_DOT4:

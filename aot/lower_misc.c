@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kern.h"
 #include "lower.h"
 #include "../libcore/ops/rnn.h"
 #include "../libcore/ops/signal.h"
@@ -140,6 +141,18 @@ typedef struct {
 	int h, cs, pre, tmp;        /* scratch: H, C, gate pre-activations, GRU r.H */
 	int dir;                    /* direction being built */
 	mc_kexpr *x_at;             /* offset of x_t (a row of `input` values) */
+	/* Where W and R are constants (f32, a CPU target): each step's gate
+	 * pre-activations as row-vector products through the register-tiled
+	 * micro-kernel (aot/kern.h), W and R packed at generation time:
+	 * xp = x_t W^T + biases, hp = h R^T (+ the GRU's Rbh where
+	 * linear_before_reset keeps it apart); the GRU without it multiplies
+	 * r.h by R's h rows apart (hh). Else rnn_row's dot products. */
+	bool fast;
+	struct rnn_proj {
+		kt_cols cols;
+		int b[2], bias[2];      /* packed B and bias per direction; bias -1: none */
+		int out;                /* the product's scratch */
+	} xw, hr, hh;
 } rnn_low;
 
 /* Activation `which` of the current direction on a clipped input. */
@@ -190,16 +203,184 @@ static mc_kexpr *rnn_recur_row(rnn_low *r, mc_kexpr *row)
 	                mc_k_muli(kb, drow, r->hidden), r->hidden);
 }
 
+/* ---- the fast path's products ---- */
+
+/* Columns [col0, col0 + n) of W or R (dirs x rows x k) transposed, and
+ * their bias (Wb and/or Rb of B, dirs x 2 rows). */
+typedef struct {
+	const mc_tensor *m, *b;
+	int64_t dir, rows, k, col0;
+	bool wb;                   /* the bias holds Wb */
+	int64_t rb_lo, rb_hi;      /* and Rb for the columns (of all rows) in [lo, hi) */
+} rnn_src;
+
+static double rnn_src_at(const void *ctx, int64_t kk, int64_t j)
+{
+	const rnn_src *s = ctx;
+	return mc_get_f(s->m, (size_t)(((s->dir * s->rows) + s->col0 + j) * s->k + kk));
+}
+
+static double rnn_bias_at(const void *ctx, int64_t kk, int64_t j)
+{
+	(void)kk;
+	const rnn_src *s = ctx;
+	int64_t col = s->col0 + j, at = s->dir * 2 * s->rows + col;
+	double v = 0;
+	if (s->wb)
+		v += mc_get_f(s->b, (size_t)at);
+	if (col >= s->rb_lo && col < s->rb_hi)
+		v += mc_get_f(s->b, (size_t)(at + s->rows));
+	return v;
+}
+
+/* Plans and packs one product per direction: columns [col0, col0 + n) of
+ * input `in` (W or R), k long; its scratch. -1 on OOM. */
+static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int64_t col0,
+                         int64_t n, bool wb, int64_t rb_lo, int64_t rb_hi)
+{
+	mc_kb *kb = r->c->kb;
+	const mc_tensor *bias = opt_in(r->c, RI_B) ? mc_lower_const(r->c, RI_B) : NULL;
+	bool biased = bias && (wb || rb_lo < rb_hi);
+	kt_plan(kb->isa, n, k, 1, &pr->cols);
+	for (int d = 0; d < r->dirs; d++) {
+		rnn_src src = { mc_lower_const(r->c, in), bias, d, r->rows, k, col0, wb, rb_lo, rb_hi };
+		pr->b[d] = kt_pack(kb, &pr->cols, rnn_src_at, &src);
+		pr->bias[d] = biased ? kt_pack_bias(kb, &pr->cols, rnn_bias_at, &src) : -1;
+		if (pr->b[d] < 0 || (biased && pr->bias[d] < 0))
+			return -1;
+	}
+	pr->out = mc_kb_scratch(kb, MC_FLOAT, (size_t)kt_packed_cols(&pr->cols));
+	return 0;
+}
+
+static int rnn_fast_setup(rnn_low *r)
+{
+	mc_lower_ctx *c = r->c;
+	const rnn_params *p = r->p;
+	bool biased = opt_in(c, RI_B) != NULL;
+	if (r->kt != MC_KT_F32 || c->kb->target->grid || !mc_lower_const(c, RI_W) ||
+	    !mc_lower_const(c, RI_R) || (biased && !mc_lower_const(c, RI_B)))
+		return 0;
+	int64_t hs = r->hidden, rows = r->rows;
+	bool gru = p->kind == KIND_GRU;
+	/* Rb joins Wb in xp, but for the GRU's h rows under linear_before_reset:
+	 * those go with hp, inside r's product */
+	int64_t rb_joined = gru && p->linear_before_reset ? 2 * hs : rows;
+	if (rnn_proj_make(r, &r->xw, RI_W, r->input, 0, rows, true, 0, rb_joined) < 0)
+		return -1;
+	if (gru && !p->linear_before_reset) {
+		if (rnn_proj_make(r, &r->hr, RI_R, hs, 0, 2 * hs, false, 0, 0) < 0 ||
+		    rnn_proj_make(r, &r->hh, RI_R, hs, 2 * hs, hs, false, 0, 0) < 0)
+			return -1;
+	} else if (rnn_proj_make(r, &r->hr, RI_R, hs, 0, rows, false, rb_joined, rows) < 0) {
+		return -1;
+	}
+	r->fast = true;
+	return 0;
+}
+
+/* xp and hp of the step (the GRU's hh comes later: it needs r). */
+static void rnn_fast_products(rnn_low *r)
+{
+	mc_lower_ctx *c = r->c;
+	int d = r->dir;
+	kt_gemv(c->kb, &r->xw.cols, c->in_buf[RI_X], r->x_at, r->xw.b[d], r->xw.bias[d], r->xw.out);
+	kt_gemv(c->kb, &r->hr.cols, r->h, mc_k_index(c->kb, 0), r->hr.b[d], r->hr.bias[d], r->hr.out);
+}
+
+/* body(r, j, lanes) for j in [0, n): on the fast path whole vectors of
+ * the ISA's widest lanes that fit, the rest one by one; else one by one
+ * (the dot products of rnn_row are scalar). */
+typedef void (*rnn_body_fn)(rnn_low *r, mc_kexpr *j, int lanes);
+
+static void rnn_vec_loop(rnn_low *r, int64_t n, rnn_body_fn body)
+{
+	mc_kb *kb = r->c->kb;
+	int lanes = r->fast ? mc_isa_lanes_upto(kb->isa, n) : 1;
+	int64_t full = n / lanes;
+	if (full > 0) {
+		mc_kexpr *v = mc_kb_fori(kb, full, 0);
+		body(r, mc_kb_let(kb, mc_k_muli(kb, v, lanes)), lanes);
+		mc_kb_end(kb);
+	}
+	if (full * lanes < n) {
+		mc_kexpr *j = mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, n), 0);
+		body(r, j, 1);
+		mc_kb_end(kb);
+	}
+}
+
+static mc_kexpr *ld(rnn_low *r, int buf, mc_kexpr *at, int lanes)
+{
+	return mc_k_vload(r->c->kb, buf, at, lanes);
+}
+
+/* The pre-activation of gate row `row` (lanes of them): x_t . W[row] +
+ * Wb[row], plus h . R[row] + Rb[row] when with_recur. */
+static mc_kexpr *rnn_pre(rnn_low *r, mc_kexpr *row, bool with_recur, int lanes)
+{
+	mc_kb *kb = r->c->kb;
+	if (!r->fast)
+		return rnn_row(r, row, with_recur, r->h);
+	mc_kexpr *v = ld(r, r->xw.out, row, lanes);
+	return with_recur ? mc_k_add(kb, v, ld(r, r->hr.out, row, lanes)) : v;
+}
+
+static void rnn_pre_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb_store(r->c->kb, r->pre, j, rnn_pre(r, j, true, lanes));
+}
+
+static void rnn_h_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb_store(r->c->kb, r->h, j, rnn_activate(r, 0, ld(r, r->pre, j, lanes)));
+}
+
 /* Ht = f(Xt W^T + Ht-1 R^T + Wb + Rb) */
 static void rnn_step_ir(rnn_low *r)
 {
+	rnn_vec_loop(r, r->hidden, rnn_pre_body);
+	rnn_vec_loop(r, r->hidden, rnn_h_body);
+}
+
+/* GRU: z and r, activated, into pre's first 2 hs rows. */
+static void gru_zr_body(rnn_low *r, mc_kexpr *row, int lanes)
+{
+	mc_kb_store(r->c->kb, r->pre, row, rnn_activate(r, 0, rnn_pre(r, row, true, lanes)));
+}
+
+/* GRU with linear_before_reset: h~ = g(x Wh + Wbh + r (h Rh + Rbh)). */
+static void gru_lbr_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
 	mc_kb *kb = r->c->kb;
-	mc_kexpr *j = mc_kb_fori(kb, r->hidden, 0);
-	mc_kb_store(kb, r->pre, j, rnn_row(r, j, true, r->h));
-	mc_kb_end(kb);
-	j = mc_kb_fori(kb, r->hidden, 0);
-	mc_kb_store(kb, r->h, j, rnn_activate(r, 0, mc_k_load(kb, r->pre, j)));
-	mc_kb_end(kb);
+	int64_t hs = r->hidden;
+	mc_kexpr *row2 = mc_kb_let(kb, mc_k_addi(kb, j, 2 * hs));
+	mc_kexpr *xpart = rnn_pre(r, row2, false, lanes);
+	mc_kexpr *rpart = r->fast ? ld(r, r->hr.out, row2, lanes) : rnn_recur_row(r, row2);
+	mc_kexpr *rt = ld(r, r->pre, mc_k_addi(kb, j, hs), lanes);
+	mc_kb_store(kb, r->pre, row2, rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
+}
+
+/* GRU without it: h~ = g(x Wh + (r . h) Rh + Wbh + Rbh), r . h in tmp. */
+static void gru_h_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb *kb = r->c->kb;
+	mc_kexpr *row2 = mc_kb_let(kb, mc_k_addi(kb, j, 2 * r->hidden));
+	mc_kexpr *v = r->fast ? mc_k_add(kb, rnn_pre(r, row2, false, lanes), ld(r, r->hh.out, j, lanes))
+	                      : rnn_row(r, row2, true, r->tmp);
+	mc_kb_store(kb, r->pre, row2, rnn_activate(r, 1, v));
+}
+
+/* h = (1 - z) h~ + z h */
+static void gru_out_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb *kb = r->c->kb;
+	int64_t hs = r->hidden;
+	mc_kexpr *z = mc_kb_let(kb, ld(r, r->pre, j, lanes));
+	mc_kexpr *hh = ld(r, r->pre, mc_k_addi(kb, j, 2 * hs), lanes);
+	mc_kexpr *one = fconst(kb, r->kt, 1);
+	mc_kb_store(kb, r->h, j, mc_k_add(kb, mc_k_mul(kb, mc_k_sub(kb, one, z), hh),
+	                                  mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
 }
 
 /* GRU gates z, r, h (rnn.c: gru_step). */
@@ -207,47 +388,30 @@ static void gru_step_ir(rnn_low *r)
 {
 	mc_kb *kb = r->c->kb;
 	int64_t hs = r->hidden;
-	mc_kexpr *row = mc_kb_fori(kb, 2 * hs, 0);
-	mc_kb_store(kb, r->pre, row, rnn_activate(r, 0, rnn_row(r, row, true, r->h)));
-	mc_kb_end(kb);
-	mc_kexpr *j;
+	rnn_vec_loop(r, 2 * hs, gru_zr_body);
 	if (r->p->linear_before_reset) {
-		j = mc_kb_fori(kb, hs, 0);
-		mc_kexpr *row2 = mc_k_addi(kb, j, 2 * hs);
-		mc_kexpr *xpart = rnn_row(r, row2, false, -1);
-		mc_kexpr *rpart = rnn_recur_row(r, row2);
-		mc_kexpr *rt = mc_k_load(kb, r->pre, mc_k_addi(kb, j, hs));
-		mc_kb_store(kb, r->pre, row2,
-		            rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
-		mc_kb_end(kb);
+		rnn_vec_loop(r, hs, gru_lbr_body);
 	} else {
-		j = mc_kb_fori(kb, hs, MC_KF_VECTOR);
+		mc_kexpr *j = mc_kb_fori(kb, hs, MC_KF_VECTOR);
 		mc_kb_store(kb, r->tmp, j, mc_k_mul(kb, mc_k_load(kb, r->pre, mc_k_addi(kb, j, hs)),
 		                                    mc_k_load(kb, r->h, j)));
 		mc_kb_end(kb);
-		j = mc_kb_fori(kb, hs, 0);
-		mc_kexpr *row2 = mc_k_addi(kb, j, 2 * hs);
-		mc_kb_store(kb, r->pre, row2, rnn_activate(r, 1, rnn_row(r, row2, true, r->tmp)));
-		mc_kb_end(kb);
+		if (r->fast)
+			kt_gemv(kb, &r->hh.cols, r->tmp, mc_k_index(kb, 0), r->hh.b[r->dir], -1, r->hh.out);
+		rnn_vec_loop(r, hs, gru_h_body);
 	}
-	j = mc_kb_fori(kb, hs, 0);
-	mc_kexpr *z = mc_kb_let(kb, mc_k_load(kb, r->pre, j));
-	mc_kexpr *hh = mc_k_load(kb, r->pre, mc_k_addi(kb, j, 2 * hs));
-	mc_kexpr *one = fconst(kb, r->kt, 1);
-	mc_kb_store(kb, r->h, j, mc_k_add(kb, mc_k_mul(kb, mc_k_sub(kb, one, z), hh),
-	                                  mc_k_mul(kb, z, mc_k_load(kb, r->h, j))));
-	mc_kb_end(kb);
+	rnn_vec_loop(r, hs, gru_out_body);
 }
 
-/* Peephole weight `part` (0: i, 1: o, 2: f) of unit j times c, or NULL. */
-static mc_kexpr *lstm_peep(rnn_low *r, int part, mc_kexpr *j, mc_kexpr *cval)
+/* Peephole weight `part` (0: i, 1: o, 2: f) of units j.. times c, or NULL. */
+static mc_kexpr *lstm_peep(rnn_low *r, int part, mc_kexpr *j, mc_kexpr *cval, int lanes)
 {
 	mc_lower_ctx *c = r->c;
 	mc_kb *kb = c->kb;
 	if (!opt_in(c, RI_P))
 		return NULL;
 	mc_kexpr *at = mc_k_addi(kb, j, ((int64_t)r->dir * 3 + part) * r->hidden);
-	return mc_k_mul(kb, mc_k_load(kb, c->in_buf[RI_P], at), cval);
+	return mc_k_mul(kb, ld(r, c->in_buf[RI_P], at, lanes), cval);
 }
 
 static mc_kexpr *add_opt(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
@@ -255,32 +419,44 @@ static mc_kexpr *add_opt(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
 	return b ? mc_k_add(kb, a, b) : a;
 }
 
+/* Gate `g` (0: i, 1: o, 2: f, 3: c) of units j..: pre's row, or on the
+ * fast path straight from the step's products. */
+static mc_kexpr *lstm_gate(rnn_low *r, int g, mc_kexpr *j, int lanes)
+{
+	mc_kexpr *row = mc_k_addi(r->c->kb, j, g * r->hidden);
+	return r->fast ? rnn_pre(r, row, true, lanes) : ld(r, r->pre, row, lanes);
+}
+
+static void lstm_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb *kb = r->c->kb;
+	mc_kexpr *cold = mc_kb_let(kb, ld(r, r->cs, j, lanes));
+	mc_kexpr *pi = lstm_gate(r, 0, j, lanes), *po = lstm_gate(r, 1, j, lanes);
+	mc_kexpr *it = mc_kb_let(kb, rnn_activate(r, 0, add_opt(kb, pi, lstm_peep(r, 0, j, cold, lanes))));
+	mc_kexpr *ft = r->p->input_forget
+	                       ? mc_k_sub(kb, fconst(kb, r->kt, 1), it)
+	                       : rnn_activate(r, 0, add_opt(kb, lstm_gate(r, 2, j, lanes),
+	                                                    lstm_peep(r, 2, j, cold, lanes)));
+	ft = mc_kb_let(kb, ft);
+	mc_kexpr *ct = mc_kb_let(kb, rnn_activate(r, 1, lstm_gate(r, 3, j, lanes)));
+	mc_kexpr *cnew = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, ft, cold), mc_k_mul(kb, it, ct)));
+	mc_kb_store(kb, r->cs, j, cnew);
+	mc_kexpr *ot = mc_kb_let(kb, rnn_activate(r, 0, add_opt(kb, po, lstm_peep(r, 1, j, cnew, lanes))));
+	/* h takes C unclipped, as rnn.c does */
+	mc_kexpr *hc = rnn_act_expr(kb, &r->p->act[r->dir][2], r->kt, cnew);
+	mc_kb_store(kb, r->h, j, mc_k_mul(kb, ot, hc));
+}
+
 /* LSTM gates i, o, f, c (rnn.c: lstm_step). */
 static void lstm_step_ir(rnn_low *r)
 {
 	mc_kb *kb = r->c->kb;
-	int64_t hs = r->hidden;
-	mc_kexpr *row = mc_kb_fori(kb, 4 * hs, 0);
-	mc_kb_store(kb, r->pre, row, rnn_row(r, row, true, r->h));
-	mc_kb_end(kb);
-	mc_kexpr *j = mc_kb_fori(kb, hs, 0);
-	mc_kexpr *cold = mc_kb_let(kb, mc_k_load(kb, r->cs, j));
-	mc_kexpr *pi = mc_k_load(kb, r->pre, j), *po = mc_k_load(kb, r->pre, mc_k_addi(kb, j, hs));
-	mc_kexpr *pf = mc_k_load(kb, r->pre, mc_k_addi(kb, j, 2 * hs));
-	mc_kexpr *pc = mc_k_load(kb, r->pre, mc_k_addi(kb, j, 3 * hs));
-	mc_kexpr *it = mc_kb_let(kb, rnn_activate(r, 0, add_opt(kb, pi, lstm_peep(r, 0, j, cold))));
-	mc_kexpr *ft = r->p->input_forget
-	                       ? mc_k_sub(kb, fconst(kb, r->kt, 1), it)
-	                       : rnn_activate(r, 0, add_opt(kb, pf, lstm_peep(r, 2, j, cold)));
-	ft = mc_kb_let(kb, ft);
-	mc_kexpr *ct = mc_kb_let(kb, rnn_activate(r, 1, pc));
-	mc_kexpr *cnew = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, ft, cold), mc_k_mul(kb, it, ct)));
-	mc_kb_store(kb, r->cs, j, cnew);
-	mc_kexpr *ot = mc_kb_let(kb, rnn_activate(r, 0, add_opt(kb, po, lstm_peep(r, 1, j, cnew))));
-	/* h takes C unclipped, as rnn.c does */
-	mc_kexpr *hc = rnn_act_expr(kb, &r->p->act[r->dir][2], r->kt, cnew);
-	mc_kb_store(kb, r->h, j, mc_k_mul(kb, ot, hc));
-	mc_kb_end(kb);
+	if (!r->fast) {
+		mc_kexpr *row = mc_kb_fori(kb, 4 * r->hidden, 0);
+		mc_kb_store(kb, r->pre, row, rnn_pre(r, row, true, 1));
+		mc_kb_end(kb);
+	}
+	rnn_vec_loop(r, r->hidden, lstm_body);
 }
 
 /* Offset of element 0 of the hidden vector of (dir, b) in initial_h/c, Y_h, Y_c. */
@@ -339,6 +515,8 @@ static void rnn_sequence(rnn_low *r, mc_kexpr *b, mc_kexpr *len, bool reverse)
 	mc_kexpr *xrow = r->p->layout ? mad(kb, b, r->seq, t)
 	                              : mad(kb, t, r->batch, b);
 	r->x_at = mc_kb_let(kb, mc_k_muli(kb, xrow, r->input));
+	if (r->fast)
+		rnn_fast_products(r);
 	switch (r->p->kind) {
 	case KIND_RNN: rnn_step_ir(r); break;
 	case KIND_GRU: gru_step_ir(r); break;
@@ -393,6 +571,8 @@ static int lower_rnn(mc_lower_ctx *c)
 		r.cs = mc_kb_scratch(kb, sd, (size_t)r.hidden);
 	if (p->kind == KIND_GRU)
 		r.tmp = mc_kb_scratch(kb, sd, (size_t)r.hidden);
+	if (rnn_fast_setup(&r) < 0)
+		return -1;
 	bool has_lens = opt_in(c, RI_LENS) != NULL;
 	/* steps past a sequence's length leave Y zero */
 	if (has_lens && opt_out(c, RO_Y))

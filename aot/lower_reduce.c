@@ -367,6 +367,62 @@ static int lower_arg(mc_lower_ctx *c)
 
 /* ==== Softmax, LogSoftmax, Hardmax ==== */
 
+/* The lanes of v combined into one scalar with MAX or ADD. */
+static mc_kexpr *lanes_combined(mc_kb *kb, mc_kbinop op, mc_kexpr *v, int lanes)
+{
+	v = mc_kb_let(kb, v);
+	mc_kexpr *acc = mc_k_lane(kb, v, 0);
+	for (int l = 1; l < lanes; l++)
+		acc = mc_kb_let(kb, mc_k_bin(kb, op, acc, mc_k_lane(kb, v, l)));
+	return acc;
+}
+
+/* Softmax or LogSoftmax of the contiguous f32 row [base, base + n) in
+ * vectors of `lanes` (n >= lanes), the rest one element at a time. A NaN
+ * the vector max passes over still makes every output NaN, through the
+ * sum, as the scalar form's sticky max does. */
+static void softmax_row_vec(mc_lower_ctx *c, bool log_softmax, mc_kexpr *base, int64_t n, int lanes)
+{
+	mc_kb *kb = c->kb;
+	int in = c->in_buf[0];
+	int64_t full = n / lanes;
+	mc_kexpr *vm = mc_kb_local(kb, mc_k_vload(kb, in, base, lanes));
+	if (full > 1) {
+		mc_kexpr *k = mc_kb_for(kb, mc_k_index(kb, 1), mc_k_index(kb, full), MC_KF_REDUCE);
+		mc_kexpr *x = mc_k_vload(kb, in, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)), lanes);
+		mc_kb_assign(kb, vm, mc_k_bin(kb, MC_KB_MAX, vm, x));
+		mc_kb_end(kb);
+	}
+	mc_kexpr *mx = mc_kb_local(kb, lanes_combined(kb, MC_KB_MAX, vm, lanes));
+	for (int64_t k = full * lanes; k < n; k++)
+		assign_extreme(kb, mx, mc_kb_let(kb, mc_k_load(kb, in, mc_k_addi(kb, base, k))), true);
+	mx = mc_kb_let(kb, mx);
+	mc_kexpr *vs = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), lanes));
+	mc_kexpr *k = mc_kb_fori(kb, full, MC_KF_REDUCE);
+	mc_kexpr *x = mc_k_vload(kb, in, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)), lanes);
+	mc_kb_assign(kb, vs, mc_k_add(kb, vs, mc_k_un(kb, MC_KU_EXP, mc_k_sub(kb, x, mx))));
+	mc_kb_end(kb);
+	mc_kexpr *sum = mc_kb_local(kb, lanes_combined(kb, MC_KB_ADD, vs, lanes));
+	for (int64_t t = full * lanes; t < n; t++) {
+		mc_kexpr *d = mc_k_sub(kb, mc_k_load(kb, in, mc_k_addi(kb, base, t)), mx);
+		mc_kb_assign(kb, sum, mc_k_add(kb, sum, mc_k_un(kb, MC_KU_EXP, d)));
+	}
+	mc_kexpr *scale = log_softmax ? mc_kb_let(kb, mc_k_un(kb, MC_KU_LOG, sum))
+	                              : mc_kb_let(kb, mc_k_div(kb, fconst(kb, MC_KT_F32, 1), sum));
+	k = mc_kb_fori(kb, full, MC_KF_PARALLEL);
+	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)));
+	mc_kexpr *d = mc_k_sub(kb, mc_k_vload(kb, in, at, lanes), mx);
+	mc_lower_store_vec(c, 0, NULL, at,
+	                   log_softmax ? mc_k_sub(kb, d, scale) : mc_k_mul(kb, mc_k_un(kb, MC_KU_EXP, d), scale));
+	mc_kb_end(kb);
+	for (int64_t t = full * lanes; t < n; t++) {
+		mc_kexpr *tat = mc_kb_let(kb, mc_k_addi(kb, base, t));
+		mc_kexpr *td = mc_k_sub(kb, mc_k_load(kb, in, tat), mx);
+		mc_lower_store(c, 0, NULL, tat,
+		               log_softmax ? mc_k_sub(kb, td, scale) : mc_k_mul(kb, mc_k_un(kb, MC_KU_EXP, td), scale));
+	}
+}
+
 static int lower_softmax(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -388,6 +444,12 @@ static int lower_softmax(mc_lower_ctx *c)
 		mc_lower_store(c, 0, NULL, view_at(kb, &v, o, k, i),
 		               mc_k_select(kb, mc_k_bin(kb, MC_KB_EQ, k, best), fconst(kb, t, 1),
 		                           fconst(kb, t, 0)));
+		close_to(kb, depth0);
+		return 0;
+	}
+	int lanes = mc_isa_lanes_upto(kb->isa, v.n);
+	if (v.inner == 1 && lanes > 1 && c->in[0]->dtype == MC_FLOAT && c->out[0]->dtype == MC_FLOAT) {
+		softmax_row_vec(c, p->kind == SM_LOGSOFTMAX, mc_kb_let(kb, mc_k_muli(kb, o, v.n)), v.n, lanes);
 		close_to(kb, depth0);
 		return 0;
 	}

@@ -15,6 +15,19 @@ bool host_runs_isa(const char *isa)
 	}
 }
 
+int verify_model_isa(mb *b, const char *isa)
+{
+	if (!host_runs_isa(isa)) {
+		mb_free(b);
+		return 0;
+	}
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	return verify_model_cflags(b, &o, "-std=c99 -O1 -march=native -Wall -Wextra -Werror");
+}
+
 int verify_model(mb *b, size_t fold_limit)
 {
 	mc_compile_opts o;

@@ -32,18 +32,9 @@ static void init_random(mb *b, const char *name, const char *dims, size_t n, uns
 	free(v);
 }
 
-/* mc_verify of b's model for isa, built for this machine; frees b. */
 static int verify_isa(mb *b, const char *isa)
 {
-	if (!host_runs_isa(isa)) {
-		mb_free(b);
-		return 0;
-	}
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	o.isa = isa;
-	return verify_model_cflags(b, &o, "-std=c99 -O1 -march=native -Wall -Wextra -Werror");
+	return verify_model_isa(b, isa);
 }
 
 /* The program of b's model for isa (b stays). */

@@ -155,6 +155,54 @@ Test(lower_misc, rnn_activation_lists_with_alpha_beta)
 	cr_assert_eq(verify(b), 0);
 }
 
+/* The recurrent layers' fast path (constant W and R: row-vector products
+ * through the register tiles, gates in vectors) on the vector ISAs, hidden
+ * sizes with a vector tail, batch 2: LSTM with peepholes, clip and both
+ * layouts; GRU each linear_before_reset, bidirectional, with and without
+ * a bias; RNN with activation lists. */
+Test(lower_misc, recurrent_layers_on_vector_isas)
+{
+	static ProtobufCBinaryData acts[] = {LIT("HardSigmoid"), LIT("LeakyRelu")};
+	static float alpha[] = {0.3f, 0.05f}, beta[] = {0.4f};
+	static const char *const isas[] = { "avx2", "avx512" };
+	for (int i = 0; i < 2; i++) {
+		const char *isa = isas[i];
+		cr_assert_eq(verify_model_isa(lstm_model(0, false), isa), 0, "%s", isa);
+		cr_assert_eq(verify_model_isa(lstm_model(1, true), isa), 0, "%s", isa);
+		for (int lbr = 0; lbr < 2; lbr++)
+			for (int biased = 0; biased < 2; biased++) {
+				mb *b = mb_new(22);
+				Onnx__GraphProto *g = mb_main(b);
+				mb_input(b, g, "x", MC_FLOAT, "6,2,19");
+				init_random(b, "w", "2,60,19", 2 * 60 * 19, 12);
+				init_random(b, "r", "2,60,20", 2 * 60 * 20, 13);
+				if (biased)
+					init_random(b, "bias", "2,120", 2 * 120, 14);
+				Onnx__NodeProto *n = mb_node(b, g, "GRU", "gru", biased ? "x,w,r,bias" : "x,w,r", "y,yh");
+				mb_attr_int(b, n, "hidden_size", 20);
+				mb_attr_int(b, n, "linear_before_reset", lbr);
+				mb_attr_string(b, n, "direction", "bidirectional");
+				mb_output(b, g, "y");
+				mb_output(b, g, "yh");
+				cr_assert_eq(verify_model_isa(b, isa), 0, "%s lbr=%d bias=%d", isa, lbr, biased);
+			}
+		mb *b = mb_new(22);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", MC_FLOAT, "5,2,7");
+		init_random(b, "w", "2,36,7", 2 * 36 * 7, 15);
+		init_random(b, "r", "2,36,36", 2 * 36 * 36, 16);
+		init_random(b, "bias", "2,72", 2 * 72, 17);
+		Onnx__NodeProto *n = mb_node(b, g, "RNN", "rnn", "x,w,r,bias", "y");
+		mb_attr_int(b, n, "hidden_size", 36);
+		mb_attr_string(b, n, "direction", "bidirectional");
+		attr_strings(b, n, "activations", acts, 2);
+		attr_floats(b, n, "activation_alpha", alpha, 2);
+		attr_floats(b, n, "activation_beta", beta, 1);
+		mb_output(b, g, "y");
+		cr_assert_eq(verify_model_isa(b, isa), 0, "%s rnn", isa);
+	}
+}
+
 /* A run-time sequence length is checked inside the kernel. */
 Test(lower_misc, rnn_runtime_lengths_are_checked)
 {

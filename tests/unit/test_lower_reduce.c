@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 #define F ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
@@ -173,6 +174,27 @@ Test(lower_reduce, softmax_takes_a_fused_add_epilogue)
 	assert_close(y, want, 6);
 	cr_assert_not_null(strstr(r.source, "Softmax 'sm' + Add 'add'"), "Add was not fused");
 	done(&r, b);
+}
+
+/* Softmax and LogSoftmax along rows of 37 (two 16-lane vectors and a
+ * tail, four 8-lane ones and a tail) and of 8, with a fused Mul
+ * epilogue, on the vector ISAs; compared with the interpreter. */
+Test(lower_reduce, softmax_rows_in_vectors)
+{
+	static const char *const isas[] = { "avx2", "avx512" };
+	for (int i = 0; i < 2; i++) {
+		mb *b = mb_new(13);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", F, "3,5,37");
+		mb_input(b, g, "z", F, "4,8");
+		mb_init_floats(b, g, "two", "1", (float[]){2}, 1);
+		mb_node(b, g, "Softmax", "sm", "x", "s");
+		mb_node(b, g, "Mul", "mul", "s,two", "y");
+		mb_node(b, g, "LogSoftmax", "lsm", "z", "w");
+		mb_output(b, g, "y");
+		mb_output(b, g, "w");
+		cr_assert_eq(verify_model_isa(b, isas[i]), 0, "%s", isas[i]);
+	}
 }
 
 Test(lower_reduce, topk_breaks_ties_by_lower_index)

@@ -810,6 +810,43 @@ static mc_kexpr *open_tail(mc_kb *kb, const mc_shape *s, int axis, mc_kexpr *con
 	return mc_kb_let(kb, mc_lower_linear(kb, s, full));
 }
 
+/* Sum of f32 x[start + j] (or of (x - mean)^2 where mean) over j < count:
+ * vectors of `lanes`, their lanes, then the rest one by one. */
+static mc_kexpr *row_sum_vec(mc_lower_ctx *c, mc_kexpr *start, int64_t count, int lanes,
+                             mc_kexpr *mean)
+{
+	mc_kb *kb = c->kb;
+	int64_t full = count / lanes;
+	mc_kexpr *vs = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), lanes));
+	mc_kexpr *j = mc_kb_fori(kb, full, MC_KF_REDUCE);
+	mc_kexpr *x = mc_k_vload(kb, c->in_buf[0], mc_k_add(kb, start, mc_k_muli(kb, j, lanes)), lanes);
+	if (mean) {
+		x = mc_kb_let(kb, mc_k_sub(kb, x, mean));
+		mc_kb_assign(kb, vs, mc_k_fma(kb, x, x, vs));
+	} else {
+		mc_kb_assign(kb, vs, mc_k_add(kb, vs, x));
+	}
+	mc_kb_end(kb);
+	mc_kexpr *sum = mc_kb_local(kb, lanes_combined(kb, MC_KB_ADD, vs, lanes));
+	for (int64_t t = full * lanes; t < count; t++) {
+		mc_kexpr *v = mc_k_load(kb, c->in_buf[0], mc_k_addi(kb, start, t));
+		if (mean) {
+			v = mc_kb_let(kb, mc_k_sub(kb, v, mean));
+			mc_kb_assign(kb, sum, mc_k_fma(kb, v, v, sum));
+		} else {
+			mc_kb_assign(kb, sum, mc_k_add(kb, sum, v));
+		}
+	}
+	return mc_kb_let(kb, sum);
+}
+
+/* Whether input i (LayerNormalization's scale or bias) is f32 with one
+ * value per element of a row of `cols`. */
+static bool per_column(const mc_lower_ctx *c, int i, int64_t cols)
+{
+	return !present_in(c, i) || (c->in[i]->dtype == MC_FLOAT && (int64_t)mc_numel(&c->in[i]->shape) == cols);
+}
+
 static int lower_layernorm(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -830,6 +867,38 @@ static int lower_layernorm(mc_lower_ctx *c)
 	int64_t cols;
 	mc_kexpr *row = open_rows(kb, s, axis, lead, &cols);
 	mc_kexpr *start = mc_kb_let(kb, mc_k_muli(kb, row, cols));
+	int lanes = mc_isa_lanes_upto(kb->isa, cols);
+	if (lanes > 1 && t == MC_KT_F32 && c->in[0]->dtype == MC_FLOAT && c->out[0]->dtype == MC_FLOAT &&
+	    per_column(c, 1, cols) && per_column(c, 2, cols)) {
+		/* one row in vectors: the sum, the squares about the mean, the
+		 * normalised row */
+		mc_kexpr *n = fconst(kb, t, (double)cols);
+		mc_kexpr *mean = mc_kb_let(kb, mc_k_div(kb, row_sum_vec(c, start, cols, lanes, NULL), n));
+		mc_kexpr *var = mc_k_div(kb, row_sum_vec(c, start, cols, lanes, mean), n);
+		mc_kexpr *inv = inv_std(kb, var, p->epsilon);
+		int64_t full = cols / lanes;
+		for (int part = 0; part < (full * lanes < cols ? 2 : 1); part++) { /* vectors, the rest */
+			int l = part ? 1 : lanes;
+			mc_kexpr *j = part ? mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, cols), 0)
+			                   : mc_k_muli(kb, mc_kb_fori(kb, full, MC_KF_PARALLEL), lanes);
+			j = mc_kb_let(kb, j);
+			mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, start, j));
+			mc_kexpr *bias = present_in(c, 2) ? mc_k_vload(kb, c->in_buf[2], j, l) : NULL;
+			mc_kexpr *y = normalise(kb, mc_k_vload(kb, c->in_buf[0], at, l), mean, inv,
+			                        mc_k_vload(kb, c->in_buf[1], j, l), bias);
+			if (l > 1)
+				mc_lower_store_vec(c, 0, NULL, at, y);
+			else
+				mc_lower_store(c, 0, NULL, at, y);
+			mc_kb_end(kb);
+		}
+		if (present_out(c, 1))
+			mc_lower_store(c, 1, NULL, row, mean);
+		if (present_out(c, 2))
+			mc_lower_store(c, 2, NULL, row, inv);
+		close_to(kb, depth0);
+		return 0;
+	}
 	mc_kexpr *mean, *var;
 	block_mean_var(c, t, start, cols, &mean, &var);
 	mc_kexpr *inv = inv_std(kb, var, p->epsilon);

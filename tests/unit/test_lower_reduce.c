@@ -176,14 +176,14 @@ Test(lower_reduce, softmax_takes_a_fused_add_epilogue)
 	done(&r, b);
 }
 
-/* Softmax and LogSoftmax along rows of 37 (two 16-lane vectors and a
- * tail, four 8-lane ones and a tail) and of 8, with a fused Mul
- * epilogue, on the vector ISAs; compared with the interpreter. */
-Test(lower_reduce, softmax_rows_in_vectors)
+/* Softmax, LogSoftmax and LayerNormalization along rows of 37 (two
+ * 16-lane vectors and a tail, four 8-lane ones and a tail) and of 8, with
+ * a fused Mul epilogue, on the vector ISAs; compared with the interpreter. */
+Test(lower_reduce, softmax_and_layer_norm_rows_in_vectors)
 {
 	static const char *const isas[] = { "avx2", "avx512" };
 	for (int i = 0; i < 2; i++) {
-		mb *b = mb_new(13);
+		mb *b = mb_new(17);
 		Onnx__GraphProto *g = mb_main(b);
 		mb_input(b, g, "x", F, "3,5,37");
 		mb_input(b, g, "z", F, "4,8");
@@ -191,8 +191,20 @@ Test(lower_reduce, softmax_rows_in_vectors)
 		mb_node(b, g, "Softmax", "sm", "x", "s");
 		mb_node(b, g, "Mul", "mul", "s,two", "y");
 		mb_node(b, g, "LogSoftmax", "lsm", "z", "w");
+		float gamma[37], beta[37];
+		for (int k = 0; k < 37; k++) {
+			gamma[k] = 0.5f + 0.03f * (float)k;
+			beta[k] = 0.1f * (float)(k % 5) - 0.2f;
+		}
+		mb_init_floats(b, g, "gamma", "37", gamma, 37);
+		mb_init_floats(b, g, "beta", "37", beta, 37);
+		mb_node(b, g, "LayerNormalization", "ln", "x,gamma,beta", "u");
+		mb_init_floats(b, g, "gamma8", "8", gamma, 8);
+		mb_node(b, g, "LayerNormalization", "ln8", "z,gamma8", "v");
 		mb_output(b, g, "y");
 		mb_output(b, g, "w");
+		mb_output(b, g, "u");
+		mb_output(b, g, "v");
 		cr_assert_eq(verify_model_isa(b, isas[i]), 0, "%s", isas[i]);
 	}
 }

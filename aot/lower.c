@@ -203,9 +203,10 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 }
 
 /* Epilogue ops whose pointwise form the vector IR can build lane-wise. */
-static bool has_vector_form(const mc_node *n)
+static bool has_vector_form(const mc_graph *g, const mc_node *n)
 {
-	return n->opset >= 7 /* legacy broadcasting */ && mc_op_has(n->id, MC_OF_VEC);
+	return n->opset >= 7 /* legacy broadcasting */ &&
+	       (mc_op_has(n->id, MC_OF_VEC) || mc_lower_pow_small_exponent(g, n));
 }
 
 /* How an epilogue operand shaped vs varies along the output's last dim:
@@ -238,7 +239,7 @@ static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
 		return false;
 	for (int e = 0; e < gr->n_epi; e++) {
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
-		if (ints ? !mc_lower_has_ivec_form(en) : !has_vector_form(en))
+		if (ints ? !mc_lower_has_ivec_form(en) : !has_vector_form(c->g, en))
 			return false;
 		for (int i = 0; i < en->n_inputs; i++) {
 			int v = en->inputs[i];
@@ -303,7 +304,7 @@ static int flat_lanes(const mc_lower_ctx *c, size_t n)
 {
 	int lanes = mc_isa_lanes_upto(c->kb->isa, (int64_t)n);
 	bool ints = is_8bit(c->out[0]->dtype) && mc_lower_has_ivec_form(c->node);
-	if (lanes == 1 || (!ints && (!has_vector_form(c->node) || c->out[0]->dtype != MC_FLOAT)))
+	if (lanes == 1 || (!ints && (!has_vector_form(c->g, c->node) || c->out[0]->dtype != MC_FLOAT)))
 		return 1;
 	for (int i = 0; i < c->n_in; i++)
 		if (c->in[i] && (ints ? !is_8bit(c->in[i]->dtype) : c->in[i]->dtype != MC_FLOAT))

@@ -145,6 +145,11 @@ mc_kexpr *mc_lower_requant_bounded(mc_kb *kb, mc_kexpr *acc, mc_kexpr *mult, mc_
 mc_kexpr *mc_lower_requant_terms(mc_kb *kb, int n, mc_kexpr *const *x, const int64_t *mult, int64_t shift,
                                  int64_t y_zp, int64_t lo, int64_t hi);
 bool mc_requant_terms_fit(int n, const int64_t *mult, int64_t shift);
+/* A float Pow node's exponent where it is the constant 1 or 2 (the
+ * pointwise form multiplies, exactly as pow rounds, and has a vector
+ * form), else 0. */
+int mc_lower_pow_small_exponent(const mc_graph *g, const mc_node *n);
+
 /* Whether n's pointwise form builds i32 vector operations alone from 8-bit
  * operands (QiAdd, QiRequant whose constants fit mc_lower_requant_terms):
  * lane-wise integer epilogues and elementwise kernels. */

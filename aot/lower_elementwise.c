@@ -415,11 +415,30 @@ static mc_kexpr *int_pow(mc_lower_ctx *c, mc_kexpr *base, mc_kexpr *exponent)
 	return sel(c, bin(c, MC_KB_LT, exponent, num(c, exponent, 0)), neg, r);
 }
 
+int mc_lower_pow_small_exponent(const mc_graph *g, const mc_node *n)
+{
+	if (n->id != MC_OP_Pow || n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0)
+		return 0;
+	const mc_value *x = &g->values[n->inputs[0]];
+	const mc_tensor *y = g->values[n->inputs[1]].konst;
+	if ((x->dtype != MC_FLOAT && x->dtype != MC_DOUBLE) || !y || y->numel != 1)
+		return 0;
+	double e = mc_get_f(y, 0);
+	return e == 1.0 ? 1 : e == 2.0 ? 2 : 0;
+}
+
 /* The result has the base's dtype. A float on either side computes pow in
  * floats (double for an integer base, converted back with saturation). */
 PW(pow)
 {
 	mc_kexpr *x = a[0], *y = operand(c, a, 1);
+	int small = mc_lower_pow_small_exponent(c->g, c->node);
+	if (small == 1)
+		return x;
+	if (small == 2) { /* x * x is pow(x, 2) rounded once, as pow's result */
+		x = let(c, x);
+		return bin(c, MC_KB_MUL, x, x);
+	}
 	if (mc_ktype_is_float(x->type))
 		return bin(c, MC_KB_POW, x, mc_k_cast(c->kb, x->type, y));
 	if (mc_ktype_is_float(y->type))

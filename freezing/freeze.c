@@ -16,6 +16,7 @@ const mc_pass mc_freeze_passes[] = {
 	{"unroll", mc_pass_unroll},
 	{"bn", mc_pass_fold_bn},
 	{"pad", mc_pass_fold_pad},
+	{"layernorm", mc_pass_fuse_layernorm},
 	{"identity", mc_pass_identity},
 	{"cse", mc_pass_cse},
 	{"dce", mc_pass_dce},
@@ -267,7 +268,7 @@ static int run_pass(mc_graph *g, const mc_freeze_opts *o, const mc_pass *p, int 
 		return 0;
 	(*seq)++;
 	if (o->stats)
-		fprintf(o->stats, "freeze: %-8s %9.3f ms  %d -> %d nodes\n", p->name, ms, before,
+		fprintf(o->stats, "freeze: %-9s %9.3f ms  %d -> %d nodes\n", p->name, ms, before,
 		        mc_graph_node_count(g));
 	if (dumps_after(o, p->name) && dump_file(g, o, *seq, p->name))
 		return -1;

@@ -863,17 +863,17 @@ Test(freezing, freeze_stats_and_dumps)
 	mc_freeze_opts o = {.dump_after = "bn", .dump_dir = dir, .stats = sf};
 	cr_assert_eq(mc_freeze(g, &o), 0, "%s", diag_all());
 	fclose(sf);
-	/* round 1 folds the BN, round 2 finds nothing: 16 pass runs (the layout
+	/* round 1 folds the BN, round 2 finds nothing: 18 pass runs (the layout
 	 * pass, which finds no convolution here, prints nothing) */
 	int lines = 0;
 	for (char *p = stats; *p; p++)
 		lines += *p == '\n';
-	cr_assert_eq(lines, 16, "%s", stats);
+	cr_assert_eq(lines, 18, "%s", stats);
 	cr_assert(strstr(stats, "freeze: bn "), "%s", stats);
 	cr_assert(strstr(stats, "2 -> 1 nodes"), "%s", stats);
 	cr_assert(file_exists(dir, "00-input.txt"));
 	cr_assert(file_exists(dir, "04-bn.txt"));
-	cr_assert(file_exists(dir, "12-bn.txt"));
+	cr_assert(file_exists(dir, "13-bn.txt"));
 	cr_assert(!file_exists(dir, "02-fold.txt"));
 	char *in = read_text(dir, "00-input.txt"), *out = read_text(dir, "04-bn.txt");
 	cr_assert(strstr(in, "input %x : float32 1x3x6x6\n"), "%s", in);
@@ -958,5 +958,72 @@ Test(freezing, fold_budget_stops_a_chain_of_large_constants)
 	/* Every Add the budget did not cover is still there, to run. */
 	cr_assert_gt(mc_graph_node_count(m), CHAIN - 256);
 	mc_graph_free(m);
+	mb_free(b);
+}
+
+/* ---- written-out LayerNormalization (freezing/fuse_norm.c) ---- */
+
+/* ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div over the last
+ * axis of x [2, 3, 37] (as PyTorch writes layer_norm at opset 13), then
+ * Mul gamma and Add beta where affine; eps_first: Add(eps, v). */
+static mb *written_out_layernorm(bool affine, bool eps_first)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,3,37");
+	mb_init_floats(b, g, "two", "", (float[]){2}, 1);
+	mb_init_floats(b, g, "eps", "", (float[]){1e-5f}, 1);
+	Onnx__NodeProto *m = mb_node(b, g, "ReduceMean", "m", "x", "mean");
+	mb_attr_ints(b, m, "axes", (int64_t[]){-1}, 1);
+	mb_node(b, g, "Sub", "sub", "x,mean", "d");
+	mb_node(b, g, "Pow", "pow", "d,two", "sq");
+	Onnx__NodeProto *v = mb_node(b, g, "ReduceMean", "v", "sq", "var");
+	mb_attr_ints(b, v, "axes", (int64_t[]){2}, 1);
+	mb_node(b, g, "Add", "add", eps_first ? "eps,var" : "var,eps", "ve");
+	mb_node(b, g, "Sqrt", "sqrt", "ve", "sd");
+	mb_node(b, g, "Div", "div", "d,sd", affine ? "n" : "y");
+	if (affine) {
+		init_random(b, "gamma", "37", 37, 0.5, 1.5);
+		init_random(b, "beta", "37", 37, -0.5, 0.5);
+		mb_node(b, g, "Mul", "mul", "n,gamma", "ng");
+		mb_node(b, g, "Add", "addb", "beta,ng", "y");
+	}
+	mb_output(b, g, "y");
+	return b;
+}
+
+static void check_layernorm_fused(bool affine, bool eps_first)
+{
+	rng_state = 777 + (uint64_t)affine;
+	mb *b = written_out_layernorm(affine, eps_first);
+	mc_graph *g = typed(b);
+	run_data r;
+	random_inputs(g, &r);
+	run(g, &r);
+	cr_assert_eq(mc_pass_fuse_layernorm(g, NULL), 1, "%s", diag_all());
+	cr_assert_eq(count_op(g, "LayerNormalization"), 1);
+	cr_assert_eq(g->n_nodes, 1, "every written-out node replaced");
+	const mc_node *ln = &g->nodes[0];
+	cr_assert_eq(ln->outputs[0], mc_graph_find(g, "y"));
+	cr_assert_eq(ln->n_inputs, affine ? 3 : 2);
+	assert_consistent(g);
+	assert_same_outputs(g, &r, 1e-5);
+	free_run(&r);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+Test(freezing, written_out_layernorm_fused_affine) { check_layernorm_fused(true, false); }
+Test(freezing, written_out_layernorm_fused_plain) { check_layernorm_fused(false, true); }
+
+/* x - mean read elsewhere too: the written-out form stays. */
+Test(freezing, written_out_layernorm_kept_when_shared)
+{
+	mb *b = written_out_layernorm(true, false);
+	mb_output(b, mb_main(b), "d");
+	mc_graph *g = typed(b);
+	cr_assert_eq(mc_pass_fuse_layernorm(g, NULL), 0);
+	cr_assert_eq(count_op(g, "LayerNormalization"), 0);
+	mc_graph_free(g);
 	mb_free(b);
 }

@@ -399,7 +399,7 @@ static int check_opts(const mc_compile_opts *o)
 	if (o->dump_after && strcmp(o->dump_after, "all") && strcmp(o->dump_after, "kernels") &&
 	    !mc_freeze_pass_known(o->dump_after) && !mc_program_stage_known(o->dump_after)) {
 		mc_error("--dump-after '%s': no such pass (known: the freezing passes fold, unroll, bn, "
-		         "pad, layernorm, identity, cse, dce, layout; the program stages schedule, lower, storage, "
+		         "pad, patterns, identity, cse, dce, layout; the program stages schedule, lower, storage, "
 		         "liveness, plan, place, steps; kernels; all)", o->dump_after);
 		return -1;
 	}

@@ -245,6 +245,59 @@ static mc_kexpr *reduce_finish(mc_kb *kb, reduce_kind kind, mc_kexpr *acc, int64
 	}
 }
 
+/* A float32 ReduceSum or ReduceMean whose reduced dims are one run
+ * [a, b) followed by kept dims making `inner` contiguous elements (a
+ * channels-last global pool: [N, H, W, C] over H and W): vectors along
+ * inner summed over the run. 1 where the shape is not of that form. */
+static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind kind)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *s = &c->in[0]->shape;
+	int a = -1, b = -1;
+	for (int d = 0; d < s->rank; d++)
+		if (reduced[d]) {
+			if (b >= 0 && b != d)
+				return 1; /* two runs */
+			if (a < 0)
+				a = d;
+			b = d + 1;
+		}
+	if (a < 0 || (kind != R_SUM && kind != R_MEAN) || c->in[0]->dtype != MC_FLOAT ||
+	    c->out[0]->dtype != MC_FLOAT)
+		return 1;
+	int64_t outer = 1, run = 1, inner = 1;
+	for (int d = 0; d < s->rank; d++)
+		*(d < a ? &outer : d < b ? &run : &inner) *= s->dims[d];
+	int lanes = mc_isa_lanes_upto(kb->isa, inner);
+	if (lanes == 1 || run == 0)
+		return 1;
+	int depth0 = kb->depth;
+	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
+	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, o, run * inner));
+	mc_kexpr *out_at = mc_kb_let(kb, mc_k_muli(kb, o, inner));
+	int64_t full = inner / lanes;
+	for (int part = 0; part < (full * lanes < inner ? 2 : 1); part++) { /* vectors, the rest */
+		int l = part ? 1 : lanes;
+		mc_kexpr *i = part ? mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, inner), 0)
+		                   : mc_k_muli(kb, mc_kb_fori(kb, full, MC_KF_PARALLEL), lanes);
+		i = mc_kb_let(kb, i);
+		mc_kexpr *acc = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), l));
+		mc_kexpr *r = mc_kb_fori(kb, run, MC_KF_REDUCE);
+		mc_kexpr *at = mc_k_add(kb, mc_k_add(kb, in_at, mc_k_muli(kb, r, inner)), i);
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_vload(kb, c->in_buf[0], at, l)));
+		mc_kb_end(kb);
+		mc_kexpr *v = kind == R_MEAN ? mc_k_div(kb, acc, fconst(kb, MC_KT_F32, (double)run)) : acc;
+		mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, out_at, i));
+		if (l > 1)
+			mc_lower_store_vec(c, 0, NULL, lin, v);
+		else
+			mc_lower_store(c, 0, NULL, lin, v);
+		mc_kb_end(kb);
+	}
+	close_to(kb, depth0);
+	return 0;
+}
+
 static int lower_reduce_op(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -256,6 +309,9 @@ static int lower_reduce_op(mc_lower_ctx *c)
 		return -1;
 	if (mc_numel(&c->out[0]->shape) == 0)
 		return 0;
+	int fast = reduce_inner_vec(c, reduced, p->kind);
+	if (fast != 1)
+		return fast;
 	int64_t count = 1;
 	for (int d = 0; d < s->rank; d++)
 		if (reduced[d])

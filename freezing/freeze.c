@@ -16,7 +16,7 @@ const mc_pass mc_freeze_passes[] = {
 	{"unroll", mc_pass_unroll},
 	{"bn", mc_pass_fold_bn},
 	{"pad", mc_pass_fold_pad},
-	{"layernorm", mc_pass_fuse_layernorm},
+	{"patterns", mc_pass_patterns},
 	{"identity", mc_pass_identity},
 	{"cse", mc_pass_cse},
 	{"dce", mc_pass_dce},

@@ -676,6 +676,25 @@ static int convert_axis_op(lay *L, mc_node *n)
 			q[place[i]] = place[p[i]];
 		n->inputs[0] = alt;
 		return redirect_output(L, n, q);
+	} else if ((n->id == MC_OP_GlobalAveragePool || n->id == MC_OP_GlobalMaxPool) && rank >= 3 &&
+	           n->n_attrs == 0) {
+		/* the spatial dims reduced and kept as 1: a ReduceMean (ReduceMax)
+		 * of the alternative over the places the perm gave them, whose
+		 * output is the pool's under the same perm (an SE block's squeeze
+		 * stays channels-last, and so do its FCs and its channel scale) */
+		int axes[MC_MAX_RANK];
+		for (int d = 2; d < rank; d++)
+			axes[d - 2] = alt_axis(p, rank, d);
+		mc_opid id = n->id == MC_OP_GlobalAveragePool ? MC_OP_ReduceMean : MC_OP_ReduceMax;
+		free(n->attrs);
+		free(n->params);
+		n->params = NULL;
+		n->n_attrs = 2;
+		n->attrs = mc_xcalloc(3, sizeof *n->attrs);
+		n->attrs[0] = ints_attr("axes", axes, rank - 2);
+		n->attrs[1] = (mc_attr){ .name = mc_xstrdup("keepdims"), .type = MC_ATTR_INT, .i = 1 };
+		if (!mc_node_set_op(n, id, 13) || (n->op->parse && n->op->parse(n)))
+			return mc_error("layout: cannot make a %s node", mc_op_name(id)), -1;
 	} else if (n->id == MC_OP_Reshape) {
 		/* a 0 in the shape copies an input dim: not the same with alt */
 		int count = const_ints(L, n, 1, v, MC_MAX_RANK);

@@ -199,7 +199,7 @@ typedef enum {
 	X(QLinearConv,               0,                                         MC_MACS_QCONV) \
 	X(Einsum,                    0,                                         MC_MACS_NONE) \
 	X(RMSNormalization,          0,                                         MC_MACS_NONE) \
-	X(Swish,                     MC_OF_PW | MC_OF_VEC,                      MC_MACS_NONE) \
+	X(Swish,                     MC_OF_PW | MC_OF_VEC | MC_OF_REMAP,        MC_MACS_NONE) \
 	X(Attention,                 0,                                         MC_MACS_NONE) \
 	X(RotaryEmbedding,           0,                                         MC_MACS_NONE) \
 	X(GridSample,                0,                                         MC_MACS_NONE) \

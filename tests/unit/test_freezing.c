@@ -961,7 +961,7 @@ Test(freezing, fold_budget_stops_a_chain_of_large_constants)
 	mb_free(b);
 }
 
-/* ---- written-out LayerNormalization (freezing/fuse_norm.c) ---- */
+/* ---- written-out ops (freezing/patterns.c) ---- */
 
 /* ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div over the last
  * axis of x [2, 3, 37] (as PyTorch writes layer_norm at opset 13), then
@@ -1000,7 +1000,7 @@ static void check_layernorm_fused(bool affine, bool eps_first)
 	run_data r;
 	random_inputs(g, &r);
 	run(g, &r);
-	cr_assert_eq(mc_pass_fuse_layernorm(g, NULL), 1, "%s", diag_all());
+	cr_assert_eq(mc_pass_patterns(g, NULL), 1, "%s", diag_all());
 	cr_assert_eq(count_op(g, "LayerNormalization"), 1);
 	cr_assert_eq(g->n_nodes, 1, "every written-out node replaced");
 	const mc_node *ln = &g->nodes[0];
@@ -1022,8 +1022,49 @@ Test(freezing, written_out_layernorm_kept_when_shared)
 	mb *b = written_out_layernorm(true, false);
 	mb_output(b, mb_main(b), "d");
 	mc_graph *g = typed(b);
-	cr_assert_eq(mc_pass_fuse_layernorm(g, NULL), 0);
+	cr_assert_eq(mc_pass_patterns(g, NULL), 0);
 	cr_assert_eq(count_op(g, "LayerNormalization"), 0);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
+/* Mul(x, Sigmoid(x)) in either order becomes Swish; where the Sigmoid's
+ * output is read elsewhere too, both stay. */
+static mb *silu_model(bool sigmoid_first, bool shared)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "3,17");
+	mb_node(b, g, "Sigmoid", "sig", "x", "s");
+	mb_node(b, g, "Mul", "mul", sigmoid_first ? "s,x" : "x,s", "y");
+	mb_output(b, g, "y");
+	if (shared)
+		mb_output(b, g, "s");
+	return b;
+}
+
+Test(freezing, written_out_silu_becomes_swish)
+{
+	for (int order = 0; order < 2; order++) {
+		rng_state = 99 + (uint64_t)order;
+		mb *b = silu_model(order, false);
+		mc_graph *g = typed(b);
+		run_data r;
+		random_inputs(g, &r);
+		run(g, &r);
+		cr_assert_eq(mc_pass_patterns(g, NULL), 1, "%s", diag_all());
+		cr_assert_eq(g->n_nodes, 1);
+		cr_assert_eq(count_op(g, "Swish"), 1);
+		assert_consistent(g);
+		assert_same_outputs(g, &r, 1e-6);
+		free_run(&r);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+	mb *b = silu_model(false, true);
+	mc_graph *g = typed(b);
+	cr_assert_eq(mc_pass_patterns(g, NULL), 0);
+	cr_assert_eq(count_op(g, "Swish"), 0);
 	mc_graph_free(g);
 	mb_free(b);
 }

@@ -476,3 +476,50 @@ Test(layout, pass_1d_conv_unsqueeze_transpose)
 	mc_graph_free(fg);
 	cr_assert_eq(verify_model(b, 0), 0);
 }
+
+/* A squeeze-and-excitation block, as EfficientNet's: Conv 3x3 (8 -> 16),
+ * SiLU (Mul(x, Sigmoid(x))), GlobalAveragePool, Conv 1x1 (16 -> 4), SiLU,
+ * Conv 1x1 (4 -> 16), Sigmoid, Mul(the activation, the scale): all of it
+ * stays channels-last (the pool becomes a ReduceMean over the
+ * alternative's spatial axes, the SiLUs Swish): a Transpose at the input
+ * and one at the output only; compiled for generic and the vector ISAs,
+ * it matches the reference. */
+static mb *se_model(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,8,9,7");
+	init_random(b, "w1", "16,8,3,3", 16 * 8 * 9, 21);
+	init_random(b, "w2", "4,16,1,1", 4 * 16, 22);
+	init_random(b, "b2", "4", 4, 23);
+	init_random(b, "w3", "16,4,1,1", 16 * 4, 24);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "c1", "x,w1", "a");
+	mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+	mb_node(b, g, "Sigmoid", "s1", "a", "as");
+	mb_node(b, g, "Mul", "m1", "a,as", "act");
+	mb_node(b, g, "GlobalAveragePool", "gap", "act", "sq");
+	mb_node(b, g, "Conv", "c2", "sq,w2,b2", "e");
+	mb_node(b, g, "Sigmoid", "s2", "e", "es");
+	mb_node(b, g, "Mul", "m2", "es,e", "ea");
+	mb_node(b, g, "Conv", "c3", "ea,w3", "f");
+	mb_node(b, g, "Sigmoid", "s3", "f", "scale");
+	mb_node(b, g, "Mul", "m3", "act,scale", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(layout, squeeze_excitation_stays_channels_last)
+{
+	mb *b = se_model();
+	mc_graph *g = frozen(b, "nhwc");
+	cr_assert_eq(count_ops(g, "NhwcConv"), 3);
+	cr_assert_eq(count_ops(g, "GlobalAveragePool"), 0);
+	cr_assert_eq(count_ops(g, "ReduceMean"), 1);
+	cr_assert_eq(count_ops(g, "Swish"), 2);
+	cr_assert_eq(count_ops(g, "Transpose"), 2, "got %d", count_ops(g, "Transpose"));
+	mc_graph_free(g);
+	mb_free(b);
+	static const char *const isas[] = { "generic", "avx2", "avx512" };
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(verify_model_isa(se_model(), isas[i]), 0, "%s", isas[i]);
+}

@@ -1,6 +1,12 @@
-/* LayerNormalization written out in basic ops, as exporters write it
- * before opset 17 (PyTorch's layer_norm at opset 13, many TensorFlow
- * converters):
+/* Ops that exporters write out in basic ops, recognised and replaced by
+ * the one op they spell (mc_pass_patterns), so that a fused kernel runs
+ * them:
+ *
+ * - Swish (SiLU): Mul(x, Sigmoid(x)), as PyTorch exports SiLU before
+ *   opset 24; then it fuses into the convolution before it as an epilogue
+ *   (a chain of one input), where Sigmoid and Mul each read x.
+ * - LayerNormalization, as exporters write it before opset 17 (PyTorch's
+ *   layer_norm at opset 13, many TensorFlow converters):
  *
  *   m = ReduceMean(x, last axis, keepdims)   d = Sub(x, m)
  *   v = ReduceMean(Pow(d, 2), last axis)     s = Sqrt(Add(v, eps))
@@ -121,9 +127,52 @@ static int ones(mc_graph *g, const char *base, mc_dtype dt, int64_t cols)
 	return ge_add_const(g, base, t);
 }
 
-/* Tries the pattern at ReduceMean node r1; marks the nodes it replaces in
- * dead and returns the index of the new node's place (the Div), or -1. */
-static int match(mc_graph *g, int r1, const int *uses, bool *dead, mc_node *out)
+/* A new node of op id (at opset) named after `name`, reading in[] and
+ * writing out, with attrs (taken); parsed. False if it cannot be made. */
+static bool new_node(mc_node *n, const char *name, mc_opid id, int opset, const int *in, int n_in,
+                     int out, mc_attr *attrs, int n_attrs)
+{
+	*n = (mc_node){ 0 };
+	n->name = mc_xstrdup(name);
+	n->domain = mc_xstrdup("");
+	n->n_inputs = n_in;
+	n->inputs = mc_xmalloc(((size_t)n_in + 1) * sizeof(int));
+	memcpy(n->inputs, in, (size_t)n_in * sizeof(int));
+	n->n_outputs = 1;
+	n->outputs = mc_xmalloc(sizeof(int));
+	n->outputs[0] = out;
+	n->n_attrs = n_attrs;
+	n->attrs = mc_xcalloc((size_t)n_attrs + 1, sizeof *n->attrs);
+	memcpy(n->attrs, attrs, (size_t)n_attrs * sizeof *attrs);
+	if (!mc_node_set_op(n, id, opset) || (n->op->parse && n->op->parse(n))) {
+		mc_node_free(n);
+		return false;
+	}
+	return true;
+}
+
+/* Swish at Sigmoid node i: its output read only by Mul(x, s). */
+static int match_swish(mc_graph *g, int i, const int *uses, bool *dead, mc_node *out)
+{
+	const mc_node *n = &g->nodes[i];
+	if (n->id != MC_OP_Sigmoid || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0)
+		return -1;
+	int x = n->inputs[0], other;
+	int mul = sole_reader(g, uses, n->outputs[0]);
+	if (mul < 0 || !binary(&g->nodes[mul], MC_OP_Mul, n->outputs[0], &other) || other != x ||
+	    g->values[x].dtype != MC_FLOAT)
+		return -1;
+	mc_attr alpha = float_attr("alpha", 1.0);
+	if (!new_node(out, g->nodes[mul].name, MC_OP_Swish, 24, &x, 1, g->nodes[mul].outputs[0], &alpha, 1))
+		return -1;
+	dead[i] = true;
+	return mul;
+}
+
+/* LayerNormalization at ReduceMean node r1; marks the nodes it replaces
+ * in dead and returns the index of the new node's place (the last of
+ * them), or -1. */
+static int match_layernorm(mc_graph *g, int r1, const int *uses, bool *dead, mc_node *out)
 {
 	const mc_node *n = &g->nodes[r1];
 	if (n->id != MC_OP_ReduceMean || n->n_inputs < 1)
@@ -186,36 +235,16 @@ static int match(mc_graph *g, int r1, const int *uses, bool *dead, mc_node *out)
 	if (scale < 0 && (scale = ones(g, "layernorm_scale", xv->dtype, cols)) < 0)
 		return -1;
 	/* the new node takes the last one's place: every reader of y follows it */
-	mc_node ln = { 0 };
-	ln.name = mc_xstrdup(name);
-	ln.domain = mc_xstrdup("");
-	if (!mc_node_set_op(&ln, MC_OP_LayerNormalization, 17)) {
-		mc_node_free(&ln);
+	int in[3] = { x, scale, bias };
+	mc_attr attrs[2] = { int_attr("axis", -1), float_attr("epsilon", eps) };
+	if (!new_node(out, name, MC_OP_LayerNormalization, 17, in, bias >= 0 ? 3 : 2, y, attrs, 2))
 		return -1;
-	}
-	ln.n_inputs = bias >= 0 ? 3 : 2;
-	ln.inputs = mc_xmalloc(3 * sizeof(int));
-	ln.inputs[0] = x;
-	ln.inputs[1] = scale;
-	ln.inputs[2] = bias;
-	ln.n_outputs = 1;
-	ln.outputs = mc_xmalloc(sizeof(int));
-	ln.outputs[0] = y;
-	ln.n_attrs = 2;
-	ln.attrs = mc_xmalloc(2 * sizeof *ln.attrs);
-	ln.attrs[0] = int_attr("axis", -1);
-	ln.attrs[1] = float_attr("epsilon", eps);
-	if (ln.op->parse && ln.op->parse(&ln)) {
-		mc_node_free(&ln);
-		return -1;
-	}
 	for (int i = 0; i < n_chain - 1; i++)
 		dead[chain[i]] = true;
-	*out = ln;
 	return last;
 }
 
-int mc_pass_fuse_layernorm(mc_graph *g, const mc_freeze_opts *o)
+int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 {
 	(void)o;
 	int *uses = ge_use_counts(g);
@@ -228,16 +257,18 @@ int mc_pass_fuse_layernorm(mc_graph *g, const mc_freeze_opts *o)
 	for (int i = 0; i < g->n_nodes; i++) {
 		if (dead[i])
 			continue;
-		mc_node ln;
-		int at = match(g, i, uses, dead, &ln);
+		mc_node made;
+		int at = match_layernorm(g, i, uses, dead, &made);
+		if (at < 0)
+			at = match_swish(g, i, uses, dead, &made);
 		if (at < 0)
 			continue;
 		mc_node_free(&g->nodes[at]);
-		g->nodes[at] = ln;
-		g->values[ln.outputs[0]].producer = at;
+		g->nodes[at] = made;
+		g->values[made.outputs[0]].producer = at;
 		changed++;
 		free(uses);
-		uses = ge_use_counts(g); /* the new node reads scale and bias */
+		uses = ge_use_counts(g); /* a new node may read new constants */
 	}
 	if (changed)
 		ge_remove_nodes(g, dead);

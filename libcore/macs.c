@@ -2,8 +2,9 @@
  * work figure behind inspect, --stats, NAME.json's "macs" and bench/'s
  * GFLOP/s. Only the ops whose cost is a product of dimensions count
  * (convolutions, Gemm, MatMul and their integer, quantised and internal
- * forms: the op table's macs column); the pointwise rest is memory-bound
- * and left out, as GFLOP/s figures do. */
+ * forms, the recurrent layers' gate products: the op table's macs
+ * column); the pointwise rest is memory-bound and left out, as GFLOP/s
+ * figures do. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,17 @@ static double gemm_macs(const mc_graph *g, const mc_node *n)
 	return value_numel(g, node_output(n, 0)) * (double)a->dims[trans_a ? 0 : 1];
 }
 
+/* RNN, GRU, LSTM: every step of every sequence multiplies x_t by each
+ * direction's W and h by its R, gate rows x (input + hidden) in all. */
+static double rnn_macs(const mc_graph *g, const mc_node *n)
+{
+	const mc_shape *x = value_shape(g, node_input(n, 0));
+	if (!x || x->rank != 3 || x->dims[2] == 0)
+		return 0;
+	double steps = value_numel(g, node_input(n, 0)) / (double)x->dims[2];
+	return steps * (value_numel(g, node_input(n, 1)) + value_numel(g, node_input(n, 2)));
+}
+
 static double graph_macs(const mc_graph *g);
 
 /* An If not inlined yet: one of its branches runs; count the larger. */
@@ -125,6 +137,7 @@ static double node_macs(const mc_graph *g, const mc_node *n)
 	case MC_MACS_MATMUL: return matmul_macs(g, n, 0);
 	case MC_MACS_BRANCHES: return if_macs(n);
 	case MC_MACS_BODY: return loop_macs(n);
+	case MC_MACS_RNN: return rnn_macs(g, n);
 	}
 	return 0;
 }

@@ -48,6 +48,7 @@ typedef enum {
 	MC_MACS_MATMUL,
 	MC_MACS_BRANCHES,
 	MC_MACS_BODY,
+	MC_MACS_RNN,
 } mc_macs_kind;
 
 /* X(name, facts, macs) */
@@ -188,9 +189,9 @@ typedef enum {
 	X(LpNormalization,           0,                                         MC_MACS_NONE) \
 	X(MeanVarianceNormalization, 0,                                         MC_MACS_NONE) \
 	X(LRN,                       0,                                         MC_MACS_NONE) \
-	X(RNN,                       0,                                         MC_MACS_NONE) \
-	X(GRU,                       0,                                         MC_MACS_NONE) \
-	X(LSTM,                      0,                                         MC_MACS_NONE) \
+	X(RNN,                       0,                                         MC_MACS_RNN) \
+	X(GRU,                       0,                                         MC_MACS_RNN) \
+	X(LSTM,                      0,                                         MC_MACS_RNN) \
 	X(If,                        0,                                         MC_MACS_BRANCHES) \
 	X(QuantizeLinear,            0,                                         MC_MACS_NONE) \
 	X(DequantizeLinear,          0,                                         MC_MACS_NONE) \

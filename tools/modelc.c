@@ -459,7 +459,7 @@ static int cmd_inspect(cli *c)
 	printf("parameters: %zu (%zu bytes)\n", params, bytes);
 	bool refused = inferred && print_quantized(g) < 0;
 	if (inferred)
-		printf("MACs (convolutions, Gemm, MatMul): %.0f (%.2f M)\n", mc_graph_macs(g),
+		printf("MACs (convolutions, Gemm, MatMul, recurrent layers): %.0f (%.2f M)\n", mc_graph_macs(g),
 		       mc_graph_macs(g) / 1e6);
 	else if (!pinned)
 		printf("MACs: unknown until every input dimension is pinned with --input-shape\n");

@@ -128,6 +128,22 @@ Test(macs, gemm_and_batched_matmul)
 	cr_assert_float_eq(got, 70.0 + 144, 0, "got %.0f", got);
 }
 
+Test(macs, recurrent_layers_count_their_gate_products)
+{
+	/* bidirectional GRU over X [seq 5, batch 2, input 3], hidden 4: W
+	 * [2, 12, 3], R [2, 12, 4]: 10 steps x (72 + 96) = 1680 */
+	mb *b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "x", 1, "5,2,3");
+	zeros(b, mb_main(b), "w", "2,12,3", 72);
+	zeros(b, mb_main(b), "r", "2,12,4", 96);
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "GRU", "gru", "x,w,r", "y");
+	mb_attr_int(b, n, "hidden_size", 4);
+	mb_attr_string(b, n, "direction", "bidirectional");
+	mb_output(b, mb_main(b), "y");
+	double got = macs_of(b);
+	cr_assert_float_eq(got, 1680.0, 0, "got %.0f", got);
+}
+
 Test(macs, if_counts_the_larger_branch)
 {
 	/* then: two MatMuls (2x3x4 = 24, then 2x4x4 = 32); else: one (24).

@@ -423,6 +423,8 @@ static int lower_arg(mc_lower_ctx *c)
 
 /* ==== Softmax, LogSoftmax, Hardmax ==== */
 
+#define SOFTMAX_VECTOR_MIN 64
+
 /* The lanes of v combined into one scalar with MAX or ADD. */
 static mc_kexpr *lanes_combined(mc_kb *kb, mc_kbinop op, mc_kexpr *v, int lanes)
 {
@@ -503,7 +505,10 @@ static int lower_softmax(mc_lower_ctx *c)
 		close_to(kb, depth0);
 		return 0;
 	}
-	int lanes = mc_isa_lanes_upto(kb->isa, v.n);
+	/* rows in vectors where they are long (attention's): a short row (a
+	 * classifier's head) keeps the scalar form, whose sum runs in one
+	 * order on every ISA, so its result is the same bits everywhere */
+	int lanes = v.n >= SOFTMAX_VECTOR_MIN ? mc_isa_lanes_upto(kb->isa, v.n) : 1;
 	if (v.inner == 1 && lanes > 1 && c->in[0]->dtype == MC_FLOAT && c->out[0]->dtype == MC_FLOAT) {
 		softmax_row_vec(c, p->kind == SM_LOGSOFTMAX, mc_kb_let(kb, mc_k_muli(kb, o, v.n)), v.n, lanes);
 		close_to(kb, depth0);

@@ -176,21 +176,24 @@ Test(lower_reduce, softmax_takes_a_fused_add_epilogue)
 	done(&r, b);
 }
 
-/* Softmax, LogSoftmax and LayerNormalization along rows of 37 (two
- * 16-lane vectors and a tail, four 8-lane ones and a tail) and of 8, with
- * a fused Mul epilogue, on the vector ISAs; compared with the interpreter. */
+/* Softmax and LogSoftmax along rows of 75 (four 16-lane vectors and a
+ * tail, nine 8-lane ones and a tail; rows of 64 or more go in vectors)
+ * and LayerNormalization along rows of 37 and 8, with a fused Mul
+ * epilogue, on the vector ISAs; compared with the interpreter. */
 Test(lower_reduce, softmax_and_layer_norm_rows_in_vectors)
 {
 	static const char *const isas[] = { "avx2", "avx512" };
 	for (int i = 0; i < 2; i++) {
 		mb *b = mb_new(17);
 		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "xs", F, "3,5,75");
 		mb_input(b, g, "x", F, "3,5,37");
 		mb_input(b, g, "z", F, "4,8");
+		mb_input(b, g, "zs", F, "2,64");
 		mb_init_floats(b, g, "two", "1", (float[]){2}, 1);
-		mb_node(b, g, "Softmax", "sm", "x", "s");
+		mb_node(b, g, "Softmax", "sm", "xs", "s");
 		mb_node(b, g, "Mul", "mul", "s,two", "y");
-		mb_node(b, g, "LogSoftmax", "lsm", "z", "w");
+		mb_node(b, g, "LogSoftmax", "lsm", "zs", "w");
 		float gamma[37], beta[37];
 		for (int k = 0; k < 37; k++) {
 			gamma[k] = 0.5f + 0.03f * (float)k;

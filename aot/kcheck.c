@@ -1012,11 +1012,53 @@ static void check_s8_pairs(checker *c, const mc_ktemplate *t)
 		check_bounds(c, t->x, t->x_at, (int)(2 * t->kp), "template input");
 }
 
+/* GEMV_F32 reads wt, bias and x (from x_at) and writes out (kir.h): f32
+ * buffers long enough for kp x tiles blocks. */
+static void check_gemv_f32(checker *c, const mc_ktemplate *t)
+{
+	if (t->kp <= 0 || t->tiles <= 0 || t->kp > INT32_MAX / (4 * MC_GEMV_BLOCK) ||
+	    t->tiles > INT32_MAX / (4 * MC_GEMV_BLOCK) || t->kp * t->tiles > INT32_MAX / (4 * MC_GEMV_BLOCK)) {
+		fail(c, "gemv f32 of k %" PRId64 ", %" PRId64 " blocks", t->kp, t->tiles);
+		return;
+	}
+	const struct { int buf; const char *what; int64_t need; } use[4] = {
+		{ t->wt, "template weight", t->kp * t->tiles * MC_GEMV_BLOCK },
+		{ t->bias, "template bias", t->tiles * MC_GEMV_BLOCK },
+		{ t->out, "template output", t->tiles * MC_GEMV_BLOCK },
+		{ t->x, "template input", 0 },
+	};
+	for (int i = 0; i < 4; i++) {
+		if (i == 1 && use[i].buf == -1)
+			continue;
+		if (!buf_ok(c, use[i].buf, use[i].what))
+			return;
+		const mc_kbuf *b = &c->k->bufs[use[i].buf];
+		if (b->dtype != MC_FLOAT || b->transient || (int64_t)b->count < use[i].need) {
+			fail(c, "%s b%d: %zu %s%s for %" PRId64 " float", use[i].what, use[i].buf, b->count,
+			     mc_dtype_name(b->dtype), b->transient ? " transient" : "", use[i].need);
+			return;
+		}
+	}
+	check_expr(c, t->x_at);
+	if (c->failed)
+		return;
+	if (t->x_at->type != MC_KT_INDEX || mc_k_lanes(t->x_at) != 1)
+		fail(c, "template input b%d indexed by a %s", t->x, mc_ktype_name(t->x_at->type));
+	else
+		check_bounds(c, t->x, t->x_at, (int)t->kp, "template input");
+	if (!c->failed && !c->k->bufs[t->out].written)
+		fail(c, "template output b%d is not marked written", t->out);
+}
+
 static void check_template(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
 	if (!t) {
 		fail(c, "a template statement without its template");
+		return;
+	}
+	if (t->kind == MC_TMPL_GEMV_F32) {
+		check_gemv_f32(c, t);
 		return;
 	}
 	if (t->kind == MC_TMPL_DOT2_TILES || t->kind == MC_TMPL_S8_PAIRS) {

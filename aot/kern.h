@@ -34,6 +34,9 @@ typedef struct {
 	int64_t n_main;
 	kt_shape main, tail;
 	bool direct;             /* B read where it is, [k][n] row-major (not packed) */
+	/* Packed for the GEMV_F32 template (kir.h; kt_gemv only): panels of
+	 * MC_GEMV_BLOCK columns, one vector each, the last zero padded. */
+	bool gemv_f32;
 } kt_cols;
 
 /* Chooses panels and tile rows for n columns, `rows` rows (an upper bound
@@ -43,6 +46,11 @@ void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *col
  * padded vector, since it would read past B's rows; the columns a vector
  * leaves go one by one. */
 void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
+
+/* Columns for kt_gemv alone: on a target with the Cortex-M micro-kernels
+ * (mc_target.mcu_templates) on --isa cortex-m, the GEMV_F32 template's
+ * panels; else kt_plan's for one row. */
+void kt_plan_gemv(const mc_kb *kb, int64_t n, int64_t k, kt_cols *cols);
 
 /* Accumulator sets for a tile of mr rows x nvec vectors over a reduction
  * of length k (independent FMA chains where the tile alone has too few). */

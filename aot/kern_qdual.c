@@ -460,7 +460,7 @@ int mc_kern_qdual(mc_lower_ctx *c)
 	d.tm = d.tp == 1 && d.m % 4 == 0 ? 4 : 2;
 	/* the runtime's micro-kernels take four or eight pairs a step: k
 	 * padded with zero weights (and zero x words, written once) */
-	bool tiles = kb->target->dot2_template && ((d.tm == 2 && d.tp == 3) || (d.tm == 4 && d.tp == 1));
+	bool tiles = kb->target->mcu_templates && ((d.tm == 2 && d.tp == 3) || (d.tm == 4 && d.tp == 1));
 	int64_t kp_x = d.kp, step = mc_dot2_kp_multiple(d.tm);
 	if (tiles)
 		d.kp = (d.kp + step - 1) / step * step;

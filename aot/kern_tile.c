@@ -116,6 +116,25 @@ void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_co
 	plan(isa, n, k, rows, true, cols);
 }
 
+void kt_plan_gemv(const mc_kb *kb, int64_t n, int64_t k, kt_cols *cols)
+{
+	if (!kb->target->mcu_templates || kb->isa->kind != MC_ISA_CORTEX_M) {
+		kt_plan(kb->isa, n, k, 1, cols);
+		return;
+	}
+	memset(cols, 0, sizeof *cols);
+	cols->n = n;
+	cols->k = k;
+	cols->gemv_f32 = true;
+	cols->n_main = n / MC_GEMV_BLOCK;
+	if (cols->n_main > 0)
+		add_vec(&cols->main, MC_GEMV_BLOCK, MC_GEMV_BLOCK);
+	if (n % MC_GEMV_BLOCK)
+		add_vec(&cols->tail, MC_GEMV_BLOCK, (int)(n % MC_GEMV_BLOCK));
+	cols->main.mr = cols->tail.mr = 1;
+	cols->main.sets = cols->tail.sets = 1;
+}
+
 /* ---- packing ---- */
 
 /* Columns [col0, col0 + s->width) of row kk laid out at dst, padding 0. */
@@ -326,6 +345,14 @@ void kt_gemv(mc_kb *kb, const kt_cols *cols, int a_buf, mc_kexpr *a_at, int b_bu
              int out_buf)
 {
 	a_at = mc_kb_let(kb, a_at);
+	if (cols->gemv_f32) {
+		/* main and tail panels lie one after the other: blocks alike */
+		mc_ktemplate t = { .kind = MC_TMPL_GEMV_F32, .x = a_buf, .x_at = a_at, .wt = b_buf,
+		                   .bias = bias_buf, .out = out_buf, .kp = cols->k,
+		                   .tiles = cols->n_main + (cols->tail.nvec > 0) };
+		mc_kb_template(kb, &t);
+		return;
+	}
 	if (cols->n_main > 0) {
 		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, cols->n_main, 0);
 		gemv_panel(kb, cols, kt_main_panel(kb, cols, p), a_buf, a_at, b_buf, bias_buf, out_buf);

@@ -374,6 +374,21 @@ mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a)
 	return e;
 }
 
+/* 1 / (1 + e^-x), for Sigmoid and the recurrent cells' gates: kmath's
+ * where it takes EXP of x; else through e = e^-|x|, which cannot
+ * overflow, and one division: r = 1 / (1 + e), r for x >= 0, e r below. */
+mc_kexpr *mc_k_sigmoid(mc_kb *kb, mc_kexpr *x)
+{
+	if (mc_kmath_takes(kb, MC_KU_EXP, x))
+		return mc_kmath_sigmoid(kb, x);
+	x = mc_kb_let(kb, x);
+	mc_kexpr *one = mc_k_const_as(kb, x->type, 1);
+	mc_kexpr *e = mc_kb_let(kb, mc_k_un(kb, MC_KU_EXP, mc_k_un(kb, MC_KU_NEG, mc_k_un(kb, MC_KU_ABS, x))));
+	mc_kexpr *r = mc_kb_let(kb, mc_k_bin(kb, MC_KB_DIV, one, mc_k_bin(kb, MC_KB_ADD, one, e)));
+	return mc_k_select(kb, mc_k_bin(kb, MC_KB_GE, x, mc_k_const_as(kb, x->type, 0)), r,
+	                   mc_k_bin(kb, MC_KB_MUL, e, r));
+}
+
 bool mc_k_is_const(const mc_kexpr *e, int64_t *v)
 {
 	if (e->kind != MC_KE_CONST || mc_ktype_is_float(e->type))
@@ -854,6 +869,12 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 				fprintf(f, "template s8_pairs(x b%d[", t->x);
 				dump_expr(t->x_at, f);
 				fprintf(f, "] -> b%d) kp %" PRId64 "\n", t->out, t->kp);
+				break;
+			}
+			if (t->kind == MC_TMPL_GEMV_F32) {
+				fprintf(f, "template gemv_f32(wt b%d, bias b%d, x b%d[", t->wt, t->bias, t->x);
+				dump_expr(t->x_at, f);
+				fprintf(f, "] -> b%d) k %" PRId64 " blocks %" PRId64 "\n", t->out, t->kp, t->tiles);
 				break;
 			}
 			if (t->kind == MC_TMPL_DOT2_TILES) {

@@ -181,7 +181,21 @@ typedef enum {
 	 * sign-extended (SXTB16 of the word and of its rotation by 8); x int8,
 	 * out i32 from index 0, kp even. */
 	MC_TMPL_S8_PAIRS,
+	/* Float row-vector products in blocks of MC_GEMV_BLOCK rows (the
+	 * runtime's modelc_gemv8_f32: on a Cortex-M with the single-precision
+	 * FPU a hand-scheduled loop of VLDM and VMLA, about 1.08 instructions a
+	 * multiply-add, where a C compiler's scalar tiles take 3 or more). wt
+	 * holds each block's k x MC_GEMV_BLOCK weights, k-major; bias (-1:
+	 * none, zeros) MC_GEMV_BLOCK a block. For t < tiles, i < MC_GEMV_BLOCK:
+	 *   out[t*MC_GEMV_BLOCK + i] = bias[t*MC_GEMV_BLOCK + i]
+	 *     + wt[(t*kp + k)*MC_GEMV_BLOCK + i] * x[x_at + k] for k = 0 .. kp-1,
+	 * added in that order, each a multiply rounded then an add rounded
+	 * (VMLA, not a fused VFMA: the C fallback's bits); f32 buffers, wt,
+	 * bias and out from index 0. May sit inside loops, like DOT2_TILES. */
+	MC_TMPL_GEMV_F32,
 } mc_tmpl_kind;
+
+#define MC_GEMV_BLOCK 8 /* GEMV_F32's rows a block: 8 sums, two k's 16 weights and 8 of x fill the 32 registers */
 
 typedef struct mc_ktemplate {
 	mc_tmpl_kind kind;
@@ -195,10 +209,12 @@ typedef struct mc_ktemplate {
 	 * index once), so `out` is transient: it has no storage. */
 	bool direct;
 	int x, wt, out;           /* kernel buffers */
-	/* DOT2_TILES: k pairs, channels and pixels a tile, tiles */
+	int bias;                 /* GEMV_F32: the blocks' biases; -1: none */
+	/* DOT2_TILES: k pairs, channels and pixels a tile, tiles; GEMV_F32: kp
+	 * the reduction's length, tiles the blocks */
 	int64_t kp, tm, tp, tiles;
 	struct mc_kexpr *wt_at;
-	struct mc_kexpr *x_at;    /* S8_PAIRS: the row's first element in x */
+	struct mc_kexpr *x_at;    /* S8_PAIRS, GEMV_F32: the row's first element in x */
 } mc_ktemplate;
 
 /* Hints for the emitters; C may ignore them. */
@@ -354,6 +370,7 @@ mc_kexpr *mc_k_const_as(mc_kb *kb, mc_ktype t, double v); /* int or float by t *
 mc_kexpr *mc_k_var(mc_kb *kb, int var);
 mc_kexpr *mc_k_load(mc_kb *kb, int buf, mc_kexpr *index);
 mc_kexpr *mc_k_un(mc_kb *kb, mc_kunop op, mc_kexpr *a);
+mc_kexpr *mc_k_sigmoid(mc_kb *kb, mc_kexpr *x); /* 1 / (1 + e^-x) */
 mc_kexpr *mc_k_bin(mc_kb *kb, mc_kbinop op, mc_kexpr *a, mc_kexpr *b); /* same types */
 mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */

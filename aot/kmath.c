@@ -12,6 +12,8 @@
 #define MAGIC_BITS 0x4B400000
 #define EXP_LO -104.0  /* e^-104 rounds to 0 in float32 */
 #define EXP_HI 88.8    /* e^88.8 rounds to +inf */
+#define SIGMOID_LO -87.33 /* above ln 2^-126 = -87.3365: n >= -126 */
+#define SIGMOID_HI 88.37  /* below 127.5 ln 2 = 88.376: n <= 127 */
 
 static const double exp_p[] = { 0.49999988079071045, 0.166665181517601, 0.04166953265666962,
 	                         0.008368915878236294, 0.0013751407386735082 };
@@ -65,22 +67,44 @@ static mc_kexpr *pow2(mc_kb *kb, mc_kexpr *e)
 	                               mc_k_bin(kb, MC_KB_SHL, mc_k_add(kb, e, i32(kb, 127)), i32(kb, 23))));
 }
 
-mc_kexpr *mc_kmath_exp(mc_kb *kb, mc_kexpr *x)
+/* e^r for x = n ln2 + r, t = x log2e + MAGIC (n = t - MAGIC) */
+static mc_kexpr *exp_poly(mc_kb *kb, mc_kexpr *x, mc_kexpr *t)
 {
-	x = clamp(kb, x, EXP_LO, EXP_HI);
-	mc_kexpr *t = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, x, f(kb, LOG2E)), f(kb, MAGIC)));
 	mc_kexpr *n = mc_kb_let(kb, mc_k_sub(kb, t, f(kb, MAGIC)));
-	mc_kexpr *ni = mc_kb_let(kb, mc_k_sub(kb, mc_k_bits(kb, MC_KT_I32, t), i32(kb, MAGIC_BITS)));
 	mc_kexpr *r = mc_kb_let(kb, mc_k_sub(kb, x, mc_k_mul(kb, n, f(kb, LN2_HI))));
 	r = mc_kb_let(kb, mc_k_sub(kb, r, mc_k_mul(kb, n, f(kb, LN2_LO))));
 	mc_kexpr *p = horner(kb, exp_p, COUNT(exp_p), r);
 	p = mc_k_mul(kb, mc_k_mul(kb, r, r), p);
-	p = mc_kb_let(kb, mc_k_add(kb, mc_k_add(kb, p, r), f(kb, 1.0)));
+	return mc_kb_let(kb, mc_k_add(kb, mc_k_add(kb, p, r), f(kb, 1.0)));
+}
+
+mc_kexpr *mc_kmath_exp(mc_kb *kb, mc_kexpr *x)
+{
+	x = clamp(kb, x, EXP_LO, EXP_HI);
+	mc_kexpr *t = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, x, f(kb, LOG2E)), f(kb, MAGIC)));
+	mc_kexpr *p = exp_poly(kb, x, t);
+	mc_kexpr *ni = mc_kb_let(kb, mc_k_sub(kb, mc_k_bits(kb, MC_KT_I32, t), i32(kb, MAGIC_BITS)));
 	/* n in [-150, 128]: 2^n as two factors, each inside float32's normal
 	 * range, so that results near overflow and underflow round once */
 	mc_kexpr *n1 = mc_kb_let(kb, mc_k_bin(kb, MC_KB_SHR, ni, i32(kb, 1)));
 	mc_kexpr *n2 = mc_k_sub(kb, ni, n1);
 	return mc_k_mul(kb, mc_k_mul(kb, p, pow2(kb, n1)), pow2(kb, n2));
+}
+
+/* 1 / (1 + e^-x), -x clamped to [SIGMOID_LO, SIGMOID_HI] so that 2^n is
+ * one normal factor, read straight off t's bits: t = n + 1.5 * 2^23 holds
+ * n in its low mantissa bits, and t's bits shifted up by 23 are n's in the
+ * exponent field. Past the clamp the result is 1 (x > 87.3: 1 + e is 1
+ * anyway) or about 4e-39 (x < -88.3, where the exact one is smaller). */
+mc_kexpr *mc_kmath_sigmoid(mc_kb *kb, mc_kexpr *x)
+{
+	mc_kexpr *m = clamp(kb, mc_k_un(kb, MC_KU_NEG, x), SIGMOID_LO, SIGMOID_HI);
+	mc_kexpr *t = mc_kb_let(kb, mc_k_add(kb, mc_k_mul(kb, m, f(kb, LOG2E)), f(kb, MAGIC)));
+	mc_kexpr *p = exp_poly(kb, m, t);
+	mc_kexpr *scale = mc_k_bits(kb, MC_KT_F32, mc_k_add(kb, mc_k_bin(kb, MC_KB_SHL, mc_k_bits(kb, MC_KT_I32, t), i32(kb, 23)),
+	                                                    i32(kb, 127 << 23)));
+	mc_kexpr *e = mc_k_mul(kb, p, scale);
+	return mc_k_div(kb, f(kb, 1.0), mc_k_add(kb, e, f(kb, 1.0)));
 }
 
 static mc_kexpr *odd_rational(mc_kb *kb, mc_kexpr *x, double hi, const double *p, int np,

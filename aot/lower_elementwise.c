@@ -89,15 +89,9 @@ static mc_kexpr *softplus_of(mc_lower_ctx *c, mc_kexpr *x)
 	return bin(c, MC_KB_ADD, pos, log1p_of(c, e));
 }
 
-/* 1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: exp of a
- * non-positive argument never overflows. One division: r = 1 / (1 + e),
- * then r or e * r. */
 static mc_kexpr *sigmoid_of(mc_lower_ctx *c, mc_kexpr *x)
 {
-	x = let(c, x);
-	mc_kexpr *e = let(c, un(c, MC_KU_EXP, un(c, MC_KU_NEG, un(c, MC_KU_ABS, x))));
-	mc_kexpr *r = let(c, bin(c, MC_KB_DIV, num(c, e, 1), bin(c, MC_KB_ADD, num(c, e, 1), e)));
-	return sel(c, bin(c, MC_KB_GE, x, num(c, x, 0)), r, bin(c, MC_KB_MUL, e, r));
+	return mc_k_sigmoid(c->kb, x);
 }
 
 /* ---- legacy broadcasting (before opset 7) ----

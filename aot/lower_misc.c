@@ -93,9 +93,7 @@ static mc_kexpr *rnn_act_expr(mc_kb *kb, const rnn_act *a, mc_ktype kt, mc_kexpr
 	mc_kexpr *alpha = fconst(kb, kt, a->alpha), *beta = fconst(kb, kt, a->beta);
 	switch (a->fn) {
 	case ACT_SIGMOID:
-		return mc_k_div(kb, one,
-		                mc_k_add(kb, one,
-		                         mc_k_un(kb, MC_KU_EXP, mc_k_un(kb, MC_KU_NEG, x))));
+		return mc_k_sigmoid(kb, x);
 	case ACT_TANH:
 		return mc_k_un(kb, MC_KU_TANH, x);
 	case ACT_RELU:
@@ -141,6 +139,7 @@ typedef struct {
 	int h, cs, pre, tmp;        /* scratch: H, C, gate pre-activations, GRU r.H */
 	int dir;                    /* direction being built */
 	mc_kexpr *x_at;             /* offset of x_t (a row of `input` values) */
+	mc_kexpr *y_at;             /* offset of the step's row of Y; NULL: no Y */
 	/* Where W and R are constants (f32, a CPU target): each step's gate
 	 * pre-activations as row-vector products through the register-tiled
 	 * micro-kernel (aot/kern.h), W and R packed at generation time:
@@ -241,7 +240,7 @@ static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int
 	mc_kb *kb = r->c->kb;
 	const mc_tensor *bias = opt_in(r->c, RI_B) ? mc_lower_const(r->c, RI_B) : NULL;
 	bool biased = bias && (wb || rb_lo < rb_hi);
-	kt_plan(kb->isa, n, k, 1, &pr->cols);
+	kt_plan_gemv(kb, n, k, &pr->cols);
 	for (int d = 0; d < r->dirs; d++) {
 		rnn_src src = { mc_lower_const(r->c, in), bias, d, r->rows, k, col0, wb, rb_lo, rb_hi };
 		pr->b[d] = kt_pack(kb, &pr->cols, rnn_src_at, &src);
@@ -331,9 +330,20 @@ static void rnn_pre_body(rnn_low *r, mc_kexpr *j, int lanes)
 	mc_kb_store(r->c->kb, r->pre, j, rnn_pre(r, j, true, lanes));
 }
 
+/* The step's new h at units j..: into H, and into Y's row where it is
+ * wanted (the loop that makes h stores it: no pass of its own). */
+static void rnn_store_h(rnn_low *r, mc_kexpr *j, mc_kexpr *v)
+{
+	mc_kb *kb = r->c->kb;
+	v = mc_kb_let(kb, v);
+	mc_kb_store(kb, r->h, j, v);
+	if (r->y_at)
+		mc_kb_store(kb, r->c->out_buf[RO_Y], mc_k_add(kb, r->y_at, j), v);
+}
+
 static void rnn_h_body(rnn_low *r, mc_kexpr *j, int lanes)
 {
-	mc_kb_store(r->c->kb, r->h, j, rnn_activate(r, 0, ld(r, r->pre, j, lanes)));
+	rnn_store_h(r, j, rnn_activate(r, 0, ld(r, r->pre, j, lanes)));
 }
 
 /* Ht = f(Xt W^T + Ht-1 R^T + Wb + Rb) */
@@ -379,8 +389,25 @@ static void gru_out_body(rnn_low *r, mc_kexpr *j, int lanes)
 	mc_kexpr *z = mc_kb_let(kb, ld(r, r->pre, j, lanes));
 	mc_kexpr *hh = ld(r, r->pre, mc_k_addi(kb, j, 2 * hs), lanes);
 	mc_kexpr *one = fconst(kb, r->kt, 1);
-	mc_kb_store(kb, r->h, j, mc_k_add(kb, mc_k_mul(kb, mc_k_sub(kb, one, z), hh),
-	                                  mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
+	rnn_store_h(r, j, mc_k_add(kb, mc_k_mul(kb, mc_k_sub(kb, one, z), hh),
+	                           mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
+}
+
+/* The fast path with linear_before_reset: the whole step of units j.. in
+ * one pass (each unit's z, r, h~ and new h need only that unit's sums),
+ * nothing through pre. */
+static void gru_fused_body(rnn_low *r, mc_kexpr *j, int lanes)
+{
+	mc_kb *kb = r->c->kb;
+	int64_t hs = r->hidden;
+	mc_kexpr *z = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, j, true, lanes)));
+	mc_kexpr *rt = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, mc_k_addi(kb, j, hs), true, lanes)));
+	mc_kexpr *row2 = mc_kb_let(kb, mc_k_addi(kb, j, 2 * hs));
+	mc_kexpr *xpart = rnn_pre(r, row2, false, lanes), *rpart = ld(r, r->hr.out, row2, lanes);
+	mc_kexpr *hh = mc_kb_let(kb, rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
+	mc_kexpr *one = fconst(kb, r->kt, 1);
+	rnn_store_h(r, j, mc_k_add(kb, mc_k_mul(kb, mc_k_sub(kb, one, z), hh),
+	                           mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
 }
 
 /* GRU gates z, r, h (rnn.c: gru_step). */
@@ -388,6 +415,10 @@ static void gru_step_ir(rnn_low *r)
 {
 	mc_kb *kb = r->c->kb;
 	int64_t hs = r->hidden;
+	if (r->fast && r->p->linear_before_reset) {
+		rnn_vec_loop(r, hs, gru_fused_body);
+		return;
+	}
 	rnn_vec_loop(r, 2 * hs, gru_zr_body);
 	if (r->p->linear_before_reset) {
 		rnn_vec_loop(r, hs, gru_lbr_body);
@@ -444,7 +475,7 @@ static void lstm_body(rnn_low *r, mc_kexpr *j, int lanes)
 	mc_kexpr *ot = mc_kb_let(kb, rnn_activate(r, 0, add_opt(kb, po, lstm_peep(r, 1, j, cnew, lanes))));
 	/* h takes C unclipped, as rnn.c does */
 	mc_kexpr *hc = rnn_act_expr(kb, &r->p->act[r->dir][2], r->kt, cnew);
-	mc_kb_store(kb, r->h, j, mc_k_mul(kb, ot, hc));
+	rnn_store_h(r, j, mc_k_mul(kb, ot, hc));
 }
 
 /* LSTM gates i, o, f, c (rnn.c: lstm_step). */
@@ -515,21 +546,19 @@ static void rnn_sequence(rnn_low *r, mc_kexpr *b, mc_kexpr *len, bool reverse)
 	mc_kexpr *xrow = r->p->layout ? mad(kb, b, r->seq, t)
 	                              : mad(kb, t, r->batch, b);
 	r->x_at = mc_kb_let(kb, mc_k_muli(kb, xrow, r->input));
+	r->y_at = NULL;
+	if (opt_out(c, RO_Y)) {
+		mc_kexpr *slot = r->p->layout
+		        ? mc_k_addi(kb, mc_k_muli(kb, mad(kb, b, r->seq, t), r->dirs), r->dir)
+		        : mad(kb, mc_k_addi(kb, mc_k_muli(kb, t, r->dirs), r->dir), r->batch, b);
+		r->y_at = mc_kb_let(kb, mc_k_muli(kb, slot, r->hidden));
+	}
 	if (r->fast)
 		rnn_fast_products(r);
 	switch (r->p->kind) {
 	case KIND_RNN: rnn_step_ir(r); break;
 	case KIND_GRU: gru_step_ir(r); break;
 	case KIND_LSTM: lstm_step_ir(r); break;
-	}
-	if (opt_out(c, RO_Y)) {
-		mc_kexpr *slot = r->p->layout
-		        ? mc_k_addi(kb, mc_k_muli(kb, mad(kb, b, r->seq, t), r->dirs), r->dir)
-		        : mad(kb, mc_k_addi(kb, mc_k_muli(kb, t, r->dirs), r->dir), r->batch, b);
-		mc_kexpr *at = mc_kb_let(kb, mc_k_muli(kb, slot, r->hidden));
-		mc_kexpr *j = mc_kb_fori(kb, r->hidden, MC_KF_VECTOR);
-		mc_kb_store(kb, c->out_buf[RO_Y], mc_k_add(kb, at, j), mc_k_load(kb, r->h, j));
-		mc_kb_end(kb);
 	}
 	if (len)
 		mc_kb_end(kb);

@@ -9,7 +9,7 @@ const mc_target mc_target_c = {
 	.emit = mc_emit_c,
 	.ninja_in = mc_model_ninja_in,
 	.cpu_isa = true,
-	.dot2_template = true,
+	.mcu_templates = true,
 	.measures_stack = true,
 	.verify = true,
 };

@@ -28,7 +28,8 @@ typedef struct mc_target {
 	bool fp16;                  /* --dtype fp16: activations and weights stored as float16 */
 	bool tf32;                  /* --tf32: fp32 convolutions on tensor cores */
 	bool conv_template;         /* dense 2-D convolutions lower to MC_TMPL_CONV2D_SPLITK */
-	bool dot2_template;         /* --isa cortex-m's integer tiles lower to MC_TMPL_DOT2_TILES */
+	bool mcu_templates;         /* --isa cortex-m's integer tiles and float row products
+	                             * lower to the runtime's micro-kernels (DOT2_TILES, GEMV_F32) */
 	bool grid;                  /* parallel loop nests become a grid, a thread per
 	                             * iteration: CPU register tiles would serialise them */
 	bool object;                /* writes NAME.o itself (LLVM): --triple, --cpu,

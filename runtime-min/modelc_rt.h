@@ -572,6 +572,171 @@ MODELC_FN void modelc_dot2_4x1(int32_t *out, const int32_t *w, const int32_t *x,
 }
 #endif
 
+/* ---- row-vector products in blocks of 8 floats (the kernel IR's
+ * GEMV_F32 template, kir.h): w holds each block's k x 8 weights, k-major,
+ * bias (null: zeros) 8 a block; for b < blocks, i < 8,
+ *   out[b*8 + i] = bias[b*8 + i] + w[(b*k + j)*8 + i] * x[j], j = 0 .. k-1,
+ * added in that order, each product rounded before its sum (not fused).
+ * On a core with the single-precision FPU in Thumb-2 (Cortex-M4F, M7,
+ * M33, M55) a hand-scheduled loop: the 8 sums in s0-s7, two k's weights
+ * loaded by one VLDM into s8-s23, eight of x by one into s24-s31, one VMLA
+ * (multiply, round, add, round: this C's bits) a multiply-add; 138
+ * instructions for 128 of them. Elsewhere the same in C. ---- */
+MODELC_FN void modelc_gemv8_f32_c(float *out, const float *w, const float *bias, const float *x, int32_t k,
+                                  int32_t blocks)
+{
+	for (int32_t b = 0; b < blocks; b++, out += 8) {
+		float acc[8];
+		for (int i = 0; i < 8; i++)
+			acc[i] = bias ? bias[b * 8 + i] : 0.0f;
+		for (int32_t j = 0; j < k; j++, w += 8)
+			for (int i = 0; i < 8; i++) {
+				float p = w[i] * x[j];
+				acc[i] = acc[i] + p;
+			}
+		for (int i = 0; i < 8; i++)
+			out[i] = acc[i];
+	}
+}
+
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && (defined(__GNUC__) || defined(__clang__)) && \
+	!defined(__CUDACC__) && !defined(MODELC_NO_ASM)
+/* eight k's: x's into s24-s31, each pair's 16 weights, 16 multiply-adds */
+#define MODELC_GEMV8_CHUNK \
+	"vldmia %[xp]!, {s24-s31}\n\t" \
+	"vldmia %[w]!, {s8-s23}\n\t" \
+	"vmla.f32 s0, s8, s24\n\t" \
+	"vmla.f32 s1, s9, s24\n\t" \
+	"vmla.f32 s2, s10, s24\n\t" \
+	"vmla.f32 s3, s11, s24\n\t" \
+	"vmla.f32 s4, s12, s24\n\t" \
+	"vmla.f32 s5, s13, s24\n\t" \
+	"vmla.f32 s6, s14, s24\n\t" \
+	"vmla.f32 s7, s15, s24\n\t" \
+	"vmla.f32 s0, s16, s25\n\t" \
+	"vmla.f32 s1, s17, s25\n\t" \
+	"vmla.f32 s2, s18, s25\n\t" \
+	"vmla.f32 s3, s19, s25\n\t" \
+	"vmla.f32 s4, s20, s25\n\t" \
+	"vmla.f32 s5, s21, s25\n\t" \
+	"vmla.f32 s6, s22, s25\n\t" \
+	"vmla.f32 s7, s23, s25\n\t" \
+	"vldmia %[w]!, {s8-s23}\n\t" \
+	"vmla.f32 s0, s8, s26\n\t" \
+	"vmla.f32 s1, s9, s26\n\t" \
+	"vmla.f32 s2, s10, s26\n\t" \
+	"vmla.f32 s3, s11, s26\n\t" \
+	"vmla.f32 s4, s12, s26\n\t" \
+	"vmla.f32 s5, s13, s26\n\t" \
+	"vmla.f32 s6, s14, s26\n\t" \
+	"vmla.f32 s7, s15, s26\n\t" \
+	"vmla.f32 s0, s16, s27\n\t" \
+	"vmla.f32 s1, s17, s27\n\t" \
+	"vmla.f32 s2, s18, s27\n\t" \
+	"vmla.f32 s3, s19, s27\n\t" \
+	"vmla.f32 s4, s20, s27\n\t" \
+	"vmla.f32 s5, s21, s27\n\t" \
+	"vmla.f32 s6, s22, s27\n\t" \
+	"vmla.f32 s7, s23, s27\n\t" \
+	"vldmia %[w]!, {s8-s23}\n\t" \
+	"vmla.f32 s0, s8, s28\n\t" \
+	"vmla.f32 s1, s9, s28\n\t" \
+	"vmla.f32 s2, s10, s28\n\t" \
+	"vmla.f32 s3, s11, s28\n\t" \
+	"vmla.f32 s4, s12, s28\n\t" \
+	"vmla.f32 s5, s13, s28\n\t" \
+	"vmla.f32 s6, s14, s28\n\t" \
+	"vmla.f32 s7, s15, s28\n\t" \
+	"vmla.f32 s0, s16, s29\n\t" \
+	"vmla.f32 s1, s17, s29\n\t" \
+	"vmla.f32 s2, s18, s29\n\t" \
+	"vmla.f32 s3, s19, s29\n\t" \
+	"vmla.f32 s4, s20, s29\n\t" \
+	"vmla.f32 s5, s21, s29\n\t" \
+	"vmla.f32 s6, s22, s29\n\t" \
+	"vmla.f32 s7, s23, s29\n\t" \
+	"vldmia %[w]!, {s8-s23}\n\t" \
+	"vmla.f32 s0, s8, s30\n\t" \
+	"vmla.f32 s1, s9, s30\n\t" \
+	"vmla.f32 s2, s10, s30\n\t" \
+	"vmla.f32 s3, s11, s30\n\t" \
+	"vmla.f32 s4, s12, s30\n\t" \
+	"vmla.f32 s5, s13, s30\n\t" \
+	"vmla.f32 s6, s14, s30\n\t" \
+	"vmla.f32 s7, s15, s30\n\t" \
+	"vmla.f32 s0, s16, s31\n\t" \
+	"vmla.f32 s1, s17, s31\n\t" \
+	"vmla.f32 s2, s18, s31\n\t" \
+	"vmla.f32 s3, s19, s31\n\t" \
+	"vmla.f32 s4, s20, s31\n\t" \
+	"vmla.f32 s5, s21, s31\n\t" \
+	"vmla.f32 s6, s22, s31\n\t" \
+	"vmla.f32 s7, s23, s31\n\t"
+/* one k */
+#define MODELC_GEMV8_ONE \
+	"vldmia %[xp]!, {s24}\n\t" \
+	"vldmia %[w]!, {s8-s15}\n\t" \
+	"vmla.f32 s0, s8, s24\n\t" \
+	"vmla.f32 s1, s9, s24\n\t" \
+	"vmla.f32 s2, s10, s24\n\t" \
+	"vmla.f32 s3, s11, s24\n\t" \
+	"vmla.f32 s4, s12, s24\n\t" \
+	"vmla.f32 s5, s13, s24\n\t" \
+	"vmla.f32 s6, s14, s24\n\t" \
+	"vmla.f32 s7, s15, s24\n\t"
+MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, const float *x, int32_t k,
+                                int32_t blocks)
+{
+	static const float zeros[8];
+	const float *b = bias ? bias : zeros;
+	int32_t b_step = bias ? 32 : 0, n;
+	const float *xp;
+	if (k <= 0 || blocks <= 0) {
+		modelc_gemv8_f32_c(out, w, bias, x, k, blocks);
+		return;
+	}
+	/* a block: 16 k's a turn, then 8, then one at a time */
+	__asm__ volatile(
+		"1:\n\t"
+		"vldmia %[b], {s0-s7}\n\t"
+		"add %[b], %[b], %[b_step]\n\t"
+		"mov %[xp], %[x]\n\t"
+		"lsrs %[n], %[k], #4\n\t"
+		"beq 3f\n\t"
+		"2:\n\t"
+		MODELC_GEMV8_CHUNK
+		MODELC_GEMV8_CHUNK
+		"subs %[n], %[n], #1\n\t"
+		"bne 2b\n\t"
+		"3:\n\t"
+		"tst %[k], #8\n\t"
+		"beq 4f\n\t"
+		MODELC_GEMV8_CHUNK
+		"4:\n\t"
+		"ands %[n], %[k], #7\n\t"
+		"beq 6f\n\t"
+		"5:\n\t"
+		MODELC_GEMV8_ONE
+		"subs %[n], %[n], #1\n\t"
+		"bne 5b\n\t"
+		"6:\n\t"
+		"vstmia %[out]!, {s0-s7}\n\t"
+		"subs %[blocks], %[blocks], #1\n\t"
+		"bne 1b\n\t"
+		: [out] "+r"(out), [w] "+r"(w), [b] "+r"(b), [blocks] "+r"(blocks), [xp] "=&r"(xp), [n] "=&r"(n)
+		: [x] "r"(x), [k] "r"(k), [b_step] "r"(b_step)
+		: "cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12",
+		  "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26",
+		  "s27", "s28", "s29", "s30", "s31");
+}
+#else
+MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, const float *x, int32_t k,
+                                int32_t blocks)
+{
+	modelc_gemv8_f32_c(out, w, bias, x, k, blocks);
+}
+#endif
+
 /* The kernel IR's DOT4: acc + the four products of a's unsigned bytes and
  * b's signed ones (x86's vpdpbusd), wrapping; modelc_dot4ss: a's bytes
  * signed too (aarch64's sdot). */

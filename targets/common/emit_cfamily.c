@@ -1130,10 +1130,21 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 		mc_sb_puts(e->sb, "break;\n");
 		return;
 	case MC_KS_TEMPLATE: {
-		/* the cuda target prints its own; DOT2_TILES and S8_PAIRS are the runtime's */
+		/* the cuda target prints its own; DOT2_TILES, S8_PAIRS and GEMV_F32
+		 * are the runtime's */
 		const mc_ktemplate *t = s->tmpl;
-		if ((t->kind != MC_TMPL_DOT2_TILES && t->kind != MC_TMPL_S8_PAIRS) || e->cuda) {
+		if (t->kind == MC_TMPL_CONV2D_SPLITK || e->cuda) {
 			mc_ce_fail(e, "a target template outside its target");
+			return;
+		}
+		if (t->kind == MC_TMPL_GEMV_F32) {
+			mc_sb_printf(e->sb, "modelc_gemv8_f32(b%d, b%d, ", t->out, t->wt);
+			if (t->bias >= 0)
+				mc_sb_printf(e->sb, "b%d, b%d + ", t->bias, t->x);
+			else
+				mc_sb_printf(e->sb, "(const float *)0, b%d + ", t->x);
+			mc_ce_expr(e, t->x_at, false);
+			mc_sb_printf(e->sb, ", %" PRId64 ", %" PRId64 ");\n", t->kp, t->tiles);
 			return;
 		}
 		if (t->kind == MC_TMPL_S8_PAIRS) {

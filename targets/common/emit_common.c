@@ -85,8 +85,10 @@ void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 		if (s->kind == MC_KS_STORE && s->buf >= 0 && s->buf < e->k->n_bufs)
 			e->buf_uses[s->buf]++;
 		if (s->kind == MC_KS_TEMPLATE) {
-			int bufs[3] = { s->tmpl->x, s->tmpl->kind == MC_TMPL_S8_PAIRS ? -1 : s->tmpl->wt, s->tmpl->out };
-			for (int i = 0; i < 3; i++)
+			const mc_ktemplate *t = s->tmpl;
+			int bufs[4] = { t->x, t->kind == MC_TMPL_S8_PAIRS ? -1 : t->wt, t->out,
+			                t->kind == MC_TMPL_GEMV_F32 ? t->bias : -1 };
+			for (int i = 0; i < 4; i++)
 				if (bufs[i] >= 0 && bufs[i] < e->k->n_bufs)
 					e->buf_uses[bufs[i]]++;
 			scan_expr(e, s->tmpl->wt_at); /* NULL where a kind has none */

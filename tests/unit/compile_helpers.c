@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "compile_helpers.h"
 
@@ -84,4 +85,93 @@ char *kernel_text(const mc_kernel *k)
 	mc_kernel_dump(k, f);
 	fclose(f);
 	return text;
+}
+
+bool have_board(void)
+{
+	static int have = -1;
+	if (have < 0) {
+		have = system("command -v arm-none-eabi-gcc >/dev/null 2>&1 && "
+		              "command -v qemu-system-arm >/dev/null 2>&1") == 0;
+		if (!have)
+			fprintf(stderr, "SKIP the Cortex-M4 board runs: no arm-none-eabi-gcc or qemu-system-arm\n");
+	}
+	return have;
+}
+
+/* Writes into dir/main.c a program that runs the model t once on these
+ * inputs and prints each output's bytes in hex: "out K=HEX". */
+static void write_run_main(const char *dir, mc_tensor **in, int n_in, int n_out)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/main.c", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#include <stdio.h>\n#include \"t.h\"\n"
+	           "static unsigned char arena[T_ARENA_BYTES + 1] __attribute__((aligned(T_ARENA_ALIGN)));\n");
+	for (int k = 0; k < n_in; k++) {
+		fprintf(f, "static const unsigned char in%d[] __attribute__((aligned(16))) = {", k);
+		for (size_t i = 0; i < in[k]->nbytes; i++)
+			fprintf(f, "%s%u", i ? "," : "", ((const unsigned char *)in[k]->data)[i]);
+		fprintf(f, "};\n");
+	}
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "static unsigned char out%d[T_OUTPUT_%d_BYTES] __attribute__((aligned(16)));\n", k, k);
+	fprintf(f, "int main(void)\n{\n\tconst void *in[] = {");
+	for (int k = 0; k < n_in; k++)
+		fprintf(f, "%sin%d", k ? ", " : "", k);
+	fprintf(f, "};\n\tvoid *out[] = {");
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "%sout%d", k ? ", " : "", k);
+	fprintf(f, "};\n\tprintf(\"status=%%d\\n\", t_run(arena, in, out));\n");
+	for (int k = 0; k < n_out; k++)
+		fprintf(f, "\tprintf(\"out %d=\");\n\tfor (unsigned i = 0; i < sizeof out%d; i++)\n"
+		           "\t\tprintf(\"%%02x\", out%d[i]);\n\tprintf(\"\\n\");\n", k, k, k);
+	fprintf(f, "\tprintf(\"done\\n\");\n\treturn 0;\n}\n");
+	cr_assert_eq(fclose(f), 0);
+}
+
+int run_compiled(const char *dir, mc_tensor **in, int n_in, int n_out, bool board, mc_tensor **outs)
+{
+	char cmd[16384];
+	const char *m4 = MODELC_SOURCE_DIR "/firmware-examples/cortex-m4";
+	write_run_main(dir, in, n_in, n_out);
+	if (board)
+		snprintf(cmd, sizeof cmd,
+		         "cd '%s' && arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -std=c99 "
+		         "-O2 -Wall -Wextra -Werror -I. main.c t.c t_weights.c '%s/startup.c' -T '%s/link.ld' -nostartfiles "
+		         "--specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections -lm -o app.elf >build.log 2>&1 && "
+		         "timeout 120 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none -semihosting "
+		         "-kernel app.elf >run.log 2>&1",
+		         dir, m4, m4);
+	else
+		snprintf(cmd, sizeof cmd,
+		         "cd '%s' && cc -std=c99 -O2 -Wall -Wextra -Werror -I. main.c t.c t_weights.c -lm -o host.bin "
+		         ">build.log 2>&1 && ./host.bin >run.log 2>&1",
+		         dir);
+	int rc = system(cmd) == 0 ? 0 : -1;
+	char *log = read_file_in(dir, "run.log", NULL);
+	cr_expect_eq(rc, 0, "the %s build or run failed in %s:\n%s", board ? "board" : "host", dir, log ? log : "");
+	if (rc == 0 && (!log || !strstr(log, "status=0\n")))
+		rc = -1;
+	for (int k = 0; k < n_out && rc == 0; k++) {
+		char key[32];
+		snprintf(key, sizeof key, "out %d=", k);
+		const char *hex = strstr(log, key);
+		if (!hex) {
+			rc = -1;
+			break;
+		}
+		hex += strlen(key);
+		unsigned char *d = outs[k]->data;
+		for (size_t i = 0; i < outs[k]->nbytes && rc == 0; i++) {
+			unsigned v;
+			if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+				rc = -1;
+			d[i] = (unsigned char)v;
+		}
+	}
+	cr_expect_eq(rc, 0, "no status=0 or outputs from the %s run:\n%s", board ? "board" : "host", log ? log : "");
+	free(log);
+	return rc;
 }

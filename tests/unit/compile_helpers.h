@@ -21,6 +21,15 @@ mc_graph *program_of(mb *b, mc_program *p);
 /* True if this machine runs code built for isa with -march=native (tests
  * skip the vector ISAs it lacks: a CI machine may have no AVX-512). */
 bool host_runs_isa(const char *isa);
+/* Whether arm-none-eabi-gcc and qemu-system-arm are here (CI installs
+ * both); said once where they are not. */
+bool have_board(void);
+/* Runs the model compiled as `t` into dir once on inputs in (n_in of
+ * them): built -O2 for the Cortex-M4 and run on the emulated board
+ * (qemu-system-arm -M mps2-an386) where board, else built and run on this
+ * machine. Each output's bytes go into outs[k] (allocated by the caller,
+ * the output's size). 0, or -1 after a failed expectation. */
+int run_compiled(const char *dir, mc_tensor **in, int n_in, int n_out, bool board, mc_tensor **outs);
 /* mc_kernel_dump as a malloc'd string. */
 char *kernel_text(const mc_kernel *k);
 

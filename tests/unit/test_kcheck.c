@@ -125,6 +125,47 @@ Test(kcheck, vector_load_past_the_end_fails)
 	end(&f);
 }
 
+/* GEMV_F32 (the Cortex-M float row products) on each of `steps` rows of
+ * x, 10 long: two blocks, 160 weights, no bias */
+static void gemv_kernel(fixture *f, int64_t steps, size_t x_count, size_t w_count)
+{
+	int x = mc_kb_buf(&f->kb, 0, MC_FLOAT, x_count, false);
+	int w = mc_kb_buf(&f->kb, 1, MC_FLOAT, w_count, false);
+	int out = mc_kb_buf(&f->kb, 2, MC_FLOAT, 2 * MC_GEMV_BLOCK, true);
+	mc_kexpr *s = mc_kb_fori(&f->kb, steps, 0);
+	mc_ktemplate t = { .kind = MC_TMPL_GEMV_F32, .x = x, .x_at = mc_k_muli(&f->kb, s, 10), .wt = w,
+	                   .bias = -1, .out = out, .kp = 10, .tiles = 2 };
+	mc_kb_template(&f->kb, &t);
+	mc_kb_end(&f->kb);
+}
+
+Test(kcheck, gemv_template_inside_its_buffers_passes)
+{
+	fixture f;
+	begin(&f);
+	gemv_kernel(&f, 3, 30, 20 * MC_GEMV_BLOCK);
+	expect_ok(&f);
+	end(&f);
+}
+
+Test(kcheck, gemv_template_past_its_input_fails)
+{
+	fixture f;
+	begin(&f);
+	gemv_kernel(&f, 3, 29, 20 * MC_GEMV_BLOCK);
+	expect_bad(&f, "template input b0 at [0, 20]");
+	end(&f);
+}
+
+Test(kcheck, gemv_template_with_short_weights_fails)
+{
+	fixture f;
+	begin(&f);
+	gemv_kernel(&f, 3, 30, 20 * MC_GEMV_BLOCK - 1);
+	expect_bad(&f, "template weight b1: 159");
+	end(&f);
+}
+
 /* The padded window of a convolution: for o in [0, 8), k in [max(0, 1 - o),
  * min(3, 9 - o)): x[o - 1 + k], x of 8 elements. Intervals give [-1, 8],
  * a loose range (the loop's bounds tie k to o): not reported. */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 /* ---- helpers ---- */
@@ -32,8 +33,8 @@ typedef struct {
 /* Compiles the model, builds it with cc and runs it on the inputs; the
  * outputs are read into out[k] (out_bytes[k] bytes each). 0 on success,
  * -1 if the compile failed (diagnostics captured). */
-static int compile_run(mb *b, int n_in, const blob *in, int n_out, void *const *out,
-                       const size_t *out_bytes)
+static int compile_run_isa(mb *b, const char *isa, int n_in, const blob *in, int n_out, void *const *out,
+                           const size_t *out_bytes)
 {
 	char *dir, *model = write_model(b, &dir), path[512], cmd[2048];
 	snprintf(path, sizeof path, "%s/gen", dir);
@@ -41,12 +42,15 @@ static int compile_run(mb *b, int n_in, const blob *in, int n_out, void *const *
 	mc_compile_opts_init(&o);
 	o.name = "m";
 	o.harness = true;
+	o.isa = isa;
 	diag_capture();
 	int rc = mc_compile(model, path, &o);
 	if (rc == 0) {
+		/* the x86 vector ISAs build for this machine (the caller checked it runs them) */
+		bool x86 = isa && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"));
 		snprintf(cmd, sizeof cmd,
-		         "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror m.c m_weights.c m_main.c -o run -lm",
-		         path);
+		         "cd '%s' && cc -std=c99 -O1 %s -Wall -Wextra -Werror m.c m_weights.c m_main.c -o run -lm",
+		         path, x86 ? "-march=native" : "");
 		cr_assert_eq(system(cmd), 0, "generated code does not build: %s", path);
 		int len = snprintf(cmd, sizeof cmd, "cd '%s' && ./run .", path);
 		for (int i = 0; i < n_in; i++) {
@@ -69,6 +73,12 @@ static int compile_run(mb *b, int n_in, const blob *in, int n_out, void *const *
 	free(dir);
 	free(model);
 	return rc;
+}
+
+static int compile_run(mb *b, int n_in, const blob *in, int n_out, void *const *out,
+                       const size_t *out_bytes)
+{
+	return compile_run_isa(b, NULL, n_in, in, n_out, out, out_bytes);
 }
 
 /* Compiles and runs a model on seeded random inputs in [-scale, scale]
@@ -421,4 +431,90 @@ Test(lower_elementwise, quantize_float16_precision)
 		cr_expect_eq(q[i], (uint8_t)want, "q[%d] = %d, want %g (x/s %.6f)", i, q[i], want, fq);
 	}
 	mb_free(b);
+}
+
+/* ---- the vector math functions (aot/kmath.h) ---- */
+
+/* float32 ulps of got from the exact want (spacing at want's magnitude,
+ * no finer than at FLT_MIN) */
+static double ulps(float got, double want)
+{
+	float w = (float)want;
+	double spacing = nextafterf(fabsf(w), INFINITY) - fabsf(w);
+	if (spacing < 1.401298464324817e-45 * 0x1p23)
+		spacing = 1.401298464324817e-45 * 0x1p23;
+	return fabs((double)got - want) / spacing;
+}
+
+#define KM_N 24000
+
+/* Exp, Sigmoid, Tanh and Erf on a grid (dense on [-3, 3], coarser out to
+ * +-110, and 0, +-inf, NaN) against libm in double: within the bounds
+ * kmath.h states, and the same bits on the generic ISA and on the widest
+ * vector ISA this machine runs. */
+Test(lower_elementwise, vector_math_within_documented_bounds)
+{
+	static float x[KM_N], got[2][4][KM_N];
+	const char *ops[4] = { "Exp", "Sigmoid", "Tanh", "Erf" };
+	int n = 0;
+	for (int i = 0; i < 12000; i++)
+		x[n++] = (float)(-3.0 + 6.0 * i / 11999.0);
+	for (int i = 0; i < 11990; i++)
+		x[n++] = (float)(-110.0 + 220.0 * i / 11989.0);
+	const float special[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, 88.7f, -87.3f, -104.5f };
+	for (int i = 0; i < 10; i++)
+		x[n++] = special[i];
+	cr_assert_eq(n, KM_N);
+	const char *isas[2] = { "generic", host_runs_isa("avx512") ? "avx512" : "avx2" };
+	for (int v = 0; v < 2; v++) {
+		mb *b = mb_new(17);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", MC_FLOAT, "24000");
+		for (int k = 0; k < 4; k++) {
+			char out[8];
+			snprintf(out, sizeof out, "y%d", k);
+			mb_node(b, g, ops[k], out, "x", out);
+			mb_output(b, g, out);
+		}
+		blob in = { x, sizeof x };
+		void *outs[4] = { got[v][0], got[v][1], got[v][2], got[v][3] };
+		size_t bytes[4] = { sizeof x, sizeof x, sizeof x, sizeof x };
+		cr_assert_eq(compile_run_isa(b, isas[v], 1, &in, 4, outs, bytes), 0, "%s", isas[v]);
+		mb_free(b);
+	}
+	cr_expect_eq(memcmp(got[0], got[1], sizeof got[0]), 0, "the %s bits differ from the generic ISA's", isas[1]);
+	double worst[4] = { 0 }, worst_abs[4] = { 0 };
+	for (int i = 0; i < KM_N; i++) {
+		double xd = x[i], want[4] = { exp(xd), 1 / (1 + exp(-xd)), tanh(xd), erf(xd) };
+		for (int k = 0; k < 4; k++) {
+			float y = got[0][k][i];
+			if (isnan(xd)) {
+				cr_expect(isnan(y), "%s(NaN) = %g", ops[k], y);
+				continue;
+			}
+			if (k == 0 && (xd < -87.3 || xd > 88.7)) { /* past exp's range: 0 below -104, inf above 88.8 */
+				if (xd < -104 || xd > 88.8)
+					cr_expect(y == (xd < 0 ? 0.0f : INFINITY), "exp(%g) = %g", xd, y);
+				continue;
+			}
+			if (k == 1 && xd < -87.3) { /* the sigmoid's floor: absolute */
+				cr_expect(fabs(y - want[1]) < 5e-39, "sigmoid(%g) = %g", xd, y);
+				continue;
+			}
+			double u = ulps(y, want[k]), a = fabs(y - want[k]);
+			if (u > worst[k])
+				worst[k] = u;
+			if (a > worst_abs[k] && k >= 2)
+				worst_abs[k] = a;
+		}
+	}
+	/* kmath.h's bounds (exp 0.96 ulp; sigmoid 2.0 ulp; tanh 5.1 ulp, 3.0e-7
+	 * absolute; erf 6.7 ulp, 4.0e-7 absolute), on this grid */
+	const double ulp_bound[4] = { 0.96, 2.0, 5.1, 6.7 }, abs_bound[4] = { 0, 0, 3.0e-7, 4.0e-7 };
+	for (int k = 0; k < 4; k++) {
+		cr_expect(worst[k] <= ulp_bound[k], "%s: %.2f ulp", ops[k], worst[k]);
+		if (abs_bound[k] > 0)
+			cr_expect(worst_abs[k] <= abs_bound[k], "%s: %.3g absolute", ops[k], worst_abs[k]);
+		cr_log_info("%s: %.2f ulp, %.3g absolute", ops[k], worst[k], worst_abs[k]);
+	}
 }

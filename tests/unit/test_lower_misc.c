@@ -3,6 +3,7 @@
  * compared with the reference interpreter (mc_verify); a few checks look
  * at the kernels themselves. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,88 @@ Test(lower_misc, recurrent_layers_on_vector_isas)
 		attr_floats(b, n, "activation_beta", beta, 1);
 		mb_output(b, g, "y");
 		cr_assert_eq(verify_model_isa(b, isa), 0, "%s rnn", isa);
+	}
+}
+
+/* A GRU (gru 1) or LSTM with lengths that give the GEMV_F32 loop every
+ * path: reductions of 19 and 27 (16 + a tail of single k's; 16 + 8 + 3)
+ * and 20 or 12, row blocks with padding (60 and 48 rows; 80 and 48). */
+static mb *m4_recurrent_model(int gru, int lbr)
+{
+	mb *b = mb_new(22);
+	Onnx__GraphProto *g = mb_main(b);
+	int64_t in = gru ? 19 : 27, hs = gru ? 20 : 12, rows = (gru ? 3 : 4) * hs;
+	char xd[32], wd[32], rd[32], bd[32];
+	snprintf(xd, sizeof xd, "6,1,%" PRId64, in);
+	snprintf(wd, sizeof wd, "1,%" PRId64 ",%" PRId64, rows, in);
+	snprintf(rd, sizeof rd, "1,%" PRId64 ",%" PRId64, rows, hs);
+	snprintf(bd, sizeof bd, "1,%" PRId64, 2 * rows);
+	mb_input(b, g, "x", MC_FLOAT, xd);
+	init_random(b, "w", wd, (size_t)(rows * in), 21);
+	init_random(b, "r", rd, (size_t)(rows * hs), 22);
+	init_random(b, "bias", bd, (size_t)(2 * rows), 23);
+	Onnx__NodeProto *n = mb_node(b, g, gru ? "GRU" : "LSTM", "cell", "x,w,r,bias", "y,yh");
+	mb_attr_int(b, n, "hidden_size", hs);
+	if (gru)
+		mb_attr_int(b, n, "linear_before_reset", lbr);
+	mb_output(b, g, "y");
+	mb_output(b, g, "yh");
+	return b;
+}
+
+/* --isa cortex-m's row-vector products (the GEMV_F32 template: on an FPU
+ * the runtime's VLDM and VMLA loop, elsewhere its C) give the same bits
+ * on the emulated Cortex-M4 board as the same C built for this machine,
+ * and that C matches the reference: a GRU each linear_before_reset (one
+ * fused step or the split one), an LSTM. */
+Test(lower_misc, recurrent_products_on_the_cortex_m4)
+{
+	for (int v = 0; v < 3; v++) {
+		int gru = v < 2, lbr = v == 1;
+		cr_assert_eq(verify_model_isa(m4_recurrent_model(gru, lbr), "cortex-m"), 0, "variant %d", v);
+		mb *b = m4_recurrent_model(gru, lbr);
+#if !defined(__SANITIZE_ADDRESS__)
+		if (!have_board()) {
+			mb_free(b);
+			continue;
+		}
+		char *dir = make_temp_dir(), path[4200], out[4300];
+		snprintf(path, sizeof path, "%s/model.onnx", dir);
+		snprintf(out, sizeof out, "%s/out", dir);
+		cr_assert_eq(mb_write(b, path), 0);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.isa = "cortex-m";
+		o.no_stack_usage = true;
+		cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
+		char *c = read_file_in(out, "t.c", NULL);
+		cr_assert(c && strstr(c, "modelc_gemv8_f32("), "the products are not GEMV_F32 templates");
+		free(c);
+		mc_graph *g = mc_import_file(path, NULL);
+		cr_assert_not_null(g);
+		cr_assert_eq(mc_infer_graph(g), 0);
+		mc_tensor *x = mc_tensor_new(MC_FLOAT, &g->values[g->inputs[0]].shape);
+		fill(x->data, x->numel, 31, -3, 3);
+		mc_tensor *board[2], *host[2];
+		for (int k = 0; k < 2; k++) {
+			board[k] = mc_tensor_new(MC_FLOAT, &g->values[g->outputs[k]].shape);
+			host[k] = mc_tensor_new(MC_FLOAT, &g->values[g->outputs[k]].shape);
+		}
+		cr_assert_eq(run_compiled(out, &x, 1, 2, true, board), 0);
+		cr_assert_eq(run_compiled(out, &x, 1, 2, false, host), 0);
+		for (int k = 0; k < 2; k++) {
+			cr_expect_eq(memcmp(board[k]->data, host[k]->data, board[k]->nbytes), 0,
+			             "variant %d output %d: the board's bits differ from this machine's", v, k);
+			mc_tensor_free(board[k]);
+			mc_tensor_free(host[k]);
+		}
+		mc_tensor_free(x);
+		mc_graph_free(g);
+		rm_tree(dir);
+		free(dir);
+#endif
+		mb_free(b);
 	}
 }
 

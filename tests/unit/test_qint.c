@@ -445,53 +445,6 @@ static mc_tensor **quantized_io_reference(const char *path, mc_graph **g, mc_ten
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
-/* Whether arm-none-eabi-gcc and qemu-system-arm are here (CI installs
- * both); said once where they are not. */
-static bool have_board(void)
-{
-	static int have = -1;
-	if (have < 0) {
-		have = system("command -v arm-none-eabi-gcc >/dev/null 2>&1 && "
-		              "command -v qemu-system-arm >/dev/null 2>&1") == 0;
-		if (!have)
-			fprintf(stderr, "qint: SKIP the Cortex-M4 board runs: no arm-none-eabi-gcc or qemu-system-arm\n");
-	}
-	return have;
-}
-
-/* Writes into dir/main.c a bare-metal program that runs the model t once
- * on these inputs and prints, over semihosting, each output's bytes in
- * hex: "out K=HEX". */
-static void write_board_main(const char *dir, mc_tensor **in, int n_in, int n_out)
-{
-	char path[4300];
-	snprintf(path, sizeof path, "%s/main.c", dir);
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "#include <stdio.h>\n#include \"t.h\"\n"
-	           "static unsigned char arena[T_ARENA_BYTES + 1] __attribute__((aligned(T_ARENA_ALIGN)));\n");
-	for (int k = 0; k < n_in; k++) {
-		fprintf(f, "static const unsigned char in%d[] __attribute__((aligned(16))) = {", k);
-		for (size_t i = 0; i < in[k]->nbytes; i++)
-			fprintf(f, "%s%u", i ? "," : "", ((const unsigned char *)in[k]->data)[i]);
-		fprintf(f, "};\n");
-	}
-	for (int k = 0; k < n_out; k++)
-		fprintf(f, "static unsigned char out%d[T_OUTPUT_%d_BYTES] __attribute__((aligned(16)));\n", k, k);
-	fprintf(f, "int main(void)\n{\n\tconst void *in[] = {");
-	for (int k = 0; k < n_in; k++)
-		fprintf(f, "%sin%d", k ? ", " : "", k);
-	fprintf(f, "};\n\tvoid *out[] = {");
-	for (int k = 0; k < n_out; k++)
-		fprintf(f, "%sout%d", k ? ", " : "", k);
-	fprintf(f, "};\n\tprintf(\"status=%%d\\n\", t_run(arena, in, out));\n");
-	for (int k = 0; k < n_out; k++)
-		fprintf(f, "\tprintf(\"out %d=\");\n\tfor (unsigned i = 0; i < sizeof out%d; i++)\n"
-		           "\t\tprintf(\"%%02x\", out%d[i]);\n\tprintf(\"\\n\");\n", k, k, k);
-	fprintf(f, "\tprintf(\"done\\n\");\n\treturn 0;\n}\n");
-	cr_assert_eq(fclose(f), 0);
-}
-
 /* b's model with --isa cortex-m --quantized-io, built for the Cortex-M4
  * and run on the emulated board (qemu-system-arm -M mps2-an386), against
  * the reference on int8 inputs over the whole range, bit for bit: the
@@ -501,7 +454,7 @@ static int board_exact(mb *b)
 {
 	if (!have_board())
 		return 0;
-	char path[4200], out[4300], cmd[16384];
+	char path[4200], out[4300];
 	char *dir = written_model(b, path, sizeof path);
 	snprintf(out, sizeof out, "%s/out", dir);
 	mc_compile_opts o = model_opts(true, "cortex-m", NULL);
@@ -509,38 +462,19 @@ static int board_exact(mb *b)
 	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
 	mc_graph *g;
 	mc_tensor **in, **want = quantized_io_reference(path, &g, &in);
-	write_board_main(out, in, g->n_inputs, g->n_outputs);
-	const char *m4 = MODELC_SOURCE_DIR "/firmware-examples/cortex-m4";
-	snprintf(cmd, sizeof cmd,
-	         "cd '%s' && arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -std=c99 -O2 "
-	         "-Wall -Wextra -Werror -I. main.c t.c t_weights.c '%s/startup.c' -T '%s/link.ld' -nostartfiles "
-	         "--specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections -lm -o app.elf >build.log 2>&1 && "
-	         "timeout 120 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none -semihosting "
-	         "-kernel app.elf >board.log 2>&1",
-	         out, m4, m4);
-	int rc = system(cmd) == 0 ? 0 : -1;
-	char *log = read_file_in(out, "board.log", NULL);
-	cr_expect_eq(rc, 0, "the board build or run failed: %s\n%s", out, log ? log : "");
-	if (log && rc == 0) {
-		cr_expect_not_null(strstr(log, "status=0\n"), "%s", log);
-		for (int k = 0; k < g->n_outputs; k++) {
-			char key[32];
-			snprintf(key, sizeof key, "out %d=", k);
-			const char *hex = strstr(log, key);
-			cr_assert_not_null(hex, "no output %d: %s", k, log);
-			hex += strlen(key);
-			size_t bad = 0;
-			for (size_t i = 0; i < want[k]->nbytes; i++) {
-				unsigned v;
-				if (sscanf(hex + 2 * i, "%2x", &v) != 1 || v != ((const unsigned char *)want[k]->data)[i])
-					bad++;
-			}
-			if (bad)
-				rc = -1;
-			cr_expect_eq(bad, 0, "output %d: %zu of %zu bytes differ on the board", k, bad, want[k]->nbytes);
-		}
+	mc_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
+	for (int k = 0; k < g->n_outputs; k++)
+		got[k] = mc_tensor_new(want[k]->dtype, &want[k]->shape);
+	int rc = run_compiled(out, in, g->n_inputs, g->n_outputs, true, got);
+	for (int k = 0; k < g->n_outputs && rc == 0; k++) {
+		size_t bad = 0;
+		for (size_t i = 0; i < want[k]->nbytes; i++)
+			bad += ((const unsigned char *)got[k]->data)[i] != ((const unsigned char *)want[k]->data)[i];
+		if (bad)
+			rc = -1;
+		cr_expect_eq(bad, 0, "output %d: %zu of %zu bytes differ on the board", k, bad, want[k]->nbytes);
 	}
-	free(log);
+	free_tensors(got, g->n_outputs);
 	free_tensors(in, g->n_inputs);
 	free_tensors(want, g->n_outputs);
 	mc_graph_free(g);

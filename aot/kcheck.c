@@ -1050,6 +1050,52 @@ static void check_gemv_f32(checker *c, const mc_ktemplate *t)
 		fail(c, "template output b%d is not marked written", t->out);
 }
 
+/* GRU_GATES: f32 buffers of 3 kp (x, wt), kp (out, written),
+ * MC_KMATH_GRU_CONSTS (consts) and Y's row at y_at; its body, the same
+ * computation in plain IR, checked as any block. */
+static void check_gru_gates(checker *c, const mc_kstmt *s)
+{
+	const mc_ktemplate *t = s->tmpl;
+	if (t->kp <= 0 || t->kp > INT32_MAX / 12) {
+		fail(c, "gru gates of %" PRId64 " units", t->kp);
+		return;
+	}
+	const struct { int buf; const char *what; int64_t need; } use[5] = {
+		{ t->x, "template input", 3 * t->kp },
+		{ t->wt, "template state product", 3 * t->kp },
+		{ t->out, "template state", t->kp },
+		{ t->consts, "template constants", MC_KMATH_GRU_CONSTS },
+		{ t->y, "template output", 0 },
+	};
+	for (int i = 0; i < 5; i++) {
+		if (i == 4 && t->y == -1)
+			continue;
+		if (!buf_ok(c, use[i].buf, use[i].what))
+			return;
+		const mc_kbuf *b = &c->k->bufs[use[i].buf];
+		if (b->dtype != MC_FLOAT || b->transient || (int64_t)b->count < use[i].need ||
+		    ((i == 2 || i == 4) && !b->written)) {
+			fail(c, "%s b%d: %zu %s%s%s for %" PRId64 " float", use[i].what, use[i].buf, b->count,
+			     mc_dtype_name(b->dtype), b->transient ? " transient" : "",
+			     (i == 2 || i == 4) && !b->written ? " not written" : "", use[i].need);
+			return;
+		}
+	}
+	if (t->y != -1) {
+		check_expr(c, t->y_at);
+		if (c->failed)
+			return;
+		if (t->y_at->type != MC_KT_INDEX || mc_k_lanes(t->y_at) != 1) {
+			fail(c, "template output b%d indexed by a %s", t->y, mc_ktype_name(t->y_at->type));
+			return;
+		}
+		check_bounds(c, t->y, t->y_at, (int)t->kp, "template output");
+	}
+	if (!c->failed && !s->body)
+		fail(c, "gru gates without the body that computes them");
+	check_block(c, s->body);
+}
+
 static void check_template(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
@@ -1059,6 +1105,10 @@ static void check_template(checker *c, const mc_kstmt *s)
 	}
 	if (t->kind == MC_TMPL_GEMV_F32) {
 		check_gemv_f32(c, t);
+		return;
+	}
+	if (t->kind == MC_TMPL_GRU_GATES) {
+		check_gru_gates(c, s);
 		return;
 	}
 	if (t->kind == MC_TMPL_DOT2_TILES || t->kind == MC_TMPL_S8_PAIRS) {

@@ -713,12 +713,24 @@ void mc_kb_fail(mc_kb *kb, int status)
 	s->code = status;
 }
 
-void mc_kb_template(mc_kb *kb, const mc_ktemplate *t)
+static mc_kstmt *template_stmt(mc_kb *kb, const mc_ktemplate *t)
 {
 	mc_kstmt *s = append(kb, MC_KS_TEMPLATE);
 	mc_ktemplate *copy = mc_kpool_alloc(kb->pool, sizeof *copy);
 	*copy = *t;
 	s->tmpl = copy;
+	return s;
+}
+
+void mc_kb_template(mc_kb *kb, const mc_ktemplate *t)
+{
+	template_stmt(kb, t);
+}
+
+void mc_kb_template_open(mc_kb *kb, const mc_ktemplate *t)
+{
+	mc_kstmt *s = template_stmt(kb, t);
+	push(kb, s, &s->body);
 }
 
 /* 2 x 3: four pairs a step (52 instructions); 4 x 1: eight (92) */
@@ -869,6 +881,18 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 				fprintf(f, "template s8_pairs(x b%d[", t->x);
 				dump_expr(t->x_at, f);
 				fprintf(f, "] -> b%d) kp %" PRId64 "\n", t->out, t->kp);
+				break;
+			}
+			if (t->kind == MC_TMPL_GRU_GATES) {
+				fprintf(f, "template gru_gates(x b%d, wt b%d, consts b%d -> b%d, y b%d", t->x, t->wt, t->consts, t->out, t->y);
+				if (t->y_at) {
+					fputc('[', f);
+					dump_expr(t->y_at, f);
+					fputc(']', f);
+				}
+				fprintf(f, ") n %" PRId64 " {\n", t->kp);
+				dump_block(k, s->body, ind + 1, f);
+				fprintf(f, "%*s}\n", ind * 2, "");
 				break;
 			}
 			if (t->kind == MC_TMPL_GEMV_F32) {

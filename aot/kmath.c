@@ -14,6 +14,7 @@
 #define EXP_HI 88.8    /* e^88.8 rounds to +inf */
 #define SIGMOID_LO -87.33 /* above ln 2^-126 = -87.3365: n >= -126 */
 #define SIGMOID_HI 88.37  /* below 127.5 ln 2 = 88.376: n <= 127 */
+#define TANH_HI 9.0       /* tanh(9) rounds to 1 */
 
 static const double exp_p[] = { 0.49999988079071045, 0.166665181517601, 0.04166953265666962,
 	                         0.008368915878236294, 0.0013751407386735082 };
@@ -123,7 +124,30 @@ mc_kexpr *mc_kmath_erf(mc_kb *kb, mc_kexpr *x)
 
 mc_kexpr *mc_kmath_tanh(mc_kb *kb, mc_kexpr *x)
 {
-	return odd_rational(kb, x, 9.0, tanh_p, COUNT(tanh_p), tanh_q, COUNT(tanh_q));
+	return odd_rational(kb, x, TANH_HI, tanh_p, COUNT(tanh_p), tanh_q, COUNT(tanh_q));
+}
+
+void mc_kmath_gru_consts(float out[MC_KMATH_GRU_CONSTS])
+{
+	/* the micro-kernel's form of sigmoid (kmath_sigmoid on -x) and tanh
+	 * (odd_rational) takes the constant terms to be 1 */
+	_Static_assert(COUNT(exp_p) == 5 && COUNT(tanh_p) == 7 && COUNT(tanh_q) == 4, "the micro-kernel's table");
+	int n = 0;
+	out[n++] = (float)-SIGMOID_HI;
+	out[n++] = (float)-SIGMOID_LO;
+	out[n++] = (float)LOG2E;
+	out[n++] = (float)MAGIC;
+	out[n++] = (float)LN2_HI;
+	out[n++] = (float)LN2_LO;
+	for (int i = 4; i >= 0; i--)
+		out[n++] = (float)exp_p[i];
+	out[n++] = 1.0f;
+	out[n++] = (float)TANH_HI;
+	out[n++] = (float)-TANH_HI;
+	for (int i = 6; i >= 1; i--)
+		out[n++] = (float)tanh_p[i];
+	for (int i = 3; i >= 1; i--)
+		out[n++] = (float)tanh_q[i];
 }
 
 bool mc_kmath_takes(const mc_kb *kb, mc_kunop op, const mc_kexpr *x)

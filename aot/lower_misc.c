@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kern.h"
+#include "kmath.h"
 #include "lower.h"
 #include "../libcore/ops/rnn.h"
 #include "../libcore/ops/signal.h"
@@ -147,6 +148,11 @@ typedef struct {
 	 * linear_before_reset keeps it apart); the GRU without it multiplies
 	 * r.h by R's h rows apart (hh). Else rnn_row's dot products. */
 	bool fast;
+	/* The GRU's step as the GRU_GATES template (the C target on
+	 * --isa cortex-m; kir.h): xw's and hr's rows interleaved, each unit's
+	 * z, r, h~ side by side; the micro-kernel's constants in `consts`. */
+	bool gates;
+	int consts;
 	struct rnn_proj {
 		kt_cols cols;
 		int b[2], bias[2];      /* packed B and bias per direction; bias -1: none */
@@ -211,19 +217,26 @@ typedef struct {
 	int64_t dir, rows, k, col0;
 	bool wb;                   /* the bias holds Wb */
 	int64_t rb_lo, rb_hi;      /* and Rb for the columns (of all rows) in [lo, hi) */
+	int64_t hidden;            /* > 0: column j is gate j % 3's row of unit j / 3 */
 } rnn_src;
+
+/* W's or R's row (within the direction) behind column j */
+static int64_t rnn_src_row(const rnn_src *s, int64_t j)
+{
+	return s->hidden > 0 ? (j % 3) * s->hidden + j / 3 : s->col0 + j;
+}
 
 static double rnn_src_at(const void *ctx, int64_t kk, int64_t j)
 {
 	const rnn_src *s = ctx;
-	return mc_get_f(s->m, (size_t)(((s->dir * s->rows) + s->col0 + j) * s->k + kk));
+	return mc_get_f(s->m, (size_t)(((s->dir * s->rows) + rnn_src_row(s, j)) * s->k + kk));
 }
 
 static double rnn_bias_at(const void *ctx, int64_t kk, int64_t j)
 {
 	(void)kk;
 	const rnn_src *s = ctx;
-	int64_t col = s->col0 + j, at = s->dir * 2 * s->rows + col;
+	int64_t col = rnn_src_row(s, j), at = s->dir * 2 * s->rows + col;
 	double v = 0;
 	if (s->wb)
 		v += mc_get_f(s->b, (size_t)at);
@@ -242,7 +255,8 @@ static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int
 	bool biased = bias && (wb || rb_lo < rb_hi);
 	kt_plan_gemv(kb, n, k, &pr->cols);
 	for (int d = 0; d < r->dirs; d++) {
-		rnn_src src = { mc_lower_const(r->c, in), bias, d, r->rows, k, col0, wb, rb_lo, rb_hi };
+		rnn_src src = { mc_lower_const(r->c, in), bias, d, r->rows, k, col0, wb, rb_lo, rb_hi,
+		                r->gates ? r->hidden : 0 };
 		pr->b[d] = kt_pack(kb, &pr->cols, rnn_src_at, &src);
 		pr->bias[d] = biased ? kt_pack_bias(kb, &pr->cols, rnn_bias_at, &src) : -1;
 		if (pr->b[d] < 0 || (biased && pr->bias[d] < 0))
@@ -250,6 +264,22 @@ static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int
 	}
 	pr->out = mc_kb_scratch(kb, MC_FLOAT, (size_t)kt_packed_cols(&pr->cols));
 	return 0;
+}
+
+/* Whether the GRU's step goes through GRU_GATES: the C target's Cortex-M
+ * micro-kernels, linear_before_reset, the default sigmoid and tanh, no
+ * clip (kir.h). */
+static bool gru_gates_apply(const rnn_low *r)
+{
+	const rnn_params *p = r->p;
+	const mc_kb *kb = r->c->kb;
+	if (p->kind != KIND_GRU || !p->linear_before_reset || p->has_clip || !kb->target->mcu_templates ||
+	    kb->isa->kind != MC_ISA_CORTEX_M || r->kt != MC_KT_F32)
+		return false;
+	for (int d = 0; d < r->dirs; d++)
+		if (p->act[d][0].fn != ACT_SIGMOID || p->act[d][1].fn != ACT_TANH)
+			return false;
+	return true;
 }
 
 static int rnn_fast_setup(rnn_low *r)
@@ -265,6 +295,15 @@ static int rnn_fast_setup(rnn_low *r)
 	/* Rb joins Wb in xp, but for the GRU's h rows under linear_before_reset:
 	 * those go with hp, inside r's product */
 	int64_t rb_joined = gru && p->linear_before_reset ? 2 * hs : rows;
+	r->gates = gru_gates_apply(r);
+	if (r->gates) {
+		mc_tensor *t = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 1, .dims = { MC_KMATH_GRU_CONSTS } });
+		if (!t)
+			return -1;
+		mc_kmath_gru_consts(t->data);
+		if ((r->consts = mc_kb_packed(c->kb, t)) < 0)
+			return -1;
+	}
 	if (rnn_proj_make(r, &r->xw, RI_W, r->input, 0, rows, true, 0, rb_joined) < 0)
 		return -1;
 	if (gru && !p->linear_before_reset) {
@@ -396,13 +435,21 @@ static void gru_out_body(rnn_low *r, mc_kexpr *j, int lanes)
 /* The fast path with linear_before_reset: the whole step of units j.. in
  * one pass (each unit's z, r, h~ and new h need only that unit's sums),
  * nothing through pre. */
+/* The product row of gate g (0: z, 1: r, 2: h~) of units j.. */
+static mc_kexpr *gru_gate_row(rnn_low *r, int g, mc_kexpr *j)
+{
+	mc_kb *kb = r->c->kb;
+	if (r->gates)
+		return mc_k_addi(kb, mc_k_muli(kb, j, 3), g);
+	return mc_k_addi(kb, j, g * r->hidden);
+}
+
 static void gru_fused_body(rnn_low *r, mc_kexpr *j, int lanes)
 {
 	mc_kb *kb = r->c->kb;
-	int64_t hs = r->hidden;
-	mc_kexpr *z = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, j, true, lanes)));
-	mc_kexpr *rt = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, mc_k_addi(kb, j, hs), true, lanes)));
-	mc_kexpr *row2 = mc_kb_let(kb, mc_k_addi(kb, j, 2 * hs));
+	mc_kexpr *z = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, gru_gate_row(r, 0, j), true, lanes)));
+	mc_kexpr *rt = mc_kb_let(kb, rnn_activate(r, 0, rnn_pre(r, gru_gate_row(r, 1, j), true, lanes)));
+	mc_kexpr *row2 = mc_kb_let(kb, gru_gate_row(r, 2, j));
 	mc_kexpr *xpart = rnn_pre(r, row2, false, lanes), *rpart = ld(r, r->hr.out, row2, lanes);
 	mc_kexpr *hh = mc_kb_let(kb, rnn_activate(r, 1, mc_k_add(kb, xpart, mc_k_mul(kb, rt, rpart))));
 	mc_kexpr *one = fconst(kb, r->kt, 1);
@@ -416,7 +463,16 @@ static void gru_step_ir(rnn_low *r)
 	mc_kb *kb = r->c->kb;
 	int64_t hs = r->hidden;
 	if (r->fast && r->p->linear_before_reset) {
+		if (r->gates) {
+			/* the micro-kernel, or where the core has none the same loop */
+			mc_ktemplate t = { .kind = MC_TMPL_GRU_GATES, .x = r->xw.out, .wt = r->hr.out, .out = r->h,
+			                   .consts = r->consts, .y = r->y_at ? r->c->out_buf[RO_Y] : -1,
+			                   .y_at = r->y_at, .kp = hs };
+			mc_kb_template_open(kb, &t);
+		}
 		rnn_vec_loop(r, hs, gru_fused_body);
+		if (r->gates)
+			mc_kb_end(kb);
 		return;
 	}
 	rnn_vec_loop(r, 2 * hs, gru_zr_body);

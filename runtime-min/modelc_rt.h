@@ -599,8 +599,18 @@ MODELC_FN void modelc_gemv8_f32_c(float *out, const float *w, const float *bias,
 	}
 }
 
+/* MODELC_FPU_ASM: a Thumb-2 core with the single-precision FPU (Cortex-M4F,
+ * M7, M33, M55) and a compiler that takes GNU assembly: the hand-scheduled
+ * float micro-kernels below run; elsewhere their C (GEMV_F32) or the
+ * generated code's own loop (GRU_GATES, which tests this macro). */
 #if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && (defined(__GNUC__) || defined(__clang__)) && \
 	!defined(__CUDACC__) && !defined(MODELC_NO_ASM)
+#define MODELC_FPU_ASM 1
+#else
+#define MODELC_FPU_ASM 0
+#endif
+
+#if MODELC_FPU_ASM
 /* eight k's: x's into s24-s31, each pair's 16 weights, 16 multiply-adds */
 #define MODELC_GEMV8_CHUNK \
 	"vldmia %[xp]!, {s24-s31}\n\t" \
@@ -734,6 +744,170 @@ MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, c
                                 int32_t blocks)
 {
 	modelc_gemv8_f32_c(out, w, bias, x, k, blocks);
+}
+#endif
+
+/* ---- a GRU step's gates (the kernel IR's GRU_GATES template, kir.h):
+ * for j < n, xp and hp holding unit j's three sums at 3j (z, r, c: the
+ * products' rows interleaved),
+ *   z = sigmoid(xp[3j] + hp[3j]), r = sigmoid(xp[3j+1] + hp[3j+1]),
+ *   c = tanh(xp[3j+2] + r * hp[3j+2]), h[j] = (1 - z) c + z h[j] = y[j],
+ * sigmoid and tanh kmath's (aot/kmath.h), k its constants
+ * (mc_kmath_gru_consts), in s9-s31 for the whole loop: the operations of
+ * the generated code's own loop, in its order (its bits; a NaN's sign
+ * aside), at about 100 instructions a unit where a C compiler, which
+ * reloads the constants, takes 125. The sigmoid runs on -x's negation
+ * (x clamped to [-88.37, 87.33], then t = MAGIC - x log2e, r' = x + n ln2
+ * = -r, the polynomial's steps as VMLS); clamps branch out of line. ---- */
+#if MODELC_FPU_ASM
+#define MODELC_GRU_SIGMOID_Z \
+		"vcmp.f32 s0, s9\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bmi 20f\n\t" \
+		"21:\n\t" \
+		"vcmp.f32 s0, s10\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bgt 22f\n\t" \
+		"23:\n\t" \
+		"vmov.f32 s3, s12\n\t" \
+		"vmls.f32 s3, s0, s11\n\t" \
+		"vmov %[t], s3\n\t" \
+		"vsub.f32 s6, s3, s12\n\t" \
+		"lsl %[t], %[t], #23\n\t" \
+		"vmla.f32 s0, s6, s13\n\t" \
+		"add %[t], %[t], #0x3f800000\n\t" \
+		"vmla.f32 s0, s6, s14\n\t" \
+		"vmov.f32 s6, s16\n\t" \
+		"vmls.f32 s6, s15, s0\n\t" \
+		"vmov.f32 s7, s17\n\t" \
+		"vmls.f32 s7, s6, s0\n\t" \
+		"vmov.f32 s6, s18\n\t" \
+		"vmls.f32 s6, s7, s0\n\t" \
+		"vmov.f32 s7, s19\n\t" \
+		"vmls.f32 s7, s6, s0\n\t" \
+		"vmul.f32 s3, s0, s0\n\t" \
+		"vmul.f32 s7, s3, s7\n\t" \
+		"vsub.f32 s7, s7, s0\n\t" \
+		"vadd.f32 s7, s7, s20\n\t" \
+		"vmov s3, %[t]\n\t" \
+		"vmul.f32 s7, s7, s3\n\t" \
+		"vadd.f32 s7, s7, s20\n\t" \
+		"vdiv.f32 s8, s20, s7\n\t"
+#define MODELC_GRU_SIGMOID_R \
+		"vcmp.f32 s1, s9\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bmi 30f\n\t" \
+		"31:\n\t" \
+		"vcmp.f32 s1, s10\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bgt 32f\n\t" \
+		"33:\n\t" \
+		"vmov.f32 s0, s12\n\t" \
+		"vmls.f32 s0, s1, s11\n\t" \
+		"vmov %[t], s0\n\t" \
+		"vsub.f32 s3, s0, s12\n\t" \
+		"lsl %[t], %[t], #23\n\t" \
+		"vmla.f32 s1, s3, s13\n\t" \
+		"add %[t], %[t], #0x3f800000\n\t" \
+		"vmla.f32 s1, s3, s14\n\t" \
+		"vmov.f32 s3, s16\n\t" \
+		"vmls.f32 s3, s15, s1\n\t" \
+		"vmov.f32 s4, s17\n\t" \
+		"vmls.f32 s4, s3, s1\n\t" \
+		"vmov.f32 s3, s18\n\t" \
+		"vmls.f32 s3, s4, s1\n\t" \
+		"vmov.f32 s4, s19\n\t" \
+		"vmls.f32 s4, s3, s1\n\t" \
+		"vmul.f32 s0, s1, s1\n\t" \
+		"vmul.f32 s4, s0, s4\n\t" \
+		"vsub.f32 s4, s4, s1\n\t" \
+		"vadd.f32 s4, s4, s20\n\t" \
+		"vmov s0, %[t]\n\t" \
+		"vmul.f32 s4, s4, s0\n\t" \
+		"vadd.f32 s4, s4, s20\n\t" \
+		"vdiv.f32 s6, s20, s4\n\t"
+#define MODELC_GRU_TANH_C \
+		"vcmp.f32 s2, s21\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bgt 40f\n\t" \
+		"41:\n\t" \
+		"vcmp.f32 s2, s22\n\t" \
+		"vmrs APSR_nzcv, fpscr\n\t" \
+		"bmi 42f\n\t" \
+		"43:\n\t" \
+		"vmul.f32 s0, s2, s2\n\t" \
+		"vmov.f32 s1, s24\n\t" \
+		"vmla.f32 s1, s23, s0\n\t" \
+		"vmov.f32 s3, s25\n\t" \
+		"vmla.f32 s3, s1, s0\n\t" \
+		"vmov.f32 s1, s26\n\t" \
+		"vmla.f32 s1, s3, s0\n\t" \
+		"vmov.f32 s3, s27\n\t" \
+		"vmla.f32 s3, s1, s0\n\t" \
+		"vmov.f32 s1, s28\n\t" \
+		"vmla.f32 s1, s3, s0\n\t" \
+		"vmov.f32 s3, s20\n\t" \
+		"vmla.f32 s3, s1, s0\n\t" \
+		"vmul.f32 s2, s2, s3\n\t" \
+		"vmov.f32 s1, s30\n\t" \
+		"vmla.f32 s1, s29, s0\n\t" \
+		"vmov.f32 s3, s31\n\t" \
+		"vmla.f32 s3, s1, s0\n\t" \
+		"vmov.f32 s1, s20\n\t" \
+		"vmla.f32 s1, s3, s0\n\t" \
+		"vdiv.f32 s2, s2, s1\n\t"
+MODELC_FN void modelc_gru_gates_f32(float *h, float *y, const float *xp, const float *hp, const float *k, int32_t n)
+{
+	uint32_t t;
+	if (n <= 0)
+		return;
+	if (!y)
+		y = h; /* stored twice, harmlessly */
+	/* s0-s2 x's sums of the unit, s3-s5 h's; z in s8, r in s6, c in s2 */
+	__asm__ volatile(
+		"vldmia %[k], {s9-s31}\n\t"
+		"1:\n\t"
+		"vldmia %[xp]!, {s0-s2}\n\t"
+		"vldmia %[hp]!, {s3-s5}\n\t"
+		"vadd.f32 s0, s0, s3\n\t"
+		MODELC_GRU_SIGMOID_Z
+		"vadd.f32 s1, s1, s4\n\t"
+		MODELC_GRU_SIGMOID_R
+		"vmla.f32 s2, s6, s5\n\t"
+		MODELC_GRU_TANH_C
+		"vldr s0, [%[h]]\n\t"
+		"vsub.f32 s1, s20, s8\n\t"
+		"vmul.f32 s1, s1, s2\n\t"
+		"vmla.f32 s1, s8, s0\n\t"
+		"vstmia %[h]!, {s1}\n\t"
+		"vstmia %[y]!, {s1}\n\t"
+		"subs %[n], %[n], #1\n\t"
+		"bne 1b\n\t"
+		"b 9f\n\t"
+		"20:\n\t"
+		"vmov.f32 s0, s9\n\t"
+		"b 21b\n\t"
+		"22:\n\t"
+		"vmov.f32 s0, s10\n\t"
+		"b 23b\n\t"
+		"30:\n\t"
+		"vmov.f32 s1, s9\n\t"
+		"b 31b\n\t"
+		"32:\n\t"
+		"vmov.f32 s1, s10\n\t"
+		"b 33b\n\t"
+		"40:\n\t"
+		"vmov.f32 s2, s21\n\t"
+		"b 41b\n\t"
+		"42:\n\t"
+		"vmov.f32 s2, s22\n\t"
+		"b 43b\n\t"
+		"9:\n\t"
+		: [xp] "+r"(xp), [hp] "+r"(hp), [h] "+r"(h), [y] "+r"(y), [n] "+r"(n), [t] "=&r"(t)
+		: [k] "r"(k)
+		: "cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12",
+		  "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26",
+		  "s27", "s28", "s29", "s30", "s31");
 }
 #endif
 

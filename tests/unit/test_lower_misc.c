@@ -231,11 +231,13 @@ static mb *m4_recurrent_model(int gru, int lbr)
 	return b;
 }
 
-/* --isa cortex-m's row-vector products (the GEMV_F32 template: on an FPU
- * the runtime's VLDM and VMLA loop, elsewhere its C) give the same bits
+/* --isa cortex-m's recurrent layers (the GEMV_F32 template: on an FPU the
+ * runtime's VLDM and VMLA loop, elsewhere its C; the GRU's step as
+ * GRU_GATES: the runtime's loop or the generated one) give the same bits
  * on the emulated Cortex-M4 board as the same C built for this machine,
- * and that C matches the reference: a GRU each linear_before_reset (one
- * fused step or the split one), an LSTM. */
+ * inputs past the gates' clamps included, and that C matches the
+ * reference: a GRU each linear_before_reset (one fused step or the split
+ * one), an LSTM. */
 Test(lower_misc, recurrent_products_on_the_cortex_m4)
 {
 	for (int v = 0; v < 3; v++) {
@@ -259,12 +261,15 @@ Test(lower_misc, recurrent_products_on_the_cortex_m4)
 		cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
 		char *c = read_file_in(out, "t.c", NULL);
 		cr_assert(c && strstr(c, "modelc_gemv8_f32("), "the products are not GEMV_F32 templates");
+		cr_assert(!lbr || strstr(c, "modelc_gru_gates_f32("), "the GRU's step is not the GRU_GATES template");
 		free(c);
 		mc_graph *g = mc_import_file(path, NULL);
 		cr_assert_not_null(g);
 		cr_assert_eq(mc_infer_graph(g), 0);
 		mc_tensor *x = mc_tensor_new(MC_FLOAT, &g->values[g->inputs[0]].shape);
 		fill(x->data, x->numel, 31, -3, 3);
+		for (size_t i = 0; i < x->numel; i += 7) /* past the gates' clamps too */
+			((float *)x->data)[i] = i % 2 ? 300.0f : -300.0f;
 		mc_tensor *board[2], *host[2];
 		for (int k = 0; k < 2; k++) {
 			board[k] = mc_tensor_new(MC_FLOAT, &g->values[g->outputs[k]].shape);

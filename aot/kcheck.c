@@ -949,8 +949,52 @@ static void check_if(checker *c, const mc_kstmt *s)
 	c->guarded--;
 }
 
-/* DOT2_TILES reads and writes its buffers from index 0 (kir.h): each of
- * them i32 and long enough for the shape the template states. */
+/* A buffer a template reads or writes: of dtype, not transient, `need`
+ * elements from `at` (NULL: index 0) inside it, marked written where the
+ * template writes it; buf -1 passes where it is optional. */
+typedef struct {
+	int buf;
+	const char *what;
+	const mc_kexpr *at;
+	int64_t need;
+	bool written, optional;
+} tmpl_buf;
+
+static bool check_template_bufs(checker *c, const tmpl_buf *use, int n, mc_dtype dtype)
+{
+	for (int i = 0; i < n && !c->failed; i++) {
+		const tmpl_buf *u = &use[i];
+		if (u->optional && u->buf == -1)
+			continue;
+		if (!buf_ok(c, u->buf, u->what))
+			return false;
+		const mc_kbuf *b = &c->k->bufs[u->buf];
+		if (b->dtype != dtype || b->transient || (int64_t)b->count < u->need) {
+			fail(c, "%s b%d: %zu %s%s for %" PRId64 " %s", u->what, u->buf, b->count, mc_dtype_name(b->dtype),
+			     b->transient ? " transient" : "", u->need, mc_dtype_name(dtype));
+			return false;
+		}
+		if (u->written && !b->written) {
+			fail(c, "%s b%d is not marked written", u->what, u->buf);
+			return false;
+		}
+		if (!u->at)
+			continue;
+		check_expr(c, u->at);
+		if (c->failed)
+			return false;
+		if (u->at->type != MC_KT_INDEX || mc_k_lanes(u->at) != 1) {
+			fail(c, "%s b%d indexed by a %s", u->what, u->buf, mc_ktype_name(u->at->type));
+			return false;
+		}
+		check_bounds(c, u->buf, u->at, (int)u->need, u->what);
+	}
+	return !c->failed;
+}
+
+/* DOT2_TILES reads and writes its buffers from index 0 (kir.h), the
+ * weights from wt_at: each of them i32 and long enough for the shape the
+ * template states. */
 static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
 {
 	if (!((t->tm == 2 && t->tp == 3) || (t->tm == 4 && t->tp == 1)) || t->kp <= 0 || t->kp % mc_dot2_kp_multiple(t->tm) ||
@@ -959,33 +1003,12 @@ static void check_dot2_tiles(checker *c, const mc_ktemplate *t)
 		     t->tm, t->tp, t->kp, t->tiles);
 		return;
 	}
-	const struct { int buf; const char *what; const mc_kexpr *at; int64_t need; } use[3] = {
-		{ t->x, "template input", NULL, t->kp * t->tp },
-		{ t->wt, "template weight", t->wt_at, t->tiles * (t->tm + t->kp * (t->tm / 2)) },
-		{ t->out, "template output", NULL, t->tiles * t->tm * t->tp },
+	const tmpl_buf use[3] = {
+		{ t->x, "template input", NULL, t->kp * t->tp, false, false },
+		{ t->wt, "template weight", t->wt_at, t->tiles * (t->tm + t->kp * (t->tm / 2)), false, false },
+		{ t->out, "template output", NULL, t->tiles * t->tm * t->tp, true, false },
 	};
-	for (int i = 0; i < 3; i++) {
-		if (!buf_ok(c, use[i].buf, use[i].what))
-			return;
-		const mc_kbuf *b = &c->k->bufs[use[i].buf];
-		if (b->dtype != MC_INT32 || b->transient || (int64_t)b->count < use[i].need) {
-			fail(c, "%s b%d: %zu %s%s for %" PRId64 " int32", use[i].what, use[i].buf, b->count,
-			     mc_dtype_name(b->dtype), b->transient ? " transient" : "", use[i].need);
-			return;
-		}
-		if (!use[i].at)
-			continue;
-		check_expr(c, use[i].at);
-		if (c->failed)
-			return;
-		if (use[i].at->type != MC_KT_INDEX || mc_k_lanes(use[i].at) != 1) {
-			fail(c, "%s b%d indexed by a %s", use[i].what, use[i].buf, mc_ktype_name(use[i].at->type));
-			return;
-		}
-		check_bounds(c, use[i].buf, use[i].at, (int)use[i].need, use[i].what);
-	}
-	if (!c->k->bufs[t->out].written)
-		fail(c, "template output b%d is not marked written", t->out);
+	check_template_bufs(c, use, 3, MC_INT32);
 }
 
 static void check_s8_pairs(checker *c, const mc_ktemplate *t)
@@ -994,22 +1017,10 @@ static void check_s8_pairs(checker *c, const mc_ktemplate *t)
 		fail(c, "s8 pairs of kp %" PRId64, t->kp);
 		return;
 	}
-	if (!buf_ok(c, t->x, "template input") || !buf_ok(c, t->out, "template output"))
-		return;
-	const mc_kbuf *x = &c->k->bufs[t->x], *out = &c->k->bufs[t->out];
-	if (x->dtype != MC_INT8 || out->dtype != MC_INT32 || !out->written || out->transient ||
-	    (int64_t)out->count < t->kp) {
-		fail(c, "s8 pairs from b%d (%s) into b%d (%zu %s)", t->x, mc_dtype_name(x->dtype), t->out,
-		     out->count, mc_dtype_name(out->dtype));
-		return;
-	}
-	check_expr(c, t->x_at);
-	if (c->failed)
-		return;
-	if (t->x_at->type != MC_KT_INDEX || mc_k_lanes(t->x_at) != 1)
-		fail(c, "template input b%d indexed by a %s", t->x, mc_ktype_name(t->x_at->type));
-	else
-		check_bounds(c, t->x, t->x_at, (int)(2 * t->kp), "template input");
+	const tmpl_buf in = { t->x, "template input", t->x_at, 2 * t->kp, false, false };
+	const tmpl_buf out = { t->out, "template output", NULL, t->kp, true, false };
+	if (check_template_bufs(c, &in, 1, MC_INT8))
+		check_template_bufs(c, &out, 1, MC_INT32);
 }
 
 /* GEMV_F32 reads wt, bias and x (from x_at) and writes out (kir.h): f32
@@ -1021,38 +1032,18 @@ static void check_gemv_f32(checker *c, const mc_ktemplate *t)
 		fail(c, "gemv f32 of k %" PRId64 ", %" PRId64 " blocks", t->kp, t->tiles);
 		return;
 	}
-	const struct { int buf; const char *what; int64_t need; } use[4] = {
-		{ t->wt, "template weight", t->kp * t->tiles * MC_GEMV_BLOCK },
-		{ t->bias, "template bias", t->tiles * MC_GEMV_BLOCK },
-		{ t->out, "template output", t->tiles * MC_GEMV_BLOCK },
-		{ t->x, "template input", 0 },
+	const tmpl_buf use[4] = {
+		{ t->wt, "template weight", NULL, t->kp * t->tiles * MC_GEMV_BLOCK, false, false },
+		{ t->bias, "template bias", NULL, t->tiles * MC_GEMV_BLOCK, false, true },
+		{ t->out, "template output", NULL, t->tiles * MC_GEMV_BLOCK, true, false },
+		{ t->x, "template input", t->x_at, t->kp, false, false },
 	};
-	for (int i = 0; i < 4; i++) {
-		if (i == 1 && use[i].buf == -1)
-			continue;
-		if (!buf_ok(c, use[i].buf, use[i].what))
-			return;
-		const mc_kbuf *b = &c->k->bufs[use[i].buf];
-		if (b->dtype != MC_FLOAT || b->transient || (int64_t)b->count < use[i].need) {
-			fail(c, "%s b%d: %zu %s%s for %" PRId64 " float", use[i].what, use[i].buf, b->count,
-			     mc_dtype_name(b->dtype), b->transient ? " transient" : "", use[i].need);
-			return;
-		}
-	}
-	check_expr(c, t->x_at);
-	if (c->failed)
-		return;
-	if (t->x_at->type != MC_KT_INDEX || mc_k_lanes(t->x_at) != 1)
-		fail(c, "template input b%d indexed by a %s", t->x, mc_ktype_name(t->x_at->type));
-	else
-		check_bounds(c, t->x, t->x_at, (int)t->kp, "template input");
-	if (!c->failed && !c->k->bufs[t->out].written)
-		fail(c, "template output b%d is not marked written", t->out);
+	check_template_bufs(c, use, 4, MC_FLOAT);
 }
 
-/* GRU_GATES: f32 buffers of 3 kp (x, wt), kp (out, written),
- * MC_KMATH_GRU_CONSTS (consts) and Y's row at y_at; its body, the same
- * computation in plain IR, checked as any block. */
+/* GRU_GATES: f32 buffers of 3 kp (x, wt), kp (out), MC_KMATH_GRU_CONSTS
+ * (consts) and Y's row at y_at; its body, the same computation in plain
+ * IR, checked as any block. */
 static void check_gru_gates(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
@@ -1060,40 +1051,19 @@ static void check_gru_gates(checker *c, const mc_kstmt *s)
 		fail(c, "gru gates of %" PRId64 " units", t->kp);
 		return;
 	}
-	const struct { int buf; const char *what; int64_t need; } use[5] = {
-		{ t->x, "template input", 3 * t->kp },
-		{ t->wt, "template state product", 3 * t->kp },
-		{ t->out, "template state", t->kp },
-		{ t->consts, "template constants", MC_KMATH_GRU_CONSTS },
-		{ t->y, "template output", 0 },
+	const tmpl_buf use[5] = {
+		{ t->x, "template input", NULL, 3 * t->kp, false, false },
+		{ t->wt, "template state product", NULL, 3 * t->kp, false, false },
+		{ t->out, "template state", NULL, t->kp, true, false },
+		{ t->consts, "template constants", NULL, MC_KMATH_GRU_CONSTS, false, false },
+		{ t->y, "template output", t->y_at, t->kp, true, true },
 	};
-	for (int i = 0; i < 5; i++) {
-		if (i == 4 && t->y == -1)
-			continue;
-		if (!buf_ok(c, use[i].buf, use[i].what))
-			return;
-		const mc_kbuf *b = &c->k->bufs[use[i].buf];
-		if (b->dtype != MC_FLOAT || b->transient || (int64_t)b->count < use[i].need ||
-		    ((i == 2 || i == 4) && !b->written)) {
-			fail(c, "%s b%d: %zu %s%s%s for %" PRId64 " float", use[i].what, use[i].buf, b->count,
-			     mc_dtype_name(b->dtype), b->transient ? " transient" : "",
-			     (i == 2 || i == 4) && !b->written ? " not written" : "", use[i].need);
-			return;
-		}
-	}
-	if (t->y != -1) {
-		check_expr(c, t->y_at);
-		if (c->failed)
-			return;
-		if (t->y_at->type != MC_KT_INDEX || mc_k_lanes(t->y_at) != 1) {
-			fail(c, "template output b%d indexed by a %s", t->y, mc_ktype_name(t->y_at->type));
-			return;
-		}
-		check_bounds(c, t->y, t->y_at, (int)t->kp, "template output");
-	}
-	if (!c->failed && !s->body)
+	if (!check_template_bufs(c, use, 5, MC_FLOAT))
+		return;
+	if (!s->body)
 		fail(c, "gru gates without the body that computes them");
-	check_block(c, s->body);
+	else
+		check_block(c, s->body);
 }
 
 static void check_template(checker *c, const mc_kstmt *s)

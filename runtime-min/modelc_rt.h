@@ -611,89 +611,22 @@ MODELC_FN void modelc_gemv8_f32_c(float *out, const float *w, const float *bias,
 #endif
 
 #if MODELC_FPU_ASM
-/* eight k's: x's into s24-s31, each pair's 16 weights, 16 multiply-adds */
-#define MODELC_GEMV8_CHUNK \
-	"vldmia %[xp]!, {s24-s31}\n\t" \
-	"vldmia %[w]!, {s8-s23}\n\t" \
-	"vmla.f32 s0, s8, s24\n\t" \
-	"vmla.f32 s1, s9, s24\n\t" \
-	"vmla.f32 s2, s10, s24\n\t" \
-	"vmla.f32 s3, s11, s24\n\t" \
-	"vmla.f32 s4, s12, s24\n\t" \
-	"vmla.f32 s5, s13, s24\n\t" \
-	"vmla.f32 s6, s14, s24\n\t" \
-	"vmla.f32 s7, s15, s24\n\t" \
-	"vmla.f32 s0, s16, s25\n\t" \
-	"vmla.f32 s1, s17, s25\n\t" \
-	"vmla.f32 s2, s18, s25\n\t" \
-	"vmla.f32 s3, s19, s25\n\t" \
-	"vmla.f32 s4, s20, s25\n\t" \
-	"vmla.f32 s5, s21, s25\n\t" \
-	"vmla.f32 s6, s22, s25\n\t" \
-	"vmla.f32 s7, s23, s25\n\t" \
-	"vldmia %[w]!, {s8-s23}\n\t" \
-	"vmla.f32 s0, s8, s26\n\t" \
-	"vmla.f32 s1, s9, s26\n\t" \
-	"vmla.f32 s2, s10, s26\n\t" \
-	"vmla.f32 s3, s11, s26\n\t" \
-	"vmla.f32 s4, s12, s26\n\t" \
-	"vmla.f32 s5, s13, s26\n\t" \
-	"vmla.f32 s6, s14, s26\n\t" \
-	"vmla.f32 s7, s15, s26\n\t" \
-	"vmla.f32 s0, s16, s27\n\t" \
-	"vmla.f32 s1, s17, s27\n\t" \
-	"vmla.f32 s2, s18, s27\n\t" \
-	"vmla.f32 s3, s19, s27\n\t" \
-	"vmla.f32 s4, s20, s27\n\t" \
-	"vmla.f32 s5, s21, s27\n\t" \
-	"vmla.f32 s6, s22, s27\n\t" \
-	"vmla.f32 s7, s23, s27\n\t" \
-	"vldmia %[w]!, {s8-s23}\n\t" \
-	"vmla.f32 s0, s8, s28\n\t" \
-	"vmla.f32 s1, s9, s28\n\t" \
-	"vmla.f32 s2, s10, s28\n\t" \
-	"vmla.f32 s3, s11, s28\n\t" \
-	"vmla.f32 s4, s12, s28\n\t" \
-	"vmla.f32 s5, s13, s28\n\t" \
-	"vmla.f32 s6, s14, s28\n\t" \
-	"vmla.f32 s7, s15, s28\n\t" \
-	"vmla.f32 s0, s16, s29\n\t" \
-	"vmla.f32 s1, s17, s29\n\t" \
-	"vmla.f32 s2, s18, s29\n\t" \
-	"vmla.f32 s3, s19, s29\n\t" \
-	"vmla.f32 s4, s20, s29\n\t" \
-	"vmla.f32 s5, s21, s29\n\t" \
-	"vmla.f32 s6, s22, s29\n\t" \
-	"vmla.f32 s7, s23, s29\n\t" \
-	"vldmia %[w]!, {s8-s23}\n\t" \
-	"vmla.f32 s0, s8, s30\n\t" \
-	"vmla.f32 s1, s9, s30\n\t" \
-	"vmla.f32 s2, s10, s30\n\t" \
-	"vmla.f32 s3, s11, s30\n\t" \
-	"vmla.f32 s4, s12, s30\n\t" \
-	"vmla.f32 s5, s13, s30\n\t" \
-	"vmla.f32 s6, s14, s30\n\t" \
-	"vmla.f32 s7, s15, s30\n\t" \
-	"vmla.f32 s0, s16, s31\n\t" \
-	"vmla.f32 s1, s17, s31\n\t" \
-	"vmla.f32 s2, s18, s31\n\t" \
-	"vmla.f32 s3, s19, s31\n\t" \
-	"vmla.f32 s4, s20, s31\n\t" \
-	"vmla.f32 s5, s21, s31\n\t" \
-	"vmla.f32 s6, s22, s31\n\t" \
-	"vmla.f32 s7, s23, s31\n\t"
+/* the 8 sums += the weights in W0..W7 times x's element in X */
+#define MODELC_GEMV8_MLA(X, W0, W1, W2, W3, W4, W5, W6, W7) \
+	"vmla.f32 s0, " W0 ", " X "\n\t" "vmla.f32 s1, " W1 ", " X "\n\t" \
+	"vmla.f32 s2, " W2 ", " X "\n\t" "vmla.f32 s3, " W3 ", " X "\n\t" \
+	"vmla.f32 s4, " W4 ", " X "\n\t" "vmla.f32 s5, " W5 ", " X "\n\t" \
+	"vmla.f32 s6, " W6 ", " X "\n\t" "vmla.f32 s7, " W7 ", " X "\n\t"
+#define MODELC_GEMV8_LO(X) MODELC_GEMV8_MLA(X, "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15")
+#define MODELC_GEMV8_HI(X) MODELC_GEMV8_MLA(X, "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23")
+/* two k's: their 16 weights, x's elements in X0 and X1 */
+#define MODELC_GEMV8_PAIR(X0, X1) "vldmia %[w]!, {s8-s23}\n\t" MODELC_GEMV8_LO(X0) MODELC_GEMV8_HI(X1)
+/* eight k's: x's into s24-s31, four pairs */
+#define MODELC_GEMV8_CHUNK                                                                        \
+	"vldmia %[xp]!, {s24-s31}\n\t" MODELC_GEMV8_PAIR("s24", "s25") MODELC_GEMV8_PAIR("s26", "s27") \
+		MODELC_GEMV8_PAIR("s28", "s29") MODELC_GEMV8_PAIR("s30", "s31")
 /* one k */
-#define MODELC_GEMV8_ONE \
-	"vldmia %[xp]!, {s24}\n\t" \
-	"vldmia %[w]!, {s8-s15}\n\t" \
-	"vmla.f32 s0, s8, s24\n\t" \
-	"vmla.f32 s1, s9, s24\n\t" \
-	"vmla.f32 s2, s10, s24\n\t" \
-	"vmla.f32 s3, s11, s24\n\t" \
-	"vmla.f32 s4, s12, s24\n\t" \
-	"vmla.f32 s5, s13, s24\n\t" \
-	"vmla.f32 s6, s14, s24\n\t" \
-	"vmla.f32 s7, s15, s24\n\t"
+#define MODELC_GEMV8_ONE "vldmia %[xp]!, {s24}\n\t" "vldmia %[w]!, {s8-s15}\n\t" MODELC_GEMV8_LO("s24")
 MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, const float *x, int32_t k,
                                 int32_t blocks)
 {

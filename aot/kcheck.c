@@ -1041,27 +1041,30 @@ static void check_gemv_f32(checker *c, const mc_ktemplate *t)
 	check_template_bufs(c, use, 4, MC_FLOAT);
 }
 
-/* GRU_GATES: f32 buffers of 3 kp (x, wt), kp (out), MC_KMATH_GRU_CONSTS
- * (consts) and Y's row at y_at; its body, the same computation in plain
- * IR, checked as any block. */
-static void check_gru_gates(checker *c, const mc_kstmt *s)
+/* GRU_GATES and LSTM_GATES: f32 buffers of 3 or 4 kp (x, wt), kp (out
+ * and the LSTM's cell), MC_KMATH_GATE_CONSTS (consts) and Y's row at
+ * y_at; the body, the same computation in plain IR, checked as any block. */
+static void check_rnn_gates(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
-	if (t->kp <= 0 || t->kp > INT32_MAX / 12) {
-		fail(c, "gru gates of %" PRId64 " units", t->kp);
+	bool lstm = t->kind == MC_TMPL_LSTM_GATES;
+	int64_t gates = lstm ? 4 : 3;
+	if (t->kp <= 0 || t->kp > INT32_MAX / 16) {
+		fail(c, "recurrent gates of %" PRId64 " units", t->kp);
 		return;
 	}
-	const tmpl_buf use[5] = {
-		{ t->x, "template input", NULL, 3 * t->kp, false, false },
-		{ t->wt, "template state product", NULL, 3 * t->kp, false, false },
+	const tmpl_buf use[6] = {
+		{ t->x, "template input", NULL, gates * t->kp, false, false },
+		{ t->wt, "template state product", NULL, gates * t->kp, false, false },
 		{ t->out, "template state", NULL, t->kp, true, false },
-		{ t->consts, "template constants", NULL, MC_KMATH_GRU_CONSTS, false, false },
+		{ t->consts, "template constants", NULL, MC_KMATH_GATE_CONSTS, false, false },
 		{ t->y, "template output", t->y_at, t->kp, true, true },
+		{ lstm ? t->cell : -1, "template cell state", NULL, t->kp, true, !lstm },
 	};
-	if (!check_template_bufs(c, use, 5, MC_FLOAT))
+	if (!check_template_bufs(c, use, 6, MC_FLOAT))
 		return;
 	if (!s->body)
-		fail(c, "gru gates without the body that computes them");
+		fail(c, "recurrent gates without the body that computes them");
 	else
 		check_block(c, s->body);
 }
@@ -1077,8 +1080,8 @@ static void check_template(checker *c, const mc_kstmt *s)
 		check_gemv_f32(c, t);
 		return;
 	}
-	if (t->kind == MC_TMPL_GRU_GATES) {
-		check_gru_gates(c, s);
+	if (t->kind == MC_TMPL_GRU_GATES || t->kind == MC_TMPL_LSTM_GATES) {
+		check_rnn_gates(c, s);
 		return;
 	}
 	if (t->kind == MC_TMPL_DOT2_TILES || t->kind == MC_TMPL_S8_PAIRS) {

@@ -883,8 +883,13 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 				fprintf(f, "] -> b%d) kp %" PRId64 "\n", t->out, t->kp);
 				break;
 			}
-			if (t->kind == MC_TMPL_GRU_GATES) {
-				fprintf(f, "template gru_gates(x b%d, wt b%d, consts b%d -> b%d, y b%d", t->x, t->wt, t->consts, t->out, t->y);
+			if (t->kind == MC_TMPL_GRU_GATES || t->kind == MC_TMPL_LSTM_GATES) {
+				bool lstm = t->kind == MC_TMPL_LSTM_GATES;
+				fprintf(f, "template %s_gates(x b%d, wt b%d, consts b%d -> b%d, ", lstm ? "lstm" : "gru", t->x, t->wt,
+				        t->consts, t->out);
+				if (lstm)
+					fprintf(f, "cell b%d, ", t->cell);
+				fprintf(f, "y b%d", t->y);
 				if (t->y_at) {
 					fputc('[', f);
 					dump_expr(t->y_at, f);

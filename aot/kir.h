@@ -194,22 +194,28 @@ typedef enum {
 	 * bias and out from index 0. May sit inside loops, like DOT2_TILES. */
 	MC_TMPL_GEMV_F32,
 	/* The step of a GRU with linear_before_reset and its default gates
-	 * (sigmoid, tanh; no clip) after its two products, for j < kp:
-	 *   z = sigmoid(x[j] + wt[j]), r = sigmoid(x[kp + j] + wt[kp + j]),
-	 *   c = tanh(x[2kp + j] + r * wt[2kp + j]),
+	 * (sigmoid, tanh; no clip) after its two products, each unit's three
+	 * sums side by side (the products' rows interleaved), for j < kp:
+	 *   z = sigmoid(x[3j] + wt[3j]), r = sigmoid(x[3j+1] + wt[3j+1]),
+	 *   c = tanh(x[3j+2] + r * wt[3j+2]),
 	 *   out[j] = (1 - z) * c + z * out[j], and y[y_at + j] = out[j] (y -1: none),
 	 * sigmoid and tanh kmath's (aot/kmath.h), x the input's product, wt the
 	 * state's, out the state; f32 buffers from index 0. The statement's
 	 * body computes the same in plain IR: the C target runs the runtime's
 	 * modelc_gru_gates_f32 where the core has the single-precision FPU (a
 	 * hand-scheduled loop with kmath's constants in 23 registers, loaded
-	 * from `consts`, MC_KMATH_GRU_CONSTS of them: mc_kmath_gru_consts), the
+	 * from `consts`, MC_KMATH_GATE_CONSTS of them: mc_kmath_gate_consts), the
 	 * body elsewhere. The two give the same bits: the loop performs the
 	 * body's operations in its order. */
 	MC_TMPL_GRU_GATES,
+	/* The same for an LSTM without peepholes or clip, its default
+	 * activations (modelc_lstm_gates_f32), sums i, o, f, g at 4j, `cell` the
+	 * cell state: c = sigmoid(f) cell[j] + sigmoid(i) tanh(g) into cell[j],
+	 * out[j] = sigmoid(o) tanh(c) = y[y_at + j], each sum x's plus wt's. */
+	MC_TMPL_LSTM_GATES,
 } mc_tmpl_kind;
 
-#define MC_KMATH_GRU_CONSTS 23 /* GRU_GATES: kmath's constants the micro-kernel keeps in registers */
+#define MC_KMATH_GATE_CONSTS 23 /* GRU/LSTM_GATES: kmath's constants the micro-kernels keep in registers */
 #define MC_GEMV_BLOCK 8 /* GEMV_F32's rows a block: 8 sums, two k's 16 weights and 8 of x fill the 32 registers */
 
 typedef struct mc_ktemplate {
@@ -225,8 +231,8 @@ typedef struct mc_ktemplate {
 	bool direct;
 	int x, wt, out;           /* kernel buffers */
 	int bias;                 /* GEMV_F32: the blocks' biases; -1: none */
-	int y, consts;            /* GRU_GATES: Y (-1: none) and kmath's constants */
-	struct mc_kexpr *y_at;    /* GRU_GATES: the step's row of Y */
+	int y, consts, cell;      /* GRU/LSTM_GATES: Y (-1: none), kmath's constants, C */
+	struct mc_kexpr *y_at;    /* GRU/LSTM_GATES: the step's row of Y */
 	/* DOT2_TILES: k pairs, channels and pixels a tile, tiles; GEMV_F32: kp
 	 * the reduction's length, tiles the blocks */
 	int64_t kp, tm, tp, tiles;
@@ -432,7 +438,7 @@ void mc_kb_fail(mc_kb *kb, int status);
 void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
 /* A template whose statement holds the same computation in plain IR (its
  * body, built next, up to mc_kb_end), for targets and cores without the
- * runtime's micro-kernel (GRU_GATES). */
+ * runtime's micro-kernel (GRU_GATES, LSTM_GATES). */
 void mc_kb_template_open(mc_kb *kb, const mc_ktemplate *t);
 int64_t mc_dot2_kp_multiple(int64_t tm); /* DOT2_TILES: kp's multiple for tiles of tm channels */
 

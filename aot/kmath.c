@@ -127,7 +127,7 @@ mc_kexpr *mc_kmath_tanh(mc_kb *kb, mc_kexpr *x)
 	return odd_rational(kb, x, TANH_HI, tanh_p, COUNT(tanh_p), tanh_q, COUNT(tanh_q));
 }
 
-void mc_kmath_gru_consts(float out[MC_KMATH_GRU_CONSTS])
+void mc_kmath_gate_consts(float out[MC_KMATH_GATE_CONSTS])
 {
 	/* the micro-kernel's form of sigmoid (kmath_sigmoid on -x) and tanh
 	 * (odd_rational) takes the constant terms to be 1 */

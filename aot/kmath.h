@@ -28,12 +28,13 @@ mc_kexpr *mc_kmath_tanh(mc_kb *kb, mc_kexpr *x);
 mc_kexpr *mc_kmath_sigmoid(mc_kb *kb, mc_kexpr *x);
 
 /* The constants of sigmoid and tanh in the order the runtime's
- * modelc_gru_gates_f32 loads them into s9-s31 (the GRU_GATES template):
+ * modelc_gru_gates_f32 and modelc_lstm_gates_f32 load them into s9-s31
+ * (the GRU_GATES and LSTM_GATES templates):
  * -SIGMOID_HI, -SIGMOID_LO, log2 e, MAGIC, ln2 high and low, the exp
  * polynomial's five from the highest power, 1, 9, -9, tanh's numerator
  * from x^12 to x^2 and denominator from x^6 to x^2 (their constant terms
  * are 1). */
-void mc_kmath_gru_consts(float out[MC_KMATH_GRU_CONSTS]);
+void mc_kmath_gate_consts(float out[MC_KMATH_GATE_CONSTS]);
 
 /* Whether mc_k_un builds op of x here as the above (f32, a CPU target). */
 bool mc_kmath_takes(const mc_kb *kb, mc_kunop op, const mc_kexpr *x);

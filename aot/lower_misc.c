@@ -148,9 +148,10 @@ typedef struct {
 	 * linear_before_reset keeps it apart); the GRU without it multiplies
 	 * r.h by R's h rows apart (hh). Else rnn_row's dot products. */
 	bool fast;
-	/* The GRU's step as the GRU_GATES template (the C target on
-	 * --isa cortex-m; kir.h): xw's and hr's rows interleaved, each unit's
-	 * z, r, h~ side by side; the micro-kernel's constants in `consts`. */
+	/* The GRU's or LSTM's step as the GRU_GATES or LSTM_GATES template
+	 * (the C target on --isa cortex-m; kir.h): xw's and hr's rows
+	 * interleaved, each unit's gates side by side; the micro-kernel's
+	 * constants in `consts`. */
 	bool gates;
 	int consts;
 	struct rnn_proj {
@@ -217,13 +218,13 @@ typedef struct {
 	int64_t dir, rows, k, col0;
 	bool wb;                   /* the bias holds Wb */
 	int64_t rb_lo, rb_hi;      /* and Rb for the columns (of all rows) in [lo, hi) */
-	int64_t hidden;            /* > 0: column j is gate j % 3's row of unit j / 3 */
+	int64_t hidden, gates;     /* gates > 0: column j is gate j % gates's row of unit j / gates */
 } rnn_src;
 
 /* W's or R's row (within the direction) behind column j */
 static int64_t rnn_src_row(const rnn_src *s, int64_t j)
 {
-	return s->hidden > 0 ? (j % 3) * s->hidden + j / 3 : s->col0 + j;
+	return s->gates > 0 ? (j % s->gates) * s->hidden + j / s->gates : s->col0 + j;
 }
 
 static double rnn_src_at(const void *ctx, int64_t kk, int64_t j)
@@ -256,7 +257,7 @@ static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int
 	kt_plan_gemv(kb, n, k, &pr->cols);
 	for (int d = 0; d < r->dirs; d++) {
 		rnn_src src = { mc_lower_const(r->c, in), bias, d, r->rows, k, col0, wb, rb_lo, rb_hi,
-		                r->gates ? r->hidden : 0 };
+		                r->hidden, r->gates ? r->rows / r->hidden : 0 };
 		pr->b[d] = kt_pack(kb, &pr->cols, rnn_src_at, &src);
 		pr->bias[d] = biased ? kt_pack_bias(kb, &pr->cols, rnn_bias_at, &src) : -1;
 		if (pr->b[d] < 0 || (biased && pr->bias[d] < 0))
@@ -266,18 +267,22 @@ static int rnn_proj_make(rnn_low *r, struct rnn_proj *pr, int in, int64_t k, int
 	return 0;
 }
 
-/* Whether the GRU's step goes through GRU_GATES: the C target's Cortex-M
- * micro-kernels, linear_before_reset, the default sigmoid and tanh, no
- * clip (kir.h). */
-static bool gru_gates_apply(const rnn_low *r)
+/* Whether the step goes through GRU_GATES or LSTM_GATES: the C target's
+ * Cortex-M micro-kernels; a GRU with linear_before_reset or an LSTM
+ * without peepholes or coupled gates; the default activations, no clip
+ * (kir.h). */
+static bool rnn_gates_apply(const rnn_low *r)
 {
 	const rnn_params *p = r->p;
 	const mc_kb *kb = r->c->kb;
-	if (p->kind != KIND_GRU || !p->linear_before_reset || p->has_clip || !kb->target->mcu_templates ||
-	    kb->isa->kind != MC_ISA_CORTEX_M || r->kt != MC_KT_F32)
+	bool gru = p->kind == KIND_GRU && p->linear_before_reset;
+	bool lstm = p->kind == KIND_LSTM && !opt_in(r->c, RI_P) && !p->input_forget;
+	if ((!gru && !lstm) || p->has_clip || !kb->target->mcu_templates || kb->isa->kind != MC_ISA_CORTEX_M ||
+	    r->kt != MC_KT_F32)
 		return false;
 	for (int d = 0; d < r->dirs; d++)
-		if (p->act[d][0].fn != ACT_SIGMOID || p->act[d][1].fn != ACT_TANH)
+		if (p->act[d][0].fn != ACT_SIGMOID || p->act[d][1].fn != ACT_TANH ||
+		    (lstm && p->act[d][2].fn != ACT_TANH))
 			return false;
 	return true;
 }
@@ -295,12 +300,12 @@ static int rnn_fast_setup(rnn_low *r)
 	/* Rb joins Wb in xp, but for the GRU's h rows under linear_before_reset:
 	 * those go with hp, inside r's product */
 	int64_t rb_joined = gru && p->linear_before_reset ? 2 * hs : rows;
-	r->gates = gru_gates_apply(r);
+	r->gates = rnn_gates_apply(r);
 	if (r->gates) {
-		mc_tensor *t = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 1, .dims = { MC_KMATH_GRU_CONSTS } });
+		mc_tensor *t = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 1, .dims = { MC_KMATH_GATE_CONSTS } });
 		if (!t)
 			return -1;
-		mc_kmath_gru_consts(t->data);
+		mc_kmath_gate_consts(t->data);
 		if ((r->consts = mc_kb_packed(c->kb, t)) < 0)
 			return -1;
 	}
@@ -457,19 +462,24 @@ static void gru_fused_body(rnn_low *r, mc_kexpr *j, int lanes)
 	                           mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
 }
 
+/* The step's GRU_GATES or LSTM_GATES statement; its body, the same in IR,
+ * comes next, up to mc_kb_end. */
+static void rnn_gates_open(rnn_low *r, mc_tmpl_kind kind)
+{
+	mc_ktemplate t = { .kind = kind, .x = r->xw.out, .wt = r->hr.out, .out = r->h, .cell = r->cs,
+	                   .consts = r->consts, .y = r->y_at ? r->c->out_buf[RO_Y] : -1, .y_at = r->y_at,
+	                   .kp = r->hidden };
+	mc_kb_template_open(r->c->kb, &t);
+}
+
 /* GRU gates z, r, h (rnn.c: gru_step). */
 static void gru_step_ir(rnn_low *r)
 {
 	mc_kb *kb = r->c->kb;
 	int64_t hs = r->hidden;
 	if (r->fast && r->p->linear_before_reset) {
-		if (r->gates) {
-			/* the micro-kernel, or where the core has none the same loop */
-			mc_ktemplate t = { .kind = MC_TMPL_GRU_GATES, .x = r->xw.out, .wt = r->hr.out, .out = r->h,
-			                   .consts = r->consts, .y = r->y_at ? r->c->out_buf[RO_Y] : -1,
-			                   .y_at = r->y_at, .kp = hs };
-			mc_kb_template_open(kb, &t);
-		}
+		if (r->gates)
+			rnn_gates_open(r, MC_TMPL_GRU_GATES);
 		rnn_vec_loop(r, hs, gru_fused_body);
 		if (r->gates)
 			mc_kb_end(kb);
@@ -510,7 +520,8 @@ static mc_kexpr *add_opt(mc_kb *kb, mc_kexpr *a, mc_kexpr *b)
  * fast path straight from the step's products. */
 static mc_kexpr *lstm_gate(rnn_low *r, int g, mc_kexpr *j, int lanes)
 {
-	mc_kexpr *row = mc_k_addi(r->c->kb, j, g * r->hidden);
+	mc_kb *kb = r->c->kb;
+	mc_kexpr *row = r->gates ? mc_k_addi(kb, mc_k_muli(kb, j, 4), g) : mc_k_addi(kb, j, g * r->hidden);
 	return r->fast ? rnn_pre(r, row, true, lanes) : ld(r, r->pre, row, lanes);
 }
 
@@ -543,7 +554,11 @@ static void lstm_step_ir(rnn_low *r)
 		mc_kb_store(kb, r->pre, row, rnn_pre(r, row, true, 1));
 		mc_kb_end(kb);
 	}
+	if (r->gates)
+		rnn_gates_open(r, MC_TMPL_LSTM_GATES);
 	rnn_vec_loop(r, r->hidden, lstm_body);
+	if (r->gates)
+		mc_kb_end(kb);
 }
 
 /* Offset of element 0 of the hidden vector of (dir, b) in initial_h/c, Y_h, Y_c. */

@@ -680,115 +680,61 @@ MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, c
 }
 #endif
 
-/* ---- a GRU step's gates (the kernel IR's GRU_GATES template, kir.h):
- * for j < n, xp and hp holding unit j's three sums at 3j (z, r, c: the
- * products' rows interleaved),
- *   z = sigmoid(xp[3j] + hp[3j]), r = sigmoid(xp[3j+1] + hp[3j+1]),
- *   c = tanh(xp[3j+2] + r * hp[3j+2]), h[j] = (1 - z) c + z h[j] = y[j],
- * sigmoid and tanh kmath's (aot/kmath.h), k its constants
- * (mc_kmath_gru_consts), in s9-s31 for the whole loop: the operations of
- * the generated code's own loop, in its order (its bits; a NaN's sign
- * aside), at about 100 instructions a unit where a C compiler, which
- * reloads the constants, takes 125. The sigmoid runs on -x's negation
- * (x clamped to [-88.37, 87.33], then t = MAGIC - x log2e, r' = x + n ln2
- * = -r, the polynomial's steps as VMLS); clamps branch out of line. ---- */
+/* ---- the gates of a GRU or LSTM step (the kernel IR's GRU_GATES and
+ * LSTM_GATES templates, kir.h), after the step's products: xp and hp hold
+ * each unit's gate sums side by side (the products' rows interleaved),
+ * sigmoid and tanh are kmath's (aot/kmath.h) and k holds their constants
+ * (mc_kmath_gate_consts), in s9-s31 for the whole loop:
+ *   -88.37 87.33 log2e MAGIC ln2hi ln2lo e4 e3 e2 e1 e0 1 9 -9 p6..p1 q3..q1.
+ * Each performs the operations of the generated code's own loop in its
+ * order (its bits; a NaN's sign aside), where a C compiler's build of that
+ * loop reloads the constants every iteration. The sigmoid runs on -x's
+ * negation (x clamped to [-88.37, 87.33]; t = MAGIC - x log2e; r' = x +
+ * n ln2 = -r; the polynomial's steps as VMLS on r'); clamps branch out of
+ * line to fix-ups after the loop (L1: x below the range, L2 above, L3/L4
+ * the way back). ---- */
 #if MODELC_FPU_ASM
-#define MODELC_GRU_SIGMOID_Z \
-		"vcmp.f32 s0, s9\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bmi 20f\n\t" \
-		"21:\n\t" \
-		"vcmp.f32 s0, s10\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bgt 22f\n\t" \
-		"23:\n\t" \
-		"vmov.f32 s3, s12\n\t" \
-		"vmls.f32 s3, s0, s11\n\t" \
-		"vmov %[t], s3\n\t" \
-		"vsub.f32 s6, s3, s12\n\t" \
-		"lsl %[t], %[t], #23\n\t" \
-		"vmla.f32 s0, s6, s13\n\t" \
-		"add %[t], %[t], #0x3f800000\n\t" \
-		"vmla.f32 s0, s6, s14\n\t" \
-		"vmov.f32 s6, s16\n\t" \
-		"vmls.f32 s6, s15, s0\n\t" \
-		"vmov.f32 s7, s17\n\t" \
-		"vmls.f32 s7, s6, s0\n\t" \
-		"vmov.f32 s6, s18\n\t" \
-		"vmls.f32 s6, s7, s0\n\t" \
-		"vmov.f32 s7, s19\n\t" \
-		"vmls.f32 s7, s6, s0\n\t" \
-		"vmul.f32 s3, s0, s0\n\t" \
-		"vmul.f32 s7, s3, s7\n\t" \
-		"vsub.f32 s7, s7, s0\n\t" \
-		"vadd.f32 s7, s7, s20\n\t" \
-		"vmov s3, %[t]\n\t" \
-		"vmul.f32 s7, s7, s3\n\t" \
-		"vadd.f32 s7, s7, s20\n\t" \
-		"vdiv.f32 s8, s20, s7\n\t"
-#define MODELC_GRU_SIGMOID_R \
-		"vcmp.f32 s1, s9\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bmi 30f\n\t" \
-		"31:\n\t" \
-		"vcmp.f32 s1, s10\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bgt 32f\n\t" \
-		"33:\n\t" \
-		"vmov.f32 s0, s12\n\t" \
-		"vmls.f32 s0, s1, s11\n\t" \
-		"vmov %[t], s0\n\t" \
-		"vsub.f32 s3, s0, s12\n\t" \
-		"lsl %[t], %[t], #23\n\t" \
-		"vmla.f32 s1, s3, s13\n\t" \
-		"add %[t], %[t], #0x3f800000\n\t" \
-		"vmla.f32 s1, s3, s14\n\t" \
-		"vmov.f32 s3, s16\n\t" \
-		"vmls.f32 s3, s15, s1\n\t" \
-		"vmov.f32 s4, s17\n\t" \
-		"vmls.f32 s4, s3, s1\n\t" \
-		"vmov.f32 s3, s18\n\t" \
-		"vmls.f32 s3, s4, s1\n\t" \
-		"vmov.f32 s4, s19\n\t" \
-		"vmls.f32 s4, s3, s1\n\t" \
-		"vmul.f32 s0, s1, s1\n\t" \
-		"vmul.f32 s4, s0, s4\n\t" \
-		"vsub.f32 s4, s4, s1\n\t" \
-		"vadd.f32 s4, s4, s20\n\t" \
-		"vmov s0, %[t]\n\t" \
-		"vmul.f32 s4, s4, s0\n\t" \
-		"vadd.f32 s4, s4, s20\n\t" \
-		"vdiv.f32 s6, s20, s4\n\t"
-#define MODELC_GRU_TANH_C \
-		"vcmp.f32 s2, s21\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bgt 40f\n\t" \
-		"41:\n\t" \
-		"vcmp.f32 s2, s22\n\t" \
-		"vmrs APSR_nzcv, fpscr\n\t" \
-		"bmi 42f\n\t" \
-		"43:\n\t" \
-		"vmul.f32 s0, s2, s2\n\t" \
-		"vmov.f32 s1, s24\n\t" \
-		"vmla.f32 s1, s23, s0\n\t" \
-		"vmov.f32 s3, s25\n\t" \
-		"vmla.f32 s3, s1, s0\n\t" \
-		"vmov.f32 s1, s26\n\t" \
-		"vmla.f32 s1, s3, s0\n\t" \
-		"vmov.f32 s3, s27\n\t" \
-		"vmla.f32 s3, s1, s0\n\t" \
-		"vmov.f32 s1, s28\n\t" \
-		"vmla.f32 s1, s3, s0\n\t" \
-		"vmov.f32 s3, s20\n\t" \
-		"vmla.f32 s3, s1, s0\n\t" \
-		"vmul.f32 s2, s2, s3\n\t" \
-		"vmov.f32 s1, s30\n\t" \
-		"vmla.f32 s1, s29, s0\n\t" \
-		"vmov.f32 s3, s31\n\t" \
-		"vmla.f32 s3, s1, s0\n\t" \
-		"vmov.f32 s1, s20\n\t" \
-		"vmla.f32 s1, s3, s0\n\t" \
-		"vdiv.f32 s2, s2, s1\n\t"
+/* RES = sigmoid(X); X, T, N, Q scratch; %[t] a core register */
+#define MODELC_SIGMOID_ASM(X, T, N, Q, RES, L1, L2, L3, L4)                                       \
+	"vcmp.f32 " X ", s9\n\t" "vmrs APSR_nzcv, fpscr\n\t" "bmi " L1 "f\n\t" L3 ":\n\t"              \
+	"vcmp.f32 " X ", s10\n\t" "vmrs APSR_nzcv, fpscr\n\t" "bgt " L2 "f\n\t" L4 ":\n\t"             \
+	"vmov.f32 " T ", s12\n\t" "vmls.f32 " T ", " X ", s11\n\t" "vmov %[t], " T "\n\t"              \
+	"vsub.f32 " N ", " T ", s12\n\t" "lsl %[t], %[t], #23\n\t" "vmla.f32 " X ", " N ", s13\n\t"    \
+	"add %[t], %[t], #0x3f800000\n\t" "vmla.f32 " X ", " N ", s14\n\t"                             \
+	"vmov.f32 " N ", s16\n\t" "vmls.f32 " N ", s15, " X "\n\t"                                     \
+	"vmov.f32 " Q ", s17\n\t" "vmls.f32 " Q ", " N ", " X "\n\t"                                   \
+	"vmov.f32 " N ", s18\n\t" "vmls.f32 " N ", " Q ", " X "\n\t"                                   \
+	"vmov.f32 " Q ", s19\n\t" "vmls.f32 " Q ", " N ", " X "\n\t"                                   \
+	"vmul.f32 " T ", " X ", " X "\n\t" "vmul.f32 " Q ", " T ", " Q "\n\t"                          \
+	"vsub.f32 " Q ", " Q ", " X "\n\t" "vadd.f32 " Q ", " Q ", s20\n\t" "vmov " T ", %[t]\n\t"     \
+	"vmul.f32 " Q ", " Q ", " T "\n\t" "vadd.f32 " Q ", " Q ", s20\n\t" "vdiv.f32 " RES ", s20, " Q "\n\t"
+#define MODELC_SIGMOID_FIX(X, L1, L2, L3, L4)                                                      \
+	L1 ":\n\t" "vmov.f32 " X ", s9\n\t" "b " L3 "b\n\t" L2 ":\n\t" "vmov.f32 " X ", s10\n\t" "b " L4 "b\n\t"
+/* X = tanh(X); X2, A, B scratch */
+#define MODELC_TANH_ASM(X, X2, A, B, L1, L2, L3, L4)                                              \
+	"vcmp.f32 " X ", s21\n\t" "vmrs APSR_nzcv, fpscr\n\t" "bgt " L2 "f\n\t" L4 ":\n\t"             \
+	"vcmp.f32 " X ", s22\n\t" "vmrs APSR_nzcv, fpscr\n\t" "bmi " L1 "f\n\t" L3 ":\n\t"             \
+	"vmul.f32 " X2 ", " X ", " X "\n\t"                                                            \
+	"vmov.f32 " A ", s24\n\t" "vmla.f32 " A ", s23, " X2 "\n\t"                                    \
+	"vmov.f32 " B ", s25\n\t" "vmla.f32 " B ", " A ", " X2 "\n\t"                                  \
+	"vmov.f32 " A ", s26\n\t" "vmla.f32 " A ", " B ", " X2 "\n\t"                                  \
+	"vmov.f32 " B ", s27\n\t" "vmla.f32 " B ", " A ", " X2 "\n\t"                                  \
+	"vmov.f32 " A ", s28\n\t" "vmla.f32 " A ", " B ", " X2 "\n\t"                                  \
+	"vmov.f32 " B ", s20\n\t" "vmla.f32 " B ", " A ", " X2 "\n\t" "vmul.f32 " X ", " X ", " B "\n\t" \
+	"vmov.f32 " A ", s30\n\t" "vmla.f32 " A ", s29, " X2 "\n\t"                                    \
+	"vmov.f32 " B ", s31\n\t" "vmla.f32 " B ", " A ", " X2 "\n\t"                                  \
+	"vmov.f32 " A ", s20\n\t" "vmla.f32 " A ", " B ", " X2 "\n\t" "vdiv.f32 " X ", " X ", " A "\n\t"
+#define MODELC_TANH_FIX(X, L1, L2, L3, L4)                                                         \
+	L2 ":\n\t" "vmov.f32 " X ", s21\n\t" "b " L4 "b\n\t" L1 ":\n\t" "vmov.f32 " X ", s22\n\t" "b " L3 "b\n\t"
+#define MODELC_GATES_CLOBBERS                                                                      \
+	"cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", \
+		"s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25",   \
+		"s26", "s27", "s28", "s29", "s30", "s31"
+
+/* GRU (linear_before_reset), sums z, r, c at 3j:
+ *   z = sigmoid(xp[3j] + hp[3j]), r = sigmoid(xp[3j+1] + hp[3j+1]),
+ *   c = tanh(xp[3j+2] + r * hp[3j+2]), h[j] = (1 - z) c + z h[j] = y[j];
+ * about 100 instructions a unit (GCC's loop: 125). */
 MODELC_FN void modelc_gru_gates_f32(float *h, float *y, const float *xp, const float *hp, const float *k, int32_t n)
 {
 	uint32_t t;
@@ -796,18 +742,18 @@ MODELC_FN void modelc_gru_gates_f32(float *h, float *y, const float *xp, const f
 		return;
 	if (!y)
 		y = h; /* stored twice, harmlessly */
-	/* s0-s2 x's sums of the unit, s3-s5 h's; z in s8, r in s6, c in s2 */
+	/* x's sums in s0-s2, h's in s3-s5; z in s8, r in s6, c in s2 */
 	__asm__ volatile(
 		"vldmia %[k], {s9-s31}\n\t"
 		"1:\n\t"
 		"vldmia %[xp]!, {s0-s2}\n\t"
 		"vldmia %[hp]!, {s3-s5}\n\t"
 		"vadd.f32 s0, s0, s3\n\t"
-		MODELC_GRU_SIGMOID_Z
+		MODELC_SIGMOID_ASM("s0", "s3", "s6", "s7", "s8", "20", "21", "22", "23")
 		"vadd.f32 s1, s1, s4\n\t"
-		MODELC_GRU_SIGMOID_R
+		MODELC_SIGMOID_ASM("s1", "s0", "s3", "s4", "s6", "30", "31", "32", "33")
 		"vmla.f32 s2, s6, s5\n\t"
-		MODELC_GRU_TANH_C
+		MODELC_TANH_ASM("s2", "s0", "s1", "s3", "40", "41", "42", "43")
 		"vldr s0, [%[h]]\n\t"
 		"vsub.f32 s1, s20, s8\n\t"
 		"vmul.f32 s1, s1, s2\n\t"
@@ -817,30 +763,62 @@ MODELC_FN void modelc_gru_gates_f32(float *h, float *y, const float *xp, const f
 		"subs %[n], %[n], #1\n\t"
 		"bne 1b\n\t"
 		"b 9f\n\t"
-		"20:\n\t"
-		"vmov.f32 s0, s9\n\t"
-		"b 21b\n\t"
-		"22:\n\t"
-		"vmov.f32 s0, s10\n\t"
-		"b 23b\n\t"
-		"30:\n\t"
-		"vmov.f32 s1, s9\n\t"
-		"b 31b\n\t"
-		"32:\n\t"
-		"vmov.f32 s1, s10\n\t"
-		"b 33b\n\t"
-		"40:\n\t"
-		"vmov.f32 s2, s21\n\t"
-		"b 41b\n\t"
-		"42:\n\t"
-		"vmov.f32 s2, s22\n\t"
-		"b 43b\n\t"
+		MODELC_SIGMOID_FIX("s0", "20", "21", "22", "23")
+		MODELC_SIGMOID_FIX("s1", "30", "31", "32", "33")
+		MODELC_TANH_FIX("s2", "40", "41", "42", "43")
 		"9:\n\t"
 		: [xp] "+r"(xp), [hp] "+r"(hp), [h] "+r"(h), [y] "+r"(y), [n] "+r"(n), [t] "=&r"(t)
 		: [k] "r"(k)
-		: "cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12",
-		  "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26",
-		  "s27", "s28", "s29", "s30", "s31");
+		: MODELC_GATES_CLOBBERS);
+}
+
+/* LSTM (no peepholes, no clip, the default activations), sums i, o, f, g
+ * at 4j, each the two products' added:
+ *   c[j] = sigmoid(f) c[j] + sigmoid(i) tanh(g), h[j] = sigmoid(o) tanh(c[j]) = y[j];
+ * about 160 instructions a unit (GCC's loop: 196). */
+MODELC_FN void modelc_lstm_gates_f32(float *h, float *y, float *c, const float *xp, const float *hp, const float *k,
+                                     int32_t n)
+{
+	uint32_t t;
+	if (n <= 0)
+		return;
+	if (!y)
+		y = h;
+	/* the sums i, o, f, g in s0-s3; sigmoid(i) in s7, sigmoid(f) in s6,
+	 * tanh(g) in s3, the new c in s5, sigmoid(o) in s4 */
+	__asm__ volatile(
+		"vldmia %[k], {s9-s31}\n\t"
+		"1:\n\t"
+		"vldmia %[xp]!, {s0-s3}\n\t"
+		"vldmia %[hp]!, {s4-s7}\n\t"
+		"vadd.f32 s0, s0, s4\n\t"
+		"vadd.f32 s1, s1, s5\n\t"
+		"vadd.f32 s2, s2, s6\n\t"
+		"vadd.f32 s3, s3, s7\n\t"
+		MODELC_SIGMOID_ASM("s0", "s4", "s5", "s6", "s7", "20", "21", "22", "23")
+		MODELC_SIGMOID_ASM("s2", "s0", "s4", "s5", "s6", "30", "31", "32", "33")
+		MODELC_TANH_ASM("s3", "s0", "s2", "s4", "40", "41", "42", "43")
+		"vldr s8, [%[c]]\n\t"
+		"vmul.f32 s5, s6, s8\n\t"
+		"vmla.f32 s5, s7, s3\n\t"
+		"vstmia %[c]!, {s5}\n\t"
+		MODELC_SIGMOID_ASM("s1", "s0", "s2", "s3", "s4", "50", "51", "52", "53")
+		MODELC_TANH_ASM("s5", "s0", "s2", "s3", "60", "61", "62", "63")
+		"vmul.f32 s0, s4, s5\n\t"
+		"vstmia %[h]!, {s0}\n\t"
+		"vstmia %[y]!, {s0}\n\t"
+		"subs %[n], %[n], #1\n\t"
+		"bne 1b\n\t"
+		"b 9f\n\t"
+		MODELC_SIGMOID_FIX("s0", "20", "21", "22", "23")
+		MODELC_SIGMOID_FIX("s2", "30", "31", "32", "33")
+		MODELC_TANH_FIX("s3", "40", "41", "42", "43")
+		MODELC_SIGMOID_FIX("s1", "50", "51", "52", "53")
+		MODELC_TANH_FIX("s5", "60", "61", "62", "63")
+		"9:\n\t"
+		: [xp] "+r"(xp), [hp] "+r"(hp), [h] "+r"(h), [y] "+r"(y), [c] "+r"(c), [n] "+r"(n), [t] "=&r"(t)
+		: [k] "r"(k)
+		: MODELC_GATES_CLOBBERS);
 }
 #endif
 

@@ -1137,17 +1137,21 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 			mc_ce_fail(e, "a target template outside its target");
 			return;
 		}
-		if (t->kind == MC_TMPL_GRU_GATES) {
+		if (t->kind == MC_TMPL_GRU_GATES || t->kind == MC_TMPL_LSTM_GATES) {
 			/* the runtime's micro-kernel where the core has it, else the body */
-			mc_sb_puts(e->sb, "/* GRU gates: the runtime's micro-kernel, or this loop */\n#if MODELC_FPU_ASM\n");
+			bool lstm = t->kind == MC_TMPL_LSTM_GATES;
+			mc_sb_printf(e->sb, "/* %s gates: the runtime's micro-kernel, or this loop */\n#if MODELC_FPU_ASM\n",
+			             lstm ? "LSTM" : "GRU");
 			mc_ce_indent(e, depth);
-			mc_sb_printf(e->sb, "modelc_gru_gates_f32(b%d, ", t->out);
+			mc_sb_printf(e->sb, "modelc_%s_gates_f32(b%d, ", lstm ? "lstm" : "gru", t->out);
 			if (t->y >= 0) {
 				mc_sb_printf(e->sb, "b%d + ", t->y);
 				mc_ce_expr(e, t->y_at, false);
 			} else {
 				mc_sb_puts(e->sb, "(float *)0");
 			}
+			if (lstm)
+				mc_sb_printf(e->sb, ", b%d", t->cell);
 			mc_sb_printf(e->sb, ", b%d, b%d, b%d, %" PRId64 ");\n#else\n", t->x, t->wt, t->consts, t->kp);
 			mc_ce_indent(e, depth);
 			mc_sb_printf(e->sb, "(void)b%d;\n", t->consts);

@@ -232,8 +232,8 @@ static mb *m4_recurrent_model(int gru, int lbr)
 }
 
 /* --isa cortex-m's recurrent layers (the GEMV_F32 template: on an FPU the
- * runtime's VLDM and VMLA loop, elsewhere its C; the GRU's step as
- * GRU_GATES: the runtime's loop or the generated one) give the same bits
+ * runtime's VLDM and VMLA loop, elsewhere its C; the steps as GRU_GATES or
+ * LSTM_GATES: the runtime's loop or the generated one) give the same bits
  * on the emulated Cortex-M4 board as the same C built for this machine,
  * inputs past the gates' clamps included, and that C matches the
  * reference: a GRU each linear_before_reset (one fused step or the split
@@ -261,7 +261,8 @@ Test(lower_misc, recurrent_products_on_the_cortex_m4)
 		cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
 		char *c = read_file_in(out, "t.c", NULL);
 		cr_assert(c && strstr(c, "modelc_gemv8_f32("), "the products are not GEMV_F32 templates");
-		cr_assert(!lbr || strstr(c, "modelc_gru_gates_f32("), "the GRU's step is not the GRU_GATES template");
+		const char *gates = !gru ? "modelc_lstm_gates_f32(" : lbr ? "modelc_gru_gates_f32(" : NULL;
+		cr_assert(!gates || strstr(c, gates), "the step is not the gates' template: no %s", gates);
 		free(c);
 		mc_graph *g = mc_import_file(path, NULL);
 		cr_assert_not_null(g);

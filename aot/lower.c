@@ -263,6 +263,19 @@ static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
 	return true;
 }
 
+int mc_lower_vec_parts(int64_t n, int lanes)
+{
+	return n / lanes * lanes < n ? 2 : 1;
+}
+
+mc_kexpr *mc_lower_vec_part_open(mc_kb *kb, int part, int64_t n, int lanes, unsigned flags)
+{
+	int64_t full = n / lanes;
+	mc_kexpr *i = part ? mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, n), 0)
+	                   : mc_k_muli(kb, mc_kb_fori(kb, full, flags), lanes);
+	return mc_kb_let(kb, i);
+}
+
 void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr *lin,
                         mc_kexpr *value)
 {

@@ -100,6 +100,12 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *l
  * otherwise lane by lane. */
 void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords, mc_kexpr *lin,
                         mc_kexpr *value);
+/* Parts of [0, n) in vectors of `lanes` (at most n): whole vectors, then
+ * (where some are left) the rest one at a time. mc_lower_vec_part_open
+ * opens part `part`'s loop (the vectors' with `flags`) and returns its
+ * first index, let-bound; the caller ends it. */
+int mc_lower_vec_parts(int64_t n, int lanes);
+mc_kexpr *mc_lower_vec_part_open(mc_kb *kb, int part, int64_t n, int lanes, unsigned flags);
 /* The elementwise kernel of a pointwise op (l->pointwise) as anchor. */
 int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l);
 /* Output 0 = input 0, element by element: the `lower` of alias ops. */

@@ -340,15 +340,8 @@ static void rnn_vec_loop(rnn_low *r, int64_t n, rnn_body_fn body)
 {
 	mc_kb *kb = r->c->kb;
 	int lanes = r->fast ? mc_isa_lanes_upto(kb->isa, n) : 1;
-	int64_t full = n / lanes;
-	if (full > 0) {
-		mc_kexpr *v = mc_kb_fori(kb, full, 0);
-		body(r, mc_kb_let(kb, mc_k_muli(kb, v, lanes)), lanes);
-		mc_kb_end(kb);
-	}
-	if (full * lanes < n) {
-		mc_kexpr *j = mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, n), 0);
-		body(r, j, 1);
+	for (int part = 0; part < mc_lower_vec_parts(n, lanes); part++) {
+		body(r, mc_lower_vec_part_open(kb, part, n, lanes, 0), part ? 1 : lanes);
 		mc_kb_end(kb);
 	}
 }

@@ -245,23 +245,6 @@ static mc_kexpr *reduce_finish(mc_kb *kb, reduce_kind kind, mc_kexpr *acc, int64
 	}
 }
 
-/* Parts of [0, n) in vectors of `lanes`: whole vectors, then (where some
- * are left) the rest one at a time. */
-static int vec_parts(int64_t n, int lanes)
-{
-	return n / lanes * lanes < n ? 2 : 1;
-}
-
-/* Opens part `part`'s loop and returns its first index (let-bound): the
- * vectors' loop steps by lanes. */
-static mc_kexpr *vec_part_open(mc_kb *kb, int part, int64_t n, int lanes)
-{
-	int64_t full = n / lanes;
-	mc_kexpr *i = part ? mc_kb_for(kb, mc_k_index(kb, full * lanes), mc_k_index(kb, n), 0)
-	                   : mc_k_muli(kb, mc_kb_fori(kb, full, MC_KF_PARALLEL), lanes);
-	return mc_kb_let(kb, i);
-}
-
 /* A float32 ReduceSum or ReduceMean whose reduced dims are one run
  * [a, b) followed by kept dims making `inner` contiguous elements (a
  * channels-last global pool: [N, H, W, C] over H and W): vectors along
@@ -292,9 +275,9 @@ static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind ki
 	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
 	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, o, run * inner));
 	mc_kexpr *out_at = mc_kb_let(kb, mc_k_muli(kb, o, inner));
-	for (int part = 0; part < vec_parts(inner, lanes); part++) {
+	for (int part = 0; part < mc_lower_vec_parts(inner, lanes); part++) {
 		int l = part ? 1 : lanes;
-		mc_kexpr *i = vec_part_open(kb, part, inner, lanes);
+		mc_kexpr *i = mc_lower_vec_part_open(kb, part, inner, lanes, MC_KF_PARALLEL);
 		mc_kexpr *acc = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), l));
 		mc_kexpr *r = mc_kb_fori(kb, run, MC_KF_REDUCE);
 		mc_kexpr *at = mc_k_add(kb, mc_k_add(kb, in_at, mc_k_muli(kb, r, inner)), i);
@@ -947,9 +930,9 @@ static int lower_layernorm(mc_lower_ctx *c)
 		mc_kexpr *mean = mc_kb_let(kb, mc_k_div(kb, row_sum_vec(c, start, cols, lanes, NULL), n));
 		mc_kexpr *var = mc_k_div(kb, row_sum_vec(c, start, cols, lanes, mean), n);
 		mc_kexpr *inv = inv_std(kb, var, p->epsilon);
-		for (int part = 0; part < vec_parts(cols, lanes); part++) {
+		for (int part = 0; part < mc_lower_vec_parts(cols, lanes); part++) {
 			int l = part ? 1 : lanes;
-			mc_kexpr *j = vec_part_open(kb, part, cols, lanes);
+			mc_kexpr *j = mc_lower_vec_part_open(kb, part, cols, lanes, MC_KF_PARALLEL);
 			mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, start, j));
 			mc_kexpr *bias = present_in(c, 2) ? mc_k_vload(kb, c->in_buf[2], j, l) : NULL;
 			mc_kexpr *y = normalise(kb, mc_k_vload(kb, c->in_buf[0], at, l), mean, inv,

@@ -129,8 +129,10 @@ mc_kexpr *mc_kmath_tanh(mc_kb *kb, mc_kexpr *x)
 
 void mc_kmath_gate_consts(float out[MC_KMATH_GATE_CONSTS])
 {
-	/* the micro-kernel's form of sigmoid (kmath_sigmoid on -x) and tanh
-	 * (odd_rational) takes the constant terms to be 1 */
+	/* the micro-kernels' sigmoid (mc_kmath_sigmoid on -x) and tanh
+	 * (odd_rational) take tanh_p[0] and tanh_q[0] to be 1: a refit that
+	 * changed them would part their bits from the generated loop's, which
+	 * tests/unit/test_lower_misc.c compares on the emulated board */
 	_Static_assert(COUNT(exp_p) == 5 && COUNT(tanh_p) == 7 && COUNT(tanh_q) == 4, "the micro-kernel's table");
 	int n = 0;
 	out[n++] = (float)-SIGMOID_HI;

@@ -2,10 +2,9 @@
  * mc_k_un builds for EXP, ERF and TANH of f32 on CPU targets, and
  * mc_k_sigmoid for the sigmoid, so that a vector of them is vector code on
  * every ISA (and a scalar one costs a few multiply-adds instead of a libm
- * call, which on a Cortex-M is hundreds of
- * cycles). Only multiplies, adds, divides, min/max and bit moves: no fused
- * multiply-add, so the scalar and vector forms, the C and llvm targets and
- * every ISA give the same bits.
+ * call, which on a Cortex-M is hundreds of cycles). Only multiplies, adds,
+ * divides, min/max and bit moves: no fused multiply-add, so the scalar and
+ * vector forms, the C and llvm targets and every ISA give the same bits.
  *
  * Accuracy against the exact function, measured in float32 by
  * scripts/fit-vmath.py (which fitted the coefficients):

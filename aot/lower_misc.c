@@ -430,9 +430,6 @@ static void gru_out_body(rnn_low *r, mc_kexpr *j, int lanes)
 	                           mc_k_mul(kb, z, ld(r, r->h, j, lanes))));
 }
 
-/* The fast path with linear_before_reset: the whole step of units j.. in
- * one pass (each unit's z, r, h~ and new h need only that unit's sums),
- * nothing through pre. */
 /* The product row of gate g (0: z, 1: r, 2: h~) of units j.. */
 static mc_kexpr *gru_gate_row(rnn_low *r, int g, mc_kexpr *j)
 {
@@ -442,6 +439,9 @@ static mc_kexpr *gru_gate_row(rnn_low *r, int g, mc_kexpr *j)
 	return mc_k_addi(kb, j, g * r->hidden);
 }
 
+/* The fast path with linear_before_reset: the whole step of units j.. in
+ * one pass (each unit's z, r, h~ and new h need only that unit's sums),
+ * nothing through pre. */
 static void gru_fused_body(rnn_low *r, mc_kexpr *j, int lanes)
 {
 	mc_kb *kb = r->c->kb;

@@ -205,9 +205,10 @@ Test(lower_misc, recurrent_layers_on_vector_isas)
 	}
 }
 
-/* A GRU (gru 1) or LSTM with lengths that give the GEMV_F32 loop every
- * path: reductions of 19 and 27 (16 + a tail of single k's; 16 + 8 + 3)
- * and 20 or 12, row blocks with padding (60 and 48 rows; 80 and 48). */
+/* A GRU (gru 1) or LSTM with lengths that take the GEMV_F32 loop down
+ * every path: reductions of 19 and 20 (16 k's a turn, then single ones),
+ * 27 (16, 8, then single) and 12 (8, then single); the GRU's 60 rows end
+ * in a padded block of 8. */
 static mb *m4_recurrent_model(int gru, int lbr)
 {
 	mb *b = mb_new(22);

@@ -726,6 +726,10 @@ MODELC_FN void modelc_gemv8_f32(float *out, const float *w, const float *bias, c
 	"vmov.f32 " A ", s20\n\t" "vmla.f32 " A ", " B ", " X2 "\n\t" "vdiv.f32 " X ", " X ", " A "\n\t"
 #define MODELC_TANH_FIX(X, L1, L2, L3, L4)                                                         \
 	L2 ":\n\t" "vmov.f32 " X ", s21\n\t" "b " L4 "b\n\t" L1 ":\n\t" "vmov.f32 " X ", s22\n\t" "b " L3 "b\n\t"
+/* the unit's new h (in register R) into h and y, then the next unit; past
+ * the loop, over the fix-ups */
+#define MODELC_GATES_NEXT(R)                                                                       \
+	"vstmia %[h]!, {" R "}\n\t" "vstmia %[y]!, {" R "}\n\t" "subs %[n], %[n], #1\n\t" "bne 1b\n\t" "b 9f\n\t"
 #define MODELC_GATES_CLOBBERS                                                                      \
 	"cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", \
 		"s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25",   \
@@ -758,11 +762,7 @@ MODELC_FN void modelc_gru_gates_f32(float *h, float *y, const float *xp, const f
 		"vsub.f32 s1, s20, s8\n\t"
 		"vmul.f32 s1, s1, s2\n\t"
 		"vmla.f32 s1, s8, s0\n\t"
-		"vstmia %[h]!, {s1}\n\t"
-		"vstmia %[y]!, {s1}\n\t"
-		"subs %[n], %[n], #1\n\t"
-		"bne 1b\n\t"
-		"b 9f\n\t"
+		MODELC_GATES_NEXT("s1")
 		MODELC_SIGMOID_FIX("s0", "20", "21", "22", "23")
 		MODELC_SIGMOID_FIX("s1", "30", "31", "32", "33")
 		MODELC_TANH_FIX("s2", "40", "41", "42", "43")
@@ -805,11 +805,7 @@ MODELC_FN void modelc_lstm_gates_f32(float *h, float *y, float *c, const float *
 		MODELC_SIGMOID_ASM("s1", "s0", "s2", "s3", "s4", "50", "51", "52", "53")
 		MODELC_TANH_ASM("s5", "s0", "s2", "s3", "60", "61", "62", "63")
 		"vmul.f32 s0, s4, s5\n\t"
-		"vstmia %[h]!, {s0}\n\t"
-		"vstmia %[y]!, {s0}\n\t"
-		"subs %[n], %[n], #1\n\t"
-		"bne 1b\n\t"
-		"b 9f\n\t"
+		MODELC_GATES_NEXT("s0")
 		MODELC_SIGMOID_FIX("s0", "20", "21", "22", "23")
 		MODELC_SIGMOID_FIX("s2", "30", "31", "32", "33")
 		MODELC_TANH_FIX("s3", "40", "41", "42", "43")

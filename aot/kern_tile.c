@@ -131,8 +131,6 @@ void kt_plan_gemv(const mc_kb *kb, int64_t n, int64_t k, kt_cols *cols)
 		add_vec(&cols->main, MC_GEMV_BLOCK, MC_GEMV_BLOCK);
 	if (n % MC_GEMV_BLOCK)
 		add_vec(&cols->tail, MC_GEMV_BLOCK, (int)(n % MC_GEMV_BLOCK));
-	cols->main.mr = cols->tail.mr = 1;
-	cols->main.sets = cols->tail.sets = 1;
 }
 
 /* ---- packing ---- */

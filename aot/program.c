@@ -163,6 +163,7 @@ typedef struct {
 	int *req_what;              /* per request: its value, or -1 - the kernel of a scratch */
 	int n_reqs, cap_reqs;
 	mc_mem_plan plan;
+	uint64_t *weight_hash;      /* place: per program weight, of its stored bytes */
 } build;
 
 static size_t store_bytes(const build *b, int v)
@@ -654,13 +655,35 @@ static const mc_tensor *stored_weight(build *b, const mc_tensor *t)
 	return h;
 }
 
+static uint64_t bytes_hash(const void *data, size_t n)
+{
+	const unsigned char *c = data;
+	uint64_t h = 1469598103934665603u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211u;
+	return h;
+}
+
+/* The program's weight holding t's bytes: one stored copy per distinct
+ * content (two Gemms packing one initializer alike, equal constants the
+ * exporter wrote twice), a new weight otherwise. */
 static int add_weight(build *b, const mc_tensor *t)
 {
 	mc_program *p = b->p;
 	const mc_tensor *w = stored_weight(b, t);
 	if (!w)
 		return -1;
+	uint64_t h = bytes_hash(w->data, w->nbytes);
+	for (int i = 0; i < p->n_weights; i++) {
+		const mc_tensor *o = p->weights[i].t;
+		if (b->weight_hash[i] == h && o->dtype == w->dtype && o->numel == w->numel &&
+		    o->nbytes == w->nbytes && !memcmp(o->data, w->data, w->nbytes))
+			return i;
+	}
+	int cap = p->cap_weights;
 	p->weights = mc_grow_array(p->weights, &p->cap_weights, p->n_weights + 1, sizeof *p->weights);
+	b->weight_hash = mc_grow_array(b->weight_hash, &cap, p->cap_weights, sizeof *b->weight_hash);
+	b->weight_hash[p->n_weights] = h;
 	p->weights[p->n_weights] = (mc_weight){ .t = w, .align = ARENA_ALIGN };
 	p->weight_bytes += w->nbytes;
 	return p->n_weights++;
@@ -688,6 +711,123 @@ static int value_loc(build *b, int v, mc_loc *loc)
 	return 0;
 }
 
+/* ---- constant fills: read as a number, never stored ----
+ * A constant whose elements are all equal (ConstantOfShape, Expand of a
+ * scalar, the zeros a Concat pads channels with, once folded) costs flash
+ * for nothing: every load of it becomes that number (a splat for a vector
+ * load), and a constant no statement reads then never becomes a weight. */
+typedef struct {
+	mc_kpool *pool;
+	const bool *fill;       /* per kernel buffer: a constant fill no template reads */
+	mc_kexpr **value;       /* per kernel buffer: its number, a scalar constant */
+} fill_loads;
+
+static void fold_fill_expr(const fill_loads *fl, mc_kexpr *x)
+{
+	for (; x; x = x->b) {
+		if (x->kind == MC_KE_LOAD && fl->fill[x->buf]) {
+			const mc_kexpr *v = fl->value[x->buf];
+			if (x->lanes > 1) {
+				/* a vector load widens each element as the scalar does */
+				mc_kexpr *c = mc_kpool_alloc(fl->pool, sizeof *c);
+				*c = *v;
+				c->type = x->type;
+				x->kind = MC_KE_SPLAT;
+				x->a = c;
+				x->stride = 0;
+			} else {
+				x->kind = MC_KE_CONST;
+				x->i = v->i;
+				x->f = v->f;
+				x->a = NULL;
+			}
+			x->buf = 0;
+			return; /* a load's only operand is its index */
+		}
+		fold_fill_expr(fl, x->a);
+		fold_fill_expr(fl, x->c);
+	}
+}
+
+static void fold_fill_block(const fill_loads *fl, mc_kstmt *s)
+{
+	for (; s; s = s->next) {
+		fold_fill_expr(fl, s->a);
+		fold_fill_expr(fl, s->b);
+		fold_fill_expr(fl, s->c);
+		fold_fill_block(fl, s->body);
+		fold_fill_block(fl, s->orelse);
+	}
+}
+
+static void mark_template_bufs(const mc_kstmt *s, bool *used)
+{
+	for (; s; s = s->next) {
+		if (s->kind == MC_KS_TEMPLATE) {
+			/* every buffer field, set or not: a field a kind leaves at 0
+			 * keeps buffer 0 stored, which costs nothing but flash */
+			const mc_ktemplate *t = s->tmpl;
+			const int fields[] = { t->x, t->wt, t->out, t->bias, t->y, t->consts, t->cell };
+			for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+				if (fields[i] >= 0)
+					used[fields[i]] = true;
+		}
+		mark_template_bufs(s->body, used);
+		mark_template_bufs(s->orelse, used);
+	}
+}
+
+/* The number every element of t holds, as a constant of the type a load
+ * of it has (the value it has once stored: float32 as weight_store); NULL
+ * if t's elements differ. */
+static mc_kexpr *fill_value(const build *b, mc_kpool *pool, const mc_tensor *t, mc_ktype type)
+{
+	if (t->numel == 0 || t->nbytes % t->numel)
+		return NULL;
+	size_t elt = t->nbytes / t->numel;
+	const unsigned char *d = t->data;
+	for (size_t i = 1; i < t->numel; i++)
+		if (memcmp(d, d + i * elt, elt))
+			return NULL;
+	mc_kexpr *c = mc_kpool_alloc(pool, sizeof *c);
+	c->kind = MC_KE_CONST;
+	c->type = type;
+	if (mc_ktype_is_float(type)) {
+		double v = mc_get_f(t, 0);
+		if (t->dtype == MC_FLOAT && b->weight_store == MC_FLOAT16)
+			v = mc_half_to_float(mc_float_to_half((float)v));
+		c->f = type == MC_KT_F32 ? (double)(float)v : v;
+	} else {
+		c->i = mc_get_i(t, 0);
+		if (type == MC_KT_BOOL)
+			c->i = c->i != 0;
+		c->f = (double)c->i;
+	}
+	return c;
+}
+
+static void fold_fill_loads(const build *b, mc_kernel *k, const bool *in_template)
+{
+	const mc_graph *g = b->g;
+	bool *fill = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	mc_kexpr **value = mc_xcalloc((size_t)k->n_bufs + 1, sizeof *value);
+	bool any = false;
+	for (int i = 0; i < k->n_bufs; i++) {
+		const mc_kbuf *kb = &k->bufs[i];
+		const mc_tensor *t = kb->packed;
+		if (!t && kb->value >= 0 && g->values[b->m.root[kb->value]].kind == MC_VAL_CONST)
+			t = g->values[b->m.root[kb->value]].konst;
+		if (!t || kb->written || in_template[i])
+			continue;
+		value[i] = fill_value(b, b->p->pool, t, mc_ktype_of(kb->dtype));
+		any |= fill[i] = value[i] != NULL;
+	}
+	if (any)
+		fold_fill_block(&(fill_loads){ b->p->pool, fill, value }, k->body);
+	free(fill);
+	free(value);
+}
+
 /* place: every kernel buffer's location (arena offset, weight, input or
  * output slot); constants a kernel reads become weights, in the dtype
  * they are stored in. */
@@ -697,12 +837,18 @@ static int stage_place(build *b)
 	mc_program *p = b->p;
 	for (int s = 0; s < p->n_kernels; s++) {
 		mc_kernel *k = p->kernels[s];
+		bool *in_template = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+		mark_template_bufs(k->body, in_template);
+		fold_fill_loads(b, k, in_template);
 		bool *used = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
 		mark_block(k->body, used);
 		int rc = 0;
 		for (int i = 0; i < k->n_bufs && !rc; i++) {
 			mc_kbuf *kb = &k->bufs[i];
-			if (!used[i] && kb->value >= 0 && g->values[kb->value].kind == MC_VAL_CONST && !kb->packed) {
+			/* an unread constant, or a packed one whose loads all became
+			 * numbers, is no weight */
+			if (!used[i] && !in_template[i] &&
+			    ((kb->value >= 0 && g->values[kb->value].kind == MC_VAL_CONST) || kb->packed)) {
 				kb->loc = (mc_loc){ .kind = MC_LOC_NONE };
 				continue;
 			}
@@ -726,6 +872,7 @@ static int stage_place(build *b)
 				kb->dtype = b->weight_store;
 		}
 		free(used);
+		free(in_template);
 		if (rc)
 			return -1;
 	}
@@ -835,6 +982,7 @@ static void build_free(build *b)
 	free(b->groups);
 	free(b->reqs);
 	free(b->req_what);
+	free(b->weight_hash);
 	mc_mem_plan_free(&b->plan);
 }
 

@@ -221,3 +221,98 @@ Test(compile, bad_name_and_unknown_bind_are_clear_errors)
 	free(model);
 	free(tmp);
 }
+
+/* y1 = Gemm(x, W) + Gemm(Relu(x), W2), W2 a second initializer equal to W;
+ * y2 = Concat(z, ConstantOfShape(1x2x3x3) of 0) * Expand(1.5, 1x4x3x3). */
+static char *fill_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,16");
+	mb_input(b, g, "z", MC_FLOAT, "1,2,3,3");
+	float w[16 * 16];
+	for (int i = 0; i < 16 * 16; i++)
+		w[i] = (float)((i * 37) % 29 - 14) / 16.0f;
+	mb_init_floats(b, g, "W", "16,16", w, 16 * 16);
+	mb_init_floats(b, g, "W2", "16,16", w, 16 * 16);
+	mb_node(b, g, "Gemm", "gemm1", "x,W", "a");
+	mb_node(b, g, "Relu", "relu", "x", "rx");
+	mb_node(b, g, "Gemm", "gemm2", "rx,W2", "c");
+	mb_node(b, g, "Add", "add", "a,c", "y1");
+	mb_output(b, g, "y1");
+	mb_init_ints(b, g, "pad_shape", MC_INT64, "4", (const int64_t[]){ 1, 2, 3, 3 }, 4);
+	Onnx__TensorProto *zero = mb_tensor(b, "zero", MC_FLOAT, "1");
+	mb_float_data(b, zero, (const float[]){ 0 }, 1);
+	Onnx__NodeProto *n = mb_node(b, g, "ConstantOfShape", "fill", "pad_shape", "pad");
+	mb_attr_tensor(b, n, "value", zero);
+	n = mb_node(b, g, "Concat", "concat", "z,pad", "zp");
+	mb_attr_int(b, n, "axis", 1);
+	float k = 1.5f;
+	mb_init_floats(b, g, "k", "", &k, 1);
+	mb_init_ints(b, g, "full_shape", MC_INT64, "4", (const int64_t[]){ 1, 4, 3, 3 }, 4);
+	mb_node(b, g, "Expand", "expand", "k,full_shape", "ks");
+	mb_node(b, g, "Mul", "mul", "zp,ks", "y2");
+	mb_output(b, g, "y2");
+	char *path = malloc(4096);
+	snprintf(path, 4096, "%s/fill.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	return path;
+}
+
+static size_t json_number(const char *dir, const char *file, const char *key)
+{
+	char *json = read_file_in(dir, file, NULL);
+	cr_assert_not_null(json);
+	char pat[128];
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	const char *at = strstr(json, pat);
+	cr_assert_not_null(at, "%s has no %s:\n%s", file, key, json);
+	size_t v = (size_t)strtoull(at + strlen(pat), NULL, 10);
+	free(json);
+	return v;
+}
+
+Test(compile, constant_fills_are_not_stored_and_equal_weights_are_stored_once)
+{
+	char *tmp = make_temp_dir();
+	char *model = fill_model(tmp);
+	char out_dir[4096];
+	snprintf(out_dir, sizeof out_dir, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "fill";
+	o.no_stack_usage = true;
+	float x[32], z[18], y1[32], y2[36];
+	for (int i = 0; i < 32; i++)
+		x[i] = (float)(i % 7) - 3.0f;
+	for (int i = 0; i < 18; i++)
+		z[i] = (float)i * 0.25f - 2.0f;
+	const float *in[2] = { x, z };
+	const size_t sizes[2] = { sizeof x, sizeof z };
+	compile_run(model, out_dir, &o, 2, in, sizes, y1, 32);
+	/* W once, in whatever form the two Gemms read it alike; no zeros, no 1.5s */
+	size_t wb = json_number(out_dir, "fill.json", "weight_bytes");
+	cr_assert_eq(wb, 16 * 16 * sizeof(float), "weight bytes %zu, want one copy of W (%zu)", wb,
+	             16 * 16 * sizeof(float));
+	char path[4200];
+	snprintf(path, sizeof path, "%s/output_1.bin", out_dir);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	cr_assert_eq(fread(y2, sizeof(float), 36, f), 36);
+	fclose(f);
+	for (int i = 0; i < 32; i++) {
+		int r = i / 16, c = i % 16;
+		float want = 0;
+		for (int j = 0; j < 16; j++) {
+			float xv = x[r * 16 + j];
+			want += (xv + (xv > 0 ? xv : 0)) * ((float)((j * 16 + c) * 37 % 29 - 14) / 16.0f);
+		}
+		cr_assert_float_eq(y1[i], want, 1e-4, "y1[%d] = %g, want %g", i, y1[i], want);
+	}
+	for (int i = 0; i < 36; i++)
+		cr_assert_eq(y2[i], i < 18 ? z[i] * 1.5f : 0.0f, "y2[%d] = %g", i, y2[i]);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}

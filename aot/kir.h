@@ -458,7 +458,8 @@ int mc_kernel_check(const mc_kernel *k, char *why, size_t n);
 enum {
 	MC_STATUS_OK = 0,
 	MC_STATUS_NULL_ARGUMENT = 1,  /* arena, inputs or outputs NULL */
-	MC_STATUS_MISALIGNED = 2,     /* arena not aligned to ARENA_ALIGN */
+	MC_STATUS_MISALIGNED = 2,     /* arena not aligned to ARENA_ALIGN, or an input or output pointer
+	                                 * not to its element's size */
 	MC_STATUS_BAD_INDEX = 3,      /* an index input out of range (Gather, ...) */
 	MC_STATUS_BAD_INPUT = 4,      /* other invalid input data */
 };

@@ -25,7 +25,8 @@ extern "C" {
 enum {
 	MODELC_OK = 0,
 	MODELC_ERR_NULL_ARGUMENT = 1, /* arena, inputs, outputs or one of their pointers NULL */
-	MODELC_ERR_MISALIGNED = 2,    /* arena not aligned to NAME_ARENA_ALIGN */
+	MODELC_ERR_MISALIGNED = 2,    /* arena not aligned to NAME_ARENA_ALIGN, or an input or
+	                               * output not to its element's size (bytes: any address) */
 	MODELC_ERR_BAD_INDEX = 3,     /* an index input out of range (Gather, ...) */
 	MODELC_ERR_BAD_INPUT = 4,     /* other invalid input data */
 	MODELC_ERR_CUDA = 5           /* a CUDA call failed (cuda target: NAME_cuda.error says which) */

@@ -166,6 +166,27 @@ static bool steps_call_kernels(const mc_step *steps, int n)
 	return false;
 }
 
+/* Inputs and outputs are arrays of their element type: a pointer off its
+ * element's alignment is a status, never a misaligned access. */
+static void put_io_align_check(emitter *e)
+{
+	const mc_program *p = e->p;
+	bool any = false;
+	for (int t = 0; t < 2; t++) {
+		const mc_io_desc *io = t ? p->outputs : p->inputs;
+		for (int i = 0; i < (t ? p->n_outputs : p->n_inputs); i++) {
+			size_t a = mc_ce_io_align(&io[i]);
+			if (a == 1)
+				continue;
+			mc_sb_printf(e->sb, any ? " ||\n\t    " : "\tif (");
+			mc_sb_printf(e->sb, "(uintptr_t)%s[%d] %% %zu != 0", t ? "outputs" : "inputs", i, a);
+			any = true;
+		}
+	}
+	if (any)
+		mc_sb_puts(e->sb, ")\n\t\treturn MODELC_ERR_MISALIGNED;\n");
+}
+
 static void put_run(emitter *e)
 {
 	const mc_program *p = e->p;
@@ -188,6 +209,7 @@ static void put_run(emitter *e)
 	}
 	mc_sb_printf(e->sb, "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
 	                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
+	put_io_align_check(e);
 	bool calls = steps_call_kernels(p->steps, p->n_steps);
 	if (!calls && p->n_inputs == 0)
 		mc_sb_puts(e->sb, "\t(void)inputs;\n");

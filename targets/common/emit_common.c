@@ -177,6 +177,13 @@ size_t mc_ce_arena_align(const mc_program *p)
 	return p->arena_align ? p->arena_align : 16;
 }
 
+size_t mc_ce_io_align(const mc_io_desc *d)
+{
+	/* no C type is aligned beyond its size, and every size is 1, 2, 4 or 8 */
+	size_t n = mc_dtype_size(d->dtype);
+	return n > 1 ? n : 1;
+}
+
 /* ---- the emitter: its names and index width; files ---- */
 static bool is_identifier(const char *s)
 {

@@ -41,6 +41,10 @@ bool mc_ce_is_cond_weight(const mc_cemit *e, int index);
 /* A weight array's alignment: its own where a power of two, else 16. */
 size_t mc_ce_weight_align(const mc_weight *w);
 size_t mc_ce_arena_align(const mc_program *p);
+/* The alignment the run function requires of an input's or output's
+ * pointer (MODELC_ERR_MISALIGNED otherwise): the kernels read and write it
+ * as an array of its element type, so its element's size (1: none). */
+size_t mc_ce_io_align(const mc_io_desc *d);
 
 /* Kernel use counts. mc_ce_begin_kernel counts uses (unused buffers get no
  * pointer, unused locals a (void)); mc_ce_end_kernel frees the counts. */

@@ -1245,6 +1245,17 @@ static void build_run(lemit *e, const kernel_fn *kf)
 	LLVMValueRef mis = LLVMBuildAnd(e->b, addr, LLVMConstInt(intptr, mc_ce_arena_align(p) - 1, 0), "");
 	ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, mis, LLVMConstNull(intptr), ""),
 	       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
+	const mc_io_desc *descs[2] = { p->inputs, p->outputs };
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < io[t].n; i++) {
+			size_t a = mc_ce_io_align(&descs[t][i]);
+			if (a == 1)
+				continue;
+			LLVMValueRef at = LLVMBuildPtrToInt(e->b, io_ptr(e, io[t].table, i), intptr, "");
+			LLVMValueRef off = LLVMBuildAnd(e->b, at, LLVMConstInt(intptr, a - 1, 0), "");
+			ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, off, LLVMConstNull(intptr), ""),
+			       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
+		}
 	run_steps(e, p->steps, p->n_steps, kf, arena, in, out);
 	LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
 }

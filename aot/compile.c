@@ -216,9 +216,10 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_puts(&b, ",\n  \"outputs\": ");
 	json_io(&b, p->outputs, p->n_outputs);
 	mc_sb_printf(&b, ",\n  \"arena_bytes\": %zu,\n  \"arena_align\": %zu,\n  \"arena_lower_bound\": %zu,\n"
+	             "  \"arena_bytes_in_order\": %zu,\n  \"arena_lower_bound_in_order\": %zu,\n"
 	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d,\n  \"macs\": %.0f",
-	             p->arena_bytes, p->arena_align, p->lower_bound, p->weight_bytes, p->n_weights,
-	             p->n_kernels, p->macs);
+	             p->arena_bytes, p->arena_align, p->lower_bound, p->arena_in_order,
+	             p->lower_bound_in_order, p->weight_bytes, p->n_weights, p->n_kernels, p->macs);
 	json_stack(&b, &stack);
 	mc_stack_usage_free(&stack);
 	mc_sb_puts(&b, "\n}\n");
@@ -400,7 +401,7 @@ static int check_opts(const mc_compile_opts *o)
 	    !mc_freeze_pass_known(o->dump_after) && !mc_program_stage_known(o->dump_after)) {
 		mc_error("--dump-after '%s': no such pass (known: the freezing passes fold, unroll, bn, "
 		         "pad, patterns, identity, cse, dce, layout; the program stages schedule, lower, storage, "
-		         "liveness, plan, place, steps; kernels; all)", o->dump_after);
+		         "liveness, plan, order, place, steps; kernels; all)", o->dump_after);
 		return -1;
 	}
 	if (t->available && !t->available()) {
@@ -882,6 +883,9 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 		        p.arena_bytes, p.lower_bound,
 		        p.lower_bound ? (double)p.arena_bytes / (double)p.lower_bound : 1.0, p.weight_bytes,
 		        p.n_weights);
+		fprintf(stderr, "modelc: stats: kernels in the graph's order: arena %zu bytes, lower bound %zu bytes%s\n",
+		        p.arena_in_order, p.lower_bound_in_order,
+		        p.arena_bytes < p.arena_in_order ? " (reordered)" : "");
 		fprintf(stderr, "modelc: stats: emission %.1f ms\n", now_ms() - t_build);
 	}
 	rc = 0;

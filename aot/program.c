@@ -598,6 +598,114 @@ static int stage_plan(build *b)
 	return 0;
 }
 
+/* Puts the kernels in the order `order` (order[i]: the old index of the
+ * i-th), with what is indexed by kernel. */
+static void permute_kernels(build *b, const int *order)
+{
+	mc_program *p = b->p;
+	int n = p->n_kernels;
+	mc_kernel **old = mc_xcalloc((size_t)n, sizeof *old);
+	int *guard = mc_xcalloc((size_t)n, sizeof(int)), *inv = mc_xcalloc((size_t)n, sizeof(int));
+	bool *els = mc_xcalloc((size_t)n, sizeof(bool));
+	memcpy(old, p->kernels, (size_t)n * sizeof *old);
+	memcpy(guard, b->kguard, (size_t)n * sizeof(int));
+	memcpy(els, b->kelse, (size_t)n * sizeof(bool));
+	for (int i = 0; i < n; i++) {
+		p->kernels[i] = old[order[i]];
+		b->kguard[i] = guard[order[i]];
+		b->kelse[i] = els[order[i]];
+		inv[order[i]] = i;
+	}
+	for (int i = 0; i < b->n_groups; i++)
+		if (b->group_kernel[i] >= 0)
+			b->group_kernel[i] = inv[b->group_kernel[i]];
+	free(old);
+	free(guard);
+	free(inv);
+	free(els);
+}
+
+/* Liveness and the plan again, for the kernels' present order. */
+static int replan(build *b)
+{
+	for (int v = 0; v < b->g->n_values; v++)
+		b->m.req[v] = -1;
+	b->n_reqs = 0;
+	mc_mem_plan_free(&b->plan);
+	return stage_liveness(b) || stage_plan(b);
+}
+
+/* order: the kernels in an order whose plan needs a smaller arena, where
+ * the search (aot/order.c) finds one: the arena's buffers live across
+ * fewer steps together (a branch run where its result is needed, not
+ * where the graph lists it). Kernels of If branches keep their order. */
+static int stage_order(build *b)
+{
+	mc_program *p = b->p;
+	int n = p->n_kernels;
+	p->arena_in_order = p->arena_bytes;
+	p->lower_bound_in_order = p->lower_bound;
+	for (int s = 0; s < n; s++)
+		if (b->kguard[s])
+			return 0;
+	if (n < 3 || p->arena_bytes == 0)
+		return 0;
+	/* every stored value orders its kernels (an output slot read later,
+	 * too); only the arena's count bytes */
+	const mc_graph *g = b->g;
+	size_t *root_bytes = mc_xcalloc((size_t)g->n_values + 1, sizeof(size_t));
+	for (int v = 0; v < g->n_values; v++)
+		if (b->m.root[v] == v && b->m.req[v] >= 0)
+			root_bytes[v] = b->reqs[b->m.req[v]].bytes;
+	mc_order_kernel *ok = mc_xcalloc((size_t)n, sizeof *ok);
+	for (int s = 0; s < n; s++) {
+		const mc_kernel *k = p->kernels[s];
+		int *roots = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
+		bool *wr = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+		for (int i = 0; i < k->n_bufs; i++) {
+			const mc_kbuf *kb = &k->bufs[i];
+			if (kb->value < 0) {
+				if (kb->loc.kind == MC_LOC_NONE && !kb->transient)
+					ok[s].scratch += b->reqs[kb->loc.index].bytes;
+				continue;
+			}
+			if (g->values[kb->value].kind == MC_VAL_CONST)
+				continue;
+			roots[ok[s].n_touch] = b->m.root[kb->value];
+			wr[ok[s].n_touch++] = kb->written;
+		}
+		ok[s].roots = roots;
+		ok[s].writes = wr;
+	}
+	int *order = mc_xcalloc((size_t)n, sizeof(int));
+	mc_order_for_memory(n, ok, g->n_values, root_bytes, order);
+	bool moved = false;
+	for (int s = 0; s < n; s++)
+		moved |= order[s] != s;
+	int rc = 0;
+	if (moved) {
+		permute_kernels(b, order);
+		rc = replan(b);
+		if (!rc && p->arena_bytes >= p->arena_in_order) {
+			/* no gain in the plan itself: the given order stays */
+			int *back = mc_xcalloc((size_t)n, sizeof(int));
+			for (int s = 0; s < n; s++)
+				back[order[s]] = s;
+			permute_kernels(b, back);
+			free(back);
+			rc = replan(b);
+		}
+	}
+	for (int s = 0; s < n; s++) {
+		free((void *)ok[s].roots);
+		free((void *)ok[s].writes);
+	}
+	free(ok);
+	free(order);
+	free(root_bytes);
+	return rc;
+}
+
 /* The memory plan, TFLM's PrintMemoryPlan in text: one line per buffer
  * with its place and life, then the arena against its lower bound at the
  * step where the most bytes are live. */
@@ -935,6 +1043,7 @@ static const struct {
 	{ "storage", stage_storage, dump_storage },
 	{ "liveness", stage_liveness, dump_liveness },
 	{ "plan", stage_plan, dump_plan },
+	{ "order", stage_order, dump_plan },
 	{ "place", stage_place, dump_kernels },
 	{ "steps", stage_steps, dump_steps },
 };

@@ -35,6 +35,22 @@ void mc_mem_plan_free(mc_mem_plan *p);
 int mc_plan_check(const mc_mem_req *reqs, int n, size_t align, const mc_mem_plan *plan,
                   char *why, size_t why_len);
 
+/* ---- a memory-aware kernel order (aot/order.c) ---- */
+typedef struct {
+	int n_touch;
+	const int *roots;      /* the arena buffers (0 .. n_roots-1) it reads or writes */
+	const bool *writes;    /* per touch: it writes that buffer */
+	size_t scratch;        /* bytes of its own, live during it alone */
+} mc_order_kernel;
+
+/* An order of the n kernels (order[i]: the kernel to run i-th) that keeps
+ * each pair touching one buffer, one of them writing it, as given, and
+ * whose peak of live bytes (a buffer live from the first kernel touching
+ * it to the last) is as low as a bounded search finds; that peak. The
+ * given order is one of those searched, not always the one returned. */
+size_t mc_order_for_memory(int n, const mc_order_kernel *k, int n_roots, const size_t *root_bytes,
+                           int *order);
+
 /* ---- the compiled program ---- */
 typedef enum { MC_STEP_KERNEL, MC_STEP_IF } mc_step_kind;
 typedef struct mc_step {
@@ -70,6 +86,9 @@ typedef struct mc_program {
 	int n_inputs, n_outputs;
 	mc_io_desc *inputs, *outputs; /* value names, dtypes, shapes */
 	size_t arena_bytes, arena_align, lower_bound;
+	/* the arena and its lower bound for the kernels in the graph's order,
+	 * before the memory-aware order (aot/order.c) */
+	size_t arena_in_order, lower_bound_in_order;
 	size_t weight_bytes;
 	int64_t max_index;          /* largest element count of any buffer */
 	mc_target_config target;    /* what the kernels were built for (isa NULL: generic) */
@@ -92,7 +111,8 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
  * is stored in, the target's storage types: --dtype fp16 stores float32
  * activations and weights as float16 on the cuda target, computing in
  * float32; graph inputs, outputs and kernel scratch stay float32),
- * liveness, plan, place, steps; --dump-after NAME writes what one left
+ * liveness, plan, order (the kernels reordered where that shrinks the
+ * plan's arena), place, steps; --dump-after NAME writes what one left
  * into the dump directory. */
 int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
 /* NAME is one of those stages. */
@@ -100,7 +120,7 @@ bool mc_program_stage_known(const char *name);
 /* DIR/SEQ-WHAT.txt (the dump directory of o) written by write(ctx, f) when
  * --dump-after names WHAT or all: 0 (also when not asked), -1 after
  * reporting. The program stages dump through it as 91-schedule.txt ...
- * 97-steps.txt, the final kernels as 90-kernels.txt. */
+ * 98-steps.txt, the final kernels as 90-kernels.txt. */
 int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
                   void (*write)(const void *ctx, FILE *f), const void *ctx);
 /* Every kernel of the program p (an mc_program) as text. */

@@ -845,3 +845,128 @@ Test(plan, dense_overlaps_stay_fast)
 	mc_mem_plan_free(&p);
 	free(r);
 }
+
+/* ---- the memory-aware kernel order (aot/order.c) ---- */
+
+typedef struct {
+	int n, n_roots;
+	mc_order_kernel k[10];
+	int roots[10][4];
+	bool writes[10][4];
+	size_t scratch[10];
+	size_t root_bytes[16];
+} order_case;
+
+static void touch(order_case *c, int kernel, int root, bool w)
+{
+	mc_order_kernel *k = &c->k[kernel];
+	c->roots[kernel][k->n_touch] = root;
+	c->writes[kernel][k->n_touch] = w;
+	k->n_touch++;
+	k->roots = c->roots[kernel];
+	k->writes = c->writes[kernel];
+}
+
+/* The peak of running c's kernels in `order` (a buffer live from its first
+ * toucher to its last), or SIZE_MAX if the order runs a kernel before one
+ * it conflicts with that the given order runs first. */
+static size_t order_peak(const order_case *c, const int *order)
+{
+	int at[10], first[16], last[16];
+	for (int i = 0; i < c->n; i++)
+		at[order[i]] = i;
+	for (int r = 0; r < c->n_roots; r++)
+		first[r] = c->n, last[r] = -1;
+	for (int i = 0; i < c->n; i++)
+		for (int t = 0; t < c->k[i].n_touch; t++) {
+			int r = c->k[i].roots[t];
+			first[r] = at[i] < first[r] ? at[i] : first[r];
+			last[r] = at[i] > last[r] ? at[i] : last[r];
+			for (int j = 0; j < i; j++)
+				for (int u = 0; u < c->k[j].n_touch; u++)
+					if (c->k[j].roots[u] == r && (c->k[j].writes[u] || c->k[i].writes[t]) && at[j] > at[i])
+						return SIZE_MAX;
+		}
+	size_t peak = 0;
+	for (int s = 0; s < c->n; s++) {
+		size_t live = c->k[order[s]].scratch;
+		for (int r = 0; r < c->n_roots; r++)
+			if (first[r] <= s && s <= last[r])
+				live += c->root_bytes[r];
+		peak = live > peak ? live : peak;
+	}
+	return peak;
+}
+
+static size_t best_peak(const order_case *c, int *perm, int k)
+{
+	if (k == c->n)
+		return order_peak(c, perm);
+	size_t best = SIZE_MAX;
+	for (int i = k; i < c->n; i++) {
+		int t = perm[k]; perm[k] = perm[i]; perm[i] = t;
+		size_t p = best_peak(c, perm, k + 1);
+		best = p < best ? p : best;
+		t = perm[k]; perm[k] = perm[i]; perm[i] = t;
+	}
+	return best;
+}
+
+static void set_scratch(order_case *c)
+{
+	for (int i = 0; i < c->n; i++)
+		c->k[i].scratch = c->scratch[i];
+}
+
+/* a = f(in); b1 = g(a), b2 = g(a) (100 bytes each, listed first); s1 =
+ * h(b1), s2 = h(b2); out = s1 + s2: running each h right after its g keeps
+ * one big buffer live, not two. */
+Test(plan, order_runs_a_branch_where_its_result_is_needed)
+{
+	order_case c = { .n = 6, .n_roots = 5, .root_bytes = { 10, 100, 100, 1, 1 } };
+	touch(&c, 0, 0, true);
+	touch(&c, 1, 0, false); touch(&c, 1, 1, true);
+	touch(&c, 2, 0, false); touch(&c, 2, 2, true);
+	touch(&c, 3, 1, false); touch(&c, 3, 3, true);
+	touch(&c, 4, 2, false); touch(&c, 4, 4, true);
+	touch(&c, 5, 3, false); touch(&c, 5, 4, false);
+	int given[6] = { 0, 1, 2, 3, 4, 5 }, order[6];
+	cr_assert_eq(order_peak(&c, given), 210);
+	size_t peak = mc_order_for_memory(c.n, c.k, c.n_roots, c.root_bytes, order);
+	cr_assert_eq(peak, 111, "peak %zu", peak);
+	cr_assert_eq(order_peak(&c, order), 111, "order %d %d %d %d %d %d", order[0], order[1], order[2],
+	             order[3], order[4], order[5]);
+}
+
+/* Random DAG-shaped cases of up to 8 kernels (each writes one buffer and
+ * reads some earlier ones, or writes a slab of an earlier buffer): the
+ * order keeps every conflicting pair, its peak is the one it reports, never
+ * above the given order's, and the best of all orders (the search is
+ * exact at this size). */
+Test(plan, order_is_valid_and_optimal_on_small_random_graphs)
+{
+	rng_state = 0x2545f4914f6cdd1dULL;
+	for (int iter = 0; iter < 300; iter++) {
+		order_case c = { .n = 2 + (int)rnd(7) };
+		c.n_roots = c.n;
+		for (int i = 0; i < c.n; i++) {
+			c.root_bytes[i] = 1 + rnd(rnd(2) ? 10 : 200);
+			c.scratch[i] = rnd(3) ? 0 : rnd(50);
+			touch(&c, i, i, true);
+			for (int j = 0; j < i && c.k[i].n_touch < 4; j++)
+				if (rnd(3) == 0)
+					touch(&c, i, j, rnd(8) == 0);
+		}
+		set_scratch(&c);
+		int given[10], order[10], perm[10];
+		for (int i = 0; i < c.n; i++)
+			given[i] = perm[i] = i;
+		size_t peak = mc_order_for_memory(c.n, c.k, c.n_roots, c.root_bytes, order);
+		size_t got = order_peak(&c, order);
+		cr_assert_neq(got, SIZE_MAX, "case %d: the order breaks a dependence", iter);
+		cr_assert_eq(got, peak, "case %d: reported %zu, the order's peak %zu", iter, peak, got);
+		cr_assert_leq(got, order_peak(&c, given), "case %d", iter);
+		cr_assert_eq(got, best_peak(&c, perm, 0), "case %d: %zu, the best order %zu", iter, got,
+		             best_peak(&c, perm, 0));
+	}
+}

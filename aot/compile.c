@@ -455,6 +455,11 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --layout '%s' (known: auto, nchw, nhwc)", o->layout);
 		return -1;
 	}
+	if (o->optimize && strcmp(o->optimize, "speed") && strcmp(o->optimize, "size") &&
+	    strcmp(o->optimize, "memory")) {
+		mc_error("unknown --optimize '%s' (known: speed, size, memory)", o->optimize);
+		return -1;
+	}
 	return 0;
 }
 

@@ -24,6 +24,8 @@ typedef struct mc_compile_opts {
 	const char *opt;            /* --opt O3|Os|Oz (llvm): LLVM's pipeline; NULL: O3 (Os, Oz: smaller
 	                             * code for microcontrollers' flash) */
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
+	const char *optimize;       /* --optimize speed|size|memory; NULL: "speed" (memory: the
+	                             * lowerings trade time for arena bytes) */
 	bool quantized_io;          /* --quantized-io: int8 inputs/outputs at a Q or DQ (mc_quantized_io) */
 	bool no_quantize;           /* --no-quantize: QDQ regions run as float, weights dequantized */
 	mc_import_opts import;

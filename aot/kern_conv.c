@@ -163,13 +163,81 @@ static void row_panel(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_k
 	border_pixels(c, cg, panel, nb, oh, th, hi, cg->w.out);
 }
 
+/* ---- writing the output over the input: a ring of rows ----
+ * With --optimize memory, where the input dies at this kernel, output rows
+ * go into a ring of scratch rows and are copied out once no later row reads
+ * the input rows their bytes cover, so the plan may give the output the
+ * input's storage (TinyEngine's in-place depthwise, for any convolution
+ * with stride 1 along H). Rows no longer than the input's run upward and
+ * leave `delay` rows in the ring (pad top: input row r is last read by
+ * output row r + delay); longer rows (a 1x1 convolution widening the
+ * channels) run downward, each copied out at once: output row o covers
+ * input rows o and up, all read by then. */
+typedef struct {
+	int buf;
+	int64_t rows, delay, row_elems;
+	bool down;
+} row_ring;
+
+static bool ring_of(mc_lower_ctx *c, const conv_geom *cg, row_ring *r)
+{
+	mc_kb *kb = c->kb;
+	if (!kb->for_memory || !kb->input0_dies || cg->nsp != 2 || cg->h.s != 1 || cg->h.pb < 0 ||
+	    cg->h.out != cg->h.in)
+		return false;
+	int64_t out_row = cg->w.out * cg->cout, in_row = cg->w.in * cg->cin;
+	r->down = out_row > in_row;
+	if (r->down && (cg->h.k != 1 || cg->h.pb != 0))
+		return false;
+	r->delay = cg->h.pb;
+	r->rows = r->delay + 1;
+	r->row_elems = out_row;
+	r->buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(r->rows * out_row));
+	c->ring_buf = r->buf;
+	c->ring_elems = r->rows * out_row;
+	kb->k->inplace_input0 = true;
+	kb->k->inplace_grows = r->down;
+	return true;
+}
+
+/* Output row g (over the batch: n * H + oh) from its ring slot. */
+static void ring_copy_out(mc_lower_ctx *c, const row_ring *r, mc_kexpr *g)
+{
+	mc_kb *kb = c->kb;
+	mc_kexpr *to = mc_kb_let(kb, mc_k_muli(kb, g, r->row_elems));
+	mc_kexpr *from = mc_kb_let(kb, mc_k_muli(kb, mc_k_bin(kb, MC_KB_REM, g, idx(kb, r->rows)),
+	                                         r->row_elems));
+	int lanes = mc_isa_lanes_upto(kb->isa, r->row_elems);
+	int64_t done = 0;
+	if (lanes > 1) {
+		done = r->row_elems / lanes * lanes;
+		mc_kexpr *v = mc_kb_let(kb, mc_k_muli(kb, mc_kb_fori(kb, done / lanes, 0), lanes));
+		mc_kb_store(kb, c->out_buf[0], mc_k_add(kb, to, v),
+		            mc_k_vload(kb, r->buf, mc_k_add(kb, from, v), lanes));
+		mc_kb_end(kb);
+	}
+	if (done < r->row_elems) {
+		mc_kexpr *i = mc_kb_for(kb, idx(kb, done), idx(kb, r->row_elems), 0);
+		mc_kb_store(kb, c->out_buf[0], mc_k_add(kb, to, i), mc_k_load(kb, r->buf, mc_k_add(kb, from, i)));
+		mc_kb_end(kb);
+	}
+}
+
 static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)
 {
 	mc_kb *kb = c->kb;
 	const kt_cols *cols = cg->cols;
-	int depth = 0;
-	mc_kexpr *nb = range(kb, idx(kb, 0), idx(kb, cg->batch), MC_KF_PARALLEL, &depth);
-	mc_kexpr *oh = range(kb, idx(kb, 0), idx(kb, cg->h.out), MC_KF_PARALLEL, &depth);
+	row_ring ring;
+	bool ringed = ring_of(c, cg, &ring);
+	/* the ring's rows go in order */
+	unsigned rows = ringed ? 0 : MC_KF_PARALLEL;
+	int nb_depth = 0, oh_depth = 0;
+	mc_kexpr *nb = range(kb, idx(kb, 0), idx(kb, cg->batch), rows, &nb_depth);
+	if (ringed && ring.down) /* every row of the batch downward, the images too */
+		nb = mc_kb_let(kb, mc_k_sub(kb, idx(kb, cg->batch - 1), nb));
+	mc_kexpr *oh = range(kb, idx(kb, 0), idx(kb, cg->h.out), rows, &oh_depth);
+	if (ringed && ring.down)
+		oh = mc_kb_let(kb, mc_k_sub(kb, idx(kb, cg->h.out - 1), oh));
 	taps th;
 	fwd_taps(kb, &cg->h, oh, &th);
 	if (cols->n_main > 0) {
@@ -180,7 +248,25 @@ static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)
 	}
 	if (cols->tail.nvec > 0)
 		row_panel(c, cg, kt_tail_panel(kb, cols), nb, oh, &th);
-	mc_kb_end_n(kb, depth);
+	if (ringed) {
+		mc_kexpr *g = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, nb, cg->h.out), oh));
+		if (ring.delay > 0) {
+			mc_kb_if(kb, mc_k_bin(kb, MC_KB_GE, oh, idx(kb, ring.delay)));
+			ring_copy_out(c, &ring, mc_k_addi(kb, g, -ring.delay));
+			mc_kb_end(kb);
+		} else {
+			ring_copy_out(c, &ring, g);
+		}
+	}
+	mc_kb_end_n(kb, oh_depth);
+	if (ringed && ring.delay > 0) {
+		/* the batch's last rows */
+		int64_t from = cg->h.out > ring.delay ? cg->h.out - ring.delay : 0;
+		mc_kexpr *last = mc_kb_for(kb, idx(kb, from), idx(kb, cg->h.out), 0);
+		ring_copy_out(c, &ring, mc_k_add(kb, mc_k_muli(kb, nb, cg->h.out), last));
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, nb_depth);
 }
 
 /* ---- entry ---- */
@@ -253,7 +339,7 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 	cg.bias_buf = bias ? kt_pack_bias(kb, &cols, bias_at, bias) : -1;
 	if (cg.w_buf < 0 || (bias && cg.bias_buf < 0))
 		return 1;
-	if (flat) {
+	if (flat && !(kb->for_memory && kb->input0_dies)) {
 		kt_gemm gm = { .rows = rows, .k = k, .a_buf = c->in_buf[0], .b_buf = cg.w_buf,
 		               .bias_buf = cg.bias_buf, .cols = &cols };
 		kt_gemm_emit(c, &gm);

@@ -308,6 +308,11 @@ typedef struct mc_kernel {
 	int n_vars, cap_vars;
 	mc_kvar *vars;
 	mc_kstmt *body;
+	/* The kernel may write its output over its anchor's input 0 (the plan
+	 * gives them one offset where that input dies here): it never stores
+	 * where it has yet to read (aot/kern_conv.c's row ring); grows: the
+	 * output may be the larger. */
+	bool inplace_input0, inplace_grows;
 } mc_kernel;
 
 /* ---- target instruction sets (--isa) ----
@@ -372,6 +377,13 @@ typedef struct mc_kb {
 	int depth;
 	const mc_isa *isa;       /* the target's; never NULL (generic by default) */
 	const mc_target *target; /* never NULL (the C target by default) */
+	/* --optimize memory: the lowerings trade time for arena bytes (no
+	 * Winograd scratch; outputs written over a dying input, below);
+	 * --optimize size: for flash (no Winograd weights) */
+	bool for_memory, for_size;
+	/* The anchor's input 0 dies at this kernel (no later kernel reads its
+	 * storage), so a lowering may write over it (mc_kernel.inplace_input0) */
+	bool input0_dies;
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);

@@ -185,6 +185,17 @@ static bool has_epilogue(const mc_lower_ctx *c, int k)
 	return k == 0 && gr && gr->n_epi > 0 && c->node == &c->g->nodes[gr->anchor];
 }
 
+/* Output k's element lin (a vector's first lane) gets value: in its
+ * buffer, or in the lowering's ring of output rows. */
+static void store_out(mc_lower_ctx *c, int k, mc_kexpr *lin, mc_kexpr *value)
+{
+	if (k == 0 && c->ring_elems > 0)
+		mc_kb_store(c->kb, c->ring_buf, mc_k_bin(c->kb, MC_KB_REM, lin, mc_k_index(c->kb, c->ring_elems)),
+		            value);
+	else
+		mc_kb_store(c->kb, c->out_buf[k], lin, value);
+}
+
 void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr *lin,
                     mc_kexpr *value)
 {
@@ -199,7 +210,7 @@ void mc_lower_store(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_kexpr
 	lin = mc_kb_let(kb, lin);
 	if (has_epilogue(c, k))
 		value = apply_epilogue(c, value, coords, &have_coords, lin);
-	mc_kb_store(kb, c->out_buf[k], lin, value);
+	store_out(c, k, lin, value);
 }
 
 /* Epilogue ops whose pointwise form the vector IR can build lane-wise. */
@@ -308,7 +319,7 @@ void mc_lower_store_vec(mc_lower_ctx *c, int k, mc_kexpr *const *coords_in, mc_k
 	bool have_coords = coords_in != NULL;
 	if (epilogue)
 		value = apply_epilogue(c, value, coords, &have_coords, lin);
-	mc_kb_store(kb, c->out_buf[k], lin, value);
+	store_out(c, k, lin, value);
 }
 
 /* Lanes of the flat pointwise loop: the ISA's widest when the op and its

@@ -33,6 +33,11 @@ struct mc_lower_ctx {
 	const mc_value **out;            /* NULL if omitted */
 	int *in_buf;                     /* kernel buffer of each input, -1 if omitted */
 	int *out_buf;                    /* kernel buffer each output stores into, -1 if omitted */
+	/* ring_elems > 0: mc_lower_store* put output 0's element lin at
+	 * ring_buf[lin % ring_elems] instead (a ring of output rows the
+	 * lowering copies out itself: aot/kern_conv.c) */
+	int ring_buf;
+	int64_t ring_elems;
 };
 
 /* A lowering builds the node's kernel body with c->kb; it reads inputs with

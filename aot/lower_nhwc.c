@@ -140,7 +140,7 @@ static int lower_nhwc_conv(mc_lower_ctx *c)
 	int rc = 1;
 	if (is_depthwise(c, p->group))
 		rc = mc_kern_dwconv_nhwc(c);
-	else if (p->group == 1 && (rc = mc_kern_wino_nhwc(c)) == 1)
+	else if (p->group == 1 && (c->kb->for_memory || c->kb->for_size || (rc = mc_kern_wino_nhwc(c)) == 1))
 		rc = mc_kern_conv_nhwc(c);
 	return rc == 1 ? plain_conv(c, &g, p->group) : rc;
 }

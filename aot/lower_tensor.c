@@ -40,7 +40,11 @@ static int lower_transpose(mc_lower_ctx *c)
 	return 0;
 }
 
-/* ---- Concat: one loop nest per input, writing its slab ---- */
+/* ---- Concat: one loop nest per input, writing its slab ----
+ * With --optimize memory, where input 0 dies here, its nest runs first and
+ * backwards, so the output may take over its storage and grow past it: each
+ * element goes at an index no lower than the one it came from, which is
+ * either its own (read just before) or one read already. */
 static int lower_concat(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -50,6 +54,10 @@ static int lower_concat(mc_lower_ctx *c)
 		return -1;
 	if (nothing_to_store(c, 0))
 		return 0;
+	bool down = kb->for_memory && kb->input0_dies && c->n_in > 0 && c->in[0] &&
+	            c->in[0]->dtype == c->out[0]->dtype;
+	if (down)
+		kb->k->inplace_input0 = kb->k->inplace_grows = true;
 	int64_t offset = 0;
 	for (int k = 0; k < c->n_in; k++) {
 		const mc_shape *is = &c->in[k]->shape;
@@ -58,7 +66,10 @@ static int lower_concat(mc_lower_ctx *c)
 			offset += is->dims[axis];
 			continue;
 		}
-		mc_lower_loops(kb, is, ic, MC_KF_PARALLEL);
+		mc_lower_loops(kb, is, ic, down && k == 0 ? 0 : MC_KF_PARALLEL);
+		if (down && k == 0)
+			for (int d = 0; d < is->rank; d++)
+				ic[d] = mc_kb_let(kb, mc_k_sub(kb, mc_k_index(kb, is->dims[d] - 1), ic[d]));
 		memcpy(oc, ic, sizeof ic);
 		oc[axis] = mc_k_addi(kb, ic[axis], offset);
 		mc_lower_store(c, 0, oc, NULL, mc_lower_load(c, k, mc_lower_linear(kb, is, ic)));

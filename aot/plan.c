@@ -161,11 +161,13 @@ static void compress_steps(problem *pb)
 
 /* i may take over j's storage: both in the arena, j dies where i is
  * born, and i is no larger (raw bytes: an in-place kernel writes element k
- * over element k, so the output's elements must not be wider). */
+ * over element k, so the output's elements must not be wider), unless its
+ * kernel says it may grow past j's end. */
 static bool legal_link(const problem *pb, int i, int j)
 {
 	const mc_mem_req *ri = &pb->reqs[i], *rj = &pb->reqs[j];
-	return pb->blocks[i] && pb->blocks[j] && rj->last == ri->first && ri->bytes <= rj->bytes;
+	return pb->blocks[i] && pb->blocks[j] && rj->last == ri->first &&
+	       (ri->bytes <= rj->bytes || ri->grows);
 }
 
 /* Keeps one child per parent (the largest: it saves the most; ties to the
@@ -595,9 +597,9 @@ static bool run_greedy(placer *pl, const problem *pb, const items *it, const int
 /* ---- the lower bound ----
  * max over steps s of the aligned bytes live at s. A member of a chain the
  * plan merged counts from the step after its birth: at its first step its
- * parent, which is no smaller and occupies the same bytes, is still live and
- * already counted (so an in-place pair counts once, as the larger of the
- * two, exactly where it shares storage). Buffers the plan did not merge
+ * parent occupies the same bytes, is still live and already counted (so an
+ * in-place pair counts once, as the larger of the two, exactly where it
+ * shares storage: a member that grows past its parent adds its excess). Buffers the plan did not merge
  * count separately, even if they could have shared: the bound is the one
  * of the plan's own sharing decisions, the one its arena can be compared
  * with. */
@@ -615,19 +617,32 @@ static int cmp_event(const void *pa, const void *pb)
 static bool lower_bound_blocks(const problem *pb, bool merged, size_t *out)
 {
 	size_t nn = pb->n ? (size_t)pb->n : 1;
-	event *births = mc_xmalloc(nn * sizeof *births), *deaths = mc_xmalloc(nn * sizeof *deaths);
+	event *births = mc_xmalloc(2 * nn * sizeof *births), *deaths = mc_xmalloc(2 * nn * sizeof *deaths);
 	size_t nb = 0;
+	size_t nev = 0;
 	for (int i = 0; i < pb->n; i++) {
 		if (!pb->blocks[i])
 			continue;
 		int64_t first = pb->reqs[i].first, last = pb->reqs[i].last;
-		if (merged && pb->parent[i] >= 0)
+		if (merged && pb->parent[i] >= 0) {
+			/* a member that grows past the chain's members live at its
+			 * birth (its parent, and theirs through one-step members)
+			 * adds its excess at that step */
+			size_t shared = 0;
+			for (int a = pb->parent[i]; a >= 0 && pb->reqs[a].last >= first; a = pb->parent[a])
+				shared = pb->blocks[a] > shared ? pb->blocks[a] : shared;
+			if (pb->blocks[i] > shared) {
+				births[nev] = (event){first, pb->blocks[i] - shared};
+				deaths[nev++] = (event){first + 1, pb->blocks[i] - shared};
+			}
 			first++;
+		}
 		if (first > last)
 			continue;
-		births[nb] = (event){first, pb->blocks[i]};
-		deaths[nb++] = (event){last + 1, pb->blocks[i]};
+		births[nev] = (event){first, pb->blocks[i]};
+		deaths[nev++] = (event){last + 1, pb->blocks[i]};
 	}
+	nb = nev;
 	qsort(births, nb, sizeof *births, cmp_event);
 	qsort(deaths, nb, sizeof *deaths, cmp_event);
 	size_t live = 0, peak = 0, b = 0, d = 0;

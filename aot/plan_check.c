@@ -34,12 +34,13 @@ static int bad(char *why, size_t n, const char *fmt, ...)
 }
 
 /* i takes over its in-place source's storage, as plan.c's legal_link
- * allows it: the source dies where i is born, i is no larger, one offset. */
+ * allows it: the source dies where i is born, i is no larger (or may
+ * grow), one offset. */
 static bool shares_with_source(const mc_mem_req *r, const mc_mem_plan *p, int i)
 {
 	int j = r[i].inplace_of;
 	return j >= 0 && r[i].bytes && r[j].bytes && r[j].last == r[i].first &&
-	       r[i].bytes <= r[j].bytes && p->offsets[i] == p->offsets[j];
+	       (r[i].bytes <= r[j].bytes || r[i].grows) && p->offsets[i] == p->offsets[j];
 }
 
 /* a reaches b through links that each share storage (a chain A -> B -> C

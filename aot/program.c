@@ -216,13 +216,22 @@ static bool reads_root(const mc_graph *g, const value_maps *m, const mc_node *n,
 }
 
 /* In-place candidate of a group's stored value: an operand read only at
- * the element being written (same shape), dying at this step. */
+ * the element being written (same shape), dying at this step; or the
+ * anchor's input 0 where the kernel says it may write over it. */
 static int inplace_candidate(const build *b, const mc_group *gr, int step, int out)
 {
 	const mc_graph *g = b->g;
 	const value_maps *m = &b->m;
 	bool pointwise = mc_op_has(g->nodes[gr->anchor].id, MC_OF_PW);
 	size_t obytes = store_bytes(b, out);
+	const mc_kernel *k = b->p->kernels[step];
+	const mc_node *an = &g->nodes[gr->anchor];
+	if (k->inplace_input0 && an->n_inputs > 0 && an->inputs[0] >= 0) {
+		int r = m->root[an->inputs[0]];
+		if (in_arena(g, m, r) && m->req[r] >= 0 && b->last[r] == step && m->off[an->inputs[0]] == 0 &&
+		    (k->inplace_grows || store_bytes(b, r) >= obytes))
+			return m->req[r];
+	}
 	for (int e = -1; e < gr->n_epi; e++) {
 		const mc_node *nd = &g->nodes[e < 0 ? gr->anchor : gr->epi[e]];
 		if (e < 0 && !pointwise)
@@ -429,6 +438,32 @@ static void dump_schedule(const void *ctx, FILE *f)
 	}
 }
 
+/* Whether the storage of group gi's anchor input 0 is read by no later
+ * group (nor is a graph output): a lowering may then write over it. The
+ * plan still checks where the kernels end up (the order stage may move a
+ * reader after it). */
+static bool input0_dies_in(const build *b, const int *group_of, int gi)
+{
+	const mc_graph *g = b->g;
+	const mc_node *a = &g->nodes[b->groups[gi].anchor];
+	if (a->n_inputs < 1 || a->inputs[0] < 0)
+		return false;
+	int r = b->m.root[a->inputs[0]];
+	if (!in_arena(g, &b->m, r))
+		return false;
+	for (int u = 0; u < g->n_values; u++) {
+		if (b->m.root[u] != r)
+			continue;
+		if (ge_is_graph_output(g, u))
+			return false;
+		for (int n = 0; n < g->n_nodes; n++)
+			for (int i = 0; i < g->nodes[n].n_inputs; i++)
+				if (g->nodes[n].inputs[i] == u && group_of[n] > gi)
+					return false;
+	}
+	return true;
+}
+
 /* lower: one kernel per group that is not an alias, and a copy into each
  * graph output no kernel writes directly; each checked by the kernel-IR
  * verifier (aot/kcheck.c). The plan's validator runs in mc_plan_memory. */
@@ -436,6 +471,18 @@ static int stage_lower(build *b)
 {
 	mc_graph *g = b->g;
 	mc_program *p = b->p;
+	bool for_memory = b->o->optimize && !strcmp(b->o->optimize, "memory");
+	int *group_of = NULL;
+	if (for_memory) {
+		group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
+		for (int n = 0; n < g->n_nodes; n++)
+			group_of[n] = -1;
+		for (int i = 0; i < b->n_groups; i++) {
+			group_of[b->groups[i].anchor] = i;
+			for (int e = 0; e < b->groups[i].n_epi; e++)
+				group_of[b->groups[i].epi[e]] = i;
+		}
+	}
 	for (int i = 0; i < b->n_groups; i++) {
 		const mc_group *gr = &b->groups[i];
 		b->group_kernel[i] = -1;
@@ -448,12 +495,19 @@ static int stage_lower(build *b)
 		mc_kb_begin(&kb, p->pool, k);
 		kb.isa = p->target.isa;
 		kb.target = p->target.desc;
+		kb.for_memory = for_memory;
+		kb.for_size = b->o->optimize && !strcmp(b->o->optimize, "size");
+		kb.input0_dies = for_memory && input0_dies_in(b, group_of, i);
 		const mc_node *an = &g->nodes[gr->anchor];
 		unsigned long errors = mc_error_count();
-		if (mc_lower_group(g, gr, &kb, mc_lowering_find(an->id)) || mc_error_count() != errors)
+		if (mc_lower_group(g, gr, &kb, mc_lowering_find(an->id)) || mc_error_count() != errors) {
+			free(group_of);
 			return -1;
-		if (kb.depth != 0)
+		}
+		if (kb.depth != 0) {
+			free(group_of);
 			return mc_node_error(an, "lowering left %d blocks open", kb.depth);
+		}
 		if (an->guard) {
 			/* the condition stays live while a branch may run */
 			mc_kb_buf(&kb, an->guard - 1, MC_BOOL, 1, false);
@@ -462,6 +516,7 @@ static int stage_lower(build *b)
 		}
 		b->group_kernel[i] = p->n_kernels - 1;
 	}
+	free(group_of);
 	for (int j = 0; j < g->n_outputs; j++)
 		if (b->copy_out[j])
 			copy_to_output(g, p, g->outputs[j], j);
@@ -581,7 +636,11 @@ static int stage_plan(build *b)
 		int out = g->nodes[gr->n_epi ? gr->epi[gr->n_epi - 1] : gr->anchor].outputs[0];
 		if (out < 0 || m->root[out] != out || m->req[out] < 0)
 			continue;
-		b->reqs[m->req[out]].inplace_of = inplace_candidate(b, gr, b->group_kernel[i], out);
+		int src = inplace_candidate(b, gr, b->group_kernel[i], out), in0 = g->nodes[gr->anchor].inputs[0];
+		b->reqs[m->req[out]].inplace_of = src;
+		/* only over the input its kernel writes over in order */
+		b->reqs[m->req[out]].grows = src >= 0 && p->kernels[b->group_kernel[i]]->inplace_grows &&
+		                             in0 >= 0 && src == m->req[m->root[in0]];
 	}
 	for (int s = 0; s < p->n_kernels; s++) {
 		mc_kernel *k = p->kernels[s];

@@ -14,6 +14,9 @@ typedef struct {
 	/* A buffer that dies at step `first` and whose storage this one may
 	 * take over (in-place elementwise); -1 if none. */
 	int inplace_of;
+	/* This one may be larger than inplace_of (its kernel writes over the
+	 * source in an order that never overwrites what it has yet to read). */
+	bool grows;
 } mc_mem_req;
 
 typedef struct {

@@ -63,6 +63,10 @@ static void usage(FILE *f)
 	      "  --layout auto|nchw|nhwc   activation layout inside the model (default auto: chosen\n"
 	      "                            from its convolutions); inputs and outputs keep the model's\n"
 	      "                            own layout\n"
+	      "  --optimize speed|size|memory  speed (default): the fastest kernels; size: the least\n"
+	      "                            flash (no Winograd: its weights are 16/9 the size); memory:\n"
+	      "                            the least arena (no Winograd scratch; a convolution whose\n"
+	      "                            input dies writes its output over it, through a ring of rows)\n"
 	      "  --no-quantize             run a quantized (QDQ) model in float, its weights dequantized\n"
 	      "                            at compile time (no integer kernels)\n"
 	      "  --quantized-io            an input read only by a QuantizeLinear, or an output written\n"
@@ -216,6 +220,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		note_option(c, a, NULL);
 	} else if (strcmp(a, "--layout") == 0 && has_val) {
 		o->layout = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--optimize") == 0 && has_val) {
+		o->optimize = argv[++*i];
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--no-stack-usage") == 0) {
 		o->no_stack_usage = true;

@@ -18,15 +18,20 @@ bool host_runs_isa(const char *isa)
 
 int verify_model_isa(mb *b, const char *isa)
 {
-	if (!host_runs_isa(isa)) {
-		mb_free(b);
-		return 0;
-	}
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.isa = isa;
-	return verify_model_cflags(b, &o, "-std=c99 -O1 -march=native -Wall -Wextra -Werror");
+	return verify_model_isa_with(b, &o);
+}
+
+int verify_model_isa_with(mb *b, const mc_compile_opts *o)
+{
+	if (!host_runs_isa(o->isa)) {
+		mb_free(b);
+		return 0;
+	}
+	return verify_model_cflags(b, o, "-std=c99 -O1 -march=native -Wall -Wextra -Werror");
 }
 
 int verify_model(mb *b, size_t fold_limit)

@@ -16,6 +16,8 @@ int verify_model_cflags(mb *b, const mc_compile_opts *o, const char *cflags);
 /* verify_model_cflags for isa, the C built -O1 -march=native for this
  * machine; 0 (and b freed) where this machine does not run isa. */
 int verify_model_isa(mb *b, const char *isa);
+/* The same with o's options (o->isa the ISA). */
+int verify_model_isa_with(mb *b, const mc_compile_opts *o);
 /* Imports, infers and builds the program of b's model (b stays). */
 mc_graph *program_of(mb *b, mc_program *p);
 /* True if this machine runs code built for isa with -march=native (tests

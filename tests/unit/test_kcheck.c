@@ -427,7 +427,7 @@ Test(kcheck, program_check_reports_internal_error)
 }
 
 /* ---- memory plans ---- */
-#define REQ(bytes_, first_, last_) ((mc_mem_req){(bytes_), (first_), (last_), -1})
+#define REQ(bytes_, first_, last_) ((mc_mem_req){(bytes_), (first_), (last_), -1, false})
 
 static int plan_check(const mc_mem_req *r, int n, size_t *offsets, size_t arena, size_t lb, char *why)
 {
@@ -455,7 +455,7 @@ Test(kcheck, plan_overlap_of_live_buffers_fails)
 Test(kcheck, plan_inplace_sharing_passes)
 {
 	char why[256];
-	mc_mem_req r[] = { REQ(128, 0, 1), { 128, 1, 2, 0 } };
+	mc_mem_req r[] = { REQ(128, 0, 1), { 128, 1, 2, 0, false } };
 	size_t off[] = { 0, 0 };
 	cr_expect_eq(plan_check(r, 2, off, 128, 128, why), 0, "%s", why);
 	r[1].bytes = 192; /* larger than its source: not in place */

@@ -337,3 +337,94 @@ Test(kern_conv, winograd_chosen)
 		mb_free(b);
 	}
 }
+
+/* ---- --optimize memory: outputs written over a dying input ---- */
+
+/* x [2, 10, 12, 8] channels-last, through
+ *   y1 = Relu(Conv3x3(x) 8 -> 16)
+ *   y2 = Relu(Conv3x3(y1) 16 -> 16 + y1)   rows up, delay 1, over y1
+ *   y3 = Conv1x1(y2) 16 -> 32              rows down, growing over y2
+ *   y4 = Conv5x5 pad 2 (y3) 32 -> 24       rows up, delay 2, shrinking
+ *   y5 = Relu(Concat(y4, Conv1x1(x) 8 -> 8))  input 0 backwards, growing
+ *   out = Conv1x1(y5) 32 -> 4 */
+static mb *ring_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "xl", MC_FLOAT, "2,10,12,8");
+	Onnx__NodeProto *t = mb_node(b, g, "Transpose", "to_nchw", "xl", "x");
+	mb_attr_ints(b, t, "perm", (const int64_t[]){ 0, 3, 1, 2 }, 4);
+	static const struct { const char *w, *dims; size_t n; int64_t k; } ws[] = {
+		{ "w1", "16,8,3,3", 16 * 8 * 9, 3 }, { "w2", "16,16,3,3", 16 * 16 * 9, 3 },
+		{ "w3", "32,16,1,1", 32 * 16, 1 }, { "w4", "24,32,5,5", 24 * 32 * 25, 5 },
+		{ "w5", "8,8,1,1", 64, 1 }, { "w6", "4,32,1,1", 128, 1 },
+	};
+	for (unsigned i = 0; i < sizeof ws / sizeof *ws; i++)
+		init_random(b, ws[i].w, ws[i].dims, ws[i].n, 40 + i);
+	init_random(b, "b1", "16", 16, 50);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "c1", "x,w1,b1", "c1");
+	mb_attr_ints(b, n, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "r1", "c1", "y1");
+	n = mb_node(b, g, "Conv", "c2", "y1,w2", "c2");
+	mb_attr_ints(b, n, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Add", "a2", "c2,y1", "s2");
+	mb_node(b, g, "Relu", "r2", "s2", "y2");
+	mb_node(b, g, "Conv", "c3", "y2,w3", "y3");
+	n = mb_node(b, g, "Conv", "c4", "y3,w4", "y4");
+	mb_attr_ints(b, n, "pads", (const int64_t[]){ 2, 2, 2, 2 }, 4);
+	mb_node(b, g, "Conv", "c5", "x,w5", "y5x");
+	n = mb_node(b, g, "Concat", "cat", "y4,y5x", "cat");
+	mb_attr_int(b, n, "axis", 1);
+	mb_node(b, g, "Relu", "r5", "cat", "y5");
+	mb_node(b, g, "Conv", "c6", "y5,w6", "out");
+	mb_output(b, g, "out");
+	return b;
+}
+
+/* Writes ring_model to dir/ring.onnx and compiles it with --optimize opt;
+ * NAME.json's arena. */
+static size_t ring_arena(const char *dir, const char *opt)
+{
+	char path[4096], out[4096];
+	snprintf(path, sizeof path, "%s/ring.onnx", dir);
+	mb *b = ring_model();
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	snprintf(out, sizeof out, "%s/%s", dir, opt);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "ring";
+	o.optimize = opt;
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile(path, out, &o), 0);
+	char *json = read_file_in(out, "ring.json", NULL);
+	cr_assert_not_null(json);
+	const char *at = strstr(json, "\"arena_bytes\": ");
+	cr_assert_not_null(at);
+	size_t arena = (size_t)strtoull(at + strlen("\"arena_bytes\": "), NULL, 10);
+	free(json);
+	return arena;
+}
+
+Test(kern_conv, memory_rings_write_over_the_input_and_stay_exact)
+{
+	for (unsigned i = 0; i < sizeof isas / sizeof *isas; i++) {
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.isa = isas[i];
+		o.optimize = "memory";
+		if (strcmp(isas[i], "generic"))
+			cr_assert_eq(verify_model_isa_with(ring_model(), &o), 0, "isa %s", isas[i]);
+		else
+			cr_assert_eq(verify_model_with(ring_model(), &o), 0);
+	}
+	char *dir = make_temp_dir();
+	size_t speed = ring_arena(dir, "speed"), memory = ring_arena(dir, "memory");
+	/* y1..y3 each take their input's place: the largest step (y3 and y4,
+	 * 2 x 10 x 12 x (32 + 24) floats) holds the output alone plus rings */
+	cr_assert_lt(memory, speed, "memory %zu, speed %zu", memory, speed);
+	cr_assert_leq(memory, (size_t)2 * 10 * 12 * 32 * 4 + 8192, "memory %zu", memory);
+	rm_tree(dir);
+	free(dir);
+}

@@ -15,8 +15,9 @@
 
 TestSuite(plan, .init = capture_diags);
 
-#define REQ(bytes_, first_, last_) ((mc_mem_req){(bytes_), (first_), (last_), -1})
-#define INPLACE(bytes_, first_, last_, of) ((mc_mem_req){(bytes_), (first_), (last_), (of)})
+#define REQ(bytes_, first_, last_) ((mc_mem_req){(bytes_), (first_), (last_), -1, false})
+#define INPLACE(bytes_, first_, last_, of) ((mc_mem_req){(bytes_), (first_), (last_), (of), false})
+#define GROWS(bytes_, first_, last_, of) ((mc_mem_req){(bytes_), (first_), (last_), (of), true})
 
 static size_t round_up(size_t bytes, size_t align)
 {
@@ -35,7 +36,7 @@ static bool shares_with_parent(const mc_mem_req *r, const mc_mem_plan *p, int i)
 {
 	int j = r[i].inplace_of;
 	return j >= 0 && r[i].bytes && r[j].bytes && r[j].last == r[i].first &&
-	       r[i].bytes <= r[j].bytes && p->offsets[i] == p->offsets[j];
+	       (r[i].bytes <= r[j].bytes || r[i].grows) && p->offsets[i] == p->offsets[j];
 }
 
 /* a descends from b along links that each share storage. */
@@ -86,10 +87,21 @@ static size_t brute_lower_bound(const mc_mem_req *r, int n, size_t align, const 
 		int64_t sz = (int64_t)round_up(r[i].bytes, align);
 		delta[r[i].first - lo] += sz;
 		delta[r[i].last - lo + 1] -= sz;
-		/* sharing its parent at step `first` (where the parent is live) */
+		/* sharing its parent at step `first` (where the parent is live):
+		 * only what it has beyond the parent's bytes counts there */
 		if (shares_with_parent(r, p, i)) {
-			delta[r[i].first - lo] -= sz;
-			delta[r[i].first - lo + 1] += sz;
+			/* the largest of the chain's members live at its birth: its
+			 * parent, and theirs through one-step members */
+			int64_t psz = 0;
+			for (int a = i, hops = 0; hops <= n && shares_with_parent(r, p, a) &&
+			                          r[r[a].inplace_of].last >= r[i].first; hops++) {
+				a = r[a].inplace_of;
+				int64_t asz = (int64_t)round_up(r[a].bytes, align);
+				psz = asz > psz ? asz : psz;
+			}
+			int64_t shared = sz < psz ? sz : psz;
+			delta[r[i].first - lo] -= shared;
+			delta[r[i].first - lo + 1] += shared;
 		}
 	}
 	int64_t live = 0, peak = 0;
@@ -311,6 +323,23 @@ Test(plan, inplace_of_zero_byte_buffer_is_ignored)
 }
 
 /* A -> B -> C, shrinking: one storage for all three. */
+Test(plan, inplace_grows_where_the_kernel_allows_it)
+{
+	mc_mem_req r[] = {REQ(256, 0, 1), GROWS(320, 1, 2, 0)};
+	mc_mem_plan p = plan_ok(r, 2, 64);
+	cr_assert_eq(p.offsets[0], p.offsets[1], "the larger output starts at its source");
+	cr_assert_eq(p.arena_bytes, 320);
+	cr_assert_eq(p.lower_bound, 320);
+	mc_mem_plan_free(&p);
+
+	/* a third buffer live at the shared step sits above the grown one */
+	mc_mem_req three[] = {REQ(256, 0, 1), GROWS(320, 1, 2, 0), REQ(64, 1, 1)};
+	p = plan_ok(three, 3, 64);
+	cr_assert_eq(p.arena_bytes, 384);
+	cr_assert_eq(p.lower_bound, 384);
+	mc_mem_plan_free(&p);
+}
+
 Test(plan, inplace_chain)
 {
 	mc_mem_req r[] = {REQ(512, 0, 1), INPLACE(256, 1, 2, 0), INPLACE(128, 2, 3, 1),
@@ -458,6 +487,8 @@ static int random_instance(mc_mem_req *r, int max_n, size_t *align)
 			}
 			if (rnd(4) && r[j].bytes)
 				r[i].bytes = 1 + rnd((uint32_t)r[j].bytes);
+			else if (rnd(2)) /* a kernel that writes past its source's end */
+				r[i].grows = true;
 		}
 	}
 	return n;

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower.h"
+#include "program.h"
 #include "../freezing/graph_edit.h"
+#include "../libcore/ops/index.h"
 
 static void count_uses(const mc_graph *g, int *uses)
 {
@@ -133,4 +134,108 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups_out, int *n_out)
 	*groups_out = sorted;
 	*n_out = n_groups;
 	return 0;
+}
+
+/* ---- gathers inlined into their readers (--optimize memory) ---- */
+
+/* A constant input of n (scales, sizes), NULL where absent; false where
+ * present but known only at run time. */
+static bool const_input(const mc_graph *g, const mc_node *n, int i, const mc_tensor **t)
+{
+	*t = NULL;
+	if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0)
+		return true;
+	const mc_value *v = &g->values[n->inputs[i]];
+	if (v->kind == MC_VAL_CONST) {
+		*t = v->konst;
+		return true;
+	}
+	return mc_numel(&v->shape) == 0;
+}
+
+/* n is a nearest Resize that copies input elements (libcore's map). */
+static bool is_gather(const mc_graph *g, const mc_node *n)
+{
+	if ((n->id != MC_OP_Resize && n->id != MC_OP_Upsample) || n->guard || n->n_outputs != 1 ||
+	    n->outputs[0] < 0 || n->n_inputs < 1 || n->inputs[0] < 0)
+		return false;
+	int si, zi;
+	const mc_tensor *scales, *sizes;
+	mc_resize_inputs(n, n->n_inputs, &si, &zi);
+	if (!const_input(g, n, si, &scales) || !const_input(g, n, zi, &sizes))
+		return false;
+	int64_t *map[MC_MAX_RANK];
+	mc_shape out;
+	const mc_shape *in = &g->values[n->inputs[0]].shape;
+	if (mc_resize_nearest_map(n, in, scales, sizes, map, &out))
+		return false;
+	for (int d = 0; d < in->rank; d++)
+		free(map[d]);
+	return true;
+}
+
+/* Group gr reads v (the gather's output) only where a gather can stand in:
+ * an operand of an epilogue, or an input of a pointwise or Concat anchor. */
+static bool reads_through_gather(const mc_graph *g, const mc_group *gr, int node)
+{
+	if (gr->alias || gr->n_gather >= MC_MAX_GATHER || g->nodes[node].guard)
+		return false;
+	if (node != gr->anchor)
+		return true; /* an epilogue: v is not its chain (that is the group's own) */
+	const mc_node *a = &g->nodes[node];
+	const mc_lowering *l = mc_lowering_find(a->id);
+	/* the elementwise kernel's own loads; a pointwise op with a lowering
+	 * of its own indexes inputs its own way */
+	return (mc_op_has(a->id, MC_OF_PW) && l && !l->lower) || a->id == MC_OP_Concat;
+}
+
+void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups)
+{
+	int *group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
+	for (int n = 0; n < g->n_nodes; n++)
+		group_of[n] = -1;
+	for (int i = 0; i < *n_groups; i++) {
+		group_of[groups[i].anchor] = i;
+		for (int e = 0; e < groups[i].n_epi; e++)
+			group_of[groups[i].epi[e]] = i;
+	}
+	bool *gone = mc_xcalloc((size_t)*n_groups + 1, sizeof(bool));
+	for (int i = 0; i < *n_groups; i++) {
+		const mc_group *gr = &groups[i];
+		const mc_node *p = &g->nodes[gr->anchor];
+		if (gr->n_epi || gr->alias || !is_gather(g, p) || ge_is_graph_output(g, p->outputs[0]))
+			continue;
+		int v = p->outputs[0];
+		bool ok = true, any = false;
+		for (int n = 0; n < g->n_nodes && ok; n++)
+			for (int k = 0; k < g->nodes[n].n_inputs && ok; k++)
+				if (g->nodes[n].inputs[k] == v) {
+					any = true;
+					ok = group_of[n] >= 0 && !gone[group_of[n]] &&
+					     reads_through_gather(g, &groups[group_of[n]], n);
+				}
+		for (int n = 0; n < g->n_nodes && ok; n++)
+			for (int k = 0; k < g->nodes[n].n_implicit && ok; k++)
+				ok = g->nodes[n].implicit[k] != v;
+		if (!ok || !any)
+			continue;
+		gone[i] = true;
+		for (int n = 0; n < g->n_nodes; n++)
+			for (int k = 0; k < g->nodes[n].n_inputs; k++)
+				if (g->nodes[n].inputs[k] == v) {
+					mc_group *rg = &groups[group_of[n]];
+					bool have = false;
+					for (int j = 0; j < rg->n_gather; j++)
+						have |= rg->gather[j] == gr->anchor;
+					if (!have)
+						rg->gather[rg->n_gather++] = gr->anchor;
+				}
+	}
+	int k = 0;
+	for (int i = 0; i < *n_groups; i++)
+		if (!gone[i])
+			groups[k++] = groups[i];
+	*n_groups = k;
+	free(gone);
+	free(group_of);
 }

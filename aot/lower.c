@@ -4,9 +4,11 @@
  * one element is computed. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
+#include "../libcore/ops/index.h"
 
 /* The internal channels-last ops (aot/lower_nhwc.c); declared here rather
  * than in aot.h because only this table names them. */
@@ -70,6 +72,74 @@ mc_kexpr *mc_lower_bcast(mc_kb *kb, const mc_shape *in, const mc_shape *out,
 
 mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index)
 {
+	if (c->gather && c->gather[i] >= 0)
+		mc_error("internal: %s '%s' reads input %d, a gather's output, by a linear index",
+		         c->node->op_type, c->node->name, i);
+	return mc_k_load(c->kb, c->in_buf[i], index);
+}
+
+/* Coordinate o of a gather's output along axis d as its input's: the map
+ * as o itself, o / k, or a table (a packed int32 weight). */
+static mc_kexpr *gather_axis(mc_lower_ctx *c, const int64_t *map, int64_t len, mc_kexpr *o)
+{
+	mc_kb *kb = c->kb;
+	bool same = true;
+	for (int64_t i = 0; i < len && same; i++)
+		same = map[i] == i;
+	if (same)
+		return o;
+	/* an upsampling by a whole factor k: k zeros first */
+	int64_t k = 1;
+	while (k < len && map[k] == 0)
+		k++;
+	bool ratio = map[0] == 0;
+	for (int64_t i = 0; i < len && ratio; i++)
+		ratio = map[i] == i / k;
+	if (ratio)
+		return mc_k_div(kb, o, mc_k_index(kb, k));
+	mc_shape s = { .rank = 1, .dims = { len } };
+	mc_tensor *t = mc_tensor_new(MC_INT32, &s);
+	for (int64_t i = 0; i < len; i++)
+		mc_set_i(t, (size_t)i, map[i]);
+	int tb = mc_kb_packed(kb, t);
+	return mc_k_cast(kb, MC_KT_INDEX, mc_k_load(kb, tb, o));
+}
+
+/* Index into input i's buffer (the gather's input) of the element output
+ * element coords reads through the gather. */
+static mc_kexpr *gathered_index(mc_lower_ctx *c, int i, const mc_shape *os, mc_kexpr *const *coords)
+{
+	mc_kb *kb = c->kb;
+	const mc_graph *g = c->g;
+	const mc_node *p = &g->nodes[c->gather[i]];
+	const mc_shape *vs = &c->in[i]->shape, *xs = &g->values[p->inputs[0]].shape;
+	int si, zi;
+	mc_resize_inputs(p, p->n_inputs, &si, &zi);
+	const mc_tensor *scales = si >= 0 && p->inputs[si] >= 0 ? g->values[p->inputs[si]].konst : NULL;
+	const mc_tensor *sizes = zi >= 0 && p->inputs[zi] >= 0 ? g->values[p->inputs[zi]].konst : NULL;
+	int64_t *map[MC_MAX_RANK];
+	mc_shape out;
+	if (mc_resize_nearest_map(p, xs, scales, sizes, map, &out)) {
+		mc_error("internal: gather '%s' is no nearest Resize", p->name);
+		return mc_k_index(kb, 0);
+	}
+	mc_kexpr *src[MC_MAX_RANK];
+	int off = os->rank - vs->rank;
+	for (int d = 0; d < vs->rank; d++) {
+		mc_kexpr *o = vs->dims[d] == 1 ? mc_k_index(kb, 0) : coords[d + off];
+		src[d] = gather_axis(c, map[d], vs->dims[d], o);
+		free(map[d]);
+	}
+	return mc_lower_linear(kb, xs, src);
+}
+
+mc_kexpr *mc_lower_load_at(mc_lower_ctx *c, int i, const mc_shape *os, mc_kexpr *const *coords)
+{
+	if (c->gather && c->gather[i] >= 0)
+		return mc_k_load(c->kb, c->in_buf[i], gathered_index(c, i, os, coords));
+	const mc_shape *vs = &c->in[i]->shape;
+	mc_kexpr *index = mc_shape_eq(vs, os) ? mc_lower_linear(c->kb, os, coords)
+	                                      : mc_lower_bcast(c->kb, vs, os, coords);
 	return mc_k_load(c->kb, c->in_buf[i], index);
 }
 
@@ -119,9 +189,20 @@ static void node_ctx(mc_lower_ctx *base, const mc_node *n, int skip_in, mc_lower
 	c->in_buf = mc_kpool_alloc(kb->pool, sizeof *c->in_buf * (size_t)(n->n_inputs + 1));
 	c->out = mc_kpool_alloc(kb->pool, sizeof *c->out * (size_t)(n->n_outputs + 1));
 	c->out_buf = mc_kpool_alloc(kb->pool, sizeof *c->out_buf * (size_t)(n->n_outputs + 1));
+	const mc_group *gr = base->group;
+	if (gr && gr->n_gather)
+		c->gather = mc_kpool_alloc(kb->pool, sizeof *c->gather * (size_t)(n->n_inputs + 1));
 	for (int i = 0; i < n->n_inputs; i++) {
 		int v = n->inputs[i];
 		c->in[i] = v >= 0 ? &g->values[v] : NULL;
+		if (c->gather) {
+			c->gather[i] = -1;
+			for (int j = 0; j < gr->n_gather && v >= 0; j++)
+				if (g->nodes[gr->gather[j]].outputs[0] == v) {
+					c->gather[i] = gr->gather[j];
+					v = g->nodes[gr->gather[j]].inputs[0]; /* read instead */
+				}
+		}
 		/* the chained value of an epilogue is never stored: no buffer */
 		c->in_buf[i] = v >= 0 && i != skip_in
 		               ? mc_kb_buf(kb, v, g->values[v].dtype, mc_numel(&g->values[v].shape), false) : -1;
@@ -168,6 +249,15 @@ static mc_kexpr *apply_epilogue(mc_lower_ctx *c, mc_kexpr *value, mc_kexpr **coo
 				continue;
 			}
 			const mc_shape *vs = &ec.in[i]->shape;
+			if (ec.gather && ec.gather[i] >= 0) {
+				/* scalar: the caller asked for no vectors (epilogue_vectorises) */
+				if (!*have_coords) {
+					mc_lower_coords(kb, os, lin, coords);
+					*have_coords = true;
+				}
+				args[i] = mc_lower_load_at(&ec, i, os, coords);
+				continue;
+			}
 			mc_kexpr *idx = operand_index(kb, vs, os, coords, have_coords, lin);
 			bool contiguous = mc_numel(vs) == mc_numel(os) || lane_stride(vs, os) == 1;
 			args[i] = lanes > 1 && contiguous ? mc_k_vload(kb, ec.in_buf[i], idx, lanes)
@@ -246,7 +336,7 @@ static bool epilogue_vectorises(const mc_lower_ctx *c, bool have_coords)
 	const mc_group *gr = c->group;
 	const mc_shape *os = &c->out[0]->shape;
 	bool ints = is_8bit(c->out[0]->dtype);
-	if (c->out[0]->dtype != MC_FLOAT && !ints)
+	if ((c->out[0]->dtype != MC_FLOAT && !ints) || gr->n_gather)
 		return false;
 	for (int e = 0; e < gr->n_epi; e++) {
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
@@ -350,6 +440,8 @@ int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
 		if (c->in[i] && mc_numel(&c->in[i]->shape) != n && mc_numel(&c->in[i]->shape) != 1)
 			flat = false;
 	const mc_group *gr = c->group;
+	if (gr && gr->n_gather)
+		flat = false; /* gathers index by coordinates */
 	for (int e = 0; gr && e < gr->n_epi; e++) {
 		const mc_node *en = &c->g->nodes[gr->epi[e]];
 		for (int i = 0; i < en->n_inputs; i++) {
@@ -395,8 +487,9 @@ int mc_lower_pointwise_kernel(mc_lower_ctx *c, const mc_lowering *l)
 	lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
 	for (int i = 0; i < c->n_in; i++)
 		if (c->in[i])
-			args[i] = mc_lower_load(c, i, mc_numel(&c->in[i]->shape) == n
-			                                  ? lin : mc_lower_bcast(kb, &c->in[i]->shape, os, coords));
+			args[i] = c->gather && c->gather[i] >= 0 ? mc_lower_load_at(c, i, os, coords)
+			          : mc_lower_load(c, i, mc_numel(&c->in[i]->shape) == n
+			                                    ? lin : mc_lower_bcast(kb, &c->in[i]->shape, os, coords));
 	mc_lower_store(c, 0, coords, lin, l->pointwise(c, args));
 	mc_kb_end_n(kb, os->rank);
 	return 0;

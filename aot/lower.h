@@ -12,6 +12,7 @@
  * and consumes the previous member's output (input `chain_in`), inlined
  * into the anchor's stores. Only the last member's output is stored. */
 #define MC_MAX_EPILOGUE 16
+#define MC_MAX_GATHER 8
 typedef struct {
 	int anchor;                       /* node index */
 	int n_epi;
@@ -19,6 +20,11 @@ typedef struct {
 	int epi_chain_in[MC_MAX_EPILOGUE];/* which input of epi[i] is the chain */
 	bool alias;                       /* anchor's output shares its input's storage; no kernel */
 	bool slabs;                       /* alias too: a Concat whose inputs are stored into it */
+	/* Gathers (nearest Resizes) this group's members read through: their
+	 * outputs are never stored; a load of one reads its input at the
+	 * element the gather would have copied (mc_fuse's inline_gathers) */
+	int n_gather;
+	int gather[MC_MAX_GATHER];
 } mc_group;
 
 /* ---- lowering: one entry per op, in aot/lower_*.c ---- */
@@ -38,6 +44,10 @@ struct mc_lower_ctx {
 	 * lowering copies out itself: aot/kern_conv.c) */
 	int ring_buf;
 	int64_t ring_elems;
+	/* per input: the gather (a node of group->gather) whose output it is,
+	 * read through it (in_buf then holds the gather's input); -1 none.
+	 * NULL where the group has no gathers. */
+	int *gather;
 };
 
 /* A lowering builds the node's kernel body with c->kb; it reads inputs with
@@ -92,6 +102,10 @@ mc_kexpr *mc_lower_bcast(mc_kb *kb, const mc_shape *in, const mc_shape *out,
                          mc_kexpr *const *coords);
 /* Loads input i at a linear index (compute type of its dtype). */
 mc_kexpr *mc_lower_load(mc_lower_ctx *c, int i, mc_kexpr *index);
+/* Loads input i's element that output element coords (of shape os)
+ * reads: broadcast numpy's way, and through the group's gather where
+ * input i is one's output (mc_group.gather). */
+mc_kexpr *mc_lower_load_at(mc_lower_ctx *c, int i, const mc_shape *os, mc_kexpr *const *coords);
 /* Stores the value of output `k`'s element at coords (rank of the output;
  * may be NULL when lin is given and no epilogue needs coords) and linear
  * index lin (may be NULL: computed from coords). Applies the group's

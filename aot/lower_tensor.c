@@ -72,7 +72,7 @@ static int lower_concat(mc_lower_ctx *c)
 				ic[d] = mc_kb_let(kb, mc_k_sub(kb, mc_k_index(kb, is->dims[d] - 1), ic[d]));
 		memcpy(oc, ic, sizeof ic);
 		oc[axis] = mc_k_addi(kb, ic[axis], offset);
-		mc_lower_store(c, 0, oc, NULL, mc_lower_load(c, k, mc_lower_linear(kb, is, ic)));
+		mc_lower_store(c, 0, oc, NULL, mc_lower_load_at(c, k, is, ic));
 		mc_kb_end_n(kb, is->rank);
 		offset += is->dims[axis];
 	}

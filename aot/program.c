@@ -389,6 +389,8 @@ static int stage_schedule(build *b)
 	if (inline_runtime_ifs(g) || check_lowerings(g, b->o->unroll_limit) ||
 	    mc_fuse(g, b->o->no_fuse, &b->groups, &b->n_groups))
 		return -1;
+	if (b->o->optimize && !strcmp(b->o->optimize, "memory") && !b->o->no_fuse)
+		mc_fuse_inline_gathers(g, b->groups, &b->n_groups);
 	/* sized now: inlining Ifs adds values and nodes */
 	size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + (size_t)g->n_outputs + 1;
 	b->m = (value_maps){ mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(size_t)),
@@ -433,6 +435,8 @@ static void dump_schedule(const void *ctx, FILE *f)
 		fprintf(f, "group %d: %s '%s'", i, a->op_type, a->name);
 		for (int e = 0; e < gr->n_epi; e++)
 			fprintf(f, " + %s '%s'", g->nodes[gr->epi[e]].op_type, g->nodes[gr->epi[e]].name);
+		for (int j = 0; j < gr->n_gather; j++)
+			fprintf(f, " (through %s '%s')", g->nodes[gr->gather[j]].op_type, g->nodes[gr->gather[j]].name);
 		fprintf(f, "%s\n", gr->slabs ? "  (no kernel: its inputs store into it)"
 		                   : gr->alias ? "  (no kernel: shares its input's bytes)" : "");
 	}
@@ -481,6 +485,9 @@ static int stage_lower(build *b)
 			group_of[b->groups[i].anchor] = i;
 			for (int e = 0; e < b->groups[i].n_epi; e++)
 				group_of[b->groups[i].epi[e]] = i;
+			/* a gather reads its input where the groups reading through it run */
+			for (int j = 0; j < b->groups[i].n_gather; j++)
+				group_of[b->groups[i].gather[j]] = i;
 		}
 	}
 	for (int i = 0; i < b->n_groups; i++) {

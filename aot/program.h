@@ -110,6 +110,11 @@ int mc_program_check(const mc_program *p);
  * target t (mc_target_resolve); the pieces used by mc_compile, exposed for
  * tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
+/* For --optimize memory: a nearest Resize read only by pointwise nodes and
+ * Concats becomes a gather inlined into each group reading it
+ * (mc_group.gather), so its output, often the largest buffer of an FPN
+ * or U-Net, is never stored. Removes the gathers' own groups. */
+void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups);
 /* The stages, in order: schedule, lower, storage (the dtype each buffer
  * is stored in, the target's storage types: --dtype fp16 stores float32
  * activations and weights as float16 on the cuda target, computing in

@@ -1518,6 +1518,39 @@ static int resize_eval(mc_eval_ctx *c)
 	return rc;
 }
 
+int mc_resize_nearest_map(const mc_node *n, const mc_shape *in, const mc_tensor *scales,
+                          const mc_tensor *sizes, int64_t **map, mc_shape *out)
+{
+	resize_attrs a;
+	resize_plan p;
+	if (mc_resize_read_attrs(n, &a) || mc_resize_make_plan(n, &a, in, scales, sizes, &p))
+		return -1;
+	if (a.mode != RS_NEAREST || a.coord == CT_TF_CROP_AND_RESIZE)
+		return 1;
+	*out = p.out;
+	int rank = in->rank, rc = 0;
+	for (int d = 0; d < rank; d++)
+		map[d] = NULL;
+	for (int d = 0; d < rank && !rc; d++) {
+		resize_axis ax = { 0 };
+		rc = resize_axis_build(n, &a, &p, d, in->dims[d], 0, 1, &ax);
+		int64_t len = p.out.dims[d];
+		map[d] = mc_xmalloc((size_t)(len ? len : 1) * sizeof **map);
+		for (int64_t o = 0; o < len && !rc; o++) {
+			if (ax.outside[o] || ax.count[o] != 1)
+				rc = 1;
+			map[d][o] = ax.src[o * ax.taps];
+		}
+		resize_axis_free(&ax);
+	}
+	if (rc)
+		for (int d = 0; d < rank; d++) {
+			free(map[d]);
+			map[d] = NULL;
+		}
+	return rc;
+}
+
 /* ---- DepthToSpace / SpaceToDepth ---- */
 
 static int blocksize(const mc_node *n, int64_t *b)

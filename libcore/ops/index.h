@@ -80,6 +80,12 @@ int mc_resize_make_plan(const mc_node *n, const resize_attrs *a, const mc_shape 
 void mc_resize_inputs(const mc_node *n, int n_in, int *scales_i, int *sizes_i);
 /* Filter taps per output position along an axis of this scale. */
 double mc_resize_taps(const resize_attrs *a, double scale);
+/* A nearest Resize as a gather: output element (o0, o1, ...) is input
+ * element (map[0][o0], map[1][o1], ...) (the reference's own taps); the
+ * maps malloc'd, *out the output shape. 1 where it is no plain gather
+ * (another mode, tf_crop_and_resize), -1 after reporting. */
+int mc_resize_nearest_map(const mc_node *n, const mc_shape *in, const mc_tensor *scales,
+                          const mc_tensor *sizes, int64_t **map, mc_shape *out);
 
 /* ---- the rest ---- */
 int mc_d2s_crd(const mc_node *n, bool *crd);   /* DepthToSpace mode CRD? */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 /* Compiles `model` into dir with the harness, builds and runs it on the
@@ -404,4 +405,61 @@ Test(compile, inputs_and_outputs_at_any_offset_are_right_or_a_status)
 	io_align_run(NULL);
 	if (mc_llvm_available())
 		io_align_run("llvm");
+}
+
+/* ---- --optimize memory: nearest Resizes read through, never stored ---- */
+
+/* y = Relu(a + Resize(x, x2 nearest)), z = Concat(Resize(x, sizes 7x5,
+ * half_pixel), b) along channels; x [1, 3, 4, 3]. */
+static mb *gather_model(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,3,4,3");
+	mb_input(b, g, "a", MC_FLOAT, "1,3,8,6");
+	mb_input(b, g, "b", MC_FLOAT, "1,2,7,5");
+	mb_init_floats(b, g, "scales", "4", (const float[]){ 1, 1, 2, 2 }, 4);
+	mb_init_floats(b, g, "no_scales", "0", NULL, 0);
+	mb_init_ints(b, g, "sizes", MC_INT64, "4", (const int64_t[]){ 1, 3, 7, 5 }, 4);
+	Onnx__NodeProto *n = mb_node(b, g, "Resize", "up2", "x,,scales", "u");
+	mb_attr_string(b, n, "mode", "nearest");
+	mb_attr_string(b, n, "coordinate_transformation_mode", "asymmetric");
+	mb_attr_string(b, n, "nearest_mode", "floor");
+	mb_node(b, g, "Add", "add", "a,u", "s");
+	mb_node(b, g, "Relu", "relu", "s", "y");
+	n = mb_node(b, g, "Resize", "to75", "x,,no_scales,sizes", "v");
+	mb_attr_string(b, n, "mode", "nearest");
+	n = mb_node(b, g, "Concat", "cat", "v,b", "z");
+	mb_attr_int(b, n, "axis", 1);
+	mb_output(b, g, "y");
+	mb_output(b, g, "z");
+	return b;
+}
+
+Test(compile, memory_reads_through_nearest_resizes)
+{
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.optimize = "memory";
+	cr_assert_eq(verify_model_with(gather_model(), &o), 0);
+	/* neither resized tensor is stored: the arena holds nothing */
+	mb *b = gather_model();
+	char *tmp = make_temp_dir(), path[4096], out[4200];
+	snprintf(path, sizeof path, "%s/g.onnx", tmp);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	for (int k = 0; k < 2; k++) {
+		snprintf(out, sizeof out, "%s/%s", tmp, k ? "memory" : "speed");
+		o.optimize = k ? "memory" : "speed";
+		o.no_stack_usage = true;
+		cr_assert_eq(mc_compile(path, out, &o), 0);
+		size_t arena = json_number(out, "t.json", "arena_bytes");
+		if (k)
+			cr_assert_eq(arena, 0, "arena %zu", arena);
+		else
+			cr_assert_gt(arena, 0);
+	}
+	rm_tree(tmp);
+	free(tmp);
 }

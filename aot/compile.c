@@ -401,7 +401,7 @@ static int check_opts(const mc_compile_opts *o)
 	    !mc_freeze_pass_known(o->dump_after) && !mc_program_stage_known(o->dump_after)) {
 		mc_error("--dump-after '%s': no such pass (known: the freezing passes fold, unroll, bn, "
 		         "pad, patterns, identity, cse, dce, layout; the program stages schedule, lower, storage, "
-		         "liveness, plan, order, place, steps; kernels; all)", o->dump_after);
+		         "liveness, plan, order, pools, place, steps; kernels; all)", o->dump_after);
 		return -1;
 	}
 	if (t->available && !t->available()) {
@@ -460,7 +460,73 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --optimize '%s' (known: speed, size, memory)", o->optimize);
 		return -1;
 	}
+	mc_pool_spec pools[MC_MAX_POOLS];
+	int n_pools = mc_pool_specs(o, pools);
+	if (n_pools < 0)
+		return -1;
+	if (n_pools > 1 && o->target && !strcmp(o->target, "cuda")) {
+		mc_error("--pool: the cuda target has one device allocation (the c and llvm targets "
+		         "take pools)");
+		return -1;
+	}
+	const char *sections[2] = { o->weights_section, o->code_section };
+	for (int i = 0; i < 2; i++) {
+		const char *sec = sections[i];
+		bool ok = sec && *sec && strlen(sec) < 128;
+		for (const char *c = sec; ok && *c; c++)
+			ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '$';
+		if (sec && !ok) {
+			mc_error("--%s-section '%s': a section name is letters, digits, '.', '_' and '$' "
+			         "(at most 127)", i ? "code" : "weights", sec);
+			return -1;
+		}
+	}
 	return 0;
+}
+
+int mc_pool_specs(const mc_compile_opts *o, mc_pool_spec *specs)
+{
+	if (o->n_pools > MC_MAX_POOLS) {
+		mc_error("--pool: at most %d pools", MC_MAX_POOLS);
+		return -1;
+	}
+	for (int i = 0; i < o->n_pools; i++) {
+		const char *arg = o->pools[i], *colon = strchr(arg, ':');
+		size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+		bool ok = len > 0 && len < MC_POOL_NAME && (isalpha((unsigned char)arg[0]) || arg[0] == '_');
+		for (size_t k = 0; k < len && ok; k++)
+			ok = isalnum((unsigned char)arg[k]) || arg[k] == '_';
+		if (!ok) {
+			mc_error("--pool '%s': the name must be a C identifier of at most %d characters",
+			         arg, MC_POOL_NAME - 1);
+			return -1;
+		}
+		memcpy(specs[i].name, arg, len);
+		specs[i].name[len] = 0;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(specs[j].name, specs[i].name)) {
+				mc_error("--pool '%s': pool names must differ", specs[i].name);
+				return -1;
+			}
+		specs[i].bytes = 0;
+		if (colon) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(colon + 1, &end, 10);
+			unsigned long long unit = *end == 'K' || *end == 'k' ? 1024 : *end == 'M' || *end == 'm' ? 1048576 : 1;
+			if (unit > 1)
+				end++;
+			if (end == colon + 1 || *end || errno || v == 0 || v > SIZE_MAX / unit || colon[1] == '-') {
+				mc_error("--pool '%s': '%s' is not a byte count (e.g. 65536, 64K, 2M)", arg, colon + 1);
+				return -1;
+			}
+			specs[i].bytes = (size_t)(v * unit);
+		} else if (i + 1 < o->n_pools) {
+			mc_error("--pool '%s': every pool but the last needs its size (NAME:BYTES)", arg);
+			return -1;
+		}
+	}
+	return o->n_pools;
 }
 
 /* Output discipline. Emission goes first into a staging directory beside

@@ -26,6 +26,10 @@ typedef struct mc_compile_opts {
 	const char *layout;         /* --layout auto|nchw|nhwc; NULL: "auto" */
 	const char *optimize;       /* --optimize speed|size|memory; NULL: "speed" (memory: the
 	                             * lowerings trade time for arena bytes) */
+	const char *pools[MC_MAX_POOLS]; /* --pool NAME[:BYTES], fastest first (mc_pool_specs) */
+	int n_pools;
+	const char *weights_section; /* --weights-section: the weights' linker section; NULL: .rodata */
+	const char *code_section;    /* --code-section: the kernels' and run functions'; NULL: .text */
 	bool quantized_io;          /* --quantized-io: int8 inputs/outputs at a Q or DQ (mc_quantized_io) */
 	bool no_quantize;           /* --no-quantize: QDQ regions run as float, weights dequantized */
 	mc_import_opts import;
@@ -45,6 +49,14 @@ typedef struct mc_compile_opts {
 } mc_compile_opts;
 
 void mc_compile_opts_init(mc_compile_opts *o);
+/* --pool NAME[:BYTES] parsed: a C identifier and a capacity (K and M
+ * suffixes: 1024 and 1048576; 0 for none, the last pool's right). The
+ * count (0 without --pool), or -1 after reporting. */
+typedef struct {
+	char name[MC_POOL_NAME];
+	size_t bytes;
+} mc_pool_spec;
+int mc_pool_specs(const mc_compile_opts *o, mc_pool_spec *specs);
 /* model -> output directory. 0 on success; -1 after reporting. */
 int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o);
 

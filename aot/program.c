@@ -164,6 +164,7 @@ typedef struct {
 	int n_reqs, cap_reqs;
 	mc_mem_plan plan;
 	uint64_t *weight_hash;      /* place: per program weight, of its stored bytes */
+	int *req_pool;              /* pools: per request, its pool (NULL: one arena) */
 } build;
 
 static size_t store_bytes(const build *b, int v)
@@ -772,6 +773,75 @@ static int stage_order(build *b)
 	return rc;
 }
 
+/* pools: with --pool, each arena buffer in a pool of its own memory, the
+ * first pools taking the buffers the most kernels touch (per byte, the
+ * most traffic), and each pool planned alone (aot/pools.c); the offsets
+ * in the plan become offsets into the buffer's pool. */
+static int stage_pools(build *b)
+{
+	mc_program *p = b->p;
+	mc_pool_spec spec[MC_MAX_POOLS];
+	int n = mc_pool_specs(b->o, spec);
+	if (n < 0)
+		return -1;
+	if (n == 1 && spec[0].bytes && p->arena_bytes > spec[0].bytes)
+		return mc_error("--pool %s: the arena needs %zu bytes, more than its %zu", spec[0].name,
+		                p->arena_bytes, spec[0].bytes), -1;
+	if (n < 2)
+		return 0;
+	double *touches = mc_xcalloc((size_t)b->n_reqs + 1, sizeof(double));
+	for (int s = 0; s < p->n_kernels; s++) {
+		const mc_kernel *k = p->kernels[s];
+		for (int i = 0; i < k->n_bufs; i++) {
+			const mc_kbuf *kb = &k->bufs[i];
+			int r = kb->value >= 0 ? b->m.req[b->m.root[kb->value]]
+			        : kb->loc.kind == MC_LOC_NONE && !kb->transient ? kb->loc.index : -1;
+			if (r >= 0)
+				touches[r] += 1;
+		}
+	}
+	size_t cap[MC_MAX_POOLS];
+	for (int k = 0; k < n; k++)
+		cap[k] = spec[k].bytes;
+	b->req_pool = mc_xcalloc((size_t)b->n_reqs + 1, sizeof(int));
+	int rc = mc_plan_pools(b->reqs, b->n_reqs, touches, ARENA_ALIGN, cap, n, b->req_pool,
+	                       b->plan.offsets, p->pool_bytes);
+	free(touches);
+	if (rc)
+		return -1;
+	p->n_pools = n;
+	size_t at = 0;
+	for (int k = 0; k < n; k++) {
+		memcpy(p->pool_names[k], spec[k].name, sizeof p->pool_names[k]);
+		p->pool_at[k] = at;
+		if (!mc_add_size(at, (p->pool_bytes[k] + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN, &at))
+			return mc_error("--pool: the pools overflow size_t"), -1;
+	}
+	p->arena_bytes = at;
+	return 0;
+}
+
+static void dump_pools(const void *ctx, FILE *f)
+{
+	const build *b = ctx;
+	const mc_program *p = b->p;
+	if (!p->n_pools) {
+		fprintf(f, "one arena of %zu bytes\n", p->arena_bytes);
+		return;
+	}
+	for (int k = 0; k < p->n_pools; k++)
+		fprintf(f, "pool %d '%s': %zu bytes (at %zu of the one-arena layout)\n", k, p->pool_names[k],
+		        p->pool_bytes[k], p->pool_at[k]);
+	for (int i = 0; i < b->n_reqs; i++) {
+		int w = b->req_what[i];
+		fprintf(f, "%-6d pool %d %12zu %12zu  ", i, b->req_pool[i], b->plan.offsets[i], b->reqs[i].bytes);
+		if (w >= 0)
+			fprintf(f, "value '%s'\n", b->g->values[w].name);
+		else
+			fprintf(f, "scratch of %s\n", p->kernels[-1 - w]->name);
+	}
+}
+
 /* The memory plan, TFLM's PrintMemoryPlan in text: one line per buffer
  * with its place and life, then the arena against its lower bound at the
  * step where the most bytes are live. */
@@ -879,7 +949,8 @@ static int value_loc(build *b, int v, mc_loc *loc)
 	else if (m->out_slot[r] >= 0)
 		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
 	else if (m->req[r] >= 0)
-		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = b->plan.offsets[m->req[r]] + m->off[v] };
+		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .index = b->req_pool ? b->req_pool[m->req[r]] : 0,
+		                 .offset = b->plan.offsets[m->req[r]] + m->off[v] };
 	else
 		return mc_error("internal: value '%s' has no place", rv->name), -1;
 	return 0;
@@ -1034,7 +1105,9 @@ static int stage_place(build *b)
 				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = w };
 			} else if (kb->value < 0) {
 				if (kb->loc.kind == MC_LOC_NONE && !kb->transient)
-					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA, .offset = b->plan.offsets[kb->loc.index] };
+					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA,
+					                    .index = b->req_pool ? b->req_pool[kb->loc.index] : 0,
+					                    .offset = b->plan.offsets[kb->loc.index] };
 				continue;
 			} else {
 				kb->slab = b->m.off[kb->value];
@@ -1110,6 +1183,7 @@ static const struct {
 	{ "liveness", stage_liveness, dump_liveness },
 	{ "plan", stage_plan, dump_plan },
 	{ "order", stage_order, dump_plan },
+	{ "pools", stage_pools, dump_pools },
 	{ "place", stage_place, dump_kernels },
 	{ "steps", stage_steps, dump_steps },
 };
@@ -1158,6 +1232,7 @@ static void build_free(build *b)
 	free(b->reqs);
 	free(b->req_what);
 	free(b->weight_hash);
+	free(b->req_pool);
 	mc_mem_plan_free(&b->plan);
 }
 
@@ -1169,6 +1244,8 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	p->arena_align = ARENA_ALIGN;
 	p->target = *t;
 	p->macs = mc_graph_macs(g);
+	snprintf(p->weights_section, sizeof p->weights_section, "%s", o->weights_section ? o->weights_section : "");
+	snprintf(p->code_section, sizeof p->code_section, "%s", o->code_section ? o->code_section : "");
 	build b = { .g = g, .o = o, .p = p, .act_store = t->activations,
 	            .weight_store = t->weights };
 	int rc = 0;

@@ -38,6 +38,15 @@ void mc_mem_plan_free(mc_mem_plan *p);
 int mc_plan_check(const mc_mem_req *reqs, int n, size_t align, const mc_mem_plan *plan,
                   char *why, size_t why_len);
 
+/* Pools (aot/pools.c): each request to one of n_pools pools, the first
+ * ones (capacity[k] bytes each; the last's 0: no bound) taking the
+ * requests of highest priority that fit, an in-place pair together;
+ * each pool planned alone. pool_of, offsets (into the request's pool)
+ * per request; pool_bytes per pool. 0, or -1 after reporting. */
+int mc_plan_pools(const mc_mem_req *reqs, int n, const double *priority, size_t align,
+                  const size_t *capacity, int n_pools, int *pool_of, size_t *offsets,
+                  size_t *pool_bytes);
+
 /* ---- a memory-aware kernel order (aot/order.c) ---- */
 typedef struct {
 	int n_touch;
@@ -77,6 +86,10 @@ typedef struct {
 	size_t align;
 } mc_weight;
 
+/* --pool: the arena split into named pools, each its own memory */
+#define MC_MAX_POOLS 8
+#define MC_POOL_NAME 32
+
 typedef struct mc_program {
 	char *prefix;               /* --name */
 	mc_kpool *pool;
@@ -92,6 +105,14 @@ typedef struct mc_program {
 	/* the arena and its lower bound for the kernels in the graph's order,
 	 * before the memory-aware order (aot/order.c) */
 	size_t arena_in_order, lower_bound_in_order;
+	/* --pool (2 or more; 0: one arena): arena buffers (loc.index) live in
+	 * pool k at offsets of their own; run with one pointer each, or one
+	 * arena of arena_bytes holding pool k at pool_at[k] */
+	int n_pools;
+	size_t pool_bytes[MC_MAX_POOLS], pool_at[MC_MAX_POOLS];
+	char pool_names[MC_MAX_POOLS][MC_POOL_NAME];
+	/* --weights-section, --code-section: linker sections ("" default) */
+	char weights_section[128], code_section[128];
 	size_t weight_bytes;
 	int64_t max_index;          /* largest element count of any buffer */
 	mc_target_config target;    /* what the kernels were built for (isa NULL: generic) */
@@ -120,15 +141,15 @@ void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups);
  * activations and weights as float16 on the cuda target, computing in
  * float32; graph inputs, outputs and kernel scratch stay float32),
  * liveness, plan, order (the kernels reordered where that shrinks the
- * plan's arena), place, steps; --dump-after NAME writes what one left
- * into the dump directory. */
+ * plan's arena), pools (--pool: each arena buffer's pool), place, steps;
+ * --dump-after NAME writes what one left into the dump directory. */
 int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_opts *o, mc_program *p);
 /* NAME is one of those stages. */
 bool mc_program_stage_known(const char *name);
 /* DIR/SEQ-WHAT.txt (the dump directory of o) written by write(ctx, f) when
  * --dump-after names WHAT or all: 0 (also when not asked), -1 after
  * reporting. The program stages dump through it as 91-schedule.txt ...
- * 98-steps.txt, the final kernels as 90-kernels.txt. */
+ * 99-steps.txt, the final kernels as 90-kernels.txt. */
 int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
                   void (*write)(const void *ctx, FILE *f), const void *ctx);
 /* Every kernel of the program p (an mc_program) as text. */

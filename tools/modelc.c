@@ -36,7 +36,7 @@ static void usage(FILE *f)
 	      "  --unroll-limit NODES      most nodes an unrolled Scan or Loop may make (default 4096)\n"
 	      "  --dump-after PASS|all     into DIR/debug: the graph after a freezing pass, what a\n"
 	      "                            program stage left (schedule lower storage liveness plan\n"
-	      "                            order place steps; plan: the memory plan; order: the\n"
+	      "                            order pools place steps; plan: the memory plan; order: the\n"
 	      "                            plan for the memory-aware kernel order), or the kernels\n"
 	      "  --stats                   per-pass time and node counts, arena and weight bytes\n"
 	      "  --no-fuse                 one kernel per node (debugging)\n"
@@ -67,6 +67,12 @@ static void usage(FILE *f)
 	      "                            flash (no Winograd: its weights are 16/9 the size); memory:\n"
 	      "                            the least arena (no Winograd scratch; a convolution whose\n"
 	      "                            input dies writes its output over it, through a ring of rows)\n"
+	      "  --pool NAME[:BYTES]       split the arena into pools, one per memory, fastest first\n"
+	      "                            (repeat it; every pool but the last has a size, K or M\n"
+	      "                            suffixes): the buffers the most kernels touch go first;\n"
+	      "                            NAME_run_pools takes one pointer per pool\n"
+	      "  --weights-section S       the linker section of the weights (default .rodata)\n"
+	      "  --code-section S          the linker section of the kernels and run functions\n"
 	      "  --no-quantize             run a quantized (QDQ) model in float, its weights dequantized\n"
 	      "                            at compile time (no integer kernels)\n"
 	      "  --quantized-io            an input read only by a QuantizeLinear, or an output written\n"
@@ -223,6 +229,19 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--optimize") == 0 && has_val) {
 		o->optimize = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--pool") == 0 && has_val) {
+		if (o->n_pools == MC_MAX_POOLS) {
+			mc_error("--pool: at most %d pools", MC_MAX_POOLS);
+			return -1;
+		}
+		o->pools[o->n_pools++] = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--weights-section") == 0 && has_val) {
+		o->weights_section = argv[++*i];
+		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--code-section") == 0 && has_val) {
+		o->code_section = argv[++*i];
 		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--no-stack-usage") == 0) {
 		o->no_stack_usage = true;

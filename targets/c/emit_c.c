@@ -29,7 +29,10 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 	mc_sb_printf(e->sb, "\t%s%s *%sconst b%d = ", q, st, mc_ce_is_restrict(e, i) ? "restrict " : "", i);
 	switch (b->loc.kind) {
 	case MC_LOC_ARENA:
-		mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
+		if (e->p->n_pools > 1)
+			mc_sb_printf(e->sb, "(%s%s *)(pool[%d] + %zu);", q, st, b->loc.index, b->loc.offset);
+		else
+			mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
 		*uses_arena = true;
 		break;
 	case MC_LOC_WEIGHT: {
@@ -68,6 +71,13 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 	mc_sb_puts(e->sb, " */\n");
 }
 
+/* --code-section: where the kernels and run functions go */
+static void put_section(emitter *e)
+{
+	if (e->p->code_section[0])
+		mc_sb_printf(e->sb, "__attribute__((section(\"%s\"))) ", e->p->code_section);
+}
+
 static void put_kernel(emitter *e, const mc_kernel *k)
 {
 	mc_ce_begin_kernel(e, k);
@@ -77,15 +87,18 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 	 * allocation of the whole model: 10% more instructions on the MLPerf
 	 * Tiny keyword spotter's 14 registers. */
 	const mc_isa *isa = e->p->target.isa;
+	put_section(e);
 	mc_sb_puts(e->sb, isa && isa->kind == MC_ISA_CORTEX_M ? "MODELC_NOINLINE static int " : "static int ");
 	mc_ce_kernel_name(e, k);
-	mc_sb_puts(e->sb, "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
+	bool pools = e->p->n_pools > 1;
+	mc_sb_puts(e->sb, pools ? "(unsigned char *const *pool, const void *const *in, void *const *out)\n{\n"
+	                        : "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
 	bool uses_arena = false, uses_in = false, uses_out = false;
 	for (int i = 0; i < k->n_bufs; i++)
 		if (e->buf_uses[i])
 			put_buffer_ptr(e, i, &uses_arena, &uses_in, &uses_out);
 	if (!uses_arena)
-		mc_sb_puts(e->sb, "\t(void)arena;\n");
+		mc_sb_puts(e->sb, pools ? "\t(void)pool;\n" : "\t(void)arena;\n");
 	if (!uses_in)
 		mc_sb_puts(e->sb, "\t(void)in;\n");
 	if (!uses_out)
@@ -100,7 +113,10 @@ static void put_cond(emitter *e, const mc_loc *l)
 {
 	switch (l->kind) {
 	case MC_LOC_ARENA:
-		mc_sb_printf(e->sb, "((const unsigned char *)arena)[%zu] != 0", l->offset);
+		if (e->p->n_pools > 1)
+			mc_sb_printf(e->sb, "pool[%d][%zu] != 0", l->index, l->offset);
+		else
+			mc_sb_printf(e->sb, "((const unsigned char *)arena)[%zu] != 0", l->offset);
 		return;
 	case MC_LOC_INPUT:
 		mc_sb_printf(e->sb, "((const uint8_t *)inputs[%d])[0] != 0", l->index);
@@ -146,7 +162,8 @@ static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
 		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "status = ");
 		mc_ce_kernel_name(e, e->p->kernels[s->kernel]);
-		mc_sb_puts(e->sb, "((unsigned char *)arena, inputs, outputs);\n");
+		mc_sb_puts(e->sb, e->p->n_pools > 1 ? "(pool, inputs, outputs);\n"
+		                                    : "((unsigned char *)arena, inputs, outputs);\n");
 		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "if (status != MODELC_OK)\n");
 		mc_ce_indent(e, depth + 1);
@@ -187,14 +204,49 @@ static void put_io_align_check(emitter *e)
 		mc_sb_puts(e->sb, ")\n\t\treturn MODELC_ERR_MISALIGNED;\n");
 }
 
+/* NAME_run with pools: the pools' places in the one arena, then
+ * NAME_run_pools. */
+static void put_run_one_arena(emitter *e)
+{
+	const mc_program *p = e->p;
+	put_section(e);
+	mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
+	mc_sb_printf(e->sb, "\tif (arena == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+	                    "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
+	                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
+	mc_sb_printf(e->sb, "\tvoid *pools[%s_NUM_POOLS];\n", e->upper);
+	for (int k = 0; k < p->n_pools; k++)
+		mc_sb_printf(e->sb, "\tpools[%d] = (unsigned char *)arena + %s_POOL_%d_AT;\n", k, e->upper, k);
+	mc_sb_printf(e->sb, "\treturn %s_run_pools(pools, inputs, outputs);\n}\n\n", e->name);
+}
+
 static void put_run(emitter *e)
 {
 	const mc_program *p = e->p;
-	mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
+	bool pools = p->n_pools > 1;
+	if (pools)
+		put_run_one_arena(e);
+	put_section(e);
+	if (pools)
+		mc_sb_printf(e->sb, "int %s_run_pools(void *const pools[], const void *const inputs[], "
+		                    "void *const outputs[])\n{\n", e->name);
+	else
+		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
 	if (steps_call_kernels(p->steps, p->n_steps))
 		mc_sb_puts(e->sb, "\tint status;\n\n");
-	if (p->arena_bytes > 0)
+	if (pools) {
+		mc_sb_puts(e->sb, "\tif (pools == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
+		mc_sb_printf(e->sb, "\tunsigned char *pool[%s_NUM_POOLS];\n", e->upper);
+		for (int k = 0; k < p->n_pools; k++) {
+			mc_sb_printf(e->sb, "\tpool[%d] = (unsigned char *)pools[%d];\n", k, k);
+			if (p->pool_bytes[k] > 0)
+				mc_sb_printf(e->sb, "\tif (pool[%d] == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+				                    "\tif ((uintptr_t)pool[%d] %% %s_ARENA_ALIGN != 0)\n"
+				                    "\t\treturn MODELC_ERR_MISALIGNED;\n", k, k, e->upper);
+		}
+	} else if (p->arena_bytes > 0) {
 		mc_sb_puts(e->sb, "\tif (arena == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
+	}
 	if (p->n_inputs > 0) {
 		mc_sb_puts(e->sb, "\tif (inputs == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
 		mc_sb_printf(e->sb, "\tfor (int i = 0; i < %s_NUM_INPUTS; i++)\n"
@@ -207,10 +259,13 @@ static void put_run(emitter *e)
 		                    "\t\tif (outputs[i] == NULL)\n"
 		                    "\t\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->upper);
 	}
-	mc_sb_printf(e->sb, "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
-	                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
+	if (!pools)
+		mc_sb_printf(e->sb, "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
+		                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
 	put_io_align_check(e);
 	bool calls = steps_call_kernels(p->steps, p->n_steps);
+	if (pools && !calls)
+		mc_sb_puts(e->sb, "\t(void)pool;\n");
 	if (!calls && p->n_inputs == 0)
 		mc_sb_puts(e->sb, "\t(void)inputs;\n");
 	if (!calls && p->n_outputs == 0)

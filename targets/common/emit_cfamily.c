@@ -1320,6 +1320,17 @@ void mc_ce_header(emitter *e)
 	mc_sb_puts(sb, "/* Scratch memory the caller passes to the run function. */\n");
 	mc_sb_printf(sb, "#define %s_ARENA_BYTES %zuu\n", e->upper, p->arena_bytes);
 	mc_sb_printf(sb, "#define %s_ARENA_ALIGN %zuu\n", e->upper, mc_ce_arena_align(p));
+	if (p->n_pools > 1) {
+		mc_sb_printf(sb, "/* The arena's pools (%s_run_pools): name, bytes, place in the one arena. */\n",
+		             e->name);
+		mc_sb_printf(sb, "#define %s_NUM_POOLS %d\n", e->upper, p->n_pools);
+		for (int k = 0; k < p->n_pools; k++) {
+			mc_sb_printf(sb, "#define %s_POOL_%d_NAME \"%s\"\n", e->upper, k, p->pool_names[k]);
+			mc_sb_printf(sb, "#define %s_POOL_%d_BYTES %zuu\n", e->upper, k, p->pool_bytes[k]);
+			mc_sb_printf(sb, "#define %s_POOL_%d_AT %zuu\n", e->upper, k, p->pool_at[k]);
+			mc_sb_printf(sb, "#define %s_POOL_%s %d\n", e->upper, p->pool_names[k], k);
+		}
+	}
 	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
 	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
 	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
@@ -1351,6 +1362,17 @@ void mc_ce_header(emitter *e)
 		" * their own arenas and outputs. */\n",
 		e->upper, e->upper, e->upper, e->upper, e->upper, e->upper);
 	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
+	if (p->n_pools > 1) {
+		mc_sb_printf(sb,
+			"/* The same with the arena as %s_NUM_POOLS pools, each in memory of the\n"
+			" * caller's choosing (--pool; the first ones hold the buffers the most\n"
+			" * kernels touch): pools[k] points to %s_POOL_<k>_BYTES bytes aligned to\n"
+			" * %s_ARENA_ALIGN (NULL where 0). %s_run takes them as one arena holding\n"
+			" * pool k at byte %s_POOL_<k>_AT. */\n",
+			e->upper, e->upper, e->upper, e->name, e->upper);
+		mc_sb_printf(sb, "int %s_run_pools(void *const pools[], const void *const inputs[], "
+		                 "void *const outputs[]);\n\n", e->name);
+	}
 	mc_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n");
 	mc_sb_printf(sb, "#endif /* %s_MODELC_H */\n", e->upper);
 }
@@ -1574,6 +1596,8 @@ int mc_ce_weights(emitter *e)
 		mc_sb_printf(sb, "\n/* %s", mc_dtype_name(t->dtype));
 		char shape[256];
 		mc_sb_printf(sb, " %s */\n", mc_shape_str(&t->shape, shape, sizeof shape));
+		if (p->weights_section[0])
+			mc_sb_printf(sb, "__attribute__((section(\"%s\"))) ", p->weights_section);
 		mc_sb_printf(sb, "const %s %s_w%d[%zu] MODELC_ALIGN(%zu) = {", st, e->name, i, t->numel, align);
 		int per_line = t->dtype == MC_FLOAT || t->dtype == MC_DOUBLE ? 6 : 12;
 		for (size_t j = 0; j < t->numel; j++) {

@@ -139,8 +139,8 @@ static bool may_overlap(const mc_kbuf *a, const mc_kbuf *b)
 {
 	if (a->loc.kind != b->loc.kind)
 		return false;
-	if (a->loc.kind != MC_LOC_ARENA)
-		return a->loc.index == b->loc.index;
+	if (a->loc.kind != MC_LOC_ARENA || a->loc.index != b->loc.index) /* arena: index is the pool */
+		return a->loc.index == b->loc.index && a->loc.kind != MC_LOC_ARENA;
 	size_t ea = a->loc.offset + a->count * mc_dtype_size(a->dtype);
 	size_t eb = b->loc.offset + b->count * mc_dtype_size(b->dtype);
 	return a->loc.offset < eb && b->loc.offset < ea;

@@ -993,6 +993,8 @@ static LLVMValueRef build_kernel(lemit *e, const mc_kernel *k, int **used_out, i
 	mc_sb_free(&name);
 	free(params);
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	if (e->p->code_section[0])
+		LLVMSetSection(fn, e->p->code_section);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
 	e->fn = fn;
 	e->buf_ptr = mc_xcalloc((size_t)k->n_bufs + 1, sizeof *e->buf_ptr);
@@ -1088,6 +1090,8 @@ static int build_weights(lemit *e)
 		/* a local symbol, not a private label: a firmware's map and nm show
 		 * where each weight array went (flash) */
 		LLVMSetLinkage(e->weights[i], LLVMInternalLinkage);
+		if (p->weights_section[0])
+			LLVMSetSection(e->weights[i], p->weights_section);
 		free(bytes);
 	}
 	return 0;
@@ -1144,12 +1148,15 @@ static LLVMValueRef io_ptr(lemit *e, LLVMValueRef table, int index)
 	return LLVMBuildLoad2(e->b, e->ptr, LLVMBuildInBoundsGEP2(e->b, e->ptr, table, &i, 1, ""), "");
 }
 
-static LLVMValueRef loc_ptr(lemit *e, const mc_loc *l, LLVMValueRef arena, LLVMValueRef in, LLVMValueRef out)
+/* base: the arena's pools' first bytes (one: the arena's) */
+static LLVMValueRef loc_ptr(lemit *e, const mc_loc *l, const LLVMValueRef *base, LLVMValueRef in,
+                            LLVMValueRef out)
 {
 	switch (l->kind) {
 	case MC_LOC_ARENA: {
 		LLVMValueRef off = LLVMConstInt(e->i64, l->offset, 0);
-		return LLVMBuildInBoundsGEP2(e->b, e->i8, arena, &off, 1, "");
+		int k = e->p->n_pools > 1 ? l->index : 0;
+		return LLVMBuildInBoundsGEP2(e->b, e->i8, base[k], &off, 1, "");
 	}
 	case MC_LOC_WEIGHT:
 		if (l->index < 0 || l->index >= e->p->n_weights)
@@ -1176,7 +1183,7 @@ static void ret_if(lemit *e, LLVMValueRef cond, LLVMValueRef status)
 	LLVMPositionBuilderAtEnd(e->b, ok);
 }
 
-static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf, LLVMValueRef arena,
+static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf, const LLVMValueRef *base,
                       LLVMValueRef in, LLVMValueRef out)
 {
 	for (int i = 0; i < n && !e->err; i++) {
@@ -1186,17 +1193,17 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 				fail(e, "If step: condition without a valid location", NULL);
 				return;
 			}
-			LLVMValueRef c = LLVMBuildLoad2(e->b, e->i8, loc_ptr(e, &s->cond, arena, in, out), "");
+			LLVMValueRef c = LLVMBuildLoad2(e->b, e->i8, loc_ptr(e, &s->cond, base, in, out), "");
 			c = LLVMBuildICmp(e->b, LLVMIntNE, c, LLVMConstInt(e->i8, 0, 0), "");
 			LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "then");
 			LLVMBasicBlockRef orelse = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "else");
 			LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "endif");
 			LLVMBuildCondBr(e->b, c, then, orelse);
 			LLVMPositionBuilderAtEnd(e->b, then);
-			run_steps(e, s->then_steps, s->n_then, kf, arena, in, out);
+			run_steps(e, s->then_steps, s->n_then, kf, base, in, out);
 			LLVMBuildBr(e->b, join);
 			LLVMPositionBuilderAtEnd(e->b, orelse);
-			run_steps(e, s->else_steps, s->n_else, kf, arena, in, out);
+			run_steps(e, s->else_steps, s->n_else, kf, base, in, out);
 			LLVMBuildBr(e->b, join);
 			LLVMPositionBuilderAtEnd(e->b, join);
 			continue;
@@ -1209,29 +1216,78 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 		const mc_kernel *kern = e->p->kernels[s->kernel];
 		LLVMValueRef *args = mc_xcalloc((size_t)k->n_used + 1, sizeof *args);
 		for (int j = 0; j < k->n_used; j++)
-			args[j] = loc_ptr(e, &kern->bufs[k->used[j]].loc, arena, in, out);
+			args[j] = loc_ptr(e, &kern->bufs[k->used[j]].loc, base, in, out);
 		LLVMValueRef st = LLVMBuildCall2(e->b, LLVMGlobalGetValueType(k->fn), k->fn, args, (unsigned)k->n_used, "");
 		free(args);
 		ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, st, LLVMConstInt(e->i32, 0, 0), ""), st);
 	}
 }
 
-/* int NAME_run(void *arena, const void *const inputs[], void *const outputs[]):
- * the C target's checks, then the steps */
-static void build_run(lemit *e, const kernel_fn *kf)
+static void ret_if_misaligned(lemit *e, LLVMValueRef ptr, size_t align)
 {
-	const mc_program *p = e->p;
+	LLVMTypeRef intptr = LLVMIntPtrTypeInContext(e->ctx, e->td);
+	LLVMValueRef addr = LLVMBuildPtrToInt(e->b, ptr, intptr, "");
+	LLVMValueRef mis = LLVMBuildAnd(e->b, addr, LLVMConstInt(intptr, align - 1, 0), "");
+	ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, mis, LLVMConstNull(intptr), ""),
+	       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
+}
+
+static LLVMValueRef run_function(lemit *e, const char *suffix)
+{
 	char name[300];
-	snprintf(name, sizeof name, "%s_run", e->ce.name);
+	snprintf(name, sizeof name, "%s_%s", e->ce.name, suffix);
 	LLVMTypeRef params[3] = { e->ptr, e->ptr, e->ptr };
 	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, 3, 0));
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
+	if (e->p->code_section[0])
+		LLVMSetSection(fn, e->p->code_section);
 	e->fn = fn;
 	LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
-	LLVMValueRef arena = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2);
+	return fn;
+}
+
+/* With pools, int NAME_run(void *arena, ...): each pool's place in the one
+ * arena, then NAME_run_pools. */
+static void build_run_one_arena(lemit *e, LLVMValueRef run_pools)
+{
+	const mc_program *p = e->p;
+	LLVMValueRef fn = run_function(e, "run");
+	LLVMValueRef arena = LLVMGetParam(fn, 0);
+	ret_if(e, LLVMBuildIsNull(e->b, arena, ""), LLVMConstInt(e->i32, MC_STATUS_NULL_ARGUMENT, 0));
+	ret_if_misaligned(e, arena, mc_ce_arena_align(p));
+	LLVMTypeRef table_t = LLVMArrayType(e->ptr, (unsigned)p->n_pools);
+	LLVMValueRef table = LLVMBuildAlloca(e->b, table_t, "pools");
+	for (int k = 0; k < p->n_pools; k++) {
+		LLVMValueRef off = LLVMConstInt(e->i64, p->pool_at[k], 0);
+		LLVMValueRef idx[2] = { LLVMConstInt(e->i32, 0, 0), LLVMConstInt(e->i32, (unsigned)k, 0) };
+		LLVMBuildStore(e->b, LLVMBuildInBoundsGEP2(e->b, e->i8, arena, &off, 1, ""),
+		               LLVMBuildInBoundsGEP2(e->b, table_t, table, idx, 2, ""));
+	}
+	LLVMValueRef args[3] = { table, LLVMGetParam(fn, 1), LLVMGetParam(fn, 2) };
+	LLVMBuildRet(e->b, LLVMBuildCall2(e->b, LLVMGlobalGetValueType(run_pools), run_pools, args, 3, ""));
+}
+
+/* int NAME_run(void *arena, const void *const inputs[], void *const outputs[])
+ * (with pools: NAME_run_pools(void *const pools[], ...)): the C target's
+ * checks, then the steps */
+static void build_run(lemit *e, const kernel_fn *kf)
+{
+	const mc_program *p = e->p;
+	bool pools = p->n_pools > 1;
+	LLVMValueRef fn = run_function(e, pools ? "run_pools" : "run");
+	LLVMValueRef first = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2);
 	LLVMValueRef null_arg = LLVMConstInt(e->i32, MC_STATUS_NULL_ARGUMENT, 0);
-	if (p->arena_bytes > 0)
-		ret_if(e, LLVMBuildIsNull(e->b, arena, ""), null_arg);
+	LLVMValueRef base[MC_MAX_POOLS] = { first };
+	if (pools) {
+		ret_if(e, LLVMBuildIsNull(e->b, first, ""), null_arg);
+		for (int k = 0; k < p->n_pools; k++) {
+			base[k] = io_ptr(e, first, k);
+			if (p->pool_bytes[k] > 0)
+				ret_if(e, LLVMBuildIsNull(e->b, base[k], ""), null_arg);
+		}
+	} else if (p->arena_bytes > 0) {
+		ret_if(e, LLVMBuildIsNull(e->b, first, ""), null_arg);
+	}
 	struct { LLVMValueRef table; int n; } io[2] = { { in, p->n_inputs }, { out, p->n_outputs } };
 	for (int t = 0; t < 2; t++) {
 		if (io[t].n == 0)
@@ -1240,24 +1296,20 @@ static void build_run(lemit *e, const kernel_fn *kf)
 		for (int i = 0; i < io[t].n; i++)
 			ret_if(e, LLVMBuildIsNull(e->b, io_ptr(e, io[t].table, i), ""), null_arg);
 	}
-	LLVMTypeRef intptr = LLVMIntPtrTypeInContext(e->ctx, e->td);
-	LLVMValueRef addr = LLVMBuildPtrToInt(e->b, arena, intptr, "");
-	LLVMValueRef mis = LLVMBuildAnd(e->b, addr, LLVMConstInt(intptr, mc_ce_arena_align(p) - 1, 0), "");
-	ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, mis, LLVMConstNull(intptr), ""),
-	       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
+	for (int k = 0; k < (pools ? p->n_pools : 1); k++)
+		if (!pools || p->pool_bytes[k] > 0)
+			ret_if_misaligned(e, base[k], mc_ce_arena_align(p));
 	const mc_io_desc *descs[2] = { p->inputs, p->outputs };
 	for (int t = 0; t < 2; t++)
 		for (int i = 0; i < io[t].n; i++) {
 			size_t a = mc_ce_io_align(&descs[t][i]);
-			if (a == 1)
-				continue;
-			LLVMValueRef at = LLVMBuildPtrToInt(e->b, io_ptr(e, io[t].table, i), intptr, "");
-			LLVMValueRef off = LLVMBuildAnd(e->b, at, LLVMConstInt(intptr, a - 1, 0), "");
-			ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, off, LLVMConstNull(intptr), ""),
-			       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
+			if (a > 1)
+				ret_if_misaligned(e, io_ptr(e, io[t].table, i), a);
 		}
-	run_steps(e, p->steps, p->n_steps, kf, arena, in, out);
+	run_steps(e, p->steps, p->n_steps, kf, base, in, out);
 	LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+	if (pools)
+		build_run_one_arena(e, fn);
 }
 
 /* ---- the target machine ---- */

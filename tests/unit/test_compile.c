@@ -463,3 +463,103 @@ Test(compile, memory_reads_through_nearest_resizes)
 	rm_tree(tmp);
 	free(tmp);
 }
+
+/* x [1, 6, 10, 10] -> Relu(Conv3x3 6 -> 12) -> Conv1x1 12 -> 12 + that ->
+ * Conv1x1 12 -> 4: buffers of 4.8 KB and scratch, more than the fast pool
+ * holds. */
+static mb *fill_model_for_pools(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,6,10,10");
+	float w1[12 * 6 * 9], w2[12 * 12], w3[4 * 12];
+	for (int i = 0; i < 12 * 6 * 9; i++)
+		w1[i] = (float)((i * 29) % 17 - 8) / 32.0f;
+	for (int i = 0; i < 12 * 12; i++)
+		w2[i] = (float)((i * 13) % 11 - 5) / 16.0f;
+	for (int i = 0; i < 4 * 12; i++)
+		w3[i] = (float)((i * 7) % 9 - 4) / 8.0f;
+	mb_init_floats(b, g, "w1", "12,6,3,3", w1, 12 * 6 * 9);
+	mb_init_floats(b, g, "w2", "12,12,1,1", w2, 12 * 12);
+	mb_init_floats(b, g, "w3", "4,12,1,1", w3, 4 * 12);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "c1", "x,w1", "c1");
+	mb_attr_ints(b, n, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "r1", "c1", "y1");
+	mb_node(b, g, "Conv", "c2", "y1,w2", "c2");
+	mb_node(b, g, "Add", "a2", "c2,y1", "y2");
+	mb_node(b, g, "Conv", "c3", "y2,w3", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+/* ---- --pool: the arena in several memories ---- */
+
+/* Runs the model in dir through NAME_run (one arena) and NAME_run_pools
+ * (each pool its own static array, the fast one first, all at odd places
+ * relative to each other) on the same input; outputs must be the same
+ * bits, and a NULL or misaligned pool a status. */
+static const char pools_main[] =
+	"#include <stdio.h>\n#include <string.h>\n#include \"pm.h\"\n"
+	"static _Alignas(64) unsigned char arena[PM_ARENA_BYTES];\n"
+	"static _Alignas(64) unsigned char p0[PM_POOL_0_BYTES + 64];\n"
+	"static _Alignas(64) unsigned char p1[PM_POOL_1_BYTES + 64];\n"
+	"static float x[PM_INPUT_0_NUMEL], y1[PM_OUTPUT_0_NUMEL], y2[PM_OUTPUT_0_NUMEL];\n"
+	"int main(void) {\n"
+	"	if (PM_NUM_POOLS != 2 || PM_POOL_fast != 0 || strcmp(PM_POOL_1_NAME, \"slow\")) return 1;\n"
+	"	if (PM_POOL_0_BYTES > 4096 || PM_POOL_0_BYTES == 0) { printf(\"fast %u\\n\", PM_POOL_0_BYTES); return 1; }\n"
+	"	for (unsigned i = 0; i < PM_INPUT_0_NUMEL; i++) x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;\n"
+	"	const void *in[1] = { x };\n"
+	"	void *o1[1] = { y1 }, *o2[1] = { y2 };\n"
+	"	if (pm_run(arena, in, o1) != MODELC_OK) return 2;\n"
+	"	void *pools[2] = { p0, p1 + 64 }; /* two places apart */\n"
+	"	if (pm_run_pools(pools, in, o2) != MODELC_OK) return 3;\n"
+	"	if (memcmp(y1, y2, sizeof y1)) { printf(\"pools differ\\n\"); return 4; }\n"
+	"	pools[1] = NULL;\n"
+	"	if (pm_run_pools(pools, in, o2) != MODELC_ERR_NULL_ARGUMENT) return 5;\n"
+	"	pools[1] = p1 + 4;\n"
+	"	if (pm_run_pools(pools, in, o2) != MODELC_ERR_MISALIGNED) return 6;\n"
+	"	return 0;\n}\n";
+
+static void pools_run(const char *target)
+{
+	char *tmp = make_temp_dir();
+	mb *b = fill_model_for_pools();
+	char path[4096], dir[4200];
+	snprintf(path, sizeof path, "%s/m.onnx", tmp);
+	cr_assert_eq(mb_write(b, path), 0);
+	mb_free(b);
+	snprintf(dir, sizeof dir, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "pm";
+	o.target = target;
+	o.no_stack_usage = true;
+	o.pools[0] = "fast:4K";
+	o.pools[1] = "slow";
+	o.n_pools = 2;
+	o.weights_section = ".rodata.pm_weights";
+	o.code_section = ".text.pm_code";
+	cr_assert_eq(mc_compile(path, dir, &o), 0);
+	char p2[4300], cmd[9000];
+	snprintf(p2, sizeof p2, "%s/main.c", dir);
+	cr_assert_eq(write_file(p2, pools_main, strlen(pools_main)), 0);
+	const char *san = "-O1 -fsanitize=undefined,address -fno-sanitize-recover=all";
+	if (target)
+		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 %s main.c libpm.a -o t -lm && ./t && "
+		         "objdump -h libpm.a | grep -q '.rodata.pm_weights' && objdump -h libpm.a | grep -q '.text.pm_code'",
+		         dir, san);
+	else
+		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Wextra -Werror %s pm.c pm_weights.c main.c "
+		         "-o t -lm && ./t && cc -c pm.c pm_weights.c && objdump -h pm_weights.o | grep -q "
+		         "'.rodata.pm_weights' && objdump -h pm.o | grep -q '.text.pm_code'", dir, san);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	rm_tree(tmp);
+	free(tmp);
+}
+
+Test(compile, pools_run_apart_and_match_one_arena)
+{
+	pools_run(NULL);
+	if (mc_llvm_available())
+		pools_run("llvm");
+}

@@ -7,6 +7,7 @@
 #include "digits.h"
 #include "embedding.h"
 #include "hey_jarvis.h"
+#include "embpools.h"
 
 #define DIGITS_IMAGES 8
 extern const float digits_images[DIGITS_IMAGES * DIGITS_INPUT_0_NUMEL];

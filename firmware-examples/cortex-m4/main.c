@@ -4,6 +4,9 @@
  * its hey_jarvis classifier on stored features) and prints every output
  * as float32 bits, with a checksum per model.
  *
+ * Then the embedding again, compiled with its arena as two pools
+ * (embpools_run_pools), each in its own memory: the same bits.
+ *
  * Built twice from the same sources: for the MPS2 AN386 board (Cortex-M4F,
  * arm-none-eabi-gcc, output over semihosting; run in qemu-system-arm) and
  * for the host (cc): `make check` compares the two.
@@ -21,6 +24,13 @@
 typedef char arena_alignment_is_enough[DIGITS_ARENA_ALIGN <= 64 && EMBEDDING_ARENA_ALIGN <= 64 &&
                                        HEY_JARVIS_ARENA_ALIGN <= 64 ? 1 : -1];
 static unsigned char arena[ARENA_BYTES] __attribute__((aligned(64)));
+
+/* embpools, the embedding with its arena as two pools: the fast one (the
+ * buffers the most kernels touch, at most 64 KiB) with the rest of RAM,
+ * the other in .bss.psram, which link.ld puts in the board's PSRAM. */
+static unsigned char pool_fast[EMBPOOLS_POOL_0_BYTES] __attribute__((aligned(64)));
+static unsigned char pool_slow[EMBPOOLS_POOL_1_BYTES] __attribute__((aligned(64), section(".bss.psram")));
+static float embpools_out[EMBPOOLS_OUTPUT_0_NUMEL];
 
 static float digits_logits[DIGITS_OUTPUT_0_NUMEL];
 static float embedding_out[EMBEDDING_OUTPUT_0_NUMEL];
@@ -99,6 +109,24 @@ int main(void)
 	if (status == 0 && (status = run_one("hey_jarvis", 0, hey_jarvis_run, hey_jarvis_input, hey_jarvis_out,
 	                                     HEY_JARVIS_OUTPUT_0_NUMEL, &h)) == 0)
 		printf("checksum hey_jarvis %08lx\n", (unsigned long)h);
+	if (status == 0) {
+		const void *in[1] = { embedding_input };
+		void *out[1] = { embpools_out };
+		void *pools[EMBPOOLS_NUM_POOLS] = { pool_fast, pool_slow };
+		h = FNV_START;
+		if ((status = embpools_run_pools(pools, in, out)) == 0) {
+			h = print_output("embpools", 0, embpools_out, EMBPOOLS_OUTPUT_0_NUMEL, h);
+			printf("checksum embpools %08lx\n", (unsigned long)h);
+			if (memcmp(embpools_out, embedding_out, sizeof embpools_out)) {
+				printf("embpools: output differs from the one-arena build\n");
+				status = -1;
+			} else {
+				printf("embpools: pools %s (%u bytes) and %s (%u bytes): same bits as embedding\n",
+				       EMBPOOLS_POOL_0_NAME, (unsigned)EMBPOOLS_POOL_0_BYTES, EMBPOOLS_POOL_1_NAME,
+				       (unsigned)EMBPOOLS_POOL_1_BYTES);
+			}
+		}
+	}
 	printf(status == 0 ? "done\n" : "FAILED: status %d\n", status);
 	return status == 0 ? 0 : 1;
 }

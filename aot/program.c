@@ -227,12 +227,20 @@ static int inplace_candidate(const build *b, const mc_group *gr, int step, int o
 	size_t obytes = store_bytes(b, out);
 	const mc_kernel *k = b->p->kernels[step];
 	const mc_node *an = &g->nodes[gr->anchor];
+	int over_input0 = -1;
+	size_t input0_bytes = 0;
 	if (k->inplace_input0 && an->n_inputs > 0 && an->inputs[0] >= 0) {
 		int r = m->root[an->inputs[0]];
 		if (in_arena(g, m, r) && m->req[r] >= 0 && b->last[r] == step && m->off[an->inputs[0]] == 0 &&
-		    (k->inplace_grows || store_bytes(b, r) >= obytes))
-			return m->req[r];
+		    (k->inplace_grows || store_bytes(b, r) >= obytes)) {
+			over_input0 = m->req[r];
+			input0_bytes = store_bytes(b, r);
+		}
 	}
+	/* an operand as large as the output saves more than a smaller input 0
+	 * the output grows over */
+	if (over_input0 >= 0 && input0_bytes >= obytes)
+		return over_input0;
 	for (int e = -1; e < gr->n_epi; e++) {
 		const mc_node *nd = &g->nodes[e < 0 ? gr->anchor : gr->epi[e]];
 		if (e < 0 && !pointwise)
@@ -250,7 +258,7 @@ static int inplace_candidate(const build *b, const mc_group *gr, int step, int o
 			return m->req[r];
 		}
 	}
-	return -1;
+	return over_input0;
 }
 
 /* Value v is stored by group gr's kernel: the last member's output, or one

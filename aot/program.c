@@ -464,6 +464,20 @@ static bool input0_dies_in(const build *b, const int *group_of, int gi)
 	int r = b->m.root[a->inputs[0]];
 	if (!in_arena(g, &b->m, r))
 		return false;
+	/* within the group, only input 0 itself, or an epilogue operand read
+	 * at the element being written, may read that storage */
+	const mc_group *gr = &b->groups[gi];
+	for (int k = 1; k < a->n_inputs; k++)
+		if (a->inputs[k] >= 0 && b->m.root[a->inputs[k]] == r)
+			return false;
+	int out = g->nodes[gr->n_epi ? gr->epi[gr->n_epi - 1] : gr->anchor].outputs[0];
+	for (int e = 0; e < gr->n_epi; e++) {
+		const mc_node *en = &g->nodes[gr->epi[e]];
+		for (int k = 0; k < en->n_inputs; k++)
+			if (k != gr->epi_chain_in[e] && en->inputs[k] >= 0 && b->m.root[en->inputs[k]] == r &&
+			    (out < 0 || !mc_shape_eq(&g->values[en->inputs[k]].shape, &g->values[out].shape)))
+				return false;
+	}
 	for (int u = 0; u < g->n_values; u++) {
 		if (b->m.root[u] != r)
 			continue;

@@ -372,6 +372,31 @@ static const char io_align_main[] =
 	"	}\n"
 	"	return 0;\n}\n";
 
+/* Compiles model into dir with o (its target: C sources, or llvm's
+ * libNAME.a), writes main_src as dir/main.c, builds it with the model under
+ * the sanitizers and runs it, then the shell command `then` (may be "");
+ * the exit status of all that. */
+static int run_driver(const char *model, const char *dir, const mc_compile_opts *o, const char *main_src,
+                      const char *then)
+{
+	cr_assert_eq(mc_compile(model, dir, o), 0);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/main.c", dir);
+	cr_assert_eq(write_file(path, main_src, strlen(main_src)), 0);
+	char cmd[9000];
+	const char *san = "-O1 -fsanitize=undefined,address -fno-sanitize-recover=all";
+	if (o->target)
+		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 %s main.c lib%s.a -o t -lm && ./t %s", dir, san,
+		         o->name, then);
+	else
+		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Wextra -Werror %s %s.c %s_weights.c "
+		         "main.c -o t -lm && ./t %s", dir, san, o->name, o->name, then);
+	int rc = system(cmd);
+	if (rc)
+		fprintf(stderr, "failed: %s\n", cmd);
+	return rc;
+}
+
 static void io_align_run(const char *target)
 {
 	char *tmp = make_temp_dir();
@@ -383,18 +408,7 @@ static void io_align_run(const char *target)
 	o.name = "io";
 	o.no_stack_usage = true;
 	o.target = target;
-	cr_assert_eq(mc_compile(model, dir, &o), 0);
-	char path[4200];
-	snprintf(path, sizeof path, "%s/main.c", dir);
-	cr_assert_eq(write_file(path, io_align_main, strlen(io_align_main)), 0);
-	char cmd[9000];
-	const char *san = "-O1 -fsanitize=undefined,address -fno-sanitize-recover=all";
-	if (target)
-		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 %s main.c libio.a -o t -lm && ./t", dir, san);
-	else
-		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Wextra -Werror %s io.c io_weights.c "
-		         "main.c -o t -lm && ./t", dir, san);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	cr_assert_eq(run_driver(model, dir, &o, io_align_main, ""), 0);
 	rm_tree(tmp);
 	free(model);
 	free(tmp);
@@ -539,20 +553,12 @@ static void pools_run(const char *target)
 	o.n_pools = 2;
 	o.weights_section = ".rodata.pm_weights";
 	o.code_section = ".text.pm_code";
-	cr_assert_eq(mc_compile(path, dir, &o), 0);
-	char p2[4300], cmd[9000];
-	snprintf(p2, sizeof p2, "%s/main.c", dir);
-	cr_assert_eq(write_file(p2, pools_main, strlen(pools_main)), 0);
-	const char *san = "-O1 -fsanitize=undefined,address -fno-sanitize-recover=all";
-	if (target)
-		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 %s main.c libpm.a -o t -lm && ./t && "
-		         "objdump -h libpm.a | grep -q '.rodata.pm_weights' && objdump -h libpm.a | grep -q '.text.pm_code'",
-		         dir, san);
-	else
-		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Wextra -Werror %s pm.c pm_weights.c main.c "
-		         "-o t -lm && ./t && cc -c pm.c pm_weights.c && objdump -h pm_weights.o | grep -q "
-		         "'.rodata.pm_weights' && objdump -h pm.o | grep -q '.text.pm_code'", dir, san);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	/* and the named sections in the objects */
+	const char *then = target ? "&& objdump -h libpm.a | grep -q '.rodata.pm_weights' && "
+	                            "objdump -h libpm.a | grep -q '.text.pm_code'"
+	                          : "&& cc -c pm.c pm_weights.c && objdump -h pm_weights.o | grep -q "
+	                            "'.rodata.pm_weights' && objdump -h pm.o | grep -q '.text.pm_code'";
+	cr_assert_eq(run_driver(path, dir, &o, pools_main, then), 0);
 	rm_tree(tmp);
 	free(tmp);
 }
@@ -562,4 +568,27 @@ Test(compile, pools_run_apart_and_match_one_arena)
 	pools_run(NULL);
 	if (mc_llvm_available())
 		pools_run("llvm");
+}
+
+/* Concat(y, y, Reshape(y)) with y dying there: input 0's storage is read
+ * again by the later inputs, so the Concat must not write over it. */
+Test(compile, memory_concat_keeps_an_input_read_twice)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,3,4,5");
+	mb_node(b, g, "Relu", "relu", "x", "y");
+	mb_init_ints(b, g, "shape", MC_INT64, "4", (const int64_t[]){ 1, 3, 4, 5 }, 4);
+	mb_node(b, g, "Reshape", "same", "y,shape", "y2");
+	Onnx__NodeProto *n = mb_node(b, g, "Concat", "cat", "y,y,y2", "c");
+	mb_attr_int(b, n, "axis", 1);
+	mb_node(b, g, "Neg", "neg", "c", "nc");
+	n = mb_node(b, g, "ReduceSum", "sum", "nc", "z");
+	mb_attr_int(b, n, "keepdims", 1);
+	mb_output(b, g, "z");
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.optimize = "memory";
+	cr_assert_eq(verify_model_with(b, &o), 0);
 }

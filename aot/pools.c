@@ -1,8 +1,9 @@
 /* The arena split into pools (mc_plan_pools): each buffer goes to one pool,
  * the pools first in the order given (the fast memories) taking the
- * buffers touched most per byte, as many as fit their capacity; each pool
- * is then planned on its own (aot/plan.c). A buffer and its in-place
- * source stay together: they share bytes. */
+ * buffers of highest priority (the caller's: the number of kernels that
+ * touch each), as many as fit their capacity; each pool is then planned on
+ * its own (aot/plan.c). A buffer and its in-place source stay together:
+ * they share bytes. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -237,8 +237,8 @@ static int inplace_candidate(const build *b, const mc_group *gr, int step, int o
 			input0_bytes = store_bytes(b, r);
 		}
 	}
-	/* an operand as large as the output saves more than a smaller input 0
-	 * the output grows over */
+	/* input 0 where it is as large as the output; one the output would
+	 * grow over only where no operand as large dies here (which saves more) */
 	if (over_input0 >= 0 && input0_bytes >= obytes)
 		return over_input0;
 	for (int e = -1; e < gr->n_epi; e++) {

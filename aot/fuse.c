@@ -189,16 +189,24 @@ static bool reads_through_gather(const mc_graph *g, const mc_group *gr, int node
 	return (mc_op_has(a->id, MC_OF_PW) && l && !l->lower) || a->id == MC_OP_Concat;
 }
 
-void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups)
+int *mc_group_of_nodes(const mc_graph *g, const mc_group *groups, int n_groups)
 {
 	int *group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
 	for (int n = 0; n < g->n_nodes; n++)
 		group_of[n] = -1;
-	for (int i = 0; i < *n_groups; i++) {
+	for (int i = 0; i < n_groups; i++) {
 		group_of[groups[i].anchor] = i;
 		for (int e = 0; e < groups[i].n_epi; e++)
 			group_of[groups[i].epi[e]] = i;
+		for (int j = 0; j < groups[i].n_gather; j++)
+			group_of[groups[i].gather[j]] = i;
 	}
+	return group_of;
+}
+
+void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups)
+{
+	int *group_of = mc_group_of_nodes(g, groups, *n_groups);
 	bool *gone = mc_xcalloc((size_t)*n_groups + 1, sizeof(bool));
 	for (int i = 0; i < *n_groups; i++) {
 		const mc_group *gr = &groups[i];

@@ -208,17 +208,12 @@ static void ring_copy_out(mc_lower_ctx *c, const row_ring *r, mc_kexpr *g)
 	mc_kexpr *from = mc_kb_let(kb, mc_k_muli(kb, mc_k_bin(kb, MC_KB_REM, g, idx(kb, r->rows)),
 	                                         r->row_elems));
 	int lanes = mc_isa_lanes_upto(kb->isa, r->row_elems);
-	int64_t done = 0;
-	if (lanes > 1) {
-		done = r->row_elems / lanes * lanes;
-		mc_kexpr *v = mc_kb_let(kb, mc_k_muli(kb, mc_kb_fori(kb, done / lanes, 0), lanes));
-		mc_kb_store(kb, c->out_buf[0], mc_k_add(kb, to, v),
-		            mc_k_vload(kb, r->buf, mc_k_add(kb, from, v), lanes));
-		mc_kb_end(kb);
-	}
-	if (done < r->row_elems) {
-		mc_kexpr *i = mc_kb_for(kb, idx(kb, done), idx(kb, r->row_elems), 0);
-		mc_kb_store(kb, c->out_buf[0], mc_k_add(kb, to, i), mc_k_load(kb, r->buf, mc_k_add(kb, from, i)));
+	for (int part = 0; part < mc_lower_vec_parts(r->row_elems, lanes); part++) {
+		mc_kexpr *i = mc_lower_vec_part_open(kb, part, r->row_elems, lanes, 0);
+		mc_kexpr *from_i = mc_k_add(kb, from, i);
+		mc_kexpr *v = part == 0 && lanes > 1 ? mc_k_vload(kb, r->buf, from_i, lanes)
+		                                     : mc_k_load(kb, r->buf, from_i);
+		mc_kb_store(kb, c->out_buf[0], mc_k_add(kb, to, i), v);
 		mc_kb_end(kb);
 	}
 }

@@ -286,12 +286,7 @@ static bool stored_by(const mc_graph *g, const mc_group *gr, int v)
  * storage. */
 static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, value_maps *m)
 {
-	int *group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
-	for (int i = 0; i < n_groups; i++) {
-		group_of[groups[i].anchor] = i;
-		for (int e = 0; e < groups[i].n_epi; e++)
-			group_of[groups[i].epi[e]] = i;
-	}
+	int *group_of = mc_group_of_nodes(g, groups, n_groups);
 	for (int i = n_groups - 1; i >= 0; i--) {
 		mc_group *gr = &groups[i];
 		const mc_node *nd = &g->nodes[gr->anchor];
@@ -311,7 +306,8 @@ static void concats_in_place(const mc_graph *g, mc_group *groups, int n_groups, 
 			const mc_value *val = v >= 0 ? &g->values[v] : NULL;
 			ok = val && val->kind == MC_VAL_NODE && !ge_is_graph_output(g, v) && m->root[v] == v &&
 			     mc_numel(&val->shape) > 0 && at % ARENA_ALIGN == 0 && val->producer >= 0 &&
-			     !g->nodes[val->producer].guard && stored_by(g, &groups[group_of[val->producer]], v);
+			     !g->nodes[val->producer].guard && group_of[val->producer] >= 0 &&
+			     stored_by(g, &groups[group_of[val->producer]], v);
 			for (int j = 0; j < k && ok; j++)
 				ok = nd->inputs[j] != v;
 			at += val ? mc_numel(&val->shape) * elem : 0;
@@ -499,20 +495,7 @@ static int stage_lower(build *b)
 	mc_graph *g = b->g;
 	mc_program *p = b->p;
 	bool for_memory = b->o->optimize && !strcmp(b->o->optimize, "memory");
-	int *group_of = NULL;
-	if (for_memory) {
-		group_of = mc_xcalloc((size_t)g->n_nodes + 1, sizeof(int));
-		for (int n = 0; n < g->n_nodes; n++)
-			group_of[n] = -1;
-		for (int i = 0; i < b->n_groups; i++) {
-			group_of[b->groups[i].anchor] = i;
-			for (int e = 0; e < b->groups[i].n_epi; e++)
-				group_of[b->groups[i].epi[e]] = i;
-			/* a gather reads its input where the groups reading through it run */
-			for (int j = 0; j < b->groups[i].n_gather; j++)
-				group_of[b->groups[i].gather[j]] = i;
-		}
-	}
+	int *group_of = for_memory ? mc_group_of_nodes(g, b->groups, b->n_groups) : NULL;
 	for (int i = 0; i < b->n_groups; i++) {
 		const mc_group *gr = &b->groups[i];
 		b->group_kernel[i] = -1;

@@ -136,6 +136,10 @@ int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
  * (mc_group.gather), so its output, often the largest buffer of an FPN
  * or U-Net, is never stored. Removes the gathers' own groups. */
 void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups);
+/* The group of each node (malloc'd, g->n_nodes entries): the group it is
+ * the anchor or an epilogue of; a gather's, the last group reading through
+ * it (where its input is read); -1 for none. */
+int *mc_group_of_nodes(const mc_graph *g, const mc_group *groups, int n_groups);
 /* The stages, in order: schedule, lower, storage (the dtype each buffer
  * is stored in, the target's storage types: --dtype fp16 stores float32
  * activations and weights as float16 on the cuda target, computing in

@@ -180,3 +180,27 @@ int run_compiled(const char *dir, mc_tensor **in, int n_in, int n_out, bool boar
 	free(log);
 	return rc;
 }
+
+char *save_model(mb *b, const char *dir, const char *file)
+{
+	size_t n = strlen(dir) + strlen(file) + 2;
+	char *path = malloc(n);
+	cr_assert_not_null(path);
+	snprintf(path, n, "%s/%s", dir, file);
+	cr_assert_eq(mb_write(b, path), 0, "cannot write %s", path);
+	mb_free(b);
+	return path;
+}
+
+size_t json_number(const char *dir, const char *file, const char *key)
+{
+	char *json = read_file_in(dir, file, NULL);
+	cr_assert_not_null(json, "cannot read %s/%s", dir, file);
+	char pat[128];
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	const char *at = strstr(json, pat);
+	cr_assert_not_null(at, "%s has no %s:\n%s", file, key, json);
+	size_t v = (size_t)strtoull(at + strlen(pat), NULL, 10);
+	free(json);
+	return v;
+}

@@ -32,6 +32,10 @@ bool have_board(void);
  * machine. Each output's bytes go into outs[k] (allocated by the caller,
  * the output's size). 0, or -1 after a failed expectation. */
 int run_compiled(const char *dir, mc_tensor **in, int n_in, int n_out, bool board, mc_tensor **outs);
+/* b's model written as dir/file; frees b; the path (malloc'd). */
+char *save_model(mb *b, const char *dir, const char *file);
+/* The number after "key": in dir/file (NAME.json), e.g. arena_bytes. */
+size_t json_number(const char *dir, const char *file, const char *key);
 /* mc_kernel_dump as a malloc'd string. */
 char *kernel_text(const mc_kernel *k);
 

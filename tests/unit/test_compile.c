@@ -61,11 +61,7 @@ static char *if_model(const char *dir)
 	mb_init_floats(b, g, "minus", "", &one, 1);
 	mb_node(b, g, "Sub", "sub", "r,minus", "y");
 	mb_output(b, g, "y");
-	char *path = malloc(4096);
-	snprintf(path, 4096, "%s/if.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return save_model(b, dir, "if.onnx");
 }
 
 Test(compile, runtime_if_runs_the_branch_its_condition_picks)
@@ -107,11 +103,7 @@ static char *chain_model(const char *dir, const char *file)
 	mb_node(b, g, "Relu", "relu", "t", "r");
 	mb_node(b, g, "Mul", "mul", "r,s", "y");
 	mb_output(b, g, "y");
-	char *path = malloc(4096);
-	snprintf(path, 4096, "%s/%s", dir, file);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return save_model(b, dir, file);
 }
 
 Test(compile, pointwise_chain_is_one_kernel_and_bind_folds_an_input)
@@ -254,24 +246,7 @@ static char *fill_model(const char *dir)
 	mb_node(b, g, "Expand", "expand", "k,full_shape", "ks");
 	mb_node(b, g, "Mul", "mul", "zp,ks", "y2");
 	mb_output(b, g, "y2");
-	char *path = malloc(4096);
-	snprintf(path, 4096, "%s/fill.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
-}
-
-static size_t json_number(const char *dir, const char *file, const char *key)
-{
-	char *json = read_file_in(dir, file, NULL);
-	cr_assert_not_null(json);
-	char pat[128];
-	snprintf(pat, sizeof pat, "\"%s\": ", key);
-	const char *at = strstr(json, pat);
-	cr_assert_not_null(at, "%s has no %s:\n%s", file, key, json);
-	size_t v = (size_t)strtoull(at + strlen(pat), NULL, 10);
-	free(json);
-	return v;
+	return save_model(b, dir, "fill.onnx");
 }
 
 Test(compile, constant_fills_are_not_stored_and_equal_weights_are_stored_once)
@@ -329,11 +304,7 @@ static char *io_model(const char *dir)
 	mb_node(b, g, "Add", "add", "q,q", "z");
 	mb_output(b, g, "y");
 	mb_output(b, g, "z");
-	char *path = malloc(4096);
-	snprintf(path, 4096, "%s/io.onnx", dir);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
-	return path;
+	return save_model(b, dir, "io.onnx");
 }
 
 /* Every input and output pointer at offsets 0..3 from an aligned address:
@@ -458,11 +429,7 @@ Test(compile, memory_reads_through_nearest_resizes)
 	o.optimize = "memory";
 	cr_assert_eq(verify_model_with(gather_model(), &o), 0);
 	/* neither resized tensor is stored: the arena holds nothing */
-	mb *b = gather_model();
-	char *tmp = make_temp_dir(), path[4096], out[4200];
-	snprintf(path, sizeof path, "%s/g.onnx", tmp);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
+	char *tmp = make_temp_dir(), *path = save_model(gather_model(), tmp, "g.onnx"), out[4200];
 	for (int k = 0; k < 2; k++) {
 		snprintf(out, sizeof out, "%s/%s", tmp, k ? "memory" : "speed");
 		o.optimize = k ? "memory" : "speed";
@@ -475,6 +442,7 @@ Test(compile, memory_reads_through_nearest_resizes)
 			cr_assert_gt(arena, 0);
 	}
 	rm_tree(tmp);
+	free(path);
 	free(tmp);
 }
 
@@ -536,12 +504,7 @@ static const char pools_main[] =
 
 static void pools_run(const char *target)
 {
-	char *tmp = make_temp_dir();
-	mb *b = fill_model_for_pools();
-	char path[4096], dir[4200];
-	snprintf(path, sizeof path, "%s/m.onnx", tmp);
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
+	char *tmp = make_temp_dir(), *path = save_model(fill_model_for_pools(), tmp, "m.onnx"), dir[4200];
 	snprintf(dir, sizeof dir, "%s/out", tmp);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
@@ -560,6 +523,7 @@ static void pools_run(const char *target)
 	                            "'.rodata.pm_weights' && objdump -h pm.o | grep -q '.text.pm_code'";
 	cr_assert_eq(run_driver(path, dir, &o, pools_main, then), 0);
 	rm_tree(tmp);
+	free(path);
 	free(tmp);
 }
 

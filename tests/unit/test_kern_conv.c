@@ -385,11 +385,8 @@ static mb *ring_model(void)
  * NAME.json's arena. */
 static size_t ring_arena(const char *dir, const char *opt)
 {
-	char path[4096], out[4096];
-	snprintf(path, sizeof path, "%s/ring.onnx", dir);
-	mb *b = ring_model();
-	cr_assert_eq(mb_write(b, path), 0);
-	mb_free(b);
+	char out[4096];
+	char *path = save_model(ring_model(), dir, "ring.onnx");
 	snprintf(out, sizeof out, "%s/%s", dir, opt);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
@@ -397,13 +394,8 @@ static size_t ring_arena(const char *dir, const char *opt)
 	o.optimize = opt;
 	o.no_stack_usage = true;
 	cr_assert_eq(mc_compile(path, out, &o), 0);
-	char *json = read_file_in(out, "ring.json", NULL);
-	cr_assert_not_null(json);
-	const char *at = strstr(json, "\"arena_bytes\": ");
-	cr_assert_not_null(at);
-	size_t arena = (size_t)strtoull(at + strlen("\"arena_bytes\": "), NULL, 10);
-	free(json);
-	return arena;
+	free(path);
+	return json_number(out, "ring.json", "arena_bytes");
 }
 
 Test(kern_conv, memory_rings_write_over_the_input_and_stay_exact)

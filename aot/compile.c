@@ -117,7 +117,8 @@ static void json_string(mc_strbuf *b, const char *s)
 	mc_sb_puts(b, "\"");
 }
 
-static void json_io(mc_strbuf *b, const mc_io_desc *d, int n)
+/* at: --io-in-arena's places (pool, offset), or NULL */
+static void json_io(mc_strbuf *b, const mc_io_desc *d, const mc_loc *at, int n)
 {
 	mc_sb_puts(b, "[");
 	for (int i = 0; i < n; i++) {
@@ -130,6 +131,8 @@ static void json_io(mc_strbuf *b, const mc_io_desc *d, int n)
 		if (d[i].scale > 0)
 			mc_sb_printf(b, ", \"scale\": %.9g, \"zero_point\": %lld", d[i].scale,
 			             (long long)d[i].zero_point);
+		if (at)
+			mc_sb_printf(b, ", \"arena_pool\": %d, \"arena_offset\": %zu", at[i].index, at[i].offset);
 		mc_sb_puts(b, "}");
 	}
 	mc_sb_puts(b, n ? "\n  ]" : "]");
@@ -212,9 +215,10 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_printf(&b, ",\n  \"model_sha256\": \"%s\",\n  \"options\": ", sha);
 	json_string(&b, o->argv_line ? o->argv_line : "");
 	mc_sb_puts(&b, ",\n  \"inputs\": ");
-	json_io(&b, p->inputs, p->n_inputs);
+	json_io(&b, p->inputs, p->input_at, p->n_inputs);
 	mc_sb_puts(&b, ",\n  \"outputs\": ");
-	json_io(&b, p->outputs, p->n_outputs);
+	json_io(&b, p->outputs, p->output_at, p->n_outputs);
+	mc_sb_printf(&b, ",\n  \"io_in_arena\": %s", p->io_in_arena ? "true" : "false");
 	mc_sb_printf(&b, ",\n  \"arena_bytes\": %zu,\n  \"arena_align\": %zu,\n  \"arena_lower_bound\": %zu,\n"
 	             "  \"arena_bytes_in_order\": %zu,\n  \"arena_lower_bound_in_order\": %zu,\n"
 	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d,\n  \"macs\": %.0f",
@@ -467,6 +471,11 @@ static int check_opts(const mc_compile_opts *o)
 	if (n_pools > 1 && o->target && !strcmp(o->target, "cuda")) {
 		mc_error("--pool: the cuda target has one device allocation (the c and llvm targets "
 		         "take pools)");
+		return -1;
+	}
+	if (o->io_in_arena && o->target && !strcmp(o->target, "cuda")) {
+		mc_error("--io-in-arena: the cuda target's inputs and outputs are host memory (the c and "
+		         "llvm targets take it)");
 		return -1;
 	}
 	const char *sections[2] = { o->weights_section, o->code_section };

@@ -474,7 +474,14 @@ int mc_kern_qdual(mc_lower_ctx *c)
 		d.wb = mc_kb_packed(kb, pack_weight(&d, NULL));
 		d.bb = mc_kb_packed(kb, bias);
 	}
-	d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
+	/* a single row's pairs may lie over the row itself where it dies here
+	 * (S8_PAIRS writes bytes 8q..8q+7 after reading x's bytes 4q..4q+3,
+	 * from the last q down; the zero words of padded k lie past the row):
+	 * the row and its pairs then take 2, not 3, times its bytes */
+	if (d.quads && d.pix == 1)
+		d.sb = mc_kb_scratch_over(kb, MC_INT32, (size_t)(d.kp * d.tp), c->in_buf[QI_X]);
+	else
+		d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));
 	/* the sums of at most OUT_MAX at a time: the most tiles that divide
 	 * the channels' */
 	d.chunk = d.m / d.tm;

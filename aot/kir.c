@@ -150,12 +150,20 @@ int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written)
 	b->dtype = dtype;
 	b->count = count;
 	b->written = written;
+	b->grows_over = -1;
 	return k->n_bufs++;
 }
 
 int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count)
 {
 	return mc_kb_buf(kb, -1, dtype, count, true);
+}
+
+int mc_kb_scratch_over(mc_kb *kb, mc_dtype dtype, size_t count, int over)
+{
+	int b = mc_kb_scratch(kb, dtype, count);
+	kb->k->bufs[b].grows_over = over;
+	return b;
 }
 
 int mc_kb_transient(mc_kb *kb, mc_dtype dtype, size_t count)

@@ -179,7 +179,8 @@ typedef enum {
 	 *   out[2q + h] = x[x_at + 4q + h] in the low half-word and
 	 *                 x[x_at + 4q + h + 2] in the high one,
 	 * sign-extended (SXTB16 of the word and of its rotation by 8); x int8,
-	 * out i32 from index 0, kp even. */
+	 * out i32 from index 0, kp even. Written from the last word down, so
+	 * that out may start where x's row does. */
 	MC_TMPL_S8_PAIRS,
 	/* Float row-vector products in blocks of MC_GEMV_BLOCK rows (the
 	 * runtime's modelc_gemv8_f32: on a Cortex-M with the single-precision
@@ -291,6 +292,11 @@ typedef struct {
 	/* Scratch whose values pass in registers (a direct template's out):
 	 * the plan gives it no bytes and no place (loc MC_LOC_NONE). */
 	bool transient;
+	/* Scratch the plan may lay over buffer grows_over (a value read here,
+	 * -1: none) where that value dies in this kernel and nothing else
+	 * reads it, the scratch the larger: the kernel fills it in an order
+	 * that never overwrites what it has yet to read. */
+	int grows_over;
 } mc_kbuf;
 
 typedef struct {
@@ -391,6 +397,8 @@ void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
  * kernel-private arena area the plan allocates for this kernel only. */
 int mc_kb_buf(mc_kb *kb, int value, mc_dtype dtype, size_t count, bool written);
 int mc_kb_scratch(mc_kb *kb, mc_dtype dtype, size_t count);
+/* Scratch the plan may lay over buffer `over` (see mc_kbuf.grows_over). */
+int mc_kb_scratch_over(mc_kb *kb, mc_dtype dtype, size_t count, int over);
 /* Scratch that never reaches memory (see mc_kbuf.transient). */
 int mc_kb_transient(mc_kb *kb, mc_dtype dtype, size_t count);
 /* A constant made by the lowering (takes ownership of t): see mc_kbuf.packed. */

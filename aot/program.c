@@ -43,6 +43,8 @@ void mc_program_free(mc_program *p)
 		free(p->outputs[i].name);
 	free(p->inputs);
 	free(p->outputs);
+	free(p->input_at);
+	free(p->output_at);
 	free(p->prefix);
 	mc_kpool_free(p->pool);
 	memset(p, 0, sizeof *p);
@@ -154,6 +156,11 @@ typedef struct {
 	int n_groups;
 	value_maps m;
 	bool *copy_out;             /* per graph output: a kernel copies it in */
+	/* --io-in-arena: per value, the storage root of a graph output (it
+	 * lives to the run's end); per output, the request of the place a
+	 * copy kernel writes it to (a constant output), -1 */
+	bool *output_root;
+	int *out_req;
 	int *group_kernel;          /* lower: kernel of each group, -1 for an alias */
 	int *kguard;                /* per kernel: mc_node.guard of its nodes */
 	bool *kelse;                /* per kernel: in an If's else branch */
@@ -182,10 +189,15 @@ static int find_input(const mc_graph *g, int v)
 	return -1;
 }
 
-static bool in_arena(const mc_graph *g, const value_maps *m, int root)
+/* A storage root the plan places in the arena: every computed value but
+ * those written straight into an output; with --io-in-arena, the graph's
+ * inputs and outputs too. */
+static bool in_arena(const build *b, int root)
 {
-	const mc_value *v = &g->values[root];
-	return v->kind == MC_VAL_NODE && m->out_slot[root] < 0;
+	const mc_value *v = &b->g->values[root];
+	if (b->o->io_in_arena)
+		return v->kind == MC_VAL_NODE || v->kind == MC_VAL_INPUT;
+	return v->kind == MC_VAL_NODE && b->m.out_slot[root] < 0;
 }
 
 /* A kernel copying value v (or its storage root) into output slot j. */
@@ -231,7 +243,7 @@ static int inplace_candidate(const build *b, const mc_group *gr, int step, int o
 	size_t input0_bytes = 0;
 	if (k->inplace_input0 && an->n_inputs > 0 && an->inputs[0] >= 0) {
 		int r = m->root[an->inputs[0]];
-		if (in_arena(g, m, r) && m->req[r] >= 0 && b->last[r] == step && m->off[an->inputs[0]] == 0 &&
+		if (in_arena(b, r) && m->req[r] >= 0 && b->last[r] == step && m->off[an->inputs[0]] == 0 &&
 		    (k->inplace_grows || store_bytes(b, r) >= obytes)) {
 			over_input0 = m->req[r];
 			input0_bytes = store_bytes(b, r);
@@ -252,7 +264,7 @@ static int inplace_candidate(const build *b, const mc_group *gr, int step, int o
 			int r = m->root[v];
 			if (!pointwise && reads_root(g, m, &g->nodes[gr->anchor], r))
 				continue; /* the anchor reads it elsewhere too (a residual) */
-			if (!in_arena(g, m, r) || m->req[r] < 0 || b->last[r] != step ||
+			if (!in_arena(b, r) || m->req[r] < 0 || b->last[r] != step ||
 			    !mc_shape_eq(&g->values[v].shape, &g->values[out].shape) || store_bytes(b, r) != obytes)
 				continue;
 			return m->req[r];
@@ -402,6 +414,8 @@ static int stage_schedule(build *b)
 	                     mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(int)),
 	                     mc_xcalloc(nv, sizeof(int)) };
 	b->copy_out = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(bool));
+	b->output_root = mc_xcalloc(nv, sizeof(bool));
+	b->out_req = mc_xcalloc((size_t)g->n_outputs + 1, sizeof(int));
 	b->group_kernel = mc_xcalloc(nn, sizeof(int));
 	b->kguard = mc_xcalloc(nn, sizeof(int));
 	b->kelse = mc_xcalloc(nn, sizeof(bool));
@@ -421,8 +435,16 @@ static int stage_schedule(build *b)
 			m->off[nd->outputs[0]] = m->off[nd->inputs[0]];
 		}
 	for (int j = 0; j < g->n_outputs; j++) {
-		int v = g->outputs[j];
-		if (g->values[v].kind == MC_VAL_NODE && m->root[v] == v && m->out_slot[v] < 0)
+		int v = g->outputs[j], r = m->root[v];
+		b->out_req[j] = -1;
+		if (b->o->io_in_arena) {
+			/* read where it is, an alias or an input too; a constant is
+			 * copied from the weights */
+			if (g->values[r].kind == MC_VAL_CONST)
+				b->copy_out[j] = true;
+			else
+				b->output_root[r] = true;
+		} else if (g->values[v].kind == MC_VAL_NODE && r == v && m->out_slot[v] < 0)
 			m->out_slot[v] = j;
 		else
 			b->copy_out[j] = true;
@@ -458,7 +480,7 @@ static bool input0_dies_in(const build *b, const int *group_of, int gi)
 	if (a->n_inputs < 1 || a->inputs[0] < 0)
 		return false;
 	int r = b->m.root[a->inputs[0]];
-	if (!in_arena(g, &b->m, r))
+	if (!in_arena(b, r))
 		return false;
 	/* within the group, only input 0 itself, or an epilogue operand read
 	 * at the element being written, may read that storage */
@@ -560,7 +582,9 @@ static int stage_storage(build *b)
 	for (int v = 0; v < g->n_values; v++) {
 		int r = m->root[v];
 		const mc_value *rv = &g->values[r];
-		b->store[v] = rv->dtype == MC_FLOAT && in_arena(g, m, r) ? b->act_store : g->values[v].dtype;
+		/* graph inputs and outputs keep their dtype, in the arena too */
+		bool activation = rv->kind == MC_VAL_NODE && m->out_slot[r] < 0 && !b->output_root[r];
+		b->store[v] = rv->dtype == MC_FLOAT && activation ? b->act_store : g->values[v].dtype;
 		/* a slab's offset into its root, in the root's stored bytes */
 		if (b->store[v] != g->values[v].dtype)
 			m->off[v] = m->off[v] / mc_dtype_size(g->values[v].dtype) * mc_dtype_size(b->store[v]);
@@ -609,6 +633,23 @@ static int stage_liveness(build *b)
 				b->last[r] = s;
 		}
 	}
+	if (b->o->io_in_arena) {
+		/* the caller writes the inputs before the run (each gets a place,
+		 * read or not) and reads the outputs after it */
+		int end = b->p->n_kernels > 0 ? b->p->n_kernels - 1 : 0;
+		for (int i = 0; i < b->g->n_inputs; i++) {
+			int r = b->m.root[b->g->inputs[i]];
+			b->first[r] = 0;
+			if (b->last[r] < 0)
+				b->last[r] = 0;
+		}
+		for (int v = 0; v < b->g->n_values; v++)
+			if (b->output_root[v]) {
+				if (b->first[v] < 0)
+					b->first[v] = 0;
+				b->last[v] = end;
+			}
+	}
 	return 0;
 }
 
@@ -629,6 +670,42 @@ static void add_request(build *b, size_t bytes, int first, int last, int what)
 	b->req_what[b->n_reqs++] = what;
 }
 
+/* The memory request of a kernel buffer that is not a value: its scratch,
+ * or a constant output's copy under --io-in-arena; -1 for none. */
+static int buf_request(const build *b, const mc_kbuf *kb)
+{
+	if (kb->value >= 0)
+		return b->m.req[b->m.root[kb->value]];
+	if (kb->transient)
+		return -1;
+	if (kb->loc.kind == MC_LOC_NONE)
+		return kb->loc.index;
+	if (kb->loc.kind == MC_LOC_OUTPUT && b->o->io_in_arena)
+		return b->out_req[kb->loc.index];
+	return -1;
+}
+
+/* The request scratch buffer i of kernel s may lie over (its grows_over:
+ * a value that dies at s, read by nothing else in the kernel), or -1. */
+static int scratch_over(const build *b, int s, int i)
+{
+	const mc_kernel *k = b->p->kernels[s];
+	int o = k->bufs[i].grows_over;
+	int v = o >= 0 ? k->bufs[o].value : -1;
+	if (v < 0)
+		return -1;
+	int r = b->m.root[v];
+	if (b->m.req[r] < 0 || b->last[r] != s || b->m.off[v] != 0)
+		return -1;
+	bool *used = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	mark_block(k->body, used); /* statements, not the templates that fill the scratch */
+	bool alone = !used[o];
+	free(used);
+	for (int j = 0; j < k->n_bufs && alone; j++)
+		alone = j == o || k->bufs[j].value < 0 || b->m.root[k->bufs[j].value] != r;
+	return alone ? b->m.req[r] : -1;
+}
+
 /* plan: a memory request per arena root and per kernel scratch, in-place
  * candidates, and the offsets (aot/plan.c). */
 static int stage_plan(build *b)
@@ -637,7 +714,7 @@ static int stage_plan(build *b)
 	mc_program *p = b->p;
 	value_maps *m = &b->m;
 	for (int v = 0; v < g->n_values; v++) {
-		if (m->root[v] != v || b->first[v] < 0 || !in_arena(g, m, v))
+		if (m->root[v] != v || b->first[v] < 0 || !in_arena(b, v))
 			continue;
 		m->req[v] = b->n_reqs;
 		add_request(b, store_bytes(b, v), b->first[v], b->last[v], v);
@@ -661,6 +738,16 @@ static int stage_plan(build *b)
 			if (k->bufs[i].value < 0 && k->bufs[i].loc.kind == MC_LOC_NONE && !k->bufs[i].transient) {
 				k->bufs[i].loc.index = b->n_reqs; /* request index until placed */
 				add_request(b, k->bufs[i].count * mc_dtype_size(k->bufs[i].dtype), s, s, -1 - s);
+				int over = scratch_over(b, s, i);
+				if (over >= 0) {
+					b->reqs[b->n_reqs - 1].inplace_of = over;
+					b->reqs[b->n_reqs - 1].grows = true;
+				}
+			} else if (k->bufs[i].value < 0 && k->bufs[i].loc.kind == MC_LOC_OUTPUT && b->o->io_in_arena) {
+				/* a constant output's copy: in the arena to the run's end */
+				b->out_req[k->bufs[i].loc.index] = b->n_reqs;
+				add_request(b, k->bufs[i].count * mc_dtype_size(k->bufs[i].dtype), s,
+				            p->n_kernels - 1, -1 - s);
 			}
 	}
 	if (mc_plan_memory(b->reqs, b->n_reqs, ARENA_ALIGN, &b->plan))
@@ -798,9 +885,7 @@ static int stage_pools(build *b)
 	for (int s = 0; s < p->n_kernels; s++) {
 		const mc_kernel *k = p->kernels[s];
 		for (int i = 0; i < k->n_bufs; i++) {
-			const mc_kbuf *kb = &k->bufs[i];
-			int r = kb->value >= 0 ? b->m.req[b->m.root[kb->value]]
-			        : kb->loc.kind == MC_LOC_NONE && !kb->transient ? kb->loc.index : -1;
+			int r = buf_request(b, &k->bufs[i]);
 			if (r >= 0)
 				touches[r] += 1;
 		}
@@ -879,7 +964,7 @@ static void dump_plan(const void *ctx, FILE *f)
 			peak_step = s;
 		}
 	}
-	fprintf(f, "arena %zu bytes; peak %zu bytes live at step %d (lower bound %zu)\n", pl->arena_bytes,
+	fprintf(f, "arena %zu bytes; peak %zu bytes live at step %d, in-place pairs counted apart (lower bound %zu)\n", pl->arena_bytes,
 	        peak, peak_step, pl->lower_bound);
 }
 
@@ -938,6 +1023,13 @@ static int add_weight(build *b, const mc_tensor *t)
 	return p->n_weights++;
 }
 
+/* The place of request r, plus off bytes: its pool's, where there are. */
+static mc_loc arena_loc(const build *b, int r, size_t off)
+{
+	return (mc_loc){ .kind = MC_LOC_ARENA, .index = b->req_pool ? b->req_pool[r] : 0,
+	                 .offset = b->plan.offsets[r] + off };
+}
+
 /* Where value v lives: its storage root's place, plus its offset in it. */
 static int value_loc(build *b, int v, mc_loc *loc)
 {
@@ -949,13 +1041,12 @@ static int value_loc(build *b, int v, mc_loc *loc)
 		if (m->weight[r] < 0 && (m->weight[r] = add_weight(b, rv->konst)) < 0)
 			return -1;
 		*loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = m->weight[r] };
-	} else if (rv->kind == MC_VAL_INPUT)
+	} else if (m->req[r] >= 0)
+		*loc = arena_loc(b, m->req[r], m->off[v]);
+	else if (rv->kind == MC_VAL_INPUT)
 		*loc = (mc_loc){ .kind = MC_LOC_INPUT, .index = find_input(g, r) };
 	else if (m->out_slot[r] >= 0)
 		*loc = (mc_loc){ .kind = MC_LOC_OUTPUT, .index = m->out_slot[r] };
-	else if (m->req[r] >= 0)
-		*loc = (mc_loc){ .kind = MC_LOC_ARENA, .index = b->req_pool ? b->req_pool[m->req[r]] : 0,
-		                 .offset = b->plan.offsets[m->req[r]] + m->off[v] };
 	else
 		return mc_error("internal: value '%s' has no place", rv->name), -1;
 	return 0;
@@ -1109,10 +1200,9 @@ static int stage_place(build *b)
 				rc = w < 0;
 				kb->loc = (mc_loc){ .kind = MC_LOC_WEIGHT, .index = w };
 			} else if (kb->value < 0) {
-				if (kb->loc.kind == MC_LOC_NONE && !kb->transient)
-					kb->loc = (mc_loc){ .kind = MC_LOC_ARENA,
-					                    .index = b->req_pool ? b->req_pool[kb->loc.index] : 0,
-					                    .offset = b->plan.offsets[kb->loc.index] };
+				int r = buf_request(b, kb);
+				if (r >= 0)
+					kb->loc = arena_loc(b, r, 0);
 				continue;
 			} else {
 				kb->slab = b->m.off[kb->value];
@@ -1151,6 +1241,20 @@ static int stage_steps(build *b)
 		const mc_value *v = &g->values[g->outputs[i]];
 		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape, v->io_scale,
 		                              v->io_zero_point };
+	}
+	if (!b->o->io_in_arena)
+		return 0;
+	p->io_in_arena = true;
+	p->input_at = mc_xcalloc((size_t)g->n_inputs + 1, sizeof *p->input_at);
+	p->output_at = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *p->output_at);
+	for (int i = 0; i < g->n_inputs; i++)
+		if (value_loc(b, g->inputs[i], &p->input_at[i]))
+			return -1;
+	for (int j = 0; j < g->n_outputs; j++) {
+		if (b->copy_out[j])
+			p->output_at[j] = arena_loc(b, b->out_req[j], 0);
+		else if (value_loc(b, g->outputs[j], &p->output_at[j]))
+			return -1;
 	}
 	return 0;
 }
@@ -1222,6 +1326,8 @@ int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
 static void build_free(build *b)
 {
 	free(b->copy_out);
+	free(b->output_root);
+	free(b->out_req);
 	free(b->kguard);
 	free(b->kelse);
 	free(b->group_kernel);

@@ -111,6 +111,10 @@ typedef struct mc_program {
 	int n_pools;
 	size_t pool_bytes[MC_MAX_POOLS], pool_at[MC_MAX_POOLS];
 	char pool_names[MC_MAX_POOLS][MC_POOL_NAME];
+	/* --io-in-arena: the inputs and outputs live in the arena, at
+	 * input_at[i] and output_at[j] (MC_LOC_ARENA: pool, offset) */
+	bool io_in_arena;
+	mc_loc *input_at, *output_at;
 	/* --weights-section, --code-section: linker sections ("" default) */
 	char weights_section[128], code_section[128];
 	size_t weight_bytes;

@@ -436,10 +436,12 @@ MODELC_FN void modelc_dot2_tiles_c(int32_t *out, const int32_t *w, const int32_t
 
 /* The pairs of an int8 row the 4 x 1 tiles read (the kernel IR's S8_PAIRS
  * template): out[2q] = (x[4q], x[4q + 2]), out[2q + 1] = (x[4q + 1],
- * x[4q + 3]), low half first; SXTB16 of a word and of its rotation by 8. */
+ * x[4q + 3]), low half first; SXTB16 of a word and of its rotation by 8.
+ * From the last word down: out may start where x does (a row that dies
+ * there), as each word lies at or past the bytes it and later words read. */
 MODELC_FN void modelc_s8_pairs(int32_t *out, const int8_t *x, int32_t kp)
 {
-	for (int32_t q = 0; q < kp / 2; q++) {
+	for (int32_t q = kp / 2 - 1; q >= 0; q--) {
 		const uint8_t *b = (const uint8_t *)x + 4 * q;
 		int32_t word = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
 		out[2 * q] = modelc_sxtb16(word);

@@ -71,6 +71,10 @@ static void usage(FILE *f)
 	      "                            (repeat it; every pool but the last has a size, K or M\n"
 	      "                            suffixes): the buffers the most kernels touch go first;\n"
 	      "                            NAME_run_pools takes one pointer per pool\n"
+	      "  --io-in-arena             the inputs and outputs live in the arena (as in TFLM), at\n"
+	      "                            NAME_INPUT_i_OFFSET and NAME_OUTPUT_i_OFFSET, so that their\n"
+	      "                            bytes are reused once read; NAME_run copies from and to the\n"
+	      "                            pointers it is given, none where they are NULL\n"
 	      "  --weights-section S       the linker section of the weights (default .rodata)\n"
 	      "  --code-section S          the linker section of the kernels and run functions\n"
 	      "  --no-quantize             run a quantized (QDQ) model in float, its weights dequantized\n"
@@ -237,6 +241,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		}
 		o->pools[o->n_pools++] = argv[++*i];
 		note_option(c, a, argv[*i]);
+	} else if (strcmp(a, "--io-in-arena") == 0) {
+		o->io_in_arena = true;
+		note_option(c, a, NULL);
 	} else if (strcmp(a, "--weights-section") == 0 && has_val) {
 		o->weights_section = argv[++*i];
 		note_option(c, a, argv[*i]);

@@ -7,7 +7,8 @@
  *       -DMODEL_HEADER='"NAME.h"' [-DRUNS=3] bench/mcu/main.c
  *
  * Fills the input with seeded values (int8/uint8: every code; float: uniform
- * in [-4, 4)), runs the model once to warm up and RUNS more times, each
+ * in [-4, 4); --io-in-arena: in the arena, before each run, as the model
+ * reuses its bytes), runs the model once to warm up and RUNS more times, each
  * timed with the CMSDK APB timer 0 (25 MHz: under -icount shift=0 one tick
  * is 40 instructions) and each with the stack below main's frame painted
  * beforehand. Prints, over semihosting, in the format of the TFLM images of
@@ -53,8 +54,19 @@
 #define PAINT 0xa5a5a5a5u
 
 static unsigned char arena[UM(_ARENA_BYTES)] __attribute__((aligned(UM(_ARENA_ALIGN))));
+#if UM(_IO_IN_ARENA)
+/* --io-in-arena: the input and output live in the arena (as TFLM's do);
+ * the input is written there before each run, as it is reused once read */
+#define IO_IN_ARENA 1
+#define INPUT ((unsigned char *)UM(_INPUT_0_AT)(arena))
+#define OUTPUT ((const unsigned char *)UM(_OUTPUT_0_AT)(arena))
+#else
 static unsigned char input[UM(_INPUT_0_BYTES)] __attribute__((aligned(16)));
 static unsigned char output[UM(_OUTPUT_0_BYTES)] __attribute__((aligned(16)));
+#define IO_IN_ARENA 0
+#define INPUT input
+#define OUTPUT output
+#endif
 
 #if defined(BOARD_AN547)
 /* MPS3 AN547 (Cortex-M55): SysTick on the 32 MHz processor clock (under
@@ -93,7 +105,7 @@ static uint32_t timer_read(void)
 #define TIMER_MASK 0xffffffffu
 #endif
 
-static uint32_t seed = 12345u;
+static uint32_t seed;
 static uint32_t next(void)
 {
 	seed = seed * 1664525u + 1013904223u;
@@ -103,13 +115,14 @@ static uint32_t next(void)
 static void fill_input(void)
 {
 	int dtype = UM(_INPUT_0_DTYPE);
+	seed = 12345u;
 	if (dtype == MODELC_FLOAT) {
-		float *x = (float *)(void *)input;
+		float *x = (float *)(void *)INPUT;
 		for (size_t i = 0; i < UM(_INPUT_0_NUMEL); i++)
 			x[i] = (float)(int32_t)(next() & 0xffffu) * (8.0f / 65536.0f) - 4.0f;
 	} else {
-		for (size_t i = 0; i < sizeof input; i++)
-			input[i] = (unsigned char)next();
+		for (size_t i = 0; i < UM(_INPUT_0_BYTES); i++)
+			INPUT[i] = (unsigned char)next();
 	}
 }
 
@@ -135,8 +148,13 @@ static uint32_t stack_used(const uint32_t *bottom, uint32_t sp)
 
 int main(void)
 {
+#if UM(_IO_IN_ARENA)
+	const void *const *in = NULL;
+	void *const *out = NULL;
+#else
 	const void *in[1] = { input };
 	void *out[1] = { output };
+#endif
 	uint32_t ticks[RUNS + 1], stack = 0, total = 0, h = 2166136261u;
 	int status = 0;
 
@@ -144,6 +162,8 @@ int main(void)
 	fill_input();
 	for (int r = 0; r <= RUNS && status == 0; r++) {
 		uint32_t sp, t0, t1;
+		if (IO_IN_ARENA)
+			fill_input();
 		uint32_t *bottom = paint_stack();
 		__asm volatile("mov %0, sp" : "=r"(sp));
 		timer_start();
@@ -156,7 +176,8 @@ int main(void)
 			stack = used;
 	}
 	printf("arena_bytes=%lu input_bytes=%lu output_bytes=%lu\n", (unsigned long)UM(_ARENA_BYTES),
-	       (unsigned long)sizeof input, (unsigned long)sizeof output);
+	       (unsigned long)(IO_IN_ARENA ? 0 : UM(_INPUT_0_BYTES)),
+	       (unsigned long)(IO_IN_ARENA ? 0 : UM(_OUTPUT_0_BYTES)));
 	printf("status=%d\n", status);
 	if (status != 0) {
 		printf("FAILED\n");
@@ -169,8 +190,8 @@ int main(void)
 		total += ticks[r];
 	}
 	printf("runs=%d total_ticks=%lu\n", RUNS, (unsigned long)total);
-	for (size_t i = 0; i < sizeof output; i++) {
-		h ^= output[i];
+	for (size_t i = 0; i < UM(_OUTPUT_0_BYTES); i++) {
+		h ^= OUTPUT[i];
 		h *= 16777619u;
 	}
 	printf("checksum=%08lx\n", (unsigned long)h);

@@ -204,6 +204,40 @@ static void put_io_align_check(emitter *e)
 		mc_sb_puts(e->sb, ")\n\t\treturn MODELC_ERR_MISALIGNED;\n");
 }
 
+/* --io-in-arena: input or output i's place in the arena */
+static void put_io_place(emitter *e, const mc_loc *at)
+{
+	if (e->p->n_pools > 1)
+		mc_sb_printf(e->sb, "pool[%d] + %zu", at->index, at->offset);
+	else
+		mc_sb_printf(e->sb, "(unsigned char *)arena + %zu", at->offset);
+}
+
+/* --io-in-arena: each input copied into its place, or each output out of
+ * its place, where the caller passes a pointer elsewhere (memcpy: any
+ * alignment) */
+static void put_io_copies(emitter *e, bool outputs)
+{
+	const mc_program *p = e->p;
+	const char *table = outputs ? "outputs" : "inputs";
+	int n = outputs ? p->n_outputs : p->n_inputs;
+	if (n == 0)
+		return;
+	mc_sb_printf(e->sb, "\tif (%s != NULL) {\n", table);
+	for (int i = 0; i < n; i++) {
+		const mc_io_desc *d = outputs ? &p->outputs[i] : &p->inputs[i];
+		mc_sb_puts(e->sb, "\t\tunsigned char *at");
+		mc_sb_printf(e->sb, "%d = ", i);
+		put_io_place(e, outputs ? &p->output_at[i] : &p->input_at[i]);
+		mc_sb_printf(e->sb, ";\n\t\tif (%s[%d] != NULL && %s[%d] != (void *)at%d)\n", table, i, table, i, i);
+		if (outputs)
+			mc_sb_printf(e->sb, "\t\t\tmemcpy(outputs[%d], at%d, %zuu);\n", i, i, mc_ce_io_bytes(d));
+		else
+			mc_sb_printf(e->sb, "\t\t\tmemcpy(at%d, inputs[%d], %zuu);\n", i, i, mc_ce_io_bytes(d));
+	}
+	mc_sb_puts(e->sb, "\t}\n");
+}
+
 /* NAME_run with pools: the pools' places in the one arena, then
  * NAME_run_pools. */
 static void put_run_one_arena(emitter *e)
@@ -247,13 +281,13 @@ static void put_run(emitter *e)
 	} else if (p->arena_bytes > 0) {
 		mc_sb_puts(e->sb, "\tif (arena == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
 	}
-	if (p->n_inputs > 0) {
+	if (p->n_inputs > 0 && !p->io_in_arena) {
 		mc_sb_puts(e->sb, "\tif (inputs == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
 		mc_sb_printf(e->sb, "\tfor (int i = 0; i < %s_NUM_INPUTS; i++)\n"
 		                    "\t\tif (inputs[i] == NULL)\n"
 		                    "\t\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->upper);
 	}
-	if (p->n_outputs > 0) {
+	if (p->n_outputs > 0 && !p->io_in_arena) {
 		mc_sb_puts(e->sb, "\tif (outputs == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n");
 		mc_sb_printf(e->sb, "\tfor (int i = 0; i < %s_NUM_OUTPUTS; i++)\n"
 		                    "\t\tif (outputs[i] == NULL)\n"
@@ -262,9 +296,12 @@ static void put_run(emitter *e)
 	if (!pools)
 		mc_sb_printf(e->sb, "\tif ((uintptr_t)arena %% %s_ARENA_ALIGN != 0)\n"
 		                    "\t\treturn MODELC_ERR_MISALIGNED;\n", e->upper);
-	put_io_align_check(e);
+	if (p->io_in_arena)
+		put_io_copies(e, false);
+	else
+		put_io_align_check(e);
 	bool calls = steps_call_kernels(p->steps, p->n_steps);
-	if (pools && !calls)
+	if (pools && !calls && !p->io_in_arena)
 		mc_sb_puts(e->sb, "\t(void)pool;\n");
 	if (!calls && p->n_inputs == 0)
 		mc_sb_puts(e->sb, "\t(void)inputs;\n");
@@ -272,6 +309,8 @@ static void put_run(emitter *e)
 		mc_sb_puts(e->sb, "\t(void)outputs;\n");
 	mc_sb_puts(e->sb, "\n");
 	put_steps(e, p->steps, p->n_steps, 1);
+	if (p->io_in_arena)
+		put_io_copies(e, true);
 	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n");
 }
 

@@ -1299,6 +1299,17 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
 		             numel * mc_dtype_size(d[i].dtype));
+		const mc_loc *at = e->p->io_in_arena ? (kind[0] == 'I' ? e->p->input_at : e->p->output_at) : NULL;
+		if (at) {
+			mc_sb_printf(e->sb, "#define %s_%s_%d_OFFSET %zuu\n", e->upper, kind, i,
+			             mc_ce_io_arena_offset(e->p, &at[i]));
+			mc_sb_printf(e->sb, "#define %s_%s_%d_AT(arena) ((void *)((unsigned char *)(arena) + "
+			                    "%s_%s_%d_OFFSET))\n", e->upper, kind, i, e->upper, kind, i);
+			if (e->p->n_pools > 1) {
+				mc_sb_printf(e->sb, "#define %s_%s_%d_POOL %d\n", e->upper, kind, i, at[i].index);
+				mc_sb_printf(e->sb, "#define %s_%s_%d_POOL_OFFSET %zuu\n", e->upper, kind, i, at[i].offset);
+			}
+		}
 		if (d[i].scale > 0) { /* --quantized-io: real = (q - ZERO_POINT) * SCALE */
 			mc_sb_printf(e->sb, "#define %s_%s_%d_SCALE %.9gf\n", e->upper, kind, i, d[i].scale);
 			mc_sb_printf(e->sb, "#define %s_%s_%d_ZERO_POINT %" PRId64 "\n", e->upper, kind, i,
@@ -1306,6 +1317,43 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 		}
 	}
 }
+
+/* NAME_run's comment in NAME.h: each takes the upper-case name six times */
+static const char run_doc[] =
+	"\n/* Runs the model once.\n"
+	" *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
+	" *            caller (static, stack or heap); its content on entry does not\n"
+	" *            matter and is garbage on return. May be NULL if %s_ARENA_BYTES\n"
+	" *            is 0.\n"
+	" *   inputs:  %s_NUM_INPUTS pointers; inputs[i] points to input i's elements,\n"
+	" *            dense and row-major, aligned to their element's size (float: 4\n"
+	" *            bytes; int8: any address); outputs[i] likewise.\n"
+	" *   outputs: %s_NUM_OUTPUTS pointers to caller buffers of %s_OUTPUT_<i>_BYTES\n"
+	" *            bytes each, which the run fills. The arena, the inputs and the\n"
+	" *            outputs must not overlap (outputs not each other either).\n"
+	" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL pointer),\n"
+	" * MODELC_ERR_MISALIGNED (the arena, an input or an output off its alignment;\n"
+	" * nothing is read or written), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
+	" * (invalid input data; outputs are then unspecified). Never aborts.\n"
+	" * Reentrant: no global mutable state, no heap, no I/O; concurrent runs need\n"
+	" * their own arenas and outputs. */\n";
+static const char run_doc_io_in_arena[] =
+	"\n/* Runs the model once (--io-in-arena).\n"
+	" *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
+	" *            caller; it holds the inputs and outputs too: input i at\n"
+	" *            %s_INPUT_<i>_AT(arena), output i at %s_OUTPUT_<i>_AT(arena).\n"
+	" *            The rest of it is garbage on return, the inputs included (their\n"
+	" *            bytes are reused once read).\n"
+	" *   inputs:  NULL, or %s_NUM_INPUTS pointers: a non-NULL inputs[i] other than\n"
+	" *            input i's place is copied there first (any alignment).\n"
+	" *   outputs: NULL, or %s_NUM_OUTPUTS pointers: output i is copied to a non-NULL\n"
+	" *            outputs[i] other than its place (any alignment). Copies must not\n"
+	" *            overlap the arena, nor each other.\n"
+	" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL arena),\n"
+	" * MODELC_ERR_MISALIGNED (the arena off its alignment; nothing is read or\n"
+	" * written), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT (invalid input data;\n"
+	" * outputs are then unspecified). Never aborts. Reentrant: no global mutable\n"
+	" * state, no heap, no I/O; concurrent runs need their own arenas. */\n";
 
 void mc_ce_header(emitter *e)
 {
@@ -1334,7 +1382,14 @@ void mc_ce_header(emitter *e)
 	mc_sb_printf(sb, "#define %s_NUM_INPUTS %d\n", e->upper, p->n_inputs);
 	mc_sb_printf(sb, "#define %s_NUM_OUTPUTS %d\n\n", e->upper, p->n_outputs);
 	mc_sb_puts(sb, "/* Per input and output: name, element type (MODELC_*), rank, shape\n"
-	               " * (an initializer list; absent for scalars), elements, bytes. */\n");
+	               " * (an initializer list; absent for scalars), elements, bytes");
+	if (p->io_in_arena)
+		mc_sb_puts(sb, ";\n * --io-in-arena: its place in the arena (OFFSET: the byte in the one\n"
+		               " * arena; AT(arena): its address there; with pools, POOL and the byte\n"
+		               " * in it, POOL_OFFSET)");
+	mc_sb_puts(sb, ". */\n");
+	if (p->io_in_arena)
+		mc_sb_printf(sb, "#define %s_IO_IN_ARENA 1\n", e->upper);
 	mc_ce_io_macros(e, "INPUT", p->inputs, p->n_inputs);
 	mc_ce_io_macros(e, "OUTPUT", p->outputs, p->n_outputs);
 	mc_sb_puts(sb, "\n/* Names, types and shapes, as tables. */\n");
@@ -1342,25 +1397,8 @@ void mc_ce_header(emitter *e)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", e->name, e->upper);
 	if (p->n_outputs > 0)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", e->name, e->upper);
-	mc_sb_printf(sb,
-		"\n/* Runs the model once.\n"
-		" *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
-		" *            caller (static, stack or heap); its content on entry does not\n"
-		" *            matter and is garbage on return. May be NULL if %s_ARENA_BYTES\n"
-		" *            is 0.\n"
-		" *   inputs:  %s_NUM_INPUTS pointers; inputs[i] points to input i's elements,\n"
-		" *            dense and row-major, aligned to their element's size (float: 4\n"
-		" *            bytes; int8: any address); outputs[i] likewise.\n"
-		" *   outputs: %s_NUM_OUTPUTS pointers to caller buffers of %s_OUTPUT_<i>_BYTES\n"
-		" *            bytes each, which the run fills. The arena, the inputs and the\n"
-		" *            outputs must not overlap (outputs not each other either).\n"
-		" * Returns MODELC_OK (0), or MODELC_ERR_NULL_ARGUMENT (a NULL pointer),\n"
-		" * MODELC_ERR_MISALIGNED (the arena, an input or an output off its alignment;\n"
-		" * nothing is read or written), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
-		" * (invalid input data; outputs are then unspecified). Never aborts.\n"
-		" * Reentrant: no global mutable state, no heap, no I/O; concurrent runs need\n"
-		" * their own arenas and outputs. */\n",
-		e->upper, e->upper, e->upper, e->upper, e->upper, e->upper);
+	mc_sb_printf(sb, p->io_in_arena ? run_doc_io_in_arena : run_doc, e->upper, e->upper, e->upper, e->upper,
+	             e->upper, e->upper);
 	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
 	if (p->n_pools > 1) {
 		mc_sb_printf(sb,

@@ -1232,6 +1232,38 @@ static void ret_if_misaligned(lemit *e, LLVMValueRef ptr, size_t align)
 	       LLVMConstInt(e->i32, MC_STATUS_MISALIGNED, 0));
 }
 
+/* --io-in-arena: each input copied into its place, or each output out of
+ * its place, where the caller's table is not NULL and its pointer neither
+ * NULL nor the place (the C target's copies) */
+static void io_copies(lemit *e, const LLVMValueRef *base, LLVMValueRef table, bool outputs)
+{
+	const mc_program *p = e->p;
+	int n = outputs ? p->n_outputs : p->n_inputs;
+	if (n == 0)
+		return;
+	LLVMBasicBlockRef some = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "io");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "io_done");
+	LLVMBuildCondBr(e->b, LLVMBuildIsNull(e->b, table, ""), done, some);
+	LLVMPositionBuilderAtEnd(e->b, some);
+	for (int i = 0; i < n; i++) {
+		const mc_io_desc *d = outputs ? &p->outputs[i] : &p->inputs[i];
+		LLVMValueRef at = loc_ptr(e, outputs ? &p->output_at[i] : &p->input_at[i], base, NULL, NULL);
+		LLVMValueRef ptr = io_ptr(e, table, i);
+		LLVMValueRef skip = LLVMBuildOr(e->b, LLVMBuildIsNull(e->b, ptr, ""),
+		                                LLVMBuildICmp(e->b, LLVMIntEQ, ptr, at, ""), "");
+		LLVMBasicBlockRef copy = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "copy");
+		LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "copied");
+		LLVMBuildCondBr(e->b, skip, next, copy);
+		LLVMPositionBuilderAtEnd(e->b, copy);
+		LLVMValueRef bytes = LLVMConstInt(e->i64, mc_ce_io_bytes(d), 0);
+		LLVMBuildMemCpy(e->b, outputs ? ptr : at, 1, outputs ? at : ptr, 1, bytes);
+		LLVMBuildBr(e->b, next);
+		LLVMPositionBuilderAtEnd(e->b, next);
+	}
+	LLVMBuildBr(e->b, done);
+	LLVMPositionBuilderAtEnd(e->b, done);
+}
+
 static LLVMValueRef run_function(lemit *e, const char *suffix)
 {
 	char name[300];
@@ -1289,7 +1321,7 @@ static void build_run(lemit *e, const kernel_fn *kf)
 		ret_if(e, LLVMBuildIsNull(e->b, first, ""), null_arg);
 	}
 	struct { LLVMValueRef table; int n; } io[2] = { { in, p->n_inputs }, { out, p->n_outputs } };
-	for (int t = 0; t < 2; t++) {
+	for (int t = 0; t < 2 && !p->io_in_arena; t++) {
 		if (io[t].n == 0)
 			continue;
 		ret_if(e, LLVMBuildIsNull(e->b, io[t].table, ""), null_arg);
@@ -1300,13 +1332,17 @@ static void build_run(lemit *e, const kernel_fn *kf)
 		if (!pools || p->pool_bytes[k] > 0)
 			ret_if_misaligned(e, base[k], mc_ce_arena_align(p));
 	const mc_io_desc *descs[2] = { p->inputs, p->outputs };
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < 2 && !p->io_in_arena; t++)
 		for (int i = 0; i < io[t].n; i++) {
 			size_t a = mc_ce_io_align(&descs[t][i]);
 			if (a > 1)
 				ret_if_misaligned(e, io_ptr(e, io[t].table, i), a);
 		}
+	if (p->io_in_arena)
+		io_copies(e, base, in, false);
 	run_steps(e, p->steps, p->n_steps, kf, base, in, out);
+	if (p->io_in_arena)
+		io_copies(e, base, out, true);
 	LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
 	if (pools)
 		build_run_one_arena(e, fn);

@@ -299,6 +299,7 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	o.isa = getenv("MODELC_ISA");       /* NULL: generic (llvm: from the triple) */
 	o.layout = getenv("MODELC_LAYOUT"); /* NULL: auto */
 	o.optimize = getenv("MODELC_OPTIMIZE"); /* NULL: speed */
+	o.io_in_arena = getenv("MODELC_IO_IN_ARENA") != NULL; /* the harness copies in and out */
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
 		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)

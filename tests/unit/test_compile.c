@@ -446,14 +446,16 @@ Test(compile, memory_reads_through_nearest_resizes)
 	free(tmp);
 }
 
-/* x [1, 6, 10, 10] -> Relu(Conv3x3 6 -> 12) -> Conv1x1 12 -> 12 + that ->
- * Conv1x1 12 -> 4: buffers of 4.8 KB and scratch, more than the fast pool
- * holds. */
-static mb *fill_model_for_pools(void)
+/* x [1, 6, 10, 10] -> Relu(Conv3x3 6 -> 12) -> Conv1x1 12 -> 12 + that
+ * (scaled: times input s [1, 12, 1, 1]) -> Conv1x1 12 -> 4: buffers of
+ * 4.8 KB and scratch, more than the fast pool holds. */
+static mb *conv_chain_model(bool scaled)
 {
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	mb_input(b, g, "x", MC_FLOAT, "1,6,10,10");
+	if (scaled) /* y2 = (c2 + y1) * s */
+		mb_input(b, g, "s", MC_FLOAT, "1,12,1,1");
 	float w1[12 * 6 * 9], w2[12 * 12], w3[4 * 12];
 	for (int i = 0; i < 12 * 6 * 9; i++)
 		w1[i] = (float)((i * 29) % 17 - 8) / 32.0f;
@@ -468,7 +470,9 @@ static mb *fill_model_for_pools(void)
 	mb_attr_ints(b, n, "pads", (const int64_t[]){ 1, 1, 1, 1 }, 4);
 	mb_node(b, g, "Relu", "r1", "c1", "y1");
 	mb_node(b, g, "Conv", "c2", "y1,w2", "c2");
-	mb_node(b, g, "Add", "a2", "c2,y1", "y2");
+	mb_node(b, g, "Add", "a2", "c2,y1", scaled ? "sum2" : "y2");
+	if (scaled)
+		mb_node(b, g, "Mul", "scale", "sum2,s", "y2");
 	mb_node(b, g, "Conv", "c3", "y2,w3", "y");
 	mb_output(b, g, "y");
 	return b;
@@ -504,7 +508,7 @@ static const char pools_main[] =
 
 static void pools_run(const char *target)
 {
-	char *tmp = make_temp_dir(), *path = save_model(fill_model_for_pools(), tmp, "m.onnx"), dir[4200];
+	char *tmp = make_temp_dir(), *path = save_model(conv_chain_model(false), tmp, "m.onnx"), dir[4200];
 	snprintf(dir, sizeof dir, "%s/out", tmp);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
@@ -532,6 +536,103 @@ Test(compile, pools_run_apart_and_match_one_arena)
 	pools_run(NULL);
 	if (mc_llvm_available())
 		pools_run("llvm");
+}
+
+/* ---- --io-in-arena: inputs and outputs in the arena ---- */
+
+/* x [1, 6, 10, 10], s [1, 12, 1, 1] -> y1 = Relu(Conv3x3) -> y2 = (Conv1x1(y1)
+ * + y1) * s -> y = Conv1x1 12 -> 4; outputs y, flat = Reshape(y1) (an alias
+ * of a buffer that would die) and k = Identity of a constant (a copy). */
+static mb *io_arena_model(void)
+{
+	mb *b = conv_chain_model(true);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_init_ints(b, g, "flat_shape", MC_INT64, "2", (const int64_t[]){ 1, 1200 }, 2);
+	mb_node(b, g, "Reshape", "flat", "y1,flat_shape", "flat");
+	mb_init_floats(b, g, "kv", "3", (const float[]){ 1.5f, -2.0f, 0.25f }, 3);
+	mb_node(b, g, "Identity", "k", "kv", "k");
+	mb_output(b, g, "flat");
+	mb_output(b, g, "k");
+	return b;
+}
+
+/* The same inputs through copies (pointers at odd addresses: memcpy), then
+ * written at their places with no pointers given, over an arena of other
+ * garbage each time: the same output bits; a misaligned arena a status. */
+static const char io_arena_main[] =
+	"#include <stdio.h>\n#include <string.h>\n#include \"ia.h\"\n"
+	"static _Alignas(64) unsigned char arena[IA_ARENA_BYTES + 64];\n"
+	"static float x[IA_INPUT_0_NUMEL], s[IA_INPUT_1_NUMEL];\n"
+	"static unsigned char xb[sizeof x + 1], sb[sizeof s + 1];\n"
+	"static unsigned char o0[IA_OUTPUT_0_BYTES + 1], o1[IA_OUTPUT_1_BYTES + 1], o2[IA_OUTPUT_2_BYTES + 1];\n"
+	"int main(void) {\n"
+	"	if (!IA_IO_IN_ARENA || IA_INPUT_1_OFFSET + IA_INPUT_1_BYTES > IA_ARENA_BYTES ||\n"
+	"	    IA_OUTPUT_1_OFFSET + IA_OUTPUT_1_BYTES > IA_ARENA_BYTES) return 1;\n"
+	"	for (unsigned i = 0; i < IA_INPUT_0_NUMEL; i++) x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;\n"
+	"	for (unsigned i = 0; i < IA_INPUT_1_NUMEL; i++) s[i] = 0.5f + (float)i / 8.0f;\n"
+	"	memcpy(xb + 1, x, sizeof x);\n"
+	"	memcpy(sb + 1, s, sizeof s);\n"
+	"	const void *in[2] = { xb + 1, sb + 1 };\n"
+	"	void *out[3] = { o0 + 1, o1 + 1, o2 + 1 };\n"
+	"	memset(arena, 0x5a, sizeof arena);\n"
+	"	if (ia_run(arena, in, out) != MODELC_OK) return 2;\n"
+	"	memset(arena, 0xa5, sizeof arena);\n"
+	"	memcpy(IA_INPUT_0_AT(arena), x, sizeof x);\n"
+	"	memcpy(IA_INPUT_1_AT(arena), s, sizeof s);\n"
+	"	if (ia_run(arena, NULL, NULL) != MODELC_OK) return 3;\n"
+	"	if (memcmp(IA_OUTPUT_0_AT(arena), o0 + 1, IA_OUTPUT_0_BYTES) ||\n"
+	"	    memcmp(IA_OUTPUT_1_AT(arena), o1 + 1, IA_OUTPUT_1_BYTES) ||\n"
+	"	    memcmp(IA_OUTPUT_2_AT(arena), o2 + 1, IA_OUTPUT_2_BYTES)) { printf(\"in place differs\\n\"); return 4; }\n"
+	"	float k[3];\n"
+	"	memcpy(k, o2 + 1, sizeof k);\n"
+	"	if (k[0] != 1.5f || k[1] != -2.0f || k[2] != 0.25f) return 5;\n"
+	"	/* one input given (its place), one not: the other written there */\n"
+	"	memset(arena, 0x33, sizeof arena);\n"
+	"	memcpy(IA_INPUT_0_AT(arena), x, sizeof x);\n"
+	"	const void *half[2] = { IA_INPUT_0_AT(arena), NULL };\n"
+	"	memcpy(IA_INPUT_1_AT(arena), s, sizeof s);\n"
+	"	if (ia_run(arena, half, out) != MODELC_OK) return 6;\n"
+	"	if (memcmp(IA_OUTPUT_0_AT(arena), o0 + 1, IA_OUTPUT_0_BYTES)) return 7;\n"
+	"	if (ia_run(arena + 4, in, out) != MODELC_ERR_MISALIGNED) return 8;\n"
+	"	if (ia_run(NULL, in, out) != MODELC_ERR_NULL_ARGUMENT) return 9;\n"
+	"	return 0;\n}\n";
+
+static void io_arena_run(const char *target)
+{
+	char *tmp = make_temp_dir(), *path = save_model(io_arena_model(), tmp, "m.onnx"), dir[4200];
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "ia";
+	o.target = target;
+	o.no_stack_usage = true;
+	/* against the interpreter, through the copies (NAME_main.c) */
+	cr_assert_eq(verify_model_with(io_arena_model(), (o.io_in_arena = true, &o)), 0);
+	snprintf(dir, sizeof dir, "%s/out", tmp);
+	cr_assert_eq(run_driver(path, dir, &o, io_arena_main, ""), 0);
+	size_t in_arena = json_number(dir, "ia.json", "arena_bytes");
+	/* the caller's buffers before: the arena now holds them, and less */
+	o.io_in_arena = false;
+	snprintf(dir, sizeof dir, "%s/apart", tmp);
+	cr_assert_eq(mc_compile(path, dir, &o), 0);
+	size_t apart = json_number(dir, "ia.json", "arena_bytes");
+	size_t io = (600 + 12 + 400 + 1200 + 3) * sizeof(float);
+	cr_assert_lt(in_arena, apart + io, "in the arena %zu, apart %zu + %zu", in_arena, apart, io);
+	/* and with pools: each input's and output's pool in the header */
+	o.io_in_arena = true;
+	o.pools[0] = "fast:4K";
+	o.pools[1] = "slow";
+	o.n_pools = 2;
+	cr_assert_eq(verify_model_with(io_arena_model(), &o), 0);
+	rm_tree(tmp);
+	free(path);
+	free(tmp);
+}
+
+Test(compile, io_in_arena_reuses_the_inputs_and_runs_without_copies)
+{
+	io_arena_run(NULL);
+	if (mc_llvm_available())
+		io_arena_run("llvm");
 }
 
 /* Concat(y, y, Reshape(y)) with y dying there: input 0's storage is read

@@ -445,7 +445,7 @@ static mc_tensor **quantized_io_reference(const char *path, mc_graph **g, mc_ten
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
-/* b's model with --isa cortex-m --quantized-io, built for the Cortex-M4
+/* b's model with --isa cortex-m --quantized-io --io-in-arena, built for the Cortex-M4
  * and run on the emulated board (qemu-system-arm -M mps2-an386), against
  * the reference on int8 inputs over the whole range, bit for bit: the
  * runtime's hand-scheduled micro-kernels (modelc_rt.h, DOT2_TILES), which
@@ -459,6 +459,9 @@ static int board_exact(mb *b)
 	snprintf(out, sizeof out, "%s/out", dir);
 	mc_compile_opts o = model_opts(true, "cortex-m", NULL);
 	o.no_stack_usage = true;
+	/* the input in the arena, copied there: a one-row matrix product's
+	 * pairs then lie over it (the runtime's S8_PAIRS in place) */
+	o.io_in_arena = true;
 	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
 	mc_graph *g;
 	mc_tensor **in, **want = quantized_io_reference(path, &g, &in);
@@ -836,8 +839,8 @@ Test(qint, gemm_transb_per_channel)
 /* x [rows, K] (dtype, scale sx, zero point x_zp) times int8 B [K, n]
  * per column, an int32 bias, an optional Relu, quantized at (sy, y_zp):
  * the QDQ Gemm of the tests below, checked by check_model. */
-static void check_gemm(uint32_t seed, const char *xshape, int64_t k, int64_t n, int dtype, float sx,
-                       int64_t x_zp, float sy, int64_t y_zp, bool relu)
+static mb *gemm_model(uint32_t seed, const char *xshape, int64_t k, int64_t n, int dtype, float sx,
+                      int64_t x_zp, float sy, int64_t y_zp, bool relu)
 {
 	lcg_state = seed;
 	mb *b = mb_new(13);
@@ -853,6 +856,13 @@ static void check_gemm(uint32_t seed, const char *xshape, int64_t k, int64_t n, 
 	if (relu)
 		mb_node(b, g, "Relu", "relu", "m", "r");
 	qdq_output(b, g, relu ? "r" : "m", dtype, sy, y_zp, "y");
+	return b;
+}
+
+static void check_gemm(uint32_t seed, const char *xshape, int64_t k, int64_t n, int dtype, float sx,
+                       int64_t x_zp, float sy, int64_t y_zp, bool relu)
+{
+	mb *b = gemm_model(seed, xshape, k, n, dtype, sx, x_zp, sy, y_zp, relu);
 	const mc_opid gone[] = {MC_OP_Gemm, relu ? MC_OP_Relu : MC_OP_NONE, MC_OP_NONE};
 	check_model(b, 2.0, sy, MC_OP_QiMatMul, 1, gone);
 }
@@ -883,6 +893,53 @@ Test(qint, gemm_one_row_paired)
 Test(qint, gemm_one_row_word_pairs_chunks)
 {
 	check_gemm(81, "1,36", 36, 200, MC_INT8, 2.0f / 127, 7, 0.06f, -128, true);
+}
+
+/* The offset and the "in place of buffer N" of line `what` of a plan dump
+ * (95-plan.txt); -1 for none. */
+static long plan_line(const char *plan, const char *what, long *offset)
+{
+	const char *at = strstr(plan, what);
+	cr_assert_not_null(at, "no '%s' in the plan:\n%s", what, plan);
+	if (*at == '\n')
+		at++;
+	while (at > plan && at[-1] != '\n')
+		at--;
+	long index, bytes;
+	cr_assert_eq(sscanf(at, "%ld %ld %ld", &index, offset, &bytes), 3);
+	const char *end = strchr(at, '\n'), *over = strstr(at, "in place of buffer ");
+	return over && over < end ? strtol(over + 19, NULL, 10) : -1;
+}
+
+/* The same one row, quantized in the arena where it dies at the matrix
+ * product: its word pairs, twice its bytes, lie over it (S8_PAIRS from the
+ * last word down); the buffer it quantizes into, per line of the plan. */
+Test(qint, gemm_one_row_pairs_lie_over_the_row)
+{
+	char path[4200], out[4300];
+	mb *b = gemm_model(81, "1,36", 36, 200, MC_INT8, 2.0f / 127, 7, 0.06f, -128, true);
+	char *dir = written_model(b, path, sizeof path);
+	mb_free(b);
+	snprintf(out, sizeof out, "%s/out", dir);
+	mc_compile_opts o = model_opts(false, "cortex-m", NULL);
+	o.no_stack_usage = true;
+	o.dump_after = "plan";
+	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
+	char debug[4400];
+	snprintf(debug, sizeof debug, "%s/debug", out);
+	char *plan = read_file_in(debug, "95-plan.txt", NULL);
+	cr_assert_not_null(plan);
+	long scratch_at, row_at, row;
+	/* kernel 1 is the matrix product; its first scratch is the pairs */
+	row = plan_line(plan, "scratch of k1_", &scratch_at);
+	cr_assert_geq(row, 0, "the pairs are not laid over the row:\n%s", plan);
+	char line[32];
+	snprintf(line, sizeof line, "\n%ld ", row);
+	plan_line(plan, line, &row_at);
+	cr_assert_eq(scratch_at, row_at, "pairs at %ld, the row at %ld:\n%s", scratch_at, row_at, plan);
+	free(plan);
+	rm_tree(dir);
+	free(dir);
 }
 
 Test(qint, matmul_batched_per_tensor)

@@ -138,6 +138,45 @@ static void json_io(mc_strbuf *b, const mc_io_desc *d, const mc_loc *at, int n)
 	mc_sb_puts(b, n ? "\n  ]" : "]");
 }
 
+/* "flash": what the model's code and constants take, from an object: the
+ * llvm target's NAME.o (the weights in it), or the stack measure's compile
+ * of NAME.c (the weights beside it, in NAME_weights.c: weight_bytes, their
+ * arrays' padding aside); or null and a note. */
+static void json_flash(mc_strbuf *b, const mc_program *p, const mc_stack_usage *u, const char *dir,
+                       const char *name)
+{
+	const mc_target *t = p->target.desc;
+	mc_object_sizes s;
+	char why[512] = "", from[700];
+	size_t weights_apart = 0;
+	bool sized = false;
+	if (t->object) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s.o", dir, name);
+		sized = mc_object_sizes_of(path, &s, why, sizeof why) == 0;
+		snprintf(from, sizeof from, "%s.o", name);
+	} else if (u->sized) {
+		s = u->object;
+		sized = true;
+		weights_apart = p->weight_bytes;
+		snprintf(from, sizeof from, "%s.c by %s %s, and the weights", name, u->compiler, u->flags);
+	} else {
+		snprintf(why, sizeof why, "%s", u->measured ? "not measured (the stack measure's object is not ELF)"
+		                                            : u->note);
+	}
+	if (!sized) {
+		mc_sb_puts(b, ",\n  \"flash\": null,\n  \"flash_note\": ");
+		json_string(b, why);
+		return;
+	}
+	size_t consts = s.rodata_bytes + weights_apart;
+	mc_sb_printf(b, ",\n  \"flash\": {\"total_bytes\": %zu, \"code_bytes\": %zu, \"const_bytes\": %zu, "
+	             "\"static_ram_bytes\": %zu, \"from\": ", s.text_bytes + consts + s.data_bytes,
+	             s.text_bytes, consts, s.data_bytes + s.bss_bytes);
+	json_string(b, from);
+	mc_sb_puts(b, "}");
+}
+
 /* "stack": NAME_run's worst-case stack (aot/stack.c), or null and a note. */
 static void json_stack(mc_strbuf *b, const mc_stack_usage *u)
 {
@@ -225,6 +264,7 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	             p->arena_bytes, p->arena_align, p->lower_bound, p->arena_in_order,
 	             p->lower_bound_in_order, p->weight_bytes, p->n_weights, p->n_kernels, p->macs);
 	json_stack(&b, &stack);
+	json_flash(&b, p, &stack, dir, o->name);
 	mc_stack_usage_free(&stack);
 	mc_sb_puts(&b, "\n}\n");
 	char path[4096];

@@ -126,6 +126,17 @@ typedef struct {
 int mc_stack_worst(const mc_stack_graph *g, const char *root, mc_stack_bound *b);
 void mc_stack_bound_free(mc_stack_bound *b);
 
+/* ---- what an ELF object puts in flash and RAM (aot/objsize.c) ---- */
+typedef struct {
+	size_t text_bytes;   /* code: the executable sections */
+	size_t rodata_bytes; /* read-only data: flash */
+	size_t data_bytes;   /* initialised writable data: flash and RAM (generated code has none) */
+	size_t bss_bytes;    /* zeroed writable data: RAM (generated code has none) */
+} mc_object_sizes;
+/* The allocated sections of the ELF object at path, summed by kind. 0, or
+ * -1 with the reason in why. */
+int mc_object_sizes_of(const char *path, mc_object_sizes *s, char *why, size_t n);
+
 typedef struct {
 	bool measured;       /* false: note says why (no compiler, it failed, ...) */
 	char note[512];
@@ -136,6 +147,9 @@ typedef struct {
 	char flags[512];     /* flags of the measuring compile */
 	size_t red_zone;     /* bytes below the stack pointer a leaf may use (x86-64 SysV: 128) */
 	double ms;           /* time taken */
+	/* the measuring compile's object (sized false: it could not be read) */
+	bool sized;
+	mc_object_sizes object;
 } mc_stack_usage;
 
 /* Measures NAME_run's stack from dir/NAME.c with cc ("gcc", or words such

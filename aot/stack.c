@@ -650,6 +650,8 @@ static int compile_and_parse(const char *dir, const char *name, cc_words *w, con
 		snprintf(u->note, sizeof u->note, "the stack-usage compile failed: %s", why);
 		return -1;
 	}
+	/* the flash it takes, for NAME.json; not knowing it is no failure */
+	u->sized = mc_object_sizes_of(obj, &u->object, why, sizeof why) == 0;
 	char *text = read_text(out);
 	if (!text) {
 		snprintf(u->note, sizeof u->note, "%s -fstack-usage wrote no %s", w->words[0], callgraph ? ".ci" : ".su");

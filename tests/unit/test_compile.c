@@ -538,6 +538,49 @@ Test(compile, pools_run_apart_and_match_one_arena)
 		pools_run("llvm");
 }
 
+/* ---- NAME.json's flash ---- */
+
+/* From the objects: code, constants (the weights among them) and no
+ * writable data, on both targets; a cut or foreign object is an error. */
+Test(compile, json_gives_the_flash_of_the_objects)
+{
+	char *tmp = make_temp_dir(), *path = save_model(conv_chain_model(false), tmp, "m.onnx"), dir[4200];
+	for (int k = 0; k < 1 + mc_llvm_available(); k++) {
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "fl";
+		o.target = k ? "llvm" : NULL;
+		snprintf(dir, sizeof dir, "%s/%s", tmp, k ? "llvm" : "c");
+		cr_assert_eq(mc_compile(path, dir, &o), 0);
+		size_t total = json_number(dir, "fl.json", "total_bytes"), code = json_number(dir, "fl.json", "code_bytes");
+		size_t consts = json_number(dir, "fl.json", "const_bytes"), weights = json_number(dir, "fl.json", "weight_bytes");
+		cr_assert_gt(code, 1000, "code %zu", code);
+		cr_assert_geq(consts, weights, "constants %zu, weights %zu", consts, weights);
+		cr_assert_eq(total, code + consts);
+		cr_assert_eq(json_number(dir, "fl.json", "static_ram_bytes"), 0);
+	}
+	/* the llvm target's object, cut: an error, not a figure */
+	mc_object_sizes s;
+	char why[256], obj[4300];
+	snprintf(obj, sizeof obj, "%s/m.onnx", tmp);
+	cr_assert_eq(mc_object_sizes_of(obj, &s, why, sizeof why), -1);
+	cr_assert(strstr(why, "not an ELF"), "%s", why);
+	if (mc_llvm_available()) {
+		snprintf(obj, sizeof obj, "%s/llvm/fl.o", tmp);
+		size_t len;
+		char *bytes = read_file_in(tmp, "llvm/fl.o", &len);
+		cr_assert_not_null(bytes);
+		cr_assert_eq(mc_object_sizes_of(obj, &s, why, sizeof why), 0);
+		cr_assert_eq(write_file(obj, bytes, len - 40), 0); /* into the last section header */
+		cr_assert_eq(mc_object_sizes_of(obj, &s, why, sizeof why), -1);
+		cr_assert(strstr(why, "past the end"), "%s", why);
+		free(bytes);
+	}
+	rm_tree(tmp);
+	free(path);
+	free(tmp);
+}
+
 /* ---- --io-in-arena: inputs and outputs in the arena ---- */
 
 /* x [1, 6, 10, 10], s [1, 12, 1, 1] -> y1 = Relu(Conv3x3) -> y2 = (Conv1x1(y1)

@@ -117,8 +117,9 @@ static void json_string(mc_strbuf *b, const char *s)
 	mc_sb_puts(b, "\"");
 }
 
-/* at: --io-in-arena's places (pool, offset), or NULL */
-static void json_io(mc_strbuf *b, const mc_io_desc *d, const mc_loc *at, int n)
+/* at: --io-in-arena's places, or NULL: the byte in the one arena, and with
+ * pools the pool and the byte in it */
+static void json_io(mc_strbuf *b, const mc_program *p, const mc_io_desc *d, const mc_loc *at, int n)
 {
 	mc_sb_puts(b, "[");
 	for (int i = 0; i < n; i++) {
@@ -132,7 +133,9 @@ static void json_io(mc_strbuf *b, const mc_io_desc *d, const mc_loc *at, int n)
 			mc_sb_printf(b, ", \"scale\": %.9g, \"zero_point\": %lld", d[i].scale,
 			             (long long)d[i].zero_point);
 		if (at)
-			mc_sb_printf(b, ", \"arena_pool\": %d, \"arena_offset\": %zu", at[i].index, at[i].offset);
+			mc_sb_printf(b, ", \"arena_offset\": %zu", mc_program_arena_offset(p, &at[i]));
+		if (at && p->n_pools > 1)
+			mc_sb_printf(b, ", \"pool\": %d, \"pool_offset\": %zu", at[i].index, at[i].offset);
 		mc_sb_puts(b, "}");
 	}
 	mc_sb_puts(b, n ? "\n  ]" : "]");
@@ -254,9 +257,9 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	mc_sb_printf(&b, ",\n  \"model_sha256\": \"%s\",\n  \"options\": ", sha);
 	json_string(&b, o->argv_line ? o->argv_line : "");
 	mc_sb_puts(&b, ",\n  \"inputs\": ");
-	json_io(&b, p->inputs, p->input_at, p->n_inputs);
+	json_io(&b, p, p->inputs, p->input_at, p->n_inputs);
 	mc_sb_puts(&b, ",\n  \"outputs\": ");
-	json_io(&b, p->outputs, p->output_at, p->n_outputs);
+	json_io(&b, p, p->outputs, p->output_at, p->n_outputs);
 	mc_sb_printf(&b, ",\n  \"io_in_arena\": %s", p->io_in_arena ? "true" : "false");
 	mc_sb_printf(&b, ",\n  \"arena_bytes\": %zu,\n  \"arena_align\": %zu,\n  \"arena_lower_bound\": %zu,\n"
 	             "  \"arena_bytes_in_order\": %zu,\n  \"arena_lower_bound_in_order\": %zu,\n"

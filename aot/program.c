@@ -50,6 +50,11 @@ void mc_program_free(mc_program *p)
 	memset(p, 0, sizeof *p);
 }
 
+size_t mc_program_arena_offset(const mc_program *p, const mc_loc *at)
+{
+	return (p->n_pools > 1 ? p->pool_at[at->index] : 0) + at->offset;
+}
+
 /* An If whose condition is known only at run time: both branches are
  * inlined, their nodes guarded by the condition; the program runs one or
  * the other (MC_STEP_IF). Nested ones are not supported yet. */
@@ -964,8 +969,8 @@ static void dump_plan(const void *ctx, FILE *f)
 			peak_step = s;
 		}
 	}
-	fprintf(f, "arena %zu bytes; peak %zu bytes live at step %d, in-place pairs counted apart (lower bound %zu)\n", pl->arena_bytes,
-	        peak, peak_step, pl->lower_bound);
+	fprintf(f, "arena %zu bytes; peak %zu bytes live at step %d, in-place pairs counted apart "
+	           "(lower bound %zu)\n", pl->arena_bytes, peak, peak_step, pl->lower_bound);
 }
 
 /* A weight in the dtype it is stored in: a float32 tensor becomes

@@ -126,6 +126,9 @@ typedef struct mc_program {
 } mc_program;
 
 void mc_program_free(mc_program *p);
+/* The byte in the one arena (NAME_run's) of an arena place: with pools,
+ * its pool's place plus its offset in it. */
+size_t mc_program_arena_offset(const mc_program *p, const mc_loc *at);
 /* mc_kernel_check on every kernel of p: 0, or -1 after reporting an
  * internal error (a bug in a lowering, not in the model). */
 int mc_program_check(const mc_program *p);

@@ -301,7 +301,8 @@ static void put_run(emitter *e)
 	else
 		put_io_align_check(e);
 	bool calls = steps_call_kernels(p->steps, p->n_steps);
-	if (pools && !calls && !p->io_in_arena)
+	bool copies = p->io_in_arena && p->n_inputs + p->n_outputs > 0;
+	if (pools && !calls && !copies)
 		mc_sb_puts(e->sb, "\t(void)pool;\n");
 	if (!calls && p->n_inputs == 0)
 		mc_sb_puts(e->sb, "\t(void)inputs;\n");

@@ -1297,12 +1297,11 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 			mc_sb_puts(e->sb, "}\n");
 		}
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NUMEL %zuu\n", e->upper, kind, i, numel);
-		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i,
-		             numel * mc_dtype_size(d[i].dtype));
+		mc_sb_printf(e->sb, "#define %s_%s_%d_BYTES %zuu\n", e->upper, kind, i, mc_ce_io_bytes(&d[i]));
 		const mc_loc *at = e->p->io_in_arena ? (kind[0] == 'I' ? e->p->input_at : e->p->output_at) : NULL;
 		if (at) {
 			mc_sb_printf(e->sb, "#define %s_%s_%d_OFFSET %zuu\n", e->upper, kind, i,
-			             mc_ce_io_arena_offset(e->p, &at[i]));
+			             mc_program_arena_offset(e->p, &at[i]));
 			mc_sb_printf(e->sb, "#define %s_%s_%d_AT(arena) ((void *)((unsigned char *)(arena) + "
 			                    "%s_%s_%d_OFFSET))\n", e->upper, kind, i, e->upper, kind, i);
 			if (e->p->n_pools > 1) {

@@ -192,11 +192,6 @@ size_t mc_ce_io_bytes(const mc_io_desc *d)
 	return n;
 }
 
-size_t mc_ce_io_arena_offset(const mc_program *p, const mc_loc *at)
-{
-	return (p->n_pools > 1 ? p->pool_at[at->index] : 0) + at->offset;
-}
-
 /* ---- the emitter: its names and index width; files ---- */
 static bool is_identifier(const char *s)
 {

@@ -47,9 +47,6 @@ size_t mc_ce_arena_align(const mc_program *p);
 size_t mc_ce_io_align(const mc_io_desc *d);
 /* An input's or output's bytes. */
 size_t mc_ce_io_bytes(const mc_io_desc *d);
-/* --io-in-arena: the byte in NAME_run's one arena where an input or output
- * (at, a place of mc_program.input_at/output_at) lives. */
-size_t mc_ce_io_arena_offset(const mc_program *p, const mc_loc *at);
 
 /* Kernel use counts. mc_ce_begin_kernel counts uses (unused buffers get no
  * pointer, unused locals a (void)); mc_ce_end_kernel frees the counts. */

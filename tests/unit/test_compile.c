@@ -653,6 +653,12 @@ static void io_arena_run(const char *target)
 	snprintf(dir, sizeof dir, "%s/out", tmp);
 	cr_assert_eq(run_driver(path, dir, &o, io_arena_main, ""), 0);
 	size_t in_arena = json_number(dir, "ia.json", "arena_bytes");
+	/* NAME.json's place of input 0 is the header's */
+	char *h = read_file_in(dir, "ia.h", NULL), *def = h ? strstr(h, "#define IA_INPUT_0_OFFSET ") : NULL;
+	cr_assert_not_null(def);
+	cr_assert_eq(strtoull(def + strlen("#define IA_INPUT_0_OFFSET "), NULL, 10),
+	             json_number(dir, "ia.json", "arena_offset"));
+	free(h);
 	/* the caller's buffers before: the arena now holds them, and less */
 	o.io_in_arena = false;
 	snprintf(dir, sizeof dir, "%s/apart", tmp);

@@ -272,14 +272,31 @@ static void build_row_pairs(const qdual *d, mc_kexpr *p, mc_kexpr *j)
 		mc_kb_template(kb, &t);
 		return;
 	}
-	mc_kexpr *kp = mc_kb_fori(kb, d->ch / 2, 0);
+	/* from the last pair down: word p (bytes 4p..4p+3 of one row) lies at
+	 * or past the bytes 2p, 2p+1 it and every later word read, so the
+	 * pairs may lie over the row (mc_kbuf.grows_over) */
+	if (d->ch % 2)
+		mc_kb_store(kb, d->sb, mc_k_addi(kb, j, d->ch / 2 * d->tp),
+		            pair(kb, x_at(d, mc_k_addi(kb, row, d->ch - 1)), i32c(kb, 0)));
+	mc_kexpr *down = mc_kb_fori(kb, d->ch / 2, 0);
+	mc_kexpr *kp = mc_kb_let(kb, mc_k_sub(kb, idx(kb, d->ch / 2 - 1), down));
 	mc_kexpr *k0 = mc_kb_let(kb, mc_k_add(kb, row, mc_k_muli(kb, kp, 2)));
 	mc_kb_store(kb, d->sb, mc_k_add(kb, mc_k_muli(kb, kp, d->tp), j),
 	            pair(kb, x_at(d, k0), x_at(d, mc_k_addi(kb, k0, 1))));
 	mc_kb_end(kb);
-	if (d->ch % 2)
-		mc_kb_store(kb, d->sb, mc_k_addi(kb, j, d->ch / 2 * d->tp),
-		            pair(kb, x_at(d, mc_k_addi(kb, row, d->ch - 1)), i32c(kb, 0)));
+}
+
+/* A fused epilogue of c's group reads input i's value too. */
+static bool epilogue_reads(const mc_lower_ctx *c, int i)
+{
+	const mc_value *v = c->in[i];
+	for (int e = 0; c->group && e < c->group->n_epi; e++) {
+		const mc_node *en = &c->g->nodes[c->group->epi[e]];
+		for (int k = 0; k < en->n_inputs; k++)
+			if (en->inputs[k] >= 0 && &c->g->values[en->inputs[k]] == v)
+				return true;
+	}
+	return false;
 }
 
 static void build(const qdual *d, mc_kexpr *n, mc_kexpr *p, mc_kexpr *j)
@@ -475,10 +492,12 @@ int mc_kern_qdual(mc_lower_ctx *c)
 		d.bb = mc_kb_packed(kb, bias);
 	}
 	/* a single row's pairs may lie over the row itself where it dies here
-	 * (S8_PAIRS writes bytes 8q..8q+7 after reading x's bytes 4q..4q+3,
-	 * from the last q down; the zero words of padded k lie past the row):
-	 * the row and its pairs then take 2, not 3, times its bytes */
-	if (d.quads && d.pix == 1)
+	 * (build_row_pairs and S8_PAIRS write from the last word down, each
+	 * word at or past the bytes it reads; the zero words of padded k lie
+	 * past the row; nothing reads the row afterwards but a fused epilogue
+	 * reading it too, checked here): the row and its pairs then take 2,
+	 * not 3, times its bytes */
+	if (!d.conv && d.pix == 1 && mc_dtype_size(c->in[QI_X]->dtype) == 1 && !epilogue_reads(c, QI_X))
 		d.sb = mc_kb_scratch_over(kb, MC_INT32, (size_t)(d.kp * d.tp), c->in_buf[QI_X]);
 	else
 		d.sb = mc_kb_scratch(kb, MC_INT32, (size_t)(d.kp * d.tp));

@@ -293,9 +293,10 @@ typedef struct {
 	 * the plan gives it no bytes and no place (loc MC_LOC_NONE). */
 	bool transient;
 	/* Scratch the plan may lay over buffer grows_over (a value read here,
-	 * -1: none) where that value dies in this kernel and nothing else
-	 * reads it, the scratch the larger: the kernel fills it in an order
-	 * that never overwrites what it has yet to read. */
+	 * -1: none) where that value dies in this kernel and no other buffer
+	 * reads its storage, the scratch the larger: the kernel reads that
+	 * buffer only to fill the scratch, in an order that never overwrites
+	 * what it has yet to read. */
 	int grows_over;
 } mc_kbuf;
 

@@ -691,7 +691,8 @@ static int buf_request(const build *b, const mc_kbuf *kb)
 }
 
 /* The request scratch buffer i of kernel s may lie over (its grows_over:
- * a value that dies at s, read by nothing else in the kernel), or -1. */
+ * a value that dies at s, whose storage no other buffer of the kernel
+ * reads: the kernel vouches for its own reads of it), or -1. */
 static int scratch_over(const build *b, int s, int i)
 {
 	const mc_kernel *k = b->p->kernels[s];
@@ -702,13 +703,10 @@ static int scratch_over(const build *b, int s, int i)
 	int r = b->m.root[v];
 	if (b->m.req[r] < 0 || b->last[r] != s || b->m.off[v] != 0)
 		return -1;
-	bool *used = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
-	mark_block(k->body, used); /* statements, not the templates that fill the scratch */
-	bool alone = !used[o];
-	free(used);
-	for (int j = 0; j < k->n_bufs && alone; j++)
-		alone = j == o || k->bufs[j].value < 0 || b->m.root[k->bufs[j].value] != r;
-	return alone ? b->m.req[r] : -1;
+	for (int j = 0; j < k->n_bufs; j++)
+		if (j != o && k->bufs[j].value >= 0 && b->m.root[k->bufs[j].value] == r)
+			return -1;
+	return b->m.req[r];
 }
 
 /* plan: a memory request per arena root and per kernel scratch, in-place

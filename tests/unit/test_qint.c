@@ -912,16 +912,17 @@ static long plan_line(const char *plan, const char *what, long *offset)
 }
 
 /* The same one row, quantized in the arena where it dies at the matrix
- * product: its word pairs, twice its bytes, lie over it (S8_PAIRS from the
- * last word down); the buffer it quantizes into, per line of the plan. */
-Test(qint, gemm_one_row_pairs_lie_over_the_row)
+ * product: its word pairs, twice its bytes, lie over it (S8_PAIRS, or on
+ * the llvm target the plain loop, from the last word down); the buffer it
+ * quantizes into, per line of the plan. */
+static void pairs_over_the_row(const char *target)
 {
 	char path[4200], out[4300];
 	mb *b = gemm_model(81, "1,36", 36, 200, MC_INT8, 2.0f / 127, 7, 0.06f, -128, true);
 	char *dir = written_model(b, path, sizeof path);
 	mb_free(b);
 	snprintf(out, sizeof out, "%s/out", dir);
-	mc_compile_opts o = model_opts(false, "cortex-m", NULL);
+	mc_compile_opts o = model_opts(false, "cortex-m", target);
 	o.no_stack_usage = true;
 	o.dump_after = "plan";
 	cr_assert_eq(mc_compile(path, out, &o), 0, "%s", diag_all());
@@ -940,6 +941,13 @@ Test(qint, gemm_one_row_pairs_lie_over_the_row)
 	free(plan);
 	rm_tree(dir);
 	free(dir);
+}
+
+Test(qint, gemm_one_row_pairs_lie_over_the_row)
+{
+	pairs_over_the_row(NULL);
+	if (mc_llvm_available())
+		pairs_over_the_row("llvm");
 }
 
 Test(qint, matmul_batched_per_tensor)

@@ -148,7 +148,7 @@ static uint32_t stack_used(const uint32_t *bottom, uint32_t sp)
 
 int main(void)
 {
-#if UM(_IO_IN_ARENA)
+#if IO_IN_ARENA
 	const void *const *in = NULL;
 	void *const *out = NULL;
 #else
@@ -159,10 +159,9 @@ int main(void)
 	int status = 0;
 
 	printf("bench modelc model=%s\n", STR(MODEL));
-	fill_input();
 	for (int r = 0; r <= RUNS && status == 0; r++) {
 		uint32_t sp, t0, t1;
-		if (IO_IN_ARENA)
+		if (r == 0 || IO_IN_ARENA)
 			fill_input();
 		uint32_t *bottom = paint_stack();
 		__asm volatile("mov %0, sp" : "=r"(sp));

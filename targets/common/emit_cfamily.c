@@ -1255,14 +1255,6 @@ void mc_ce_kernel_comment(emitter *e, const mc_kernel *k)
 }
 
 /* ---- NAME.h ---- */
-static size_t io_numel(const mc_io_desc *d)
-{
-	size_t n = 1;
-	for (int i = 0; i < d->shape.rank; i++)
-		n *= (size_t)d->shape.dims[i];
-	return n;
-}
-
 void mc_ce_io_comment(emitter *e, const char *title, const mc_io_desc *d, int n)
 {
 	char shape[256];
@@ -1285,7 +1277,7 @@ void mc_ce_io_macros(emitter *e, const char *kind, const mc_io_desc *d, int n)
 {
 	for (int i = 0; i < n; i++) {
 		const char *dc = mc_ce_dtype_const(d[i].dtype);
-		size_t numel = io_numel(&d[i]);
+		size_t numel = mc_ce_io_numel(&d[i]);
 		mc_sb_printf(e->sb, "#define %s_%s_%d_NAME ", e->upper, kind, i);
 		mc_ce_c_string(e->sb, d[i].name ? d[i].name : "");
 		mc_sb_printf(e->sb, "\n#define %s_%s_%d_DTYPE %s\n", e->upper, kind, i, dc ? dc : "0");

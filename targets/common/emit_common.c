@@ -184,12 +184,17 @@ size_t mc_ce_io_align(const mc_io_desc *d)
 	return n > 1 ? n : 1;
 }
 
-size_t mc_ce_io_bytes(const mc_io_desc *d)
+size_t mc_ce_io_numel(const mc_io_desc *d)
 {
-	size_t n = mc_dtype_size(d->dtype);
+	size_t n = 1;
 	for (int i = 0; i < d->shape.rank; i++)
 		n *= (size_t)d->shape.dims[i];
 	return n;
+}
+
+size_t mc_ce_io_bytes(const mc_io_desc *d)
+{
+	return mc_ce_io_numel(d) * mc_dtype_size(d->dtype);
 }
 
 /* ---- the emitter: its names and index width; files ---- */

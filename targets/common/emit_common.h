@@ -45,7 +45,8 @@ size_t mc_ce_arena_align(const mc_program *p);
  * pointer (MODELC_ERR_MISALIGNED otherwise): the kernels read and write it
  * as an array of its element type, so its element's size (1: none). */
 size_t mc_ce_io_align(const mc_io_desc *d);
-/* An input's or output's bytes. */
+/* An input's or output's elements and bytes. */
+size_t mc_ce_io_numel(const mc_io_desc *d);
 size_t mc_ce_io_bytes(const mc_io_desc *d);
 
 /* Kernel use counts. mc_ce_begin_kernel counts uses (unused buffers get no

@@ -1088,6 +1088,17 @@ static void check_template(checker *c, const mc_kstmt *s)
 		(t->kind == MC_TMPL_DOT2_TILES ? check_dot2_tiles : check_s8_pairs)(c, t);
 		return;
 	}
+	if (t->kind == MC_TMPL_GEMM && c->depth == 1 && buf_ok(c, t->wt, "template input") &&
+	    buf_ok(c, t->x, "template input")) {
+		/* the operands' last elements within their buffers */
+		int64_t a_end = (t->n - 1) * t->a_st[0] + (t->cout - 1) * t->a_st[1] + (t->cin - 1) * t->a_st[2];
+		int64_t b_end = (t->n - 1) * t->b_st[0] + (t->cin - 1) * t->b_st[1] + (t->ow - 1) * t->b_st[2];
+		if (t->n < 1 || t->cout < 1 || t->cin < 1 || t->ow < 1 || a_end >= (int64_t)c->k->bufs[t->wt].count ||
+		    b_end >= (int64_t)c->k->bufs[t->x].count) {
+			fail(c, "gemm template reads past its operands b%d, b%d", t->wt, t->x);
+			return;
+		}
+	}
 	if (c->depth != 1)
 		fail(c, "a template inside a loop or if");
 	else if (buf_ok(c, t->x, "template input") && buf_ok(c, t->wt, "template weight") &&

@@ -34,6 +34,7 @@
 #define MIN_K_SPLIT 32
 #endif
 #define MIN_PIXELS 32
+#define MIN_ROWS 16        /* a product's rows (A's) the tensor-core template takes */
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
@@ -69,6 +70,59 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
 	return t;
 }
 
+/* t's K splits (splits, k_split), its form (mma, k_step) for an output
+ * of n x m x pix (outn elements) over a reduction of k: enough splits to
+ * fill the GPU, each at least MIN_K_SPLIT long. 1: too large for the
+ * template's 32-bit indexes. */
+static int plan_splits(mc_lower_ctx *c, mc_ktemplate *t, int64_t m, int64_t pix, int64_t k, int64_t outn)
+{
+	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t->n;
+	bool mma = c->kb->isa && c->kb->isa->mma;
+	int64_t want = mma ? WANT_BLOCKS_MMA : WANT_BLOCKS;
+	/* on tensor cores, tiles that alone give every SM a block are not
+	 * split: splits would add the partial sums' traffic and a launch for
+	 * no more parallel work (resnet18's first conv: --tf32 1.5% faster in
+	 * all; the FFMA form, slower a step, gains from more waves) */
+	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
+	if (splits > k / MIN_K_SPLIT)
+		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
+	int64_t step = mma ? c->kb->isa->mma_k : TILE_K;
+	t->k_split = ceil_div(ceil_div(k, splits), step) * step;
+	t->splits = ceil_div(k, t->k_split);
+	t->mma = mma;
+	t->k_step = (int)step;
+	return t->splits * outn >= INT32_MAX;
+}
+
+/* The template's result, t->out (one split: transient, straight to this
+ * nest; else the splits' partial sums), made into the output and stored
+ * through the fused epilogue: a convolution's bias (input BIAS_IN along
+ * the channels; -1: none) plus the splits' sums; or a product's ALPHA
+ * times those sums plus BETA times input C_IN broadcast to the output
+ * (-1: none). */
+static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int c_in, double alpha, double beta)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[0]->shape;
+	int64_t outn = (int64_t)mc_numel(os);
+	mc_kexpr *coords[MC_MAX_RANK];
+	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
+	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[1])
+	                                             : mc_k_float(kb, MC_KT_F32, 0));
+	for (int64_t s = 0; s < t->splits; s++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t->out, mc_k_addi(kb, lin, s * outn))));
+	mc_kexpr *v = acc;
+	if (alpha != 1)
+		v = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, alpha), v);
+	if (c_in >= 0 && beta != 0) {
+		mc_kexpr *b = mc_lower_load(c, c_in, mc_lower_bcast(kb, &c->in[c_in]->shape, os, coords));
+		v = mc_k_add(kb, v, beta == 1 ? b : mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, beta), b));
+	}
+	mc_lower_store(c, 0, coords, lin, v);
+	mc_kb_end_n(kb, os->rank);
+}
+
 int mc_kern_conv_cuda(mc_lower_ctx *c)
 {
 	const nn_params *p = c->node->params;
@@ -98,28 +152,11 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	if (m == 0 || k == 0 || pix == 0 || t.n == 0 || outn >= INT32_MAX / 4 ||
 	    (int64_t)mc_numel(xs) >= INT32_MAX || m * k >= INT32_MAX)
 		return 1;
-	/* enough K splits to fill the GPU, each at least MIN_K_SPLIT long */
-	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t.n;
-	bool mma = c->kb->isa && c->kb->isa->mma;
-	int64_t want = mma ? WANT_BLOCKS_MMA : WANT_BLOCKS;
-	/* on tensor cores, tiles that alone give every SM a block are not
-	 * split: splits would add the partial sums' traffic and a launch for
-	 * no more parallel work (resnet18's first conv: --tf32 1.5% faster in
-	 * all; the FFMA form, slower a step, gains from more waves) */
-	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
-	if (splits > k / MIN_K_SPLIT)
-		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
-	int64_t step = mma ? c->kb->isa->mma_k : TILE_K;
-	t.k_split = ceil_div(ceil_div(k, splits), step) * step;
-	t.splits = ceil_div(k, t.k_split);
-	if (t.splits * outn >= INT32_MAX)
+	if (plan_splits(c, &t, m, pix, k, outn))
 		return 1;
-
 	mc_kb *kb = c->kb;
-	t.mma = mma;
-	t.k_step = (int)step;
 	/* TF32 operands (fp32 storage on tensor cores; fp16 halves them later) */
-	t.wt_tf32 = mma && c->kb->isa->mma_tf32;
+	t.wt_tf32 = t.mma && c->kb->isa->mma_tf32;
 	mc_tensor *wt = packed_weights(w, m, k, !t.mma, t.wt_tf32);
 	if (!wt)
 		return 1;
@@ -132,14 +169,73 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	mc_kb_template(kb, &t);
 
 	/* out = bias + the splits' sums, through the epilogue */
-	mc_kexpr *coords[MC_MAX_RANK];
-	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
-	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
-	mc_kexpr *acc = mc_kb_local(kb, c->n_in > 2 && c->in[2] ? mc_lower_load(c, 2, coords[1])
-	                                                       : mc_k_float(kb, MC_KT_F32, 0));
-	for (int64_t s = 0; s < t.splits; s++)
-		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t.out, mc_k_addi(kb, lin, s * outn))));
-	mc_lower_store(c, 0, coords, lin, acc);
-	mc_kb_end_n(kb, os->rank);
+	sum_splits(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
+	return 0;
+}
+
+/* MatMul and Gemm on tensor cores: batched (each operand's batch its own
+ * or broadcast), either operand transposed. A constant 2-D B is packed
+ * k-contiguous ([P][K], rounded to TF32 once where the operands are TF32)
+ * and every row of A, whatever its rank, is a row of one product. */
+int mc_kern_gemm_cuda(mc_lower_ctx *c)
+{
+	if (!c->kb->isa || !c->kb->isa->mma || !c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) ||
+	    !mc_is_f32(c->in[1]))
+		return 1;
+	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape, *os = &c->out[0]->shape;
+	bool gemm = c->node->id == MC_OP_Gemm;
+	const nn_params *p = gemm ? c->node->params : NULL;
+	bool ta = gemm && p->trans_a, tb = gemm && p->trans_b;
+	if (as->rank < 2 || bs->rank < 2 || os->rank < 2)
+		return 1;
+	int64_t m = as->dims[as->rank - (ta ? 1 : 2)], k = as->dims[as->rank - (ta ? 2 : 1)];
+	int64_t n = bs->dims[bs->rank - (tb ? 2 : 1)];
+	if (bs->dims[bs->rank - (tb ? 1 : 2)] != k || os->dims[os->rank - 1] != n)
+		return 1;
+	int64_t outn = (int64_t)mc_numel(os);
+	if (k == 0 || outn == 0 || (int64_t)mc_numel(as) >= INT32_MAX || (int64_t)mc_numel(bs) >= INT32_MAX ||
+	    outn >= INT32_MAX / 4)
+		return 1;
+	const mc_tensor *bc = mc_lower_const(c, 1);
+	bool pack = bc && bc->dtype == MC_FLOAT && bs->rank == 2 && !ta;
+	mc_ktemplate t = { .kind = MC_TMPL_GEMM, .cin = k, .kh = 1, .kw = 1, .h = 1, .oh = 1, .ow = n,
+	                   .sh = 1, .sw = 1, .dh = 1, .dw = 1 };
+	if (pack) { /* one product: A's rows, B packed */
+		t.n = 1;
+		m = (int64_t)mc_numel(as) / k;
+		int64_t a_st[3] = { 0, k, 1 }, b_st[3] = { 0, 1, k };
+		memcpy(t.a_st, a_st, sizeof a_st);
+		memcpy(t.b_st, b_st, sizeof b_st);
+	} else {
+		int64_t a_step = mc_matmul_batch_step(as, os), b_step = mc_matmul_batch_step(bs, os);
+		if (a_step < 0 || b_step < 0)
+			return 1;
+		t.n = outn / (m * n);
+		int64_t a_st[3] = { a_step, ta ? 1 : k, ta ? m : 1 }, b_st[3] = { b_step, tb ? 1 : n, tb ? k : 1 };
+		memcpy(t.a_st, a_st, sizeof a_st);
+		memcpy(t.b_st, b_st, sizeof b_st);
+	}
+	t.cout = m;
+	t.w = n;
+	/* rows fewer than a tile's quarter: a warp per output does better */
+	if (m < MIN_ROWS || plan_splits(c, &t, m, n, k, outn))
+		return 1;
+	mc_kb *kb = c->kb;
+	t.wt = c->in_buf[0];
+	if (pack) {
+		t.x_tf32 = c->kb->isa->mma_tf32;
+		mc_tensor *bt = packed_weights(bc, tb ? n : k, tb ? k : n, !tb, t.x_tf32);
+		if (!bt)
+			return 1;
+		t.x = mc_kb_packed(kb, bt);
+	} else {
+		t.x = c->in_buf[1];
+	}
+	t.direct = t.splits == 1;
+	t.out = t.direct ? mc_kb_transient(kb, MC_FLOAT, (size_t)outn)
+	                 : mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
+	mc_kb_template(kb, &t);
+	int c_in = gemm && c->n_in > 2 && c->in[2] ? 2 : -1;
+	sum_splits(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
 	return 0;
 }

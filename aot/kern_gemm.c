@@ -220,7 +220,7 @@ static int kern_gemm(mc_lower_ctx *c)
  * matrix's size), 0 where every product reads the same matrix; -1 where
  * its batch dims are neither the output's nor all 1 (a partial broadcast:
  * the plain lowering takes it). */
-static int64_t batch_step(const mc_shape *s, const mc_shape *os)
+int64_t mc_matmul_batch_step(const mc_shape *s, const mc_shape *os)
 {
 	int nb = s->rank - 2, onb = os->rank - 2;
 	int64_t mine = 1;
@@ -256,7 +256,7 @@ static int kern_matmul(mc_lower_ctx *c)
 	if (as->rank < 2 || os->rank != (as->rank > bs->rank ? as->rank : bs->rank))
 		return 1;
 	int64_t m = as->dims[as->rank - 2];
-	int64_t a_step = batch_step(as, os), b_step = batch_step(bs, os);
+	int64_t a_step = mc_matmul_batch_step(as, os), b_step = mc_matmul_batch_step(bs, os);
 	if (a_step < 0 || b_step < 0)
 		return 1;
 	int64_t batch = m > 0 ? (int64_t)mc_numel(os) / (m * n) : 0;
@@ -275,10 +275,11 @@ static int kern_matmul(mc_lower_ctx *c)
 
 int mc_kern_gemm(mc_lower_ctx *c)
 {
-	/* register tiles serve CPUs; on a GPU the plain kernel's thread per
-	 * output element parallelises better */
+	/* register tiles serve CPUs; on a GPU, tensor cores' tiles
+	 * (kern_cuda.c), else the plain kernel's thread per output element
+	 * parallelises better */
 	if (c->kb->target->grid)
-		return 1;
+		return c->kb->target->conv_template ? mc_kern_gemm_cuda(c) : 1;
 	if (!c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]))
 		return 1;
 	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||

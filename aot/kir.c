@@ -920,6 +920,14 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 				fprintf(f, "], x b%d -> b%d) kp %" PRId64 " tiles %" PRId64 "\n", t->x, t->out, t->kp, t->tiles);
 				break;
 			}
+			if (t->kind == MC_TMPL_GEMM) {
+				fprintf(f, "template gemm(a b%d [%" PRId64 ",%" PRId64 ",%" PRId64 "], b b%d [%" PRId64 ",%" PRId64
+				           ",%" PRId64 "] -> b%d) %" PRId64 " of %" PRId64 "x%" PRId64 "x%" PRId64 " splits %" PRId64
+				           " of %" PRId64 "\n",
+				        t->wt, t->a_st[0], t->a_st[1], t->a_st[2], t->x, t->b_st[0], t->b_st[1], t->b_st[2], t->out,
+				        t->n, t->cout, t->cin, t->ow, t->splits, t->k_split);
+				break;
+			}
 			fprintf(f, "template conv2d_splitk%s(x b%d, wt b%d -> b%d) n %" PRId64 " cin %" PRId64
 			           " %" PRId64 "x%" PRId64 " cout %" PRId64 " kernel %" PRId64 "x%" PRId64
 			           " out %" PRId64 "x%" PRId64 " stride %" PRId64 ",%" PRId64 " pad %" PRId64

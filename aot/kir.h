@@ -158,6 +158,13 @@ typedef enum {
 	 * the image. wt is the weight re-laid K x M at generation time, or kept
 	 * M x K where `mma` (the tensor-core form reads rows of k). */
 	MC_TMPL_CONV2D_SPLITK,
+	/* A batched matrix product on tensor cores (mma), in K splits as the
+	 * convolution's: out[s][b][m][p] = sum over k in the split of
+	 * wt[b*a_st[0] + m*a_st[1] + k*a_st[2]] * x[b*b_st[0] + k*b_st[1] + p*b_st[2]]
+	 * for b < n, m < cout (A's rows), p < ow (B's columns; oh 1) and k <
+	 * cin (kh = kw = 1): MatMul and Gemm. A batch stride of 0 gives every
+	 * product the same matrix. */
+	MC_TMPL_GEMM,
 	/* Integer tiles of SMLAD pairs (aot/kern_qdual.c; the C target, where
 	 * the runtime's Cortex-M micro-kernels hold every sum, pair and pointer
 	 * in the core's registers, which a C compiler's allocation of the same
@@ -226,6 +233,8 @@ typedef struct mc_ktemplate {
 	bool mma;                 /* on tensor cores (isa->mma); wt is M x K */
 	int k_step;               /* k a step of the tensor-core form (isa->mma_k); k_split a multiple */
 	bool wt_tf32;             /* wt's floats are already rounded to TF32 (the template's operands) */
+	bool x_tf32;              /* GEMM: x's too */
+	int64_t a_st[3], b_st[3]; /* GEMM: the operands' strides (kind's comment) */
 	/* One split: the target passes each sum straight to the loop nest that
 	 * follows (over out's [n][cout][oh][ow], which loads out at its linear
 	 * index once), so `out` is transient: it has no storage. */

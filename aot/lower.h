@@ -141,6 +141,11 @@ int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
 int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
+int mc_kern_gemm_cuda(mc_lower_ctx *c);    /* MatMul and Gemm on tensor cores: MC_TMPL_GEMM */
+/* Elements one product of a batched MatMul moves an operand shaped s on
+ * (output os): its matrix's size, 0 where every product reads the same
+ * matrix, -1 for a partial broadcast. */
+int64_t mc_matmul_batch_step(const mc_shape *s, const mc_shape *os);
 int mc_kern_qconv_pointwise(mc_lower_ctx *c); /* QiConv 1x1: register-tiled int32 sums */
 int mc_kern_qconv_window(mc_lower_ctx *c);    /* QiConv, group 1: 4 output channels a pass */
 int mc_kern_qmatmul(mc_lower_ctx *c);         /* QiMatMul 2-D by a constant B: tiled like 1x1 */

@@ -5,6 +5,10 @@
  * - Swish (SiLU): Mul(x, Sigmoid(x)), as PyTorch exports SiLU before
  *   opset 24; then it fuses into the convolution before it as an epilogue
  *   (a chain of one input), where Sigmoid and Mul each read x.
+ * - Gelu (exact, with erf), as PyTorch exports GELU before opset 20:
+ *   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (or x times 1/sqrt 2,
+ *   either order of each Mul and Add), whose x is read twice, so that no
+ *   chain fuses it: one Gelu node fuses into the product before it.
  * - LayerNormalization, as exporters write it before opset 17 (PyTorch's
  *   layer_norm at opset 13, many TensorFlow converters):
  *
@@ -169,6 +173,56 @@ static int match_swish(mc_graph *g, int i, const int *uses, bool *dead, mc_node 
 	return mul;
 }
 
+/* v within a millionth of want. */
+static bool near(double v, double want)
+{
+	return v > want - 1e-6 * want && v < want + 1e-6 * want;
+}
+
+/* Gelu at Erf node i: marks the Div, Erf, Add and first Mul dead and
+ * returns the second Mul's index, or -1. */
+static int match_gelu(mc_graph *g, int i, const int *uses, bool *dead, mc_node *out)
+{
+	const mc_node *n = &g->nodes[i];
+	if (n->id != MC_OP_Erf || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+		return -1;
+	int d = n->inputs[0], dv = g->values[d].producer, x, other;
+	double c, one, half;
+	if (dv < 0 || uses[d] != 1 || ge_is_graph_output(g, d) || g->nodes[dv].n_inputs != 2)
+		return -1;
+	const mc_node *scale = &g->nodes[dv];
+	if (scale->id == MC_OP_Div && scalar(g, scale->inputs[1], &c) && near(c, 1.4142135623730951))
+		x = scale->inputs[0];
+	else if (scale->id == MC_OP_Mul && scalar(g, scale->inputs[1], &c) && near(c, 0.7071067811865476))
+		x = scale->inputs[0];
+	else if (scale->id == MC_OP_Mul && scalar(g, scale->inputs[0], &c) && near(c, 0.7071067811865476))
+		x = scale->inputs[1];
+	else
+		return -1;
+	if (x < 0 || g->values[x].dtype != MC_FLOAT)
+		return -1;
+	int add = sole_reader(g, uses, n->outputs[0]);
+	if (add < 0 || !binary(&g->nodes[add], MC_OP_Add, n->outputs[0], &other) || !scalar(g, other, &one) ||
+	    one != 1.0)
+		return -1;
+	int mul = sole_reader(g, uses, g->nodes[add].outputs[0]);
+	if (mul < 0 || !binary(&g->nodes[mul], MC_OP_Mul, g->nodes[add].outputs[0], &other) || other != x)
+		return -1;
+	int mul2 = sole_reader(g, uses, g->nodes[mul].outputs[0]);
+	if (mul2 < 0 || !binary(&g->nodes[mul2], MC_OP_Mul, g->nodes[mul].outputs[0], &other) ||
+	    !scalar(g, other, &half) || half != 0.5)
+		return -1;
+	int y = g->nodes[mul2].outputs[0];
+	if (y < 0 || g->values[y].dtype != MC_FLOAT ||
+	    !mc_shape_eq(&g->values[y].shape, &g->values[x].shape))
+		return -1;
+	/* approximate "none" (the default): erf */
+	if (!new_node(out, g->nodes[mul2].name, MC_OP_Gelu, 20, &x, 1, y, NULL, 0))
+		return -1;
+	dead[dv] = dead[i] = dead[add] = dead[mul] = true;
+	return mul2;
+}
+
 /* LayerNormalization at ReduceMean node r1; marks the nodes it replaces
  * in dead and returns the index of the new node's place (the last of
  * them), or -1. */
@@ -261,6 +315,8 @@ int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 		int at = match_layernorm(g, i, uses, dead, &made);
 		if (at < 0)
 			at = match_swish(g, i, uses, dead, &made);
+		if (at < 0)
+			at = match_gelu(g, i, uses, dead, &made);
 		if (at < 0)
 			continue;
 		mc_node_free(&g->nodes[at]);

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""modelc's cuda target against torch.compile on torchvision nets (GPU machine).
+"""modelc's cuda target against torch.compile on a broad set of nets (GPU machine).
 
 usage: python3 bench/cuda/tv_bench.py --modelc PATH --work DIR [--nets a,b] [--reps N]
 
-For each net (torchvision mobilenet_v2, resnet18, squeezenet1_1,
-mobilenet_v3_small; seeded random weights, eval mode, batch 1, 3x224x224):
+For each net (the four it was tuned on: torchvision mobilenet_v2, resnet18,
+squeezenet1_1, mobilenet_v3_small; and five it was not, built as
+scripts/make-bench-models.py builds them: resnet50, convnext_tiny,
+efficientnet_b0, vit6 (a ViT: 6 layers, hidden 192, patch 16, 224x224) and
+bert4 (a BERT-style encoder: 4 layers, hidden 256, sequence 128, float
+embeddings in, two outputs); seeded random weights, batch norms' statistics
+from random batches, eval mode, batch 1):
   1. exports it to ONNX (opset 17) with the torch installed here;
   2. compiles it with `modelc compile --target cuda --harness`, builds
      libNAME.a with the generated build.ninja and the driver with nvcc, runs
@@ -34,11 +39,44 @@ import subprocess
 import sys
 import time
 
+import importlib.util
+
 import numpy as np
 import torch
 import torchvision
 
-NETS = ["mobilenet_v2", "resnet18", "squeezenet1_1", "mobilenet_v3_small"]
+TUNED = ["mobilenet_v2", "resnet18", "squeezenet1_1", "mobilenet_v3_small"]
+BROAD = ["resnet50", "convnext_tiny", "efficientnet_b0", "vit6", "bert4"]
+NETS = TUNED + BROAD
+
+
+def bench_models():
+    """scripts/make-bench-models.py as a module: its NETS and calibrate_bn."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "make-bench-models.py")
+    spec = importlib.util.spec_from_file_location("bench_models", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def make_net(name):
+    """(model in eval mode, input, opset, output names)."""
+    torch.manual_seed(0)
+    if name in TUNED:
+        model = getattr(torchvision.models, name)(weights=None).eval()
+        return model, torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1)), 17, ["output"]
+    bm = bench_models()
+    ctor, shape, opset, outs = bm.NETS[name]
+    model = ctor()
+    bm.int8_models.calibrate_bn(model, shape)
+    model.eval()
+    return model, torch.randn(*shape, generator=torch.Generator().manual_seed(1)), opset, outs
+
+
+def flat(y):
+    """A net's outputs (a tensor or a tuple of them) as one float32 vector."""
+    ys = y if isinstance(y, (tuple, list)) else (y,)
+    return np.concatenate([t.float().cpu().numpy().ravel() for t in ys])
 
 
 def event_median_us(fn, reps, warmup=20):
@@ -79,7 +117,7 @@ def run(cmd, **kw):
 VARIANT_OPTS = {"fp32": ["--dtype", "fp32"], "tf32": ["--tf32"], "fp16": ["--dtype", "fp16"]}
 
 
-def modelc_net(name, onnx_path, x_np, args, dtype="fp32"):
+def modelc_net(name, onnx_path, x_np, args, dtype="fp32", n_out=1):
     gen = os.path.join(args.work, name, "gen-" + dtype)
     t0 = time.time()
     run([args.modelc, "compile", onnx_path, "-o", gen, "--name", name, "--target", "cuda",
@@ -98,7 +136,7 @@ def modelc_net(name, onnx_path, x_np, args, dtype="fp32"):
         prof = [l for l in r.stderr.splitlines() if l.startswith("profile:")][:28]
         print("\n".join(f"{name}: {l}" for l in prof), flush=True)
     med, lo, pdl = driver_times(r)
-    y = np.fromfile(os.path.join(out, "output_0.bin"), dtype=np.float32)
+    y = np.concatenate([np.fromfile(os.path.join(out, f"output_{i}.bin"), dtype=np.float32) for i in range(n_out)])
     # the same library with every launch after the one before it (NAME_CUDA_NO_PDL)
     nopdl = driver_times(run([os.path.join(gen, "run"), out, "--repeat", str(args.reps), "--no-pdl", inp]))[0]
     return med, lo, compile_s, y, pdl, nopdl
@@ -129,26 +167,24 @@ def main():
     dev = torch.cuda.get_device_name(0)
     rows = []
     for name in args.nets.split(","):
-        torch.manual_seed(0)
-        model = getattr(torchvision.models, name)(weights=None).eval()
-        x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+        model, x, opset, outs = make_net(name)
         onnx_path = os.path.join(args.work, f"{name}.onnx")
         os.makedirs(os.path.join(args.work, name), exist_ok=True)
         with torch.no_grad():
-            torch.onnx.export(model, (x,), onnx_path, opset_version=17, dynamo=False,
-                              input_names=["input"], output_names=["output"])
+            torch.onnx.export(model, (x,), onnx_path, opset_version=opset, dynamo=False,
+                              do_constant_folding=True, input_names=["input"], output_names=outs)
         model = model.cuda()
         xc = x.cuda()
         # the reference in true fp32 (cuDNN convolutions default to TF32)
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
         with torch.no_grad():
-            ref = model(xc).float().cpu().numpy().ravel()
+            ref = flat(model(xc))
         torch.backends.cudnn.allow_tf32 = True
         row = {"net": name, "device": dev}
         for variant in [v for v in args.variants.split(",") if not (args.skip_fp16 and v == "fp16")]:
             try:  # one variant's failure is a cell, not the end; all checked against the fp32 reference
-                med, lo, cs, y, pdl, nopdl = modelc_net(name, onnx_path, x.numpy(), args, variant)
+                med, lo, cs, y, pdl, nopdl = modelc_net(name, onnx_path, x.numpy(), args, variant, len(outs))
                 err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
                 row.update({f"modelc_{variant}_us": med, f"modelc_{variant}_min_us": lo,
                             f"modelc_{variant}_pdl": pdl, f"modelc_{variant}_no_pdl_us": nopdl,
@@ -169,7 +205,7 @@ def main():
         if not args.skip_fp16:
             mh = model.half()
             with torch.no_grad():  # what fp16 itself costs in accuracy: torch's own half output
-                y16 = mh(xc.half()).float().cpu().numpy().ravel()
+                y16 = flat(mh(xc.half()))
             row.update(torch_fp16_rel_err=float(np.max(np.abs(y16 - ref)) / max(np.max(np.abs(ref)), 1e-30)))
             med, lo, cs = torch_compile_us(mh, xc.half(), args.reps)
             row.update(torch_fp16_us=med, torch_fp16_min_us=lo)

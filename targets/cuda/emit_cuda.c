@@ -238,7 +238,7 @@ static void collapse(const mc_kernel *k, const mc_kstmt *s, launch *l)
  * e, or a maximum or minimum by select) runs with its iterations spread
  * over the 32 lanes, then the lanes combine their partial values with
  * shuffles, so that every lane goes on with the whole result. */
-enum { RED_NONE, RED_ADD, RED_MAX, RED_MIN };
+enum { RED_NONE, RED_ADD, RED_MAX, RED_MIN, RED_MAX_NAN, RED_MIN_NAN };
 #define WARP_MAX_ITERS 65536   /* above this, a thread per iteration has parallelism enough */
 #define WARP_MIN_EXTENT 32
 
@@ -257,6 +257,17 @@ static int combine_of(const mc_kexpr *v, int acc)
 	if (v->kind == MC_KE_BIN && (v->op == MC_KB_MAX || v->op == MC_KB_MIN) &&
 	    (is_var(v->a, acc) || is_var(v->b, acc)))
 		return v->op == MC_KB_MAX ? RED_MAX : RED_MIN;
+	/* c ? x : acc with c = (x > acc) | isnan(x): a maximum (or with <, a
+	 * minimum) that a NaN wins (Softmax's, ReduceMax's) */
+	if (v->kind == MC_KE_SELECT && is_var(v->c, acc) && v->a->kind == MC_KE_BIN && v->a->op == MC_KB_OR) {
+		const mc_kexpr *c = v->a->a, *nan = v->a->b;
+		bool x_first = c->kind == MC_KE_BIN && c->b && is_var(c->b, acc) && c->a == v->b;
+		bool nan_of_x = nan->kind == MC_KE_UN && nan->op == MC_KU_ISNAN && nan->a == v->b;
+		if (x_first && nan_of_x && c->op == MC_KB_GT)
+			return RED_MAX_NAN;
+		if (x_first && nan_of_x && c->op == MC_KB_LT)
+			return RED_MIN_NAN;
+	}
 	/* c ? x : acc with c = x > acc (a maximum) or x < acc (a minimum) */
 	if (v->kind == MC_KE_SELECT && is_var(v->c, acc) && v->a->kind == MC_KE_BIN) {
 		const mc_kexpr *c = v->a;
@@ -454,10 +465,21 @@ static int plan_launches(const mc_kernel *k, launch **out)
 		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || !t->stmt->tmpl->direct)
 			continue;
 		const mc_ktemplate *tp = t->stmt->tmpl;
-		int64_t want[4] = { tp->n, tp->cout, tp->oh, tp->ow };
-		bool ok = f && f->n_loops == 4 && !f->warp && f->n_pre == t->n_pre;
-		for (int d = 0; ok && d < 4; d++)
-			ok = f->begin[d] == 0 && f->extent[d] == want[d];
+		bool ok = f && f->n_loops >= 2 && !f->warp && f->n_pre == t->n_pre;
+		if (ok && tp->kind == MC_TMPL_GEMM) {
+			/* over a product's output: [batch..., rows..., P] */
+			int64_t all = 1;
+			for (int d = 0; d < f->n_loops; d++) {
+				ok = ok && f->begin[d] == 0;
+				all *= f->extent[d];
+			}
+			ok = ok && f->extent[f->n_loops - 1] == tp->ow && all == tp->n * tp->cout * tp->ow;
+		} else if (ok) {
+			int64_t want[4] = { tp->n, tp->cout, tp->oh, tp->ow };
+			ok = f->n_loops == 4;
+			for (int d = 0; ok && d < 4; d++)
+				ok = f->begin[d] == 0 && f->extent[d] == want[d];
+		}
 		if (ok) { /* put_kernel refuses a direct template left unfused */
 			ls[i].epi = f;
 			ls[i + 1].absorbed = true;
@@ -559,11 +581,11 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 #define TMPL_TILE 64
 
 /* The template's results: LOOPS opens loops (closed here, a brace for each
- * `{` in it) that define mm (channel) and pp (pixel) of the value VAL;
+ * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL;
  * stored into the split's partial sums, or through the epilogue EPI (one
- * split). */
+ * split) with the output coordinates EPI_ARGS (put_epilogue_args). */
 static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
-                                const launch *el)
+                                const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
 	int opened = 0, depth = 0; /* the loops' braces; the depth of their body */
@@ -579,19 +601,43 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 		mc_sb_puts(sb, "\t(void)split;\n");
 	mc_sb_puts(sb, loops);
 	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n", d, tabs);
-	if (!epi) {
+	if (!epi)
 		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
-	} else {
-		const char *vt[4];
-		for (int i = 0; i < 4; i++)
-			vt[i] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[i]->var].type);
-		mc_sb_printf(sb,
-			"%.*s%s(dev, (%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW), %s); /* bias and the fused epilogue */\n",
-			d + 1, tabs, epi, vt[0], vt[1], vt[2], vt[3], val);
-	}
+	else
+		mc_sb_printf(sb, "%.*s%s(dev, %s, %s); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args, val);
 	mc_sb_printf(sb, "%.*s}\n", d, tabs);
 	for (int i = 0; i < opened; i++)
 		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
+}
+
+/* The output coordinates a template's result (n, mm, pp) has in the nest
+ * el over its output, as the epilogue's arguments, into ARGS: a
+ * convolution's [n][m][oh][ow] (pp = oh * OW + ow); a product's output
+ * [batch..., rows..., P], whose leading coordinates are those of n * M +
+ * mm (the batch, and A's rows where they fold several dims). */
+static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const launch *el, mc_strbuf *args)
+{
+	const char *vt[MC_MAX_RANK];
+	for (int i = 0; i < el->n_loops; i++)
+		vt[i] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[i]->var].type);
+	if (t->kind == MC_TMPL_CONV2D_SPLITK) {
+		mc_sb_printf(args, "(%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW)", vt[0], vt[1], vt[2], vt[3]);
+		return;
+	}
+	int r = el->n_loops;
+	char coord[MC_MAX_RANK][128];
+	int64_t div = 1;
+	for (int i = r - 2; i >= 0; i--) {
+		if (i > 0)
+			snprintf(coord[i], sizeof coord[i], "(%s)((n * M + mm) / %" PRId64 " %% %" PRId64 ")", vt[i], div,
+			         el->extent[i]);
+		else
+			snprintf(coord[i], sizeof coord[i], "(%s)((n * M + mm) / %" PRId64 ")", vt[i], div);
+		div *= el->extent[i];
+	}
+	for (int i = 0; i < r - 1; i++)
+		mc_sb_printf(args, "%s, ", coord[i]);
+	mc_sb_printf(args, "(%s)pp", vt[r - 1]);
 }
 
 /* The lines both template forms open with: the block's output tile, its
@@ -621,51 +667,160 @@ static void put_im2col_value(mc_strbuf *sb, const char *in, const char *type, co
 		in, type, in, in, in, in, in, load, in);
 }
 
+/* One operand of the tensor-core template as its loads see it: rows of M
+ * (A, the weights of a convolution) or of P (B, its im2col), each thread
+ * moving 8 consecutive k of row ROW (< LIM) a group. STRIDED: element
+ * (row r, k) at PTR[r * row + k * kst]; one 16-byte load for the 8 where
+ * `vec` (k contiguous, rows and base 16-byte aligned). IM2COL: the
+ * convolution's input window (put_template_block's xn, ih0, iw0). */
+typedef struct {
+	const char *ptr, *row_var, *lim;
+	int64_t row, kst;
+	bool vec, im2col;
+	bool is_float;   /* F16: float storage (a graph input), rounded as it loads */
+	bool rounded;    /* TF32: the floats are TF32 already (packed weights) */
+} mma_operand;
+
+/* Operand o's 8 k of group h into its register R[h] (F16: a uint4 of
+ * half pairs, the lower k in the low half; else float R[h][8]). IN
+ * indents; KV is the step's first k. */
+static void put_operand_load(mc_strbuf *sb, const char *in, const char *kv, const mma_operand *o, const char *R,
+                             bool f16)
+{
+	const char *r = o->row_var, *lim = o->lim, *ptr = o->ptr;
+	mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk + 32 * h;\n", in, in, kv);
+	if (o->im2col) {
+		/* the 8 k are consecutive: the first one's channel and tap divided
+		 * out once, then stepped (the divisions for each were most of a
+		 * step's instructions) */
+		mc_sb_printf(sb,
+			"%s\tint ci = kx / (KH * KW), kh = kx %% (KH * KW) / KW, kw = kx %% KW;\n"
+			"%s\t%s u[8];\n"
+			"#pragma unroll\n"
+			"%s\tfor (int i = 0; i < 8; i++) {\n"
+			"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
+			"%s\t\tu[i] = 0;\n"
+			"%s\t\tif (kx + i < kend && %s < %s && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
+			"%s\t\t\tu[i] = %s%s[(ci * H + ih) * W + iw]);\n"
+			"%s\t\tif (++kw == KW) {\n"
+			"%s\t\t\tkw = 0;\n"
+			"%s\t\t\tif (++kh == KH) {\n"
+			"%s\t\t\t\tkh = 0;\n"
+			"%s\t\t\t\tci++;\n"
+			"%s\t\t\t}\n"
+			"%s\t\t}\n"
+			"%s\t}\n",
+			in, in, f16 ? "uint16_t" : "float", in, in, in, in, r, lim, in,
+			f16 && o->is_float ? "modelc_f32_to_f16(" : "(", ptr, in, in, in, in, in, in, in, in);
+		if (f16)
+			mc_sb_printf(sb, "%s\t%s[h] = make_uint4(u[0] | (unsigned)u[1] << 16, u[2] | (unsigned)u[3] << 16,\n"
+			                 "%s\t                   u[4] | (unsigned)u[5] << 16, u[6] | (unsigned)u[7] << 16);\n",
+			             in, R, in);
+		else
+			mc_sb_printf(sb, "#pragma unroll\n%s\tfor (int i = 0; i < 8; i++)\n%s\t\t%s[h][i] = u[i];\n", in, in, R);
+		mc_sb_printf(sb, "%s}\n", in);
+		return;
+	}
+	char at[160];
+	snprintf(at, sizeof at, "%s[%s * %" PRId64 " + (kx + %%d) * %" PRId64 "]", ptr, r, o->row, o->kst);
+	if (o->vec && f16)
+		mc_sb_printf(sb, "%s\tif (%s < %s && kx + 8 <= kend)\n"
+		                 "%s\t\t%s[h] = *(const uint4 *)&%s[%s * %" PRId64 " + kx];\n"
+		                 "%s\telse", in, r, lim, in, R, ptr, r, o->row, in);
+	else if (o->vec)
+		mc_sb_printf(sb, "%s\tif (%s < %s && kx + 8 <= kend) {\n"
+		                 "%s\t\tconst float4 u = *(const float4 *)&%s[%s * %" PRId64 " + kx], v = *(const float4 *)&%s[%s * %" PRId64 " + kx + 4];\n"
+		                 "%s\t\t%s[h][0] = u.x, %s[h][1] = u.y, %s[h][2] = u.z, %s[h][3] = u.w;\n"
+		                 "%s\t\t%s[h][4] = v.x, %s[h][5] = v.y, %s[h][6] = v.z, %s[h][7] = v.w;\n"
+		                 "%s\t} else", in, r, lim, in, ptr, r, o->row, ptr, r, o->row, in, R, R, R, R, in, R, R, R, R, in);
+	else
+		mc_sb_printf(sb, "%s\t", in);
+	if (f16) { /* two k a word, the lower in the low half */
+		const char *cv = o->is_float ? "modelc_f32_to_f16(" : "(";
+		mc_sb_puts(sb, o->vec ? " { /* the row's end */\n" : "{\n");
+		for (int w = 0; w < 4; w++) {
+			char lo[200], hi[200];
+			snprintf(lo, sizeof lo, at, 2 * w);
+			snprintf(hi, sizeof hi, at, 2 * w + 1);
+			mc_sb_printf(sb, "%s\t\t%s[h].%c = (%s < %s && kx + %d < kend ? %s%s) : 0u) |\n"
+			                 "%s\t\t          (unsigned)(%s < %s && kx + %d < kend ? %s%s) : 0u) << 16;\n",
+			             in, R, "xyzw"[w], r, lim, 2 * w, cv, lo, in, r, lim, 2 * w + 1, cv, hi);
+		}
+		mc_sb_printf(sb, "%s\t}\n", in);
+	} else {
+		char ai[200];
+		snprintf(ai, sizeof ai, "%s[%s * %" PRId64 " + (kx + i) * %" PRId64 "]", ptr, r, o->row, o->kst);
+		mc_sb_printf(sb, "%sfor (int i = 0; i < 8; i++)%s\n%s\t\t%s[h][i] = %s < %s && kx + i < kend ? %s : 0.0f;\n",
+		             o->vec ? " " : "", o->vec ? " /* the row's end */" : "", in, R, r, lim, ai);
+	}
+	mc_sb_printf(sb, "%s}\n", in);
+}
+
+/* Operand o's group h from its register R to shared memory S's stage ST
+ * (TF32: rounded there, unless it is already). */
+static void put_operand_stage(mc_strbuf *sb, const char *in, const char *st, const mma_operand *o, const char *R,
+                              const char *S, bool f16)
+{
+	if (f16) {
+		mc_sb_printf(sb, "%s*(uint4 *)&%s[%s][lr][(lk + 32 * h) / 2] = %s[h];\n", in, S, st, R);
+		return;
+	}
+	char round[160];
+	if (o->rounded)
+		snprintf(round, sizeof round, "u[i] = __float_as_uint(%s[h][i]); /* rounded when generated */", R);
+	else
+		snprintf(round, sizeof round, "asm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(u[i]) : \"f\"(%s[h][i]));", R);
+	mc_sb_printf(sb,
+		"%s{\n"
+		"%s\tunsigned u[8]; /* rounded to TF32 */\n"
+		"#pragma unroll\n"
+		"%s\tfor (int i = 0; i < 8; i++)\n"
+		"%s\t\t%s\n"
+		"%s\t*(uint4 *)&%s[%s][lr][lk + 32 * h] = make_uint4(u[0], u[1], u[2], u[3]);\n"
+		"%s\t*(uint4 *)&%s[%s][lr][lk + 32 * h + 4] = make_uint4(u[4], u[5], u[6], u[7]);\n"
+		"%s}\n",
+		in, in, in, in, round, in, S, st, in, S, st, in);
+}
+
 /* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
  * (m16n8k16), else float32 inputs rounded to TF32 (m16n8k8); float32 sums
- * either way. Tiles of 64 channels x 64 pixels, t->k_step k at a time (64
- * halves or 32 floats: rows of 32 words; the 64 halve the steps, each of
- * which waits on its loads: squeezenet1_1 5% faster); its eight warps
- * (2 x 4) each own 32 x 16 of the tile: 2 x 2 mma fragments. Shared
- * memory holds both tiles k-contiguous (As[m][k], Bs[p][k]), a fragment's
- * register a 32-bit word there; rows are padded so that the eight rows a
- * fragment reads fall in distinct banks. Each thread moves 8 consecutive
- * k of one row (m of the weights, p of the im2col) per group of 32 k: the
- * warp's global reads run along m or p, its shared stores are 16 bytes
- * wide.
- * X_FLOAT: in F16, x is float (a graph input), rounded as it loads. */
-static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, bool x_float, bool one_by_one,
-                             const char *epi, const launch *el)
+ * either way. Tiles of 64 rows of A (M) x 64 rows of B (P), t->k_step k at
+ * a time (64 halves or 32 floats: rows of 32 words; the 64 halve the
+ * steps, each of which waits on its loads: squeezenet1_1 5% faster); its
+ * eight warps (2 x 4) each own 32 x 16 of the tile: 2 x 2 mma fragments.
+ * Shared memory holds both tiles k-contiguous (As[m][k], Bs[p][k]), a
+ * fragment's register a 32-bit word there; rows are padded so that the
+ * eight rows a fragment reads fall in distinct banks. Each thread moves 8
+ * consecutive k of one row (m of A, p of B) per group of 32 k: the warp's
+ * global reads run along m or p, or along k where rows are k-contiguous;
+ * its shared stores are 16 bytes wide. The block's lines (m0, p0, split,
+ * n, kbeg, kend, the operands' pointers) are printed before. */
+static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, const mma_operand *A,
+                             const mma_operand *B, const char *epi, const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
 	/* k a step (64 halves or 32 floats: a row of 32 words), in groups of
 	 * 32 (a thread's 8 k of a row each); rows padded by 4 words */
 	int kt = t->k_step > 0 ? t->k_step : 32, groups = kt / 32, words = f16 ? kt / 2 : kt;
 	int pitch = words + 4;
-	const char *et = f16 ? "uint16_t" : "float";
-	const char *xl = f16 && x_float ? "modelc_f32_to_f16(" : "(";
 	mc_sb_printf(sb,
 		"\t/* on tensor cores: mma.sync %s, float32 sums */\n"
 		"\t__shared__ __align__(16) unsigned As[2][64][%d];\n"
 		"\t__shared__ __align__(16) unsigned Bs[2][64][%d];\n"
-		"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
+		"\tconst int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
 		"\tconst int g = lane >> 2, tg = lane & 3; /* a fragment's row, its k (pair) */\n"
-		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n",
+		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n"
+		"\tconst int lr = threadIdx.x & 63, lk = (threadIdx.x >> 6) * 8; /* this thread's row and k in a tile */\n"
+		"\tconst int mx = m0 + lr, px = p0 + lr;\n",
 		f16 ? "m16n8k16 f16" : "m16n8k8 tf32", pitch, pitch);
-	put_template_block(sb);
-	mc_sb_puts(sb,
-		"\tconst int lr = tid & 63, lk = (tid >> 6) * 8; /* this thread's row and k in a tile */\n"
-		"\tconst int mx = m0 + lr, px = p0 + lr;\n");
-	if (!one_by_one)
+	if (A->im2col || B->im2col)
 		mc_sb_puts(sb, "\tconst int ih0 = (px / OW) * SH - PH, iw0 = (px % OW) * SW - PW;\n");
 	mc_sb_printf(sb,
 		"\tfloat acc[2][2][4];\n"
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++)\n"
 		"\t\t\t\tacc[i][j][r] = 0.0f;\n"
-		"\t%s ra[%d]%s%s rb[%d][8]; /* the next tiles, on their way to shared memory */\n",
-		f16 ? "uint4" : "float", groups, f16 ? ";\n\t" : "[8],", f16 ? "uint16_t" : "", groups);
-	/* weight rows are 16-byte aligned when K is a multiple of 8 */
-	bool a_vec = t->cin * t->kh * t->kw % 8 == 0;
+		"\t%s ra[%d]%s, rb[%d]%s; /* the next tiles, on their way to shared memory */\n",
+		f16 ? "uint4" : "float", groups, f16 ? "" : "[8]", groups, f16 ? "" : "[8]");
 	for (int pass = 0; pass < 2; pass++) {
 		const char *in = pass ? "\t\t\t\t" : "\t\t\t";
 		char kv[32];
@@ -680,65 +835,8 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 			mc_sb_puts(sb, "\t{\n");
 		mc_sb_printf(sb, "#pragma unroll\n%.*sfor (int h = 0; h < %d; h++) { /* this thread's groups of k */\n",
 		             pass ? 3 : 2, "\t\t\t", groups);
-		/* the weights: 8 k of row mx, 16 or 32 bytes */
-		mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk + 32 * h;\n", in, in, kv);
-		if (a_vec && f16)
-			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend)\n"
-			                 "%s\t\tra[h] = *(const uint4 *)&wt[mx * K + kx];\n"
-			                 "%s\telse", in, in, in);
-		else if (a_vec)
-			mc_sb_printf(sb, "%s\tif (mx < M && kx + 8 <= kend) {\n"
-			                 "%s\t\tconst float4 u = *(const float4 *)&wt[mx * K + kx], v = *(const float4 *)&wt[mx * K + kx + 4];\n"
-			                 "%s\t\tra[h][0] = u.x, ra[h][1] = u.y, ra[h][2] = u.z, ra[h][3] = u.w;\n"
-			                 "%s\t\tra[h][4] = v.x, ra[h][5] = v.y, ra[h][6] = v.z, ra[h][7] = v.w;\n"
-			                 "%s\t} else", in, in, in, in, in);
-		if (f16) { /* two k a word, the lower in the low half */
-			mc_sb_printf(sb, a_vec ? " { /* the row's end */\n" : "%s\t{\n", in);
-			for (int w = 0; w < 4; w++)
-				mc_sb_printf(sb, "%s\t\tra[h].%c = (mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) |\n"
-				                 "%s\t\t          (unsigned)(mx < M && kx + %d < kend ? wt[mx * K + kx + %d] : 0u) << 16;\n",
-				             in, "xyzw"[w], 2 * w, 2 * w, in, 2 * w + 1, 2 * w + 1);
-			mc_sb_printf(sb, "%s\t}\n", in);
-		} else {
-			mc_sb_printf(sb,
-				"%s%sfor (int i = 0; i < 8; i++)%s\n"
-				"%s\t\tra[h][i] = mx < M && kx + i < kend ? wt[mx * K + kx + i] : 0.0f;\n",
-				a_vec ? " " : in, a_vec ? "" : "\t", a_vec ? " /* the row's end */" : "", in);
-		}
-		mc_sb_printf(sb, "%s}\n", in);
-		/* the im2col: 8 k of pixel px */
-		if (one_by_one) {
-			mc_sb_printf(sb,
-				"#pragma unroll\n"
-				"%sfor (int i = 0; i < 8; i++) {\n"
-				"%s\tconst int kx = %s + lk + 32 * h + i;\n"
-				"%s\trb[h][i] = kx < kend && px < P ? %sxn[kx * P + px]) : (%s)0;\n"
-				"%s}\n",
-				in, in, kv, in, xl, et, in);
-		} else {
-			/* the 8 k are consecutive: the first one's channel and tap
-			 * divided out once, then stepped (the divisions for each were
-			 * most of a step's instructions) */
-			mc_sb_printf(sb,
-				"%sconst int kx = %s + lk + 32 * h;\n"
-				"%sint ci = kx / (KH * KW), kh = kx %% (KH * KW) / KW, kw = kx %% KW;\n"
-				"#pragma unroll\n"
-				"%sfor (int i = 0; i < 8; i++) {\n"
-				"%s\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
-				"%s\t%s v = 0;\n"
-				"%s\tif (kx + i < kend && px < P && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-				"%s\t\tv = %sxn[(ci * H + ih) * W + iw]);\n"
-				"%s\trb[h][i] = v;\n"
-				"%s\tif (++kw == KW) {\n"
-				"%s\t\tkw = 0;\n"
-				"%s\t\tif (++kh == KH) {\n"
-				"%s\t\t\tkh = 0;\n"
-				"%s\t\t\tci++;\n"
-				"%s\t\t}\n"
-				"%s\t}\n"
-				"%s}\n",
-				in, kv, in, in, in, in, et, in, in, xl, in, in, in, in, in, in, in, in, in);
-		}
+		put_operand_load(sb, in, kv, A, "ra", f16);
+		put_operand_load(sb, in, kv, B, "rb", f16);
 		mc_sb_printf(sb, "%.*s}\n", pass ? 3 : 2, "\t\t\t");
 		if (pass) {
 			/* a step: the fragments of both tiles from shared memory, 2 x 2 mma */
@@ -774,30 +872,8 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 		/* registers to the other stage (the first tiles: stage 0) */
 		const char *st = pass ? "stage ^ 1" : "0";
 		mc_sb_printf(sb, "#pragma unroll\n%.*sfor (int h = 0; h < %d; h++) {\n", pass ? 3 : 2, "\t\t\t", groups);
-		if (f16)
-			mc_sb_printf(sb,
-				"%sconst int w = (lk + 32 * h) / 2; /* the group's first word */\n"
-				"%s*(uint4 *)&As[%s][lr][w] = ra[h];\n"
-				"%s*(uint4 *)&Bs[%s][lr][w] = make_uint4(rb[h][0] | (unsigned)rb[h][1] << 16, rb[h][2] | (unsigned)rb[h][3] << 16,\n"
-				"%s                                     rb[h][4] | (unsigned)rb[h][5] << 16, rb[h][6] | (unsigned)rb[h][7] << 16);\n",
-				in, in, st, in, st, in);
-		else
-			mc_sb_printf(sb,
-				"%sconst int w = lk + 32 * h;\n"
-				"%sunsigned ta[8], tb[8]; /* rounded to TF32 */\n"
-				"#pragma unroll\n"
-				"%sfor (int i = 0; i < 8; i++) {\n"
-				"%s\t%s\n"
-				"%s\tasm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(tb[i]) : \"f\"(rb[h][i]));\n"
-				"%s}\n"
-				"%s*(uint4 *)&As[%s][lr][w] = make_uint4(ta[0], ta[1], ta[2], ta[3]);\n"
-				"%s*(uint4 *)&As[%s][lr][w + 4] = make_uint4(ta[4], ta[5], ta[6], ta[7]);\n"
-				"%s*(uint4 *)&Bs[%s][lr][w] = make_uint4(tb[0], tb[1], tb[2], tb[3]);\n"
-				"%s*(uint4 *)&Bs[%s][lr][w + 4] = make_uint4(tb[4], tb[5], tb[6], tb[7]);\n",
-				in, in, in, in,
-				t->wt_tf32 ? "ta[i] = __float_as_uint(ra[h][i]); /* rounded when generated */"
-				           : "asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(ta[i]) : \"f\"(ra[h][i]));",
-				in, in, in, st, in, st, in, st, in, st);
+		put_operand_stage(sb, in, st, A, "ra", "As", f16);
+		put_operand_stage(sb, in, st, B, "rb", "Bs", f16);
 		mc_sb_printf(sb, "%.*s}\n", pass ? 3 : 2, "\t\t\t");
 		if (pass)
 			mc_sb_puts(sb, "\t\t}\n\t\t__syncthreads();\n\t\tstage ^= 1;\n\t}\n");
@@ -809,7 +885,54 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 	put_template_stores(c,
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++) {\n"
 		"\t\t\t\tconst int mm = m0 + wm + i * 16 + g + (r >> 1) * 8, pp = p0 + wp + j * 8 + tg * 2 + (r & 1);\n",
-		"acc[i][j][r]", epi, el);
+		"acc[i][j][r]", epi, epi_args);
+}
+
+/* A buffer's device address is 16-byte aligned (vector loads). */
+static bool buf_aligned16(const cuda_emitter *c, int buf)
+{
+	size_t off;
+	return loc_offset(c, &c->ce.k->bufs[buf].loc, &off) && off % 16 == 0;
+}
+
+/* MC_TMPL_GEMM (tensor cores only): a batched product, the batch's n-th
+ * pair of matrices at the operands' batch strides. */
+static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const char *epi_args)
+{
+	mc_strbuf *sb = c->ce.sb;
+	const mc_kbuf *ab = &c->ce.k->bufs[t->wt], *bb = &c->ce.k->bufs[t->x];
+	bool f16 = ab->dtype == MC_FLOAT16 || bb->dtype == MC_FLOAT16;
+	if (!t->mma || (!f16 && (ab->dtype != MC_FLOAT || bb->dtype != MC_FLOAT))) {
+		mc_ce_fail(&c->ce, "a matrix product template off tensor cores or on other storage");
+		return;
+	}
+	mc_sb_printf(sb,
+		"\t/* a matrix product: %" PRId64 " of M %" PRId64 " x K %" PRId64 " by K x P %" PRId64
+		", in %" PRId64 " splits of %" PRId64 " */\n"
+		"\tconst %s *__restrict__ const a = b%d;\n"
+		"\tconst %s *__restrict__ const bm = b%d;\n",
+		t->n, t->cout, t->cin, t->ow, t->splits, t->k_split,
+		ab->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->wt, bb->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->x);
+	if (!epi)
+		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
+	mc_sb_printf(sb,
+		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64
+		", N = %" PRId64 " };\n"
+		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
+		"\tconst int split = blockIdx.z %% SPLITS, n = blockIdx.z / SPLITS;\n"
+		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
+		"\tconst auto *__restrict__ const an = a + (size_t)n * %" PRId64 ";\n"
+		"\tconst auto *__restrict__ const bn = bm + (size_t)n * %" PRId64 ";\n",
+		t->cout, t->ow, t->cin, t->splits, t->k_split, t->n, t->a_st[0], t->b_st[0]);
+	/* 16-byte loads of 8 k: k contiguous, every row and batch start and
+	 * the buffer aligned */
+	mma_operand A = { .ptr = "an", .row_var = "mx", .lim = "M", .row = t->a_st[1], .kst = t->a_st[2],
+	                  .is_float = f16 && ab->dtype == MC_FLOAT, .rounded = t->wt_tf32 };
+	mma_operand B = { .ptr = "bn", .row_var = "px", .lim = "P", .row = t->b_st[2], .kst = t->b_st[1],
+	                  .is_float = f16 && bb->dtype == MC_FLOAT, .rounded = t->x_tf32 };
+	A.vec = A.kst == 1 && A.row % 8 == 0 && t->a_st[0] % 8 == 0 && !A.is_float && buf_aligned16(c, t->wt);
+	B.vec = B.kst == 1 && B.row % 8 == 0 && t->b_st[0] % 8 == 0 && !B.is_float && buf_aligned16(c, t->x);
+	put_template_mma(c, t, f16, &A, &B, epi, epi_args);
 }
 
 /* MC_TMPL_CONV2D_SPLITK: an implicit GEMM, C[m][p] = sum_k wt[k][m] *
@@ -819,6 +942,15 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, b
 static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const launch *el)
 {
 	mc_strbuf *sb = c->ce.sb;
+	mc_strbuf args = { 0 };
+	if (epi)
+		put_epilogue_args(c, t, el, &args);
+	const char *epi_args = args.data ? args.data : "";
+	if (t->kind == MC_TMPL_GEMM) {
+		put_template_gemm(c, t, epi, epi_args);
+		mc_sb_free(&args);
+		return;
+	}
 	int64_t m = t->cout, pix = t->oh * t->ow, k = t->cin * t->kh * t->kw;
 	mc_sb_printf(sb,
 		"\t/* conv2d as an implicit GEMM: M %" PRId64 " channels, P %" PRId64 " pixels, K %" PRId64
@@ -848,9 +980,18 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		 * the graph's inputs: a float input is rounded to half as it loads */
 		if (x16 && !w16) {
 			mc_ce_fail(&c->ce, "a tensor-core convolution with float weights and half inputs");
+			mc_sb_free(&args);
 			return;
 		}
-		put_template_mma(c, t, w16, !x16, one_by_one, epi, el);
+		put_template_block(sb);
+		/* the weights' rows (K long) are 16-byte aligned when K is a
+		 * multiple of 8; a 1x1 convolution's input is K rows of P pixels */
+		mma_operand A = { .ptr = "wt", .row_var = "mx", .lim = "M", .row = k, .kst = 1, .vec = k % 8 == 0,
+		                  .rounded = t->wt_tf32 };
+		mma_operand B = { .ptr = "xn", .row_var = "px", .lim = "P", .row = 1, .kst = pix, .im2col = !one_by_one,
+		                  .is_float = w16 && !x16 };
+		put_template_mma(c, t, w16, &A, &B, epi, epi_args);
+		mc_sb_free(&args);
 		return;
 	}
 	/* vector loads where rows are contiguous and 16-byte aligned: the
@@ -947,7 +1088,8 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 	}
 	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
 	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
-	                    "acc[i][j]", epi, el);
+	                    "acc[i][j]", epi, epi_args);
+	mc_sb_free(&args);
 }
 
 /* The bias-and-epilogue launch el of a one-split template, as a device
@@ -963,14 +1105,14 @@ static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launc
 	mc_sb_puts(sb, "static __device__ __forceinline__ void ");
 	put_launch_name(c, k, idx, n);
 	mc_sb_puts(sb, "_epi(unsigned char *const dev");
-	for (int d = 0; d < 4; d++) {
+	for (int d = 0; d < el->n_loops; d++) {
 		const mc_kvar *v = &k->vars[el->loops[d]->var];
 		mc_sb_printf(sb, ", const %s v%d", mc_ce_ctype(e, v->type), el->loops[d]->var);
 	}
 	mc_sb_puts(sb, ", const float part)\n{\n");
 	/* the template's result comes in as `part`, not through its buffer */
 	put_buffer_ptrs(c, &el->stmt, 1, NULL, sbuf);
-	for (int d = 0; d < 4; d++)
+	for (int d = 0; d < el->n_loops; d++)
 		if (e->var_reads[el->loops[d]->var] == 0)
 			mc_sb_printf(sb, "\t(void)v%d;\n", el->loops[d]->var);
 	e->subst_buf = sbuf;
@@ -982,7 +1124,81 @@ static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launc
 	mc_sb_puts(sb, "}\n\n");
 }
 
-/* A warp's body: top-level reduction loops split over the lanes. */
+static void mark_loads(const mc_kexpr *x, bool *loaded)
+{
+	if (!x)
+		return;
+	if (x->kind == MC_KE_LOAD)
+		loaded[x->buf] = true;
+	mark_loads(x->a, loaded);
+	mark_loads(x->b, loaded);
+	mark_loads(x->c, loaded);
+}
+
+/* Walks a loop's body for lane_loop: false where it assigns a variable
+ * declared outside, breaks out, fails or holds a template. */
+static bool scan_lane_body(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored, int depth)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case MC_KS_DECL:
+		case MC_KS_FOR:
+			inner[s->var] = true;
+			break;
+		case MC_KS_ASSIGN:
+			if (!inner[s->var])
+				return false;
+			break;
+		case MC_KS_STORE:
+			stored[s->buf] = true;
+			break;
+		case MC_KS_BREAK:
+			if (depth == 0)
+				return false;
+			break;
+		case MC_KS_FAIL:
+		case MC_KS_TEMPLATE:
+			return false;
+		case MC_KS_IF:
+			break;
+		}
+		mark_loads(s->a, loaded);
+		mark_loads(s->b, loaded);
+		mark_loads(s->c, loaded);
+		if (s->body && !scan_lane_body(s->body, inner, loaded, stored, depth + (s->kind == MC_KS_FOR)))
+			return false;
+		if (s->orelse && !scan_lane_body(s->orelse, inner, loaded, stored, depth))
+			return false;
+	}
+	return true;
+}
+
+/* A loop of a warp's body that is no reduction but whose iterations the
+ * lanes may share (LayerNorm's and Softmax's stores after their sums):
+ * it assigns nothing declared outside it, leaves only by its end, and no
+ * buffer it stores is one it loads, so no iteration reads another's
+ * result. Otherwise every lane would run all of it. */
+static bool lane_loop(const mc_kernel *k, const mc_kstmt *s)
+{
+	if (s->kind != MC_KS_FOR)
+		return false;
+	bool *inner = mc_xcalloc((size_t)k->n_vars + 1, sizeof(bool));
+	bool *loaded = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	bool *stored = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	inner[s->var] = true;
+	mark_loads(s->a, loaded);
+	mark_loads(s->b, loaded);
+	bool ok = scan_lane_body(s->body, inner, loaded, stored, 0);
+	for (int i = 0; ok && i < k->n_bufs; i++)
+		ok = !(loaded[i] && stored[i]);
+	free(inner);
+	free(loaded);
+	free(stored);
+	return ok;
+}
+
+/* A warp's body: top-level reduction loops split over the lanes, and
+ * loops whose iterations are independent shared among them. */
 static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool one_lane_stores)
 {
 	mc_cemit *e = &c->ce;
@@ -993,6 +1209,26 @@ static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool o
 			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "if (lane == 0)\n");
 			mc_ce_stmt(e, s, depth + 1);
+			continue;
+		}
+		if (op == RED_NONE && lane_loop(k, s)) {
+			/* the lanes' iterations interleaved; synchronised around, so
+			 * that what a lane reads before or after, another's stores
+			 * do not race */
+			const char *vt = mc_ce_ctype(e, k->vars[s->var].type);
+			mc_ce_indent(e, depth);
+			mc_sb_puts(e->sb, "__syncwarp();\n");
+			mc_ce_indent(e, depth);
+			mc_sb_printf(e->sb, "for (%s v%d = ", vt, s->var);
+			mc_ce_expr(e, s->a, false);
+			mc_sb_printf(e->sb, " + (%s)lane; v%d < ", vt, s->var);
+			mc_ce_expr(e, s->b, false);
+			mc_sb_printf(e->sb, "; v%d += 32) { /* shared among the warp's lanes */\n", s->var);
+			mc_ce_block(e, s->body, depth + 1);
+			mc_ce_indent(e, depth);
+			mc_sb_puts(e->sb, "}\n");
+			mc_ce_indent(e, depth);
+			mc_sb_puts(e->sb, "__syncwarp();\n");
 			continue;
 		}
 		if (op == RED_NONE) {
@@ -1022,6 +1258,9 @@ static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool o
 		mc_ce_indent(e, depth + 1);
 		if (op == RED_ADD)
 			mc_sb_printf(e->sb, "v%d = v%d + u;\n", acc, acc);
+		else if (op == RED_MAX_NAN || op == RED_MIN_NAN)
+			mc_sb_printf(e->sb, "v%d = ((u %s v%d) | (isnan(u) != 0)) ? u : v%d;\n", acc,
+			             op == RED_MAX_NAN ? ">" : "<", acc, acc);
 		else
 			mc_sb_printf(e->sb, "v%d = u %s v%d ? u : v%d;\n", acc, op == RED_MAX ? ">" : "<", acc, acc);
 		mc_ce_indent(e, depth);

@@ -1068,3 +1068,51 @@ Test(freezing, written_out_silu_becomes_swish)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* x * 0.5 * (1 + erf(x / sqrt 2)) as PyTorch exports GELU before opset 20
+ * (or x times 1/sqrt 2, Muls either way round) becomes one Gelu; where
+ * the Erf's output is read elsewhere too, everything stays. */
+static mb *written_out_gelu(bool by_mul, bool swapped, bool shared)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "2,19");
+	mb_init_floats(b, g, "c", "", (float[]){by_mul ? 0.70710677f : 1.4142135f}, 1);
+	mb_init_floats(b, g, "one", "", (float[]){1}, 1);
+	mb_init_floats(b, g, "half", "", (float[]){0.5f}, 1);
+	mb_node(b, g, by_mul ? "Mul" : "Div", "scale", by_mul && swapped ? "c,x" : "x,c", "d");
+	mb_node(b, g, "Erf", "erf", "d", "e");
+	mb_node(b, g, "Add", "add", swapped ? "one,e" : "e,one", "a");
+	mb_node(b, g, "Mul", "mul", swapped ? "a,x" : "x,a", "m");
+	mb_node(b, g, "Mul", "mul2", swapped ? "half,m" : "m,half", "y");
+	mb_output(b, g, "y");
+	if (shared)
+		mb_output(b, g, "e");
+	return b;
+}
+
+Test(freezing, written_out_gelu_becomes_gelu)
+{
+	for (int form = 0; form < 4; form++) {
+		rng_state = 4242 + (uint64_t)form;
+		mb *b = written_out_gelu(form & 1, form & 2, false);
+		mc_graph *g = typed(b);
+		run_data r;
+		random_inputs(g, &r);
+		run(g, &r);
+		cr_assert_eq(mc_pass_patterns(g, NULL), 1, "form %d: %s", form, diag_all());
+		cr_assert_eq(g->n_nodes, 1);
+		cr_assert_eq(count_op(g, "Gelu"), 1);
+		assert_consistent(g);
+		assert_same_outputs(g, &r, 1e-6);
+		free_run(&r);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+	mb *b = written_out_gelu(false, false, true);
+	mc_graph *g = typed(b);
+	cr_assert_eq(mc_pass_patterns(g, NULL), 0);
+	cr_assert_eq(count_op(g, "Gelu"), 0);
+	mc_graph_free(g);
+	mb_free(b);
+}

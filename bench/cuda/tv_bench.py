@@ -133,7 +133,7 @@ def modelc_net(name, onnx_path, x_np, args, dtype="fp32", n_out=1):
     extra = ["--profile"] if args.profile else []
     r = run([os.path.join(gen, "run"), out, "--repeat", str(args.reps)] + extra + [inp])
     if args.profile:
-        prof = [l for l in r.stderr.splitlines() if l.startswith("profile:")][:28]
+        prof = [l for l in r.stderr.splitlines() if l.startswith("profile:")][:args.profile_lines]
         print("\n".join(f"{name}: {l}" for l in prof), flush=True)
     med, lo, pdl = driver_times(r)
     y = np.concatenate([np.fromfile(os.path.join(out, f"output_{i}.bin"), dtype=np.float32) for i in range(n_out)])
@@ -160,7 +160,9 @@ def main():
     ap.add_argument("--skip-fp16", action="store_true", help="no fp16 (modelc's or torch's)")
     ap.add_argument("--torch-strict", action="store_true", help="also torch.compile fp32 with TF32 off")
     ap.add_argument("--skip-torch", action="store_true", help="modelc only (no torch.compile timing)")
+    ap.add_argument("--skip-torch-fp32", action="store_true", help="torch.compile in fp16 only")
     ap.add_argument("--profile", action="store_true", help="print modelc's time per launch")
+    ap.add_argument("--profile-lines", type=int, default=28, help="--profile: the slowest launches printed")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch._inductor.config.freezing = True
@@ -195,8 +197,9 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
             continue
-        med, lo, cs = torch_compile_us(model, xc, args.reps)
-        row.update(torch_fp32_us=med, torch_fp32_min_us=lo, torch_compile_s=cs)
+        if not args.skip_torch_fp32:
+            med, lo, cs = torch_compile_us(model, xc, args.reps)
+            row.update(torch_fp32_us=med, torch_fp32_min_us=lo, torch_compile_s=cs)
         if args.torch_strict:
             torch.backends.cudnn.allow_tf32 = False
             med, lo, cs = torch_compile_us(model, xc, args.reps)

@@ -377,9 +377,12 @@ static int splittable(const mc_kernel *k, const mc_kstmt *s, int *acc)
 	return r.op;
 }
 
+static bool lane_loop(const mc_kernel *k, const mc_kstmt *s);
+
 /* A kernel with no parallel loop whose body is lets, locals, splittable
- * reductions and then stores (a mean of a whole tensor, a dot product):
- * one warp runs it, lane 0 stores. Stores come last, so no lane reads
+ * reductions and then stores (a mean of a whole tensor, a dot product, a
+ * LayerNormalization of one row): one warp runs it, lane 0 stores, or
+ * the lanes share a loop of stores. Stores come last, so no lane reads
  * what another wrote. */
 static bool one_warp(const mc_kernel *k)
 {
@@ -394,9 +397,12 @@ static bool one_warp(const mc_kernel *k)
 			stored = true;
 			break;
 		case MC_KS_FOR:
-			if (stored || splittable(k, s, &acc) == RED_NONE)
+			if (!stored && splittable(k, s, &acc) != RED_NONE)
+				split = true;
+			else if (lane_loop(k, s)) /* stores the lanes share */
+				stored = true;
+			else
 				return false;
-			split = true;
 			break;
 		default:
 			return false;

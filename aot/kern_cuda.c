@@ -1,17 +1,19 @@
-/* Conv on the cuda target (see aot/aot.h: MC_TMPL_CONV2D_SPLITK). A thread
- * per output element reads each weight and input value from memory for
- * one multiply; the target's implicit-GEMM template keeps tiles of both in
- * shared memory and computes a register tile per thread (or tensor-core
- * fragments a warp). Small images with many channels give few output
- * tiles, so the reduction is split into K ranges that run side by side,
- * each writing its partial sums into a scratch buffer; a plain IR loop then
- * adds the splits and the bias and stores through the fused epilogue
- * (mc_lower_store), a thread per output.
+/* Conv, MatMul and Gemm on the cuda target (see aot/kir.h:
+ * MC_TMPL_CONV2D_SPLITK, MC_TMPL_GEMM). A thread per output element reads
+ * each weight and input value from memory for one multiply; the target's
+ * templates keep tiles of both operands in shared memory and compute a
+ * register tile per thread (or tensor-core fragments a warp). Small
+ * images with many channels, and the products of short sequences, give
+ * few output tiles, so the reduction is split into K ranges that run side
+ * by side, each writing its partial sums into a scratch buffer, the last
+ * of a tile's blocks adding them; a plain IR nest then adds the bias and
+ * stores through the fused epilogue (mc_lower_store):
  *
- *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
+ *   kernel: template -> S[0] = sum_s S[s];  for each output: bias + S[0]
  *
- * With one split the target folds the second statement into the
- * template's stores (mc_ktemplate.direct: its sums never reach memory). */
+ * The target folds the nest into the template's stores (its sums never
+ * reach memory after the splits'; with one split, mc_ktemplate.direct,
+ * the sums have no buffer at all). */
 #include <string.h>
 
 #include "lower_window.h"
@@ -94,25 +96,20 @@ static int plan_splits(mc_lower_ctx *c, mc_ktemplate *t, int64_t m, int64_t pix,
 	return t->splits * outn >= INT32_MAX;
 }
 
-/* The template's result, t->out (one split: transient, straight to this
- * nest; else the splits' partial sums), made into the output and stored
- * through the fused epilogue: a convolution's bias (input BIAS_IN along
- * the channels; -1: none) plus the splits' sums; or a product's ALPHA
- * times those sums plus BETA times input C_IN broadcast to the output
- * (-1: none). */
-static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int c_in, double alpha, double beta)
+/* The template's result, t->out's first outn sums (one split: transient,
+ * straight to this nest), made into the output and stored through the
+ * fused epilogue: a convolution's bias (input BIAS_IN along the channels;
+ * -1: none) plus the sum; or a product's ALPHA times the sum plus BETA
+ * times input C_IN broadcast to the output (-1: none). */
+static void store_sums(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int c_in, double alpha, double beta)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *os = &c->out[0]->shape;
-	int64_t outn = (int64_t)mc_numel(os);
 	mc_kexpr *coords[MC_MAX_RANK];
 	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
 	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
-	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[1])
-	                                             : mc_k_float(kb, MC_KT_F32, 0));
-	for (int64_t s = 0; s < t->splits; s++)
-		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t->out, mc_k_addi(kb, lin, s * outn))));
-	mc_kexpr *v = acc;
+	mc_kexpr *sum = mc_k_load(kb, t->out, lin);
+	mc_kexpr *v = bias_in >= 0 ? mc_k_add(kb, mc_lower_load(c, bias_in, coords[1]), sum) : sum;
 	if (alpha != 1)
 		v = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, alpha), v);
 	if (c_in >= 0 && beta != 0) {
@@ -169,7 +166,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	mc_kb_template(kb, &t);
 
 	/* out = bias + the splits' sums, through the epilogue */
-	sum_splits(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
+	store_sums(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
 	return 0;
 }
 
@@ -236,6 +233,6 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	                 : mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
 	mc_kb_template(kb, &t);
 	int c_in = gemm && c->n_in > 2 && c->in[2] ? 2 : -1;
-	sum_splits(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
+	store_sums(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
 	return 0;
 }

@@ -68,6 +68,11 @@ typedef struct {
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	mc_strbuf first_launch;         /* its first kernel's name */
 	int64_t max_total;
+	/* per template of several splits: its tiles' counters (put_template_stores) */
+	int n_counted, cap_counted, cap_counters;
+	const mc_ktemplate **counted;
+	size_t *counters_off;
+	size_t zeroed_bytes;            /* the status word and the counters: zeroed at init */
 } cuda_emitter;
 
 static size_t round_up(size_t v, size_t a)
@@ -76,10 +81,45 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /* ---- device layout ---- */
+/* The template's grid: output tiles x (batch x splits). */
+static void template_grid(const mc_ktemplate *t, int64_t g[3])
+{
+	g[0] = (t->oh * t->ow + 64 - 1) / 64;
+	g[1] = (t->cout + 64 - 1) / 64;
+	g[2] = t->n * t->splits;
+}
+
+/* Where the counters of template t's tiles are (offset in the device
+ * allocation); 0: it has one split, no counters. */
+static size_t counters_of(const cuda_emitter *c, const mc_ktemplate *t)
+{
+	for (int i = 0; i < c->n_counted; i++)
+		if (c->counted[i] == t)
+			return c->counters_off[i];
+	return 0;
+}
+
 static void plan_layout(cuda_emitter *c)
 {
 	const mc_program *p = c->ce.p;
 	size_t off = STATUS_BYTES;
+	/* a counter a tile for each template of several splits, after the
+	 * status word, zeroed with it at init; each run leaves them zero */
+	for (int ki = 0; ki < p->n_kernels; ki++)
+		for (const mc_kstmt *s = p->kernels[ki]->body; s; s = s->next) {
+			const mc_ktemplate *t = s->kind == MC_KS_TEMPLATE ? s->tmpl : NULL;
+			if (!t || (t->kind != MC_TMPL_CONV2D_SPLITK && t->kind != MC_TMPL_GEMM) || t->splits < 2)
+				continue;
+			int64_t g[3];
+			template_grid(t, g);
+			c->counted = mc_grow_array(c->counted, &c->cap_counted, c->n_counted + 1, sizeof *c->counted);
+			c->counters_off = mc_grow_array(c->counters_off, &c->cap_counters, c->n_counted + 1,
+			                                sizeof *c->counters_off);
+			c->counted[c->n_counted] = t;
+			c->counters_off[c->n_counted++] = off;
+			off += (size_t)(g[0] * g[1] * t->n) * sizeof(unsigned);
+		}
+	off = c->zeroed_bytes = round_up(off, REGION_ALIGN);
 	c->weight_off = mc_xcalloc((size_t)p->n_weights + 1, sizeof(size_t));
 	for (int i = 0; i < p->n_weights; i++) {
 		size_t a = p->weights[i].align > WEIGHT_ALIGN ? p->weights[i].align : WEIGHT_ALIGN;
@@ -468,7 +508,8 @@ static int plan_launches(const mc_kernel *k, launch **out)
 	 * and the epilogue) that follows: fused, as the lowering planned */
 	for (int i = 0; i < n; i++) {
 		const launch *t = &ls[i], *f = i + 1 < n ? &ls[i + 1] : NULL;
-		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || !t->stmt->tmpl->direct)
+		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE ||
+		    (t->stmt->tmpl->kind != MC_TMPL_CONV2D_SPLITK && t->stmt->tmpl->kind != MC_TMPL_GEMM))
 			continue;
 		const mc_ktemplate *tp = t->stmt->tmpl;
 		bool ok = f && f->n_loops >= 2 && !f->warp && f->n_pre == t->n_pre;
@@ -584,14 +625,18 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 }
 
 /* ---- templates ---- */
-#define TMPL_TILE 64
 
 /* The template's results: LOOPS opens loops (closed here, a brace for each
- * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL;
- * stored into the split's partial sums, or through the epilogue EPI (one
- * split) with the output coordinates EPI_ARGS (put_epilogue_args). */
-static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
-                                const char *epi_args)
+ * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL.
+ * One split: through the epilogue EPI with the output coordinates
+ * EPI_ARGS (put_epilogue_args), or into `part`. Several: each block
+ * stores its split's partial sums into its slice of `part`, and the last
+ * of a tile's blocks to finish (counted in the device's zeroed counters,
+ * at COUNTERS) adds the slices in order and passes each sum on (or leaves
+ * it in the first slice): no second launch, and the same sums whichever
+ * block comes last. */
+static void put_template_stores(cuda_emitter *c, const mc_ktemplate *t, const char *loops, const char *val,
+                                const char *epi, const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
 	int opened = 0, depth = 0; /* the loops' braces; the depth of their body */
@@ -601,16 +646,47 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 		depth++;
 	const char *tabs = "\t\t\t\t\t\t\t\t";
 	int d = depth + 1;
-	if (!epi)
+	bool serial = t->splits > 1;
+	if (!epi || serial)
 		mc_sb_puts(sb, "\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n");
 	else
 		mc_sb_puts(sb, "\t(void)split;\n");
 	mc_sb_puts(sb, loops);
 	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n", d, tabs);
-	if (!epi)
-		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
-	else
+	if (epi && !serial)
 		mc_sb_printf(sb, "%.*s%s(dev, %s, %s); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args, val);
+	else
+		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
+	mc_sb_printf(sb, "%.*s}\n", d, tabs);
+	for (int i = 0; i < opened; i++)
+		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
+	if (!serial)
+		return;
+	mc_sb_printf(sb,
+		"\t/* the tile's last split to finish adds the others' */\n"
+		"\t__shared__ unsigned last;\n"
+		"\t__threadfence();\n"
+		"\t__syncthreads();\n"
+		"\tif (threadIdx.x == 0) {\n"
+		"\t\tunsigned *const done = (unsigned *)(dev + %zu) + ((size_t)n * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n"
+		"\t\tlast = atomicAdd(done, 1u) == SPLITS - 1;\n"
+		"\t\tif (last) /* every split has counted: zero for the next run */\n"
+		"\t\t\tatomicExch(done, 0u);\n"
+		"\t}\n"
+		"\t__syncthreads();\n"
+		"\tif (!last)\n\t\treturn;\n"
+		"\t__threadfence();\n",
+		counters_of(c, t));
+	mc_sb_puts(sb, loops);
+	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n"
+	                 "%.*sfloat sum = 0.0f;\n"
+	                 "%.*sfor (int s = 0; s < SPLITS; s++)\n"
+	                 "%.*s\tsum += __ldcg(&part[((size_t)s * N + n) * M * P + mm * P + pp]);\n",
+	             d, tabs, d + 1, tabs, d + 1, tabs, d + 1, tabs);
+	if (epi)
+		mc_sb_printf(sb, "%.*s%s(dev, %s, sum); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args);
+	else
+		mc_sb_printf(sb, "%.*spart[(size_t)n * M * P + mm * P + pp] = sum;\n", d + 1, tabs);
 	mc_sb_printf(sb, "%.*s}\n", d, tabs);
 	for (int i = 0; i < opened; i++)
 		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
@@ -888,7 +964,7 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, c
 	}
 	/* a fragment's accumulators: r = 0, 1 at row g, columns 2 tg + r;
 	 * r = 2, 3 at row g + 8 */
-	put_template_stores(c,
+	put_template_stores(c, t,
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++) {\n"
 		"\t\t\t\tconst int mm = m0 + wm + i * 16 + g + (r >> 1) * 8, pp = p0 + wp + j * 8 + tg * 2 + (r & 1);\n",
 		"acc[i][j][r]", epi, epi_args);
@@ -919,7 +995,7 @@ static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char
 		"\tconst %s *__restrict__ const bm = b%d;\n",
 		t->n, t->cout, t->cin, t->ow, t->splits, t->k_split,
 		ab->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->wt, bb->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->x);
-	if (!epi)
+	if (!epi || t->splits > 1)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64
@@ -969,7 +1045,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\tconst %s *__restrict__ const x = b%d;\n"
 		"\tconst %s *__restrict__ const wt = b%d;\n",
 		x16 ? "uint16_t" : "float", t->x, w16 ? "uint16_t" : "float", t->wt);
-	if (!epi)
+	if (!epi || t->splits > 1)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", H = %" PRId64 ", W = %" PRId64
@@ -1092,7 +1168,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		else
 			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
 	}
-	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
+	put_template_stores(c, t, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
 	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
 	                    "acc[i][j]", epi, epi_args);
 	mc_sb_free(&args);
@@ -1290,7 +1366,7 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 		const mc_kstmt **stmts = mc_xcalloc((size_t)l->n_pre + 1, sizeof *stmts);
 		memcpy(stmts, l->pre, (size_t)l->n_pre * sizeof *stmts);
 		stmts[l->n_pre] = l->stmt;
-		put_buffer_ptrs(c, stmts, l->n_pre + 1, NULL, l->epi ? l->stmt->tmpl->out : -1);
+		put_buffer_ptrs(c, stmts, l->n_pre + 1, NULL, l->epi && l->stmt->tmpl->direct ? l->stmt->tmpl->out : -1);
 		free(stmts);
 	} else {
 		put_buffer_ptrs(c, NULL, 0, k->body, -1);
@@ -1378,14 +1454,6 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	else
 		mc_ce_block(e, l->body, 2);
 	mc_sb_puts(sb, "\t}\n}\n\n");
-}
-
-/* The template's grid: output tiles x (batch x splits). */
-static void template_grid(const mc_ktemplate *t, int64_t g[3])
-{
-	g[0] = (t->oh * t->ow + TMPL_TILE - 1) / TMPL_TILE;
-	g[1] = (t->cout + TMPL_TILE - 1) / TMPL_TILE;
-	g[2] = t->n * t->splits;
 }
 
 static int64_t grid_of(const launch *l, int *block)
@@ -1678,8 +1746,8 @@ static void put_host(cuda_emitter *c)
 		"\t\terr = cudaMalloc((void **)&m->device, %s_DEVICE_BYTES);\n"
 		"\t\tif (err != cudaSuccess) {\n\t\t\tm->device = NULL;\n\t\t\treturn %s_cuda_fail(m, err);\n\t\t}\n"
 		"\t\tm->owns_device = 1;\n\t}\n"
-		"\terr = cudaMemsetAsync(m->device, 0, %d, stream); /* the status word */\n",
-		n, n, N, N, n, STATUS_BYTES);
+		"\terr = cudaMemsetAsync(m->device, 0, %zu, stream); /* the status word, the splits' counters */\n",
+		n, n, N, N, n, c->zeroed_bytes);
 	if (n_up > 0)
 		mc_sb_printf(sb,
 			"\tfor (size_t i = 0; err == cudaSuccess && i < sizeof %s_uploads / sizeof *%s_uploads; i++)\n"
@@ -1857,6 +1925,8 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	free(c.guards);
 	free(c.calls);
 	free(c.weight_off);
+	free(c.counted);
+	free(c.counters_off);
 	free(c.in_off);
 	free(c.out_off);
 	mc_sb_free(&c.first_launch);

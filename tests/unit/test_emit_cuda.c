@@ -347,8 +347,8 @@ Test(cuda, tf32_convolutions_use_tensor_cores)
 	cr_assert(strstr(cu, "k0 += 32) {") && strstr(cu, "unsigned As[2][64][36];"), "%s", cu);
 	/* the weights were rounded to TF32 when generated; the activations are
 	 * rounded as they load */
-	cr_assert(strstr(cu, "ta[i] = __float_as_uint(ra[h][i]);") && !strstr(cu, "\"=r\"(ta[i])") &&
-	          strstr(cu, "\"=r\"(tb[i]) : \"f\"(rb[h][i])"), "%s", cu);
+	cr_assert(strstr(cu, "u[i] = __float_as_uint(ra[h][i]);") && !strstr(cu, "\"f\"(ra[h][i])") &&
+	          strstr(cu, "\"=r\"(u[i]) : \"f\"(rb[h][i])"), "%s", cu);
 	cr_assert(strstr(cu, "cvt.rna.tf32.f32") && strstr(cu, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
 	          "%s", cu);
 	cr_assert_null(strstr(cu, "fmaf("), "%s", cu);
@@ -452,6 +452,104 @@ Test(cuda, concat_slabs_in_half_precision)
 		nvcc_builds(out, "cat");
 		free(cu);
 	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+/* Attention-shaped products: q = x Wq (a constant B, packed), s = q x^T
+ * and y = Softmax(s) x (batched, both operands computed), and a Gemm
+ * (transB, bias) over a long reduction of few tiles. */
+static char *products_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,2,48,32");
+	mb_input(b, g, "z", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "48,256");
+	static float wq[32 * 32], wg[16 * 256], cg[16];
+	for (int i = 0; i < 32 * 32; i++)
+		wq[i] = (float)((i * 7) % 11 - 5) / 16;
+	for (int i = 0; i < 16 * 256; i++)
+		wg[i] = (float)((i * 5) % 13 - 6) / 32;
+	for (int i = 0; i < 16; i++)
+		cg[i] = (float)i / 8;
+	mb_init_floats(b, g, "wq", "32,32", wq, 32 * 32);
+	mb_init_floats(b, g, "wg", "16,256", wg, 16 * 256);
+	mb_init_floats(b, g, "cg", "16", cg, 16);
+	mb_node(b, g, "MatMul", "q", "x,wq", "q");
+	Onnx__NodeProto *t = mb_node(b, g, "Transpose", "t", "x", "xt");
+	mb_attr_ints(b, t, "perm", (int64_t[]){ 0, 1, 3, 2 }, 4);
+	mb_node(b, g, "MatMul", "s", "q,xt", "s");
+	mb_node(b, g, "Softmax", "p", "s", "p");
+	mb_node(b, g, "MatMul", "y", "p,x", "y");
+	Onnx__NodeProto *gm = mb_node(b, g, "Gemm", "gemm", "z,wg,cg", "gz");
+	mb_attr_int(b, gm, "transB", 1);
+	mb_output(b, g, "y");
+	mb_output(b, g, "gz");
+	return write_model(b, dir, "products.onnx");
+}
+
+Test(cuda, matrix_products_use_tensor_cores)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = products_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("p");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "p.cu");
+	/* fp32: no tensor cores, no product template */
+	cr_assert_eq(count(cu, "a matrix product"), 0, "%s", cu);
+	free(cu);
+	for (int half = 0; half < 2; half++) {
+		o.tf32 = !half;
+		o.dtype = half ? "fp16" : NULL;
+		cr_assert_eq(mc_compile(model, out, &o), 0);
+		cu = read_text(out, "p.cu");
+		/* the three MatMuls and the Gemm, each one launch */
+		cr_assert_eq(count(cu, "a matrix product"), 4, "%s", cu);
+		cr_assert(strstr(cu, half ? "m16n8k16.row.col.f32.f16.f16.f32" : "m16n8k8.row.col.f32.tf32.tf32.f32"),
+		          "%s", cu);
+		/* the batched ones step over both operands' matrices */
+		cr_assert(strstr(cu, "const auto *__restrict__ const an = a + (size_t)n * 1536;"), "%s", cu);
+		/* the Gemm's K of 256 over one tile is split; the tile's last block
+		 * adds the splits (its counter zeroed at init with the status word) */
+		cr_assert(strstr(cu, "the tile's last split to finish adds the others'"), "%s", cu);
+		cr_assert(strstr(cu, "err = cudaMemsetAsync(m->device, 0, 512, stream);"), "%s", cu);
+		/* the packed constant B rows are k-contiguous: 16-byte loads */
+		cr_assert(strstr(cu, half ? "rb[h] = *(const uint4 *)&bn[px * 32 + kx];"
+		                          : "*(const float4 *)&bn[px * 32 + kx]"), "%s", cu);
+		nvcc_builds(out, "p");
+		free(cu);
+	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+/* A LayerNormalization's rows a warp each: the sums split over the lanes,
+ * and so are the stores after them (not every lane storing the row). */
+Test(cuda, layernorm_rows_share_their_stores_among_lanes)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "16,256");
+	static float one[256];
+	for (int i = 0; i < 256; i++)
+		one[i] = 1;
+	mb_init_floats(b, g, "gamma", "256", one, 256);
+	mb_node(b, g, "LayerNormalization", "ln", "x,gamma", "y");
+	mb_output(b, g, "y");
+	char *model = write_model(b, tmp, "ln.onnx");
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("l");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "l.cu");
+	cr_assert_eq(count(cu, "/* split over the warp's lanes */"), 2, "%s", cu);
+	cr_assert_eq(count(cu, "/* shared among the warp's lanes */"), 1, "%s", cu);
+	cr_assert(strstr(cu, "__syncwarp();"), "%s", cu);
+	nvcc_builds(out, "l");
+	free(cu);
 	rm_tree(tmp);
 	free(model);
 	free(tmp);

@@ -1,35 +1,38 @@
-/* Conv, MatMul and Gemm on the cuda target (see aot/kir.h:
- * MC_TMPL_CONV2D_SPLITK, MC_TMPL_GEMM). A thread per output element reads
- * each weight and input value from memory for one multiply; the target's
- * templates keep tiles of both operands in shared memory and compute a
- * register tile per thread (or tensor-core fragments a warp). Small
- * images with many channels, and the products of short sequences, give
- * few output tiles, so the reduction is split into K ranges that run side
- * by side, each writing its partial sums into a scratch buffer, the last
- * of a tile's blocks adding them; a plain IR nest then adds the bias and
- * stores through the fused epilogue (mc_lower_store):
+/* Conv on the cuda target (see aot/aot.h: MC_TMPL_CONV2D_SPLITK). A thread
+ * per output element reads each weight and input value from memory for
+ * one multiply; the target's implicit-GEMM template keeps tiles of both in
+ * shared memory and computes a register tile per thread (or tensor-core
+ * fragments a warp). Small images with many channels give few output
+ * tiles, so the reduction is split into K ranges that run side by side,
+ * each writing its partial sums into a scratch buffer; a plain IR loop then
+ * adds the splits and the bias and stores through the fused epilogue
+ * (mc_lower_store), a thread per output.
  *
- *   kernel: template -> S[0] = sum_s S[s];  for each output: bias + S[0]
+ *   kernel: template -> S[splits][N][M][P];  for each output: bias + sum_s S[s]
  *
- * The target folds the nest into the template's stores (its sums never
- * reach memory after the splits'; with one split, mc_ktemplate.direct,
- * the sums have no buffer at all). */
+ * With one split the target folds the second statement into the
+ * template's stores (mc_ktemplate.direct: its sums never reach memory). */
 #include <string.h>
 
 #include "lower_window.h"
 #include "../libcore/ops/nn.h"
-#include "../runtime-min/modelc_rt.h"
 
 #define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
 #define TILE_P 64
 #define TILE_K 32          /* splits are whole steps of the FFMA form (2 of 16); on tensor cores, of isa->mma_k */
-/* the splits (K ranges side by side where the tiles alone leave the GPU
- * idle): modelc_cuda_splits of the runtime, which the generator asks for
- * MODELC_CUDA_PLAN_SMS and NAME_cuda_init again for the device's. On an
- * H200, tensor cores: two waves of blocks made resnet18 fp16 0.89x the
- * time of four, the others within 1%; 32 k a split at least, against
- * 64: mobilenet_v2 0.90x, mobilenet_v3_small 0.89x, squeezenet 0.98x,
- * resnet18 1.04x the time (256 was 1.5-1.9x slower). */
+#define SMS 132            /* an H100's or H200's SMs: what the splits are tuned for */
+#define WANT_BLOCKS 528    /* four waves of them (measured: better than two) */
+#ifndef WANT_BLOCKS_MMA    /* the same on tensor cores (-D: for tuning runs) */
+#define WANT_BLOCKS_MMA 264 /* two waves: resnet18 fp16 0.89x the time of four, the others within 1% */
+#endif
+/* A split does at least two steps. Splits cost a second launch, yet more
+ * of them measured faster: a block's step (a 16-deep tile) takes long
+ * enough that filling the GPU wins. On an H200, against 64 per split and
+ * two waves: mobilenet_v2 0.90x, mobilenet_v3_small 0.89x, squeezenet
+ * 0.98x, resnet18 1.04x the time; 256 per split was 1.5-1.9x slower. */
+#ifndef MIN_K_SPLIT
+#define MIN_K_SPLIT 32
+#endif
 #define MIN_PIXELS 32
 #define MIN_ROWS 16        /* a product's rows (A's) the tensor-core template takes */
 
@@ -69,33 +72,47 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
 
 /* t's K splits (splits, k_split), its form (mma, k_step) for an output
  * of n x m x pix (outn elements) over a reduction of k: enough splits to
- * fill the GPU of MODELC_CUDA_PLAN_SMS (the most NAME_cuda_init may ask). 1: too large for the
+ * fill the GPU, each at least MIN_K_SPLIT long. 1: too large for the
  * template's 32-bit indexes. */
 static int plan_splits(mc_lower_ctx *c, mc_ktemplate *t, int64_t m, int64_t pix, int64_t k, int64_t outn)
 {
 	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t->n;
 	bool mma = c->kb->isa && c->kb->isa->mma;
-	int step = mma ? c->kb->isa->mma_k : TILE_K;
-	t->splits = modelc_cuda_splits(tiles, k, step, mma, MODELC_CUDA_PLAN_SMS, INT32_MAX, &t->k_split);
+	int64_t want = mma ? WANT_BLOCKS_MMA : WANT_BLOCKS;
+	/* on tensor cores, tiles that alone give every SM a block are not
+	 * split: splits would add the partial sums' traffic and a launch for
+	 * no more parallel work (resnet18's first conv: --tf32 1.5% faster in
+	 * all; the FFMA form, slower a step, gains from more waves) */
+	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
+	if (splits > k / MIN_K_SPLIT)
+		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
+	int64_t step = mma ? c->kb->isa->mma_k : TILE_K;
+	t->k_split = ceil_div(ceil_div(k, splits), step) * step;
+	t->splits = ceil_div(k, t->k_split);
 	t->mma = mma;
-	t->k_step = step;
+	t->k_step = (int)step;
 	return t->splits * outn >= INT32_MAX;
 }
 
-/* The template's result, t->out's first outn sums (one split: transient,
- * straight to this nest), made into the output and stored through the
- * fused epilogue: a convolution's bias (input BIAS_IN along the channels;
- * -1: none) plus the sum; or a product's ALPHA times the sum plus BETA
- * times input C_IN broadcast to the output (-1: none). */
-static void store_sums(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int c_in, double alpha, double beta)
+/* The template's result, t->out (one split: transient, straight to this
+ * nest; else the splits' partial sums), made into the output and stored
+ * through the fused epilogue: a convolution's bias (input BIAS_IN along
+ * the channels; -1: none) plus the splits' sums; or a product's ALPHA
+ * times those sums plus BETA times input C_IN broadcast to the output
+ * (-1: none). */
+static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int c_in, double alpha, double beta)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *os = &c->out[0]->shape;
+	int64_t outn = (int64_t)mc_numel(os);
 	mc_kexpr *coords[MC_MAX_RANK];
 	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
 	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
-	mc_kexpr *sum = mc_k_load(kb, t->out, lin);
-	mc_kexpr *v = bias_in >= 0 ? mc_k_add(kb, mc_lower_load(c, bias_in, coords[1]), sum) : sum;
+	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[1])
+	                                             : mc_k_float(kb, MC_KT_F32, 0));
+	for (int64_t s = 0; s < t->splits; s++)
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t->out, mc_k_addi(kb, lin, s * outn))));
+	mc_kexpr *v = acc;
 	if (alpha != 1)
 		v = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, alpha), v);
 	if (c_in >= 0 && beta != 0) {
@@ -152,7 +169,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	mc_kb_template(kb, &t);
 
 	/* out = bias + the splits' sums, through the epilogue */
-	store_sums(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
+	sum_splits(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
 	return 0;
 }
 
@@ -219,6 +236,6 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	                 : mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.splits * outn));
 	mc_kb_template(kb, &t);
 	int c_in = gemm && c->n_in > 2 && c->in[2] ? 2 : -1;
-	store_sums(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
+	sum_splits(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
 	return 0;
 }

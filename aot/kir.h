@@ -152,16 +152,14 @@ typedef enum {
  * statements finish the job in plain IR (bias, splits, fused epilogues). */
 typedef enum {
 	/* 2-D convolution, NCHW float32, group 1, as an implicit GEMM in K
-	 * splits: out[n][m][p] = the sum over k of wt[k][m] * x[n][ci][ih][iw],
-	 * with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow, ih = oh*sh - ph + i*dh,
-	 * iw = ow*sw - pw + j*dw, x taken as 0 outside the image; with splits
-	 * > 1, out holds splits such slices, the s-th first the sum over k in
-	 * [s*k_split, (s+1)*k_split) (scratch), the first then the whole sum.
-	 * wt is the weight re-laid K x M at generation time, or kept M x K
-	 * where `mma` (the tensor-core form reads rows of k). */
+	 * splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
+	 * wt[k][m] * x[n][ci][ih][iw], with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow,
+	 * ih = oh*sh - ph + i*dh, iw = ow*sw - pw + j*dw, x taken as 0 outside
+	 * the image. wt is the weight re-laid K x M at generation time, or kept
+	 * M x K where `mma` (the tensor-core form reads rows of k). */
 	MC_TMPL_CONV2D_SPLITK,
 	/* A batched matrix product on tensor cores (mma), in K splits as the
-	 * convolution's (out's first slice the sums): out[b][m][p] = sum over k of
+	 * convolution's: out[s][b][m][p] = sum over k in the split of
 	 * wt[b*a_st[0] + m*a_st[1] + k*a_st[2]] * x[b*b_st[0] + k*b_st[1] + p*b_st[2]]
 	 * for b < n, m < cout (A's rows), p < ow (B's columns; oh 1) and k <
 	 * cin (kh = kw = 1): MatMul and Gemm. A batch stride of 0 gives every

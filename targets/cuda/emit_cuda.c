@@ -68,12 +68,6 @@ typedef struct {
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	mc_strbuf first_launch;         /* its first kernel's name */
 	int64_t max_total;
-	/* per template of several splits: its tiles' counters (put_template_stores) */
-	int n_counted, cap_counted, cap_counters;
-	const mc_ktemplate **counted;
-	size_t *counters_off;
-	size_t plans_off;               /* then each one's splits and split length, set at init */
-	size_t zeroed_bytes;            /* the status word, the counters and plans: zeroed at init */
 } cuda_emitter;
 
 static size_t round_up(size_t v, size_t a)
@@ -82,55 +76,10 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /* ---- device layout ---- */
-/* The template's grid: output tiles x (batch x splits). */
-static void template_grid(const mc_ktemplate *t, int64_t g[3])
-{
-	g[0] = (t->oh * t->ow + 64 - 1) / 64;
-	g[1] = (t->cout + 64 - 1) / 64;
-	g[2] = t->n * t->splits;
-}
-
-/* Template t's number among those of several splits; -1: one split. */
-static int counted_index(const cuda_emitter *c, const mc_ktemplate *t)
-{
-	for (int i = 0; i < c->n_counted; i++)
-		if (c->counted[i] == t)
-			return i;
-	return -1;
-}
-
-/* Where the counters of template t's tiles are (offset in the device
- * allocation); 0: it has one split, no counters. */
-static size_t counters_of(const cuda_emitter *c, const mc_ktemplate *t)
-{
-	int i = counted_index(c, t);
-	return i >= 0 ? c->counters_off[i] : 0;
-}
-
 static void plan_layout(cuda_emitter *c)
 {
 	const mc_program *p = c->ce.p;
 	size_t off = STATUS_BYTES;
-	/* a counter a tile for each template of several splits, after the
-	 * status word, zeroed with it at init; each run leaves them zero */
-	for (int ki = 0; ki < p->n_kernels; ki++)
-		for (const mc_kstmt *s = p->kernels[ki]->body; s; s = s->next) {
-			const mc_ktemplate *t = s->kind == MC_KS_TEMPLATE ? s->tmpl : NULL;
-			if (!t || (t->kind != MC_TMPL_CONV2D_SPLITK && t->kind != MC_TMPL_GEMM) || t->splits < 2)
-				continue;
-			int64_t g[3];
-			template_grid(t, g);
-			c->counted = mc_grow_array(c->counted, &c->cap_counted, c->n_counted + 1, sizeof *c->counted);
-			c->counters_off = mc_grow_array(c->counters_off, &c->cap_counters, c->n_counted + 1,
-			                                sizeof *c->counters_off);
-			c->counted[c->n_counted] = t;
-			c->counters_off[c->n_counted++] = off;
-			off += (size_t)(g[0] * g[1] * t->n) * sizeof(unsigned);
-		}
-	/* each one's plan, two ints: NAME_cuda_init writes it for the device */
-	c->plans_off = off;
-	off += (size_t)c->n_counted * 2 * sizeof(int);
-	off = c->zeroed_bytes = round_up(off, REGION_ALIGN);
 	c->weight_off = mc_xcalloc((size_t)p->n_weights + 1, sizeof(size_t));
 	for (int i = 0; i < p->n_weights; i++) {
 		size_t a = p->weights[i].align > WEIGHT_ALIGN ? p->weights[i].align : WEIGHT_ALIGN;
@@ -519,8 +468,7 @@ static int plan_launches(const mc_kernel *k, launch **out)
 	 * and the epilogue) that follows: fused, as the lowering planned */
 	for (int i = 0; i < n; i++) {
 		const launch *t = &ls[i], *f = i + 1 < n ? &ls[i + 1] : NULL;
-		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE ||
-		    (t->stmt->tmpl->kind != MC_TMPL_CONV2D_SPLITK && t->stmt->tmpl->kind != MC_TMPL_GEMM))
+		if (!t->stmt || t->stmt->kind != MC_KS_TEMPLATE || !t->stmt->tmpl->direct)
 			continue;
 		const mc_ktemplate *tp = t->stmt->tmpl;
 		bool ok = f && f->n_loops >= 2 && !f->warp && f->n_pre == t->n_pre;
@@ -636,18 +584,14 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 }
 
 /* ---- templates ---- */
+#define TMPL_TILE 64
 
 /* The template's results: LOOPS opens loops (closed here, a brace for each
- * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL.
- * One split: through the epilogue EPI with the output coordinates
- * EPI_ARGS (put_epilogue_args), or into `part`. Several: each block
- * stores its split's partial sums into its slice of `part`, and the last
- * of a tile's blocks to finish (counted in the device's zeroed counters,
- * at COUNTERS) adds the slices in order and passes each sum on (or leaves
- * it in the first slice): no second launch, and the same sums whichever
- * block comes last. */
-static void put_template_stores(cuda_emitter *c, const mc_ktemplate *t, const char *loops, const char *val,
-                                const char *epi, const char *epi_args)
+ * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL;
+ * stored into the split's partial sums, or through the epilogue EPI (one
+ * split) with the output coordinates EPI_ARGS (put_epilogue_args). */
+static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
+                                const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
 	int opened = 0, depth = 0; /* the loops' braces; the depth of their body */
@@ -657,47 +601,16 @@ static void put_template_stores(cuda_emitter *c, const mc_ktemplate *t, const ch
 		depth++;
 	const char *tabs = "\t\t\t\t\t\t\t\t";
 	int d = depth + 1;
-	bool serial = t->splits > 1;
-	if (!epi || serial)
+	if (!epi)
 		mc_sb_puts(sb, "\tfloat *__restrict__ const o = part + ((size_t)split * N + n) * M * P;\n");
 	else
 		mc_sb_puts(sb, "\t(void)split;\n");
 	mc_sb_puts(sb, loops);
 	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n", d, tabs);
-	if (epi && !serial)
-		mc_sb_printf(sb, "%.*s%s(dev, %s, %s); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args, val);
-	else
+	if (!epi)
 		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
-	mc_sb_printf(sb, "%.*s}\n", d, tabs);
-	for (int i = 0; i < opened; i++)
-		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
-	if (!serial)
-		return;
-	mc_sb_printf(sb,
-		"\t/* the tile's last split to finish adds the others' */\n"
-		"\t__shared__ unsigned last;\n"
-		"\t__threadfence();\n"
-		"\t__syncthreads();\n"
-		"\tif (threadIdx.x == 0) {\n"
-		"\t\tunsigned *const done = (unsigned *)(dev + %zu) + ((size_t)n * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n"
-		"\t\tlast = atomicAdd(done, 1u) == SPLITS - 1;\n"
-		"\t\tif (last) /* every split has counted: zero for the next run */\n"
-		"\t\t\tatomicExch(done, 0u);\n"
-		"\t}\n"
-		"\t__syncthreads();\n"
-		"\tif (!last)\n\t\treturn;\n"
-		"\t__threadfence();\n",
-		counters_of(c, t));
-	mc_sb_puts(sb, loops);
-	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n"
-	                 "%.*sfloat sum = 0.0f;\n"
-	                 "%.*sfor (int s = 0; s < SPLITS; s++)\n"
-	                 "%.*s\tsum += __ldcg(&part[((size_t)s * N + n) * M * P + mm * P + pp]);\n",
-	             d, tabs, d + 1, tabs, d + 1, tabs, d + 1, tabs);
-	if (epi)
-		mc_sb_printf(sb, "%.*s%s(dev, %s, sum); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args);
 	else
-		mc_sb_printf(sb, "%.*spart[(size_t)n * M * P + mm * P + pp] = sum;\n", d + 1, tabs);
+		mc_sb_printf(sb, "%.*s%s(dev, %s, %s); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args, val);
 	mc_sb_printf(sb, "%.*s}\n", d, tabs);
 	for (int i = 0; i < opened; i++)
 		mc_sb_printf(sb, "%.*s}\n", depth, tabs);
@@ -975,26 +888,10 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, c
 	}
 	/* a fragment's accumulators: r = 0, 1 at row g, columns 2 tg + r;
 	 * r = 2, 3 at row g + 8 */
-	put_template_stores(c, t,
+	put_template_stores(c,
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++) {\n"
 		"\t\t\t\tconst int mm = m0 + wm + i * 16 + g + (r >> 1) * 8, pp = p0 + wp + j * 8 + tg * 2 + (r & 1);\n",
 		"acc[i][j][r]", epi, epi_args);
-}
-
-/* A template's split count and length: constants of the plan where it
- * has one split; else read from its plan, which NAME_cuda_init sets for
- * the device's multiprocessors (modelc_cuda_splits), at most the planned
- * t->splits (its partial sums' slices). */
-static void put_splits(cuda_emitter *c, const mc_ktemplate *t)
-{
-	if (t->splits < 2) {
-		mc_sb_printf(c->ce.sb, "\tenum { SPLITS = 1, KSPLIT = %" PRId64 " };\n", t->k_split);
-		return;
-	}
-	mc_sb_printf(c->ce.sb,
-		"\tconst int *const plan = (const int *)(dev + %zu); /* at most %" PRId64 " splits */\n"
-		"\tconst int SPLITS = plan[0], KSPLIT = plan[1];\n",
-		c->plans_off + (size_t)counted_index(c, t) * 2 * sizeof(int), t->splits);
 }
 
 /* A buffer's device address is 16-byte aligned (vector loads). */
@@ -1022,19 +919,17 @@ static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char
 		"\tconst %s *__restrict__ const bm = b%d;\n",
 		t->n, t->cout, t->cin, t->ow, t->splits, t->k_split,
 		ab->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->wt, bb->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->x);
-	if (!epi || t->splits > 1)
+	if (!epi)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
-		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", N = %" PRId64 " };\n",
-		t->cout, t->ow, t->cin, t->n);
-	put_splits(c, t);
-	mc_sb_printf(sb,
+		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64
+		", N = %" PRId64 " };\n"
 		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
 		"\tconst int split = blockIdx.z %% SPLITS, n = blockIdx.z / SPLITS;\n"
 		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
 		"\tconst auto *__restrict__ const an = a + (size_t)n * %" PRId64 ";\n"
 		"\tconst auto *__restrict__ const bn = bm + (size_t)n * %" PRId64 ";\n",
-		t->a_st[0], t->b_st[0]);
+		t->cout, t->ow, t->cin, t->splits, t->k_split, t->n, t->a_st[0], t->b_st[0]);
 	/* 16-byte loads of 8 k: k contiguous, every row and batch start and
 	 * the buffer aligned */
 	mma_operand A = { .ptr = "an", .row_var = "mx", .lim = "M", .row = t->a_st[1], .kst = t->a_st[2],
@@ -1074,15 +969,16 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\tconst %s *__restrict__ const x = b%d;\n"
 		"\tconst %s *__restrict__ const wt = b%d;\n",
 		x16 ? "uint16_t" : "float", t->x, w16 ? "uint16_t" : "float", t->wt);
-	if (!epi || t->splits > 1)
+	if (!epi)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", H = %" PRId64 ", W = %" PRId64
 		", KH = %" PRId64 ", KW = %" PRId64 ", OW = %" PRId64 ",\n"
 		"\t       SH = %" PRId64 ", SW = %" PRId64 ", PH = %" PRId64 ", PW = %" PRId64 ", DH = %" PRId64
-		", DW = %" PRId64 ", CIN = %" PRId64 ", N = %" PRId64 " };\n",
-		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw, t->cin, t->n);
-	put_splits(c, t);
+		", DW = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64 ", CIN = %" PRId64
+		", N = %" PRId64 " };\n",
+		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw,
+		t->splits, t->k_split, t->cin, t->n);
 	bool one_by_one = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
 	                  t->oh == t->h && t->ow == t->w;
 	if (t->mma) {
@@ -1196,7 +1092,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		else
 			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
 	}
-	put_template_stores(c, t, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
+	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
 	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
 	                    "acc[i][j]", epi, epi_args);
 	mc_sb_free(&args);
@@ -1394,7 +1290,7 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 		const mc_kstmt **stmts = mc_xcalloc((size_t)l->n_pre + 1, sizeof *stmts);
 		memcpy(stmts, l->pre, (size_t)l->n_pre * sizeof *stmts);
 		stmts[l->n_pre] = l->stmt;
-		put_buffer_ptrs(c, stmts, l->n_pre + 1, NULL, l->epi && l->stmt->tmpl->direct ? l->stmt->tmpl->out : -1);
+		put_buffer_ptrs(c, stmts, l->n_pre + 1, NULL, l->epi ? l->stmt->tmpl->out : -1);
 		free(stmts);
 	} else {
 		put_buffer_ptrs(c, NULL, 0, k->body, -1);
@@ -1482,6 +1378,14 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	else
 		mc_ce_block(e, l->body, 2);
 	mc_sb_puts(sb, "\t}\n}\n\n");
+}
+
+/* The template's grid: output tiles x (batch x splits). */
+static void template_grid(const mc_ktemplate *t, int64_t g[3])
+{
+	g[0] = (t->oh * t->ow + TMPL_TILE - 1) / TMPL_TILE;
+	g[1] = (t->cout + TMPL_TILE - 1) / TMPL_TILE;
+	g[2] = t->n * t->splits;
 }
 
 static int64_t grid_of(const launch *l, int *block)
@@ -1586,8 +1490,7 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s; with ev\n"
 	                    " * (profiling), an event after each; pdl for every launch but the\n"
 	                    " * first (whose predecessor is the caller's). The first error, if any. */\n"
-	                    "static cudaError_t %s_launch_all(unsigned char *dev, const int *splits, cudaStream_t s, cudaEvent_t *ev,\n"
-	                    "                              int pdl)\n"
+	                    "static cudaError_t %s_launch_all(unsigned char *dev, cudaStream_t s, cudaEvent_t *ev, int pdl)\n"
 	                    "{\n\tcudaError_t err;\n",
 	             e->name);
 	int at = 0;
@@ -1610,21 +1513,13 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 				e->sb = keep;
 			}
-			int ci = l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? counted_index(c, l->stmt->tmpl) : -1;
-			if (ci >= 0) /* the device's splits (init's plan) */
-				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 " * splits[%d])", g[0], g[1],
-				             l->stmt->tmpl->n, 2 * ci);
-			else
-				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 ")", g[0], g[1], g[2]);
-			mc_sb_printf(e->sb, ", %d, dev, s, %s)) != cudaSuccess)\n"
-			                    "\t\treturn err;\n", block, at == 0 ? "0" : "pdl");
+			mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 "), %d, dev, s, %s)) != cudaSuccess)\n"
+			                    "\t\treturn err;\n", g[0], g[1], g[2], block, at == 0 ? "0" : "pdl");
 			mc_sb_printf(e->sb, "\tif (ev)\n\t\tcudaEventRecord(ev[%d], s);\n", ++at);
 		}
 	}
 	if (n == 0)
 		mc_sb_puts(e->sb, "\t(void)dev;\n\t(void)s;\n\t(void)ev;\n\t(void)err;\n");
-	if (c->n_counted == 0)
-		mc_sb_puts(e->sb, "\t(void)splits; /* no template of several splits */\n");
 	if (n <= 1)
 		mc_sb_puts(e->sb, "\t(void)pdl; /* one launch: nothing to overlap */\n");
 	mc_sb_puts(e->sb, "\treturn cudaSuccess;\n}\n\n");
@@ -1677,15 +1572,13 @@ static void put_header(cuda_emitter *c)
 		"\tint pdl;                /* launches overlap (programmatic dependent launch) */\n"
 		"\tint owns_device;        /* init allocated device (free releases it) */\n"
 		"\tcudaError_t error;      /* the failed CUDA call's error after MODELC_ERR_CUDA */\n"
-		"\tint sms;                /* the device's multiprocessors, read at init */\n"
-		"\tint splits[%d];         /* per template of K splits: how many on this device, how long */\n"
 		"} %s_cuda;\n\n"
 		"/* init flags: launch the kernels one by one instead of a CUDA graph;\n"
 		" * no programmatic dependent launch (which init turns on where the\n"
 		" * kernels run as sm_90 or newer code: each may then be scheduled while\n"
 		" * the one before it finishes). */\n"
 		"#define %s_CUDA_NO_GRAPH 1u\n#define %s_CUDA_NO_PDL 2u\n\n",
-		N, 2 * (c->n_counted > 0 ? c->n_counted : 1), n, N, N);
+		N, n, N, N);
 	mc_sb_printf(sb,
 		"/* Loads the model: device is %s_DEVICE_BYTES of device memory aligned to\n"
 		" * %s_DEVICE_ALIGN (cudaMalloc's are), or NULL to have init allocate it;\n"
@@ -1750,20 +1643,6 @@ static void put_host(cuda_emitter *c)
 		}
 		mc_sb_puts(sb, "};\n\n");
 	}
-	if (c->n_counted > 0) {
-		mc_sb_printf(sb, "/* the templates of K splits, as modelc_cuda_splits wants them (most: the\n"
-		                 " * slices their scratch holds) */\n"
-		                 "static const struct {\n\tint64_t tiles, k;\n\tint step, mma, most;\n"
-		                 "} %s_split_plans[%d] = {\n", n, c->n_counted);
-		for (int i = 0; i < c->n_counted; i++) {
-			const mc_ktemplate *t = c->counted[i];
-			int64_t g[3];
-			template_grid(t, g);
-			mc_sb_printf(sb, "\t{%" PRId64 ", %" PRId64 ", %d, %d, %" PRId64 "},\n", g[0] * g[1] * t->n,
-			             t->cin * t->kh * t->kw, t->mma ? t->k_step : 32, t->mma, t->splits);
-		}
-		mc_sb_puts(sb, "};\n\n");
-	}
 	mc_sb_printf(sb,
 		"static int %s_cuda_fail(%s_cuda *m, cudaError_t err)\n{\n"
 		"\tm->error = err;\n\treturn MODELC_ERR_CUDA;\n}\n\n", n, n);
@@ -1782,7 +1661,7 @@ static void put_host(cuda_emitter *c)
 		"\tif (err != cudaSuccess)\n\t\treturn err;\n"
 		"\terr = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);\n"
 		"\tif (err == cudaSuccess) {\n"
-		"\t\terr = %s_launch_all(m->device, m->splits, cs, NULL, m->pdl);\n"
+		"\t\terr = %s_launch_all(m->device, cs, NULL, m->pdl);\n"
 		"\t\tcudaError_t end = cudaStreamEndCapture(cs, &g);\n"
 		"\t\tif (err == cudaSuccess)\n\t\t\terr = end;\n\t}\n"
 		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphInstantiate(&m->graph, g, 0);\n"
@@ -1799,26 +1678,8 @@ static void put_host(cuda_emitter *c)
 		"\t\terr = cudaMalloc((void **)&m->device, %s_DEVICE_BYTES);\n"
 		"\t\tif (err != cudaSuccess) {\n\t\t\tm->device = NULL;\n\t\t\treturn %s_cuda_fail(m, err);\n\t\t}\n"
 		"\t\tm->owns_device = 1;\n\t}\n"
-		"\terr = cudaMemsetAsync(m->device, 0, %zu, stream); /* the status word, the splits' counters */\n",
-		n, n, N, N, n, c->zeroed_bytes);
-	/* the templates' splits for this device's multiprocessors: the grids
-	 * the launches take, and the plans the kernels read */
-	mc_sb_puts(sb,
-		"\tint gpu = 0;\n"
-		"\tif (err == cudaSuccess)\n\t\terr = cudaGetDevice(&gpu);\n"
-		"\tif (err == cudaSuccess)\n\t\terr = cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, gpu);\n");
-	if (c->n_counted > 0) {
-		mc_sb_printf(sb,
-			"\tfor (int i = 0; i < %d; i++) {\n"
-			"\t\tint64_t len;\n"
-			"\t\tm->splits[2 * i] = modelc_cuda_splits(%s_split_plans[i].tiles, %s_split_plans[i].k,\n"
-			"\t\t                                      %s_split_plans[i].step, %s_split_plans[i].mma, m->sms,\n"
-			"\t\t                                      %s_split_plans[i].most, &len);\n"
-			"\t\tm->splits[2 * i + 1] = (int)len;\n\t}\n"
-			"\tif (err == cudaSuccess)\n"
-			"\t\terr = cudaMemcpyAsync(m->device + %zu, m->splits, sizeof m->splits, cudaMemcpyHostToDevice, stream);\n",
-			c->n_counted, n, n, n, n, n, c->plans_off);
-	}
+		"\terr = cudaMemsetAsync(m->device, 0, %d, stream); /* the status word */\n",
+		n, n, N, N, n, STATUS_BYTES);
 	if (n_up > 0)
 		mc_sb_printf(sb,
 			"\tfor (size_t i = 0; err == cudaSuccess && i < sizeof %s_uploads / sizeof *%s_uploads; i++)\n"
@@ -1847,14 +1708,14 @@ static void put_host(cuda_emitter *c)
 		"\tif (!m || !m->device)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
 		"\tcudaError_t err;\n"
 		"\tif (m->graph) {\n\t\terr = cudaGraphLaunch(m->graph, m->stream);\n\t} else {\n"
-		"\t\terr = %s_launch_all(m->device, m->splits, m->stream, NULL, m->pdl);\n\t}\n"
+		"\t\terr = %s_launch_all(m->device, m->stream, NULL, m->pdl);\n\t}\n"
 		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
 	mc_sb_printf(sb,
 		"int %s_cuda_run_profiled(%s_cuda *m, cudaEvent_t *ev)\n{\n"
 		"\tif (!m || !m->device || !ev)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
 		"\tcudaError_t err = cudaEventRecord(ev[0], m->stream);\n"
 		"\tif (err == cudaSuccess) /* no overlap: each kernel's own time */\n"
-		"\t\terr = %s_launch_all(m->device, m->splits, m->stream, ev, 0);\n"
+		"\t\terr = %s_launch_all(m->device, m->stream, ev, 0);\n"
 		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
 	mc_sb_printf(sb, "static const size_t %s_in_at[%d] = {", n, p->n_inputs + 1);
 	for (int i = 0; i < p->n_inputs; i++)
@@ -1996,8 +1857,6 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	free(c.guards);
 	free(c.calls);
 	free(c.weight_off);
-	free(c.counted);
-	free(c.counters_off);
 	free(c.in_off);
 	free(c.out_off);
 	mc_sb_free(&c.first_launch);

@@ -1203,6 +1203,22 @@ static bool lane_loop(const mc_kernel *k, const mc_kstmt *s)
 	return ok;
 }
 
+/* Loop s with its iterations dealt to the warp's lanes (lane, lane + 32,
+ * ...), WHAT its comment. */
+static void put_lane_loop(mc_cemit *e, const mc_kstmt *s, int depth, const char *what)
+{
+	const char *vt = mc_ce_ctype(e, e->k->vars[s->var].type);
+	mc_ce_indent(e, depth);
+	mc_sb_printf(e->sb, "for (%s v%d = ", vt, s->var);
+	mc_ce_expr(e, s->a, false);
+	mc_sb_printf(e->sb, " + (%s)lane; v%d < ", vt, s->var);
+	mc_ce_expr(e, s->b, false);
+	mc_sb_printf(e->sb, "; v%d += 32) { /* %s */\n", s->var, what);
+	mc_ce_block(e, s->body, depth + 1);
+	mc_ce_indent(e, depth);
+	mc_sb_puts(e->sb, "}\n");
+}
+
 /* A warp's body: top-level reduction loops split over the lanes, and
  * loops whose iterations are independent shared among them. */
 static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool one_lane_stores)
@@ -1221,18 +1237,9 @@ static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool o
 			/* the lanes' iterations interleaved; synchronised around, so
 			 * that what a lane reads before or after, another's stores
 			 * do not race */
-			const char *vt = mc_ce_ctype(e, k->vars[s->var].type);
 			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "__syncwarp();\n");
-			mc_ce_indent(e, depth);
-			mc_sb_printf(e->sb, "for (%s v%d = ", vt, s->var);
-			mc_ce_expr(e, s->a, false);
-			mc_sb_printf(e->sb, " + (%s)lane; v%d < ", vt, s->var);
-			mc_ce_expr(e, s->b, false);
-			mc_sb_printf(e->sb, "; v%d += 32) { /* shared among the warp's lanes */\n", s->var);
-			mc_ce_block(e, s->body, depth + 1);
-			mc_ce_indent(e, depth);
-			mc_sb_puts(e->sb, "}\n");
+			put_lane_loop(e, s, depth, "shared among the warp's lanes");
 			mc_ce_indent(e, depth);
 			mc_sb_puts(e->sb, "__syncwarp();\n");
 			continue;
@@ -1241,22 +1248,14 @@ static void put_warp_block(cuda_emitter *c, const mc_kstmt *s, int depth, bool o
 			mc_ce_stmt(e, s, depth);
 			continue;
 		}
-		const char *at = mc_ce_ctype(e, k->vars[acc].type), *vt = mc_ce_ctype(e, k->vars[s->var].type);
+		const char *at = mc_ce_ctype(e, k->vars[acc].type);
 		if (op == RED_ADD) { /* the start value counts once, not once a lane */
 			mc_ce_indent(e, depth);
 			mc_sb_printf(e->sb, "const %s w%d = v%d;\n", at, acc, acc);
 			mc_ce_indent(e, depth);
 			mc_sb_printf(e->sb, "v%d = 0;\n", acc);
 		}
-		mc_ce_indent(e, depth);
-		mc_sb_printf(e->sb, "for (%s v%d = ", vt, s->var);
-		mc_ce_expr(e, s->a, false);
-		mc_sb_printf(e->sb, " + (%s)lane; v%d < ", vt, s->var);
-		mc_ce_expr(e, s->b, false);
-		mc_sb_printf(e->sb, "; v%d += 32) { /* split over the warp's lanes */\n", s->var);
-		mc_ce_block(e, s->body, depth + 1);
-		mc_ce_indent(e, depth);
-		mc_sb_puts(e->sb, "}\n");
+		put_lane_loop(e, s, depth, "split over the warp's lanes");
 		mc_ce_indent(e, depth);
 		mc_sb_printf(e->sb, "for (int o = 16; o > 0; o >>= 1) {\n");
 		mc_ce_indent(e, depth + 1);

@@ -217,7 +217,8 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	}
 	t.cout = m;
 	t.w = n;
-	/* rows fewer than a tile's quarter: a warp per output does better */
+	/* a 64-row tile over fewer rows is mostly waste (the classifier heads'
+	 * one row): there a warp per output element runs it */
 	if (m < MIN_ROWS || plan_splits(c, &t, m, n, k, outn))
 		return 1;
 	mc_kb *kb = c->kb;

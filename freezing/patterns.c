@@ -147,7 +147,8 @@ static bool new_node(mc_node *n, const char *name, mc_opid id, int opset, const 
 	n->outputs[0] = out;
 	n->n_attrs = n_attrs;
 	n->attrs = mc_xcalloc((size_t)n_attrs + 1, sizeof *n->attrs);
-	memcpy(n->attrs, attrs, (size_t)n_attrs * sizeof *attrs);
+	if (n_attrs > 0)
+		memcpy(n->attrs, attrs, (size_t)n_attrs * sizeof *attrs);
 	if (!mc_node_set_op(n, id, opset) || (n->op->parse && n->op->parse(n))) {
 		mc_node_free(n);
 		return false;

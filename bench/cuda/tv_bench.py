@@ -32,6 +32,7 @@ torch.compile on model.half() and a half input. Prints a markdown table
 (and JSON to DIR/results.json).
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -50,8 +51,9 @@ BROAD = ["resnet50", "convnext_tiny", "efficientnet_b0", "vit6", "bert4"]
 NETS = TUNED + BROAD
 
 
+@functools.lru_cache(maxsize=None)
 def bench_models():
-    """scripts/make-bench-models.py as a module: its NETS and calibrate_bn."""
+    """scripts/make-bench-models.py as a module (loaded once): its NETS and calibrate_bn."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "make-bench-models.py")
     spec = importlib.util.spec_from_file_location("bench_models", path)
     mod = importlib.util.module_from_spec(spec)

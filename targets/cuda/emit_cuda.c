@@ -646,15 +646,16 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 	mc_sb_printf(args, "(%s)pp", vt[r - 1]);
 }
 
-/* The lines both template forms open with: the block's output tile, its
- * split of K and its image. */
-static void put_template_block(mc_strbuf *sb)
+/* The lines every template opens with: the block's output tile, its
+ * split of K and its n; a convolution's (CONV) image too. */
+static void put_template_block(mc_strbuf *sb, bool conv)
 {
 	mc_sb_puts(sb,
 		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
 		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
-		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
-		"\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n");
+		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n");
+	if (conv)
+		mc_sb_puts(sb, "\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n");
 }
 
 /* One im2col element, x at (k = kx, pixel px) or 0 outside the image, as
@@ -923,13 +924,13 @@ static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
 	mc_sb_printf(sb,
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64
-		", N = %" PRId64 " };\n"
-		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
-		"\tconst int split = blockIdx.z %% SPLITS, n = blockIdx.z / SPLITS;\n"
-		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n"
+		", N = %" PRId64 " };\n",
+		t->cout, t->ow, t->cin, t->splits, t->k_split, t->n);
+	put_template_block(sb, false);
+	mc_sb_printf(sb,
 		"\tconst auto *__restrict__ const an = a + (size_t)n * %" PRId64 ";\n"
 		"\tconst auto *__restrict__ const bn = bm + (size_t)n * %" PRId64 ";\n",
-		t->cout, t->ow, t->cin, t->splits, t->k_split, t->n, t->a_st[0], t->b_st[0]);
+		t->a_st[0], t->b_st[0]);
 	/* 16-byte loads of 8 k: k contiguous, every row and batch start and
 	 * the buffer aligned */
 	mma_operand A = { .ptr = "an", .row_var = "mx", .lim = "M", .row = t->a_st[1], .kst = t->a_st[2],
@@ -945,18 +946,9 @@ static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char
  * im2col(x)[k][p], over the split's range of k. Tiles of 64 channels x 64
  * pixels, 16 k at a time in shared memory; each of the 256 threads keeps a
  * 4 x 4 tile of accumulators. The buffer pointers are printed above. */
-static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const launch *el)
+static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
-	mc_strbuf args = { 0 };
-	if (epi)
-		put_epilogue_args(c, t, el, &args);
-	const char *epi_args = args.data ? args.data : "";
-	if (t->kind == MC_TMPL_GEMM) {
-		put_template_gemm(c, t, epi, epi_args);
-		mc_sb_free(&args);
-		return;
-	}
 	int64_t m = t->cout, pix = t->oh * t->ow, k = t->cin * t->kh * t->kw;
 	mc_sb_printf(sb,
 		"\t/* conv2d as an implicit GEMM: M %" PRId64 " channels, P %" PRId64 " pixels, K %" PRId64
@@ -986,10 +978,9 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		 * the graph's inputs: a float input is rounded to half as it loads */
 		if (x16 && !w16) {
 			mc_ce_fail(&c->ce, "a tensor-core convolution with float weights and half inputs");
-			mc_sb_free(&args);
 			return;
 		}
-		put_template_block(sb);
+		put_template_block(sb, true);
 		/* the weights' rows (K long) are 16-byte aligned when K is a
 		 * multiple of 8; a 1x1 convolution's input is K rows of P pixels */
 		mma_operand A = { .ptr = "wt", .row_var = "mx", .lim = "M", .row = k, .kst = 1, .vec = k % 8 == 0,
@@ -997,7 +988,6 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		mma_operand B = { .ptr = "xn", .row_var = "px", .lim = "P", .row = 1, .kst = pix, .im2col = !one_by_one,
 		                  .is_float = w16 && !x16 };
 		put_template_mma(c, t, w16, &A, &B, epi, epi_args);
-		mc_sb_free(&args);
 		return;
 	}
 	/* vector loads where rows are contiguous and 16-byte aligned: the
@@ -1009,7 +999,7 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 		"\t__shared__ __align__(16) float As[2][16][64];\n"
 		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
 		"\tconst int tid = threadIdx.x;\n");
-	put_template_block(sb);
+	put_template_block(sb, true);
 	mc_sb_puts(sb,
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
@@ -1095,6 +1085,16 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
 	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
 	                    "acc[i][j]", epi, epi_args);
+}
+
+/* A template statement's kernel body: EPI, its fused epilogue's name (the
+ * nest el over its output), or NULL. */
+static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const launch *el)
+{
+	mc_strbuf args = { 0 };
+	if (epi)
+		put_epilogue_args(c, t, el, &args);
+	(t->kind == MC_TMPL_GEMM ? put_template_gemm : put_template_conv)(c, t, epi, args.data ? args.data : "");
 	mc_sb_free(&args);
 }
 

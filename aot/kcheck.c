@@ -320,6 +320,16 @@ static range un_range(checker *c, const mc_kexpr *e)
 	}
 }
 
+/* The template of the kernel's top level that writes buffer out (its
+ * partial sums: MC_KE_SPLITS), or NULL. */
+static const mc_ktemplate *template_writing(const checker *c, int out)
+{
+	for (const mc_kstmt *s = c->k->body; s; s = s->next)
+		if (s->kind == MC_KS_TEMPLATE && s->tmpl && s->tmpl->out == out && s->tmpl->splits >= 1)
+			return s->tmpl;
+	return NULL;
+}
+
 static range natural_range(checker *c, const mc_kexpr *e)
 {
 	if (mc_k_lanes(e) > 1 || mc_ktype_is_float(e->type))
@@ -335,6 +345,10 @@ static range natural_range(checker *c, const mc_kexpr *e)
 			return type_range(e->type);
 		return range_of(c, e->a);
 	case MC_KE_FMA: return r_add(r_mul(range_of(c, e->a), range_of(c, e->b)), range_of(c, e->c));
+	case MC_KE_SPLITS: {
+		const mc_ktemplate *t = template_writing(c, e->buf);
+		return t ? (range){ 1, t->splits } : unknown;
+	}
 	default: return unknown; /* loaded data */
 	}
 }
@@ -760,9 +774,9 @@ static bool shape_ok(checker *c, const mc_kexpr *e)
 	static const int operands[] = {
 		[MC_KE_CONST] = 0, [MC_KE_VAR] = 0, [MC_KE_LOAD] = 1, [MC_KE_UN] = 1, [MC_KE_BIN] = 2,
 		[MC_KE_SELECT] = 3, [MC_KE_CAST] = 1, [MC_KE_FMA] = 3, [MC_KE_SPLAT] = 1, [MC_KE_LANE] = 1,
-		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3, [MC_KE_BITS] = 1,
+		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3, [MC_KE_BITS] = 1, [MC_KE_SPLITS] = 0,
 	};
-	if ((unsigned)e->kind > MC_KE_BITS) {
+	if ((unsigned)e->kind > MC_KE_SPLITS) {
 		fail(c, "an expression of unknown kind %d", e->kind);
 		return false;
 	}
@@ -816,6 +830,8 @@ static void check_expr(checker *c, const mc_kexpr *e)
 		check_var_use(c, e);
 	else if (e->kind == MC_KE_LOAD)
 		check_load(c, e);
+	else if (e->kind == MC_KE_SPLITS && (e->type != MC_KT_INDEX || !template_writing(c, e->buf)))
+		fail(c, "the splits of b%d, which no template of the kernel writes", e->buf);
 }
 
 /* ---- statements ---- */

@@ -16,23 +16,20 @@
 
 #include "lower_window.h"
 #include "../libcore/ops/nn.h"
+#define MODELC_CUDA_SPLITS /* the runtime's rule for them */
+#include "../runtime-min/modelc_rt.h"
 
 #define TILE_M 64          /* the template's output tile: 64 channels x 64 pixels */
 #define TILE_P 64
 #define TILE_K 32          /* splits are whole steps of the FFMA form (2 of 16); on tensor cores, of isa->mma_k */
-#define SMS 132            /* an H100's or H200's SMs: what the splits are tuned for */
-#define WANT_BLOCKS 528    /* four waves of them (measured: better than two) */
-#ifndef WANT_BLOCKS_MMA    /* the same on tensor cores (-D: for tuning runs) */
-#define WANT_BLOCKS_MMA 264 /* two waves: resnet18 fp16 0.89x the time of four, the others within 1% */
-#endif
-/* A split does at least two steps. Splits cost a second launch, yet more
- * of them measured faster: a block's step (a 16-deep tile) takes long
- * enough that filling the GPU wins. On an H200, against 64 per split and
- * two waves: mobilenet_v2 0.90x, mobilenet_v3_small 0.89x, squeezenet
- * 0.98x, resnet18 1.04x the time; 256 per split was 1.5-1.9x slower. */
-#ifndef MIN_K_SPLIT
-#define MIN_K_SPLIT 32
-#endif
+/* the splits (K ranges side by side where the tiles alone leave the GPU
+ * idle): modelc_cuda_splits of the runtime, which the generator asks for
+ * MODELC_CUDA_PLAN_SMS (the slices of partial sums it makes room for) and
+ * NAME_cuda_init again for the device's multiprocessors. On an H200, on
+ * tensor cores: two waves of blocks made resnet18 fp16 0.89x the time of
+ * four, the others within 1%; 32 k a split at least, against 64:
+ * mobilenet_v2 0.90x, mobilenet_v3_small 0.89x, squeezenet 0.98x, resnet18
+ * 1.04x the time (256 was 1.5-1.9x slower). */
 #define MIN_PIXELS 32
 #define MIN_ROWS 16        /* a product's rows (A's) the tensor-core template takes */
 
@@ -71,26 +68,17 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
 }
 
 /* t's K splits (splits, k_split), its form (mma, k_step) for an output
- * of n x m x pix (outn elements) over a reduction of k: enough splits to
- * fill the GPU, each at least MIN_K_SPLIT long. 1: too large for the
- * template's 32-bit indexes. */
+ * of n x m x pix (outn elements) over a reduction of k, planned for
+ * MODELC_CUDA_PLAN_SMS: the most a device may run it in. 1: too large for
+ * the template's 32-bit indexes. */
 static int plan_splits(mc_lower_ctx *c, mc_ktemplate *t, int64_t m, int64_t pix, int64_t k, int64_t outn)
 {
 	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t->n;
 	bool mma = c->kb->isa && c->kb->isa->mma;
-	int64_t want = mma ? WANT_BLOCKS_MMA : WANT_BLOCKS;
-	/* on tensor cores, tiles that alone give every SM a block are not
-	 * split: splits would add the partial sums' traffic and a launch for
-	 * no more parallel work (resnet18's first conv: --tf32 1.5% faster in
-	 * all; the FFMA form, slower a step, gains from more waves) */
-	int64_t splits = tiles >= want || (mma && tiles >= SMS) ? 1 : ceil_div(want, tiles);
-	if (splits > k / MIN_K_SPLIT)
-		splits = k / MIN_K_SPLIT > 1 ? k / MIN_K_SPLIT : 1;
-	int64_t step = mma ? c->kb->isa->mma_k : TILE_K;
-	t->k_split = ceil_div(ceil_div(k, splits), step) * step;
-	t->splits = ceil_div(k, t->k_split);
+	int step = mma ? c->kb->isa->mma_k : TILE_K;
+	t->splits = modelc_cuda_splits(tiles, k, step, mma, MODELC_CUDA_PLAN_SMS, INT32_MAX, &t->k_split);
 	t->mma = mma;
-	t->k_step = (int)step;
+	t->k_step = step;
 	return t->splits * outn >= INT32_MAX;
 }
 
@@ -110,8 +98,16 @@ static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int 
 	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
 	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[1])
 	                                             : mc_k_float(kb, MC_KT_F32, 0));
-	for (int64_t s = 0; s < t->splits; s++)
-		mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, t->out, mc_k_addi(kb, lin, s * outn))));
+	/* the device runs the template in splits(out) of the planned slices
+	 * (init's plan for its multiprocessors): the first always, the others
+	 * where they were written, each load independent of the last */
+	mc_kexpr *run = t->splits > 1 ? mc_kb_let(kb, mc_k_splits(kb, t->out)) : NULL;
+	for (int64_t s = 0; s < t->splits; s++) {
+		mc_kexpr *part = mc_k_load(kb, t->out, mc_k_addi(kb, lin, s * outn));
+		if (s > 0)
+			part = mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, mc_k_index(kb, s), run), part, mc_k_float(kb, MC_KT_F32, 0));
+		mc_kb_assign(kb, acc, mc_k_add(kb, acc, part));
+	}
 	mc_kexpr *v = acc;
 	if (alpha != 1)
 		v = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, alpha), v);

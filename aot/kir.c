@@ -235,6 +235,13 @@ mc_kexpr *mc_k_bits(mc_kb *kb, mc_ktype t, mc_kexpr *a)
 	return e;
 }
 
+mc_kexpr *mc_k_splits(mc_kb *kb, int out)
+{
+	mc_kexpr *e = expr(kb, MC_KE_SPLITS, MC_KT_INDEX);
+	e->buf = out;
+	return e;
+}
+
 mc_kexpr *mc_k_lane(mc_kb *kb, mc_kexpr *vec, int lane)
 {
 	if (mc_k_lanes(vec) == 1)
@@ -768,6 +775,7 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 			fprintf(f, "%lld", (long long)e->i);
 		break;
 	case MC_KE_VAR: fprintf(f, "v%d", e->var); break;
+	case MC_KE_SPLITS: fprintf(f, "splits(b%d)", e->buf); break;
 	case MC_KE_LOAD:
 		fprintf(f, "b%d[", e->buf);
 		dump_expr(e->a, f);

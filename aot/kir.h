@@ -67,6 +67,11 @@ typedef enum {
 	/* the 32 bits of a (f32 or i32) read as `type` (the other of the two),
 	 * lane by lane: aot/kmath.c builds 2^n from its exponent bits */
 	MC_KE_BITS,
+	/* index: how many K splits the template whose `out` is buffer `buf`
+	 * runs in on this device, in [1, that template's splits] (the cuda
+	 * target reads it from the plan NAME_cuda_init made for the device's
+	 * multiprocessors: aot/kern_cuda.c) */
+	MC_KE_SPLITS,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -429,6 +434,7 @@ mc_kexpr *mc_k_select(mc_kb *kb, mc_kexpr *cond, mc_kexpr *a, mc_kexpr *b);
 mc_kexpr *mc_k_cast(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* no-op if already t */
 mc_kexpr *mc_k_fma(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *c);
 mc_kexpr *mc_k_bits(mc_kb *kb, mc_ktype t, mc_kexpr *a); /* MC_KE_BITS: f32 <-> i32 */
+mc_kexpr *mc_k_splits(mc_kb *kb, int out); /* MC_KE_SPLITS of the template writing buffer out */
 mc_kexpr *mc_k_dot2(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc); /* MC_KE_DOT2, i32 */
 mc_kexpr *mc_k_dot4(mc_kb *kb, mc_kexpr *a, mc_kexpr *b, mc_kexpr *acc, bool a_signed); /* MC_KE_DOT4, i32 */
 enum { MC_RQ32_TWICE = 1, MC_RQ32_HALF_UP = 2 }; /* RQ32's forms (its i) */

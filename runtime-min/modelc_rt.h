@@ -932,6 +932,43 @@ MODELC_F2I(i64, int64_t, double, f64, -0x1p63, 0x1p63, INT64_MIN, INT64_MAX)
 MODELC_F2I(u64, uint64_t, double, f64, 0.0, 0x1p64, 0, UINT64_MAX)
 #undef MODELC_F2I
 
+#if defined(__CUDACC__) || defined(MODELC_CUDA_SPLITS)
+/* ---- the cuda target's K splits ----
+ * A convolution or matrix product template (aot/kern_cuda.c) of `tiles`
+ * output tiles (of 64 x 64) over a reduction of length k splits the
+ * reduction into ranges that run side by side where its tiles alone leave
+ * the GPU's `sms` multiprocessors idle: enough blocks for two waves on
+ * tensor cores (mma; none where the tiles alone give every SM one), four
+ * for the FFMA form, each range at least MODELC_CUDA_MIN_K_SPLIT long and
+ * a multiple of step, at most max_splits of them. The generator plans for
+ * MODELC_CUDA_PLAN_SMS (the scratch the partial sums need); NAME_cuda_init
+ * asks again with the device's own count, so that one library fits a
+ * Jetson Orin's 16 SMs and an H100's 132. Returns the number of splits;
+ * *k_split is each one's length. */
+#define MODELC_CUDA_PLAN_SMS 132
+#define MODELC_CUDA_MIN_K_SPLIT 32
+MODELC_FN int modelc_cuda_splits(int64_t tiles, int64_t k, int step, int mma, int sms, int64_t max_splits,
+                                 int64_t *k_split)
+{
+	/* measured on an H200: bench/RESULTS.md (two waves against four on
+	 * tensor cores; 32 k a split against 64 and 256) */
+	int64_t want = (int64_t)sms * (mma ? 2 : 4);
+	int64_t splits = tiles >= want || (mma && tiles >= sms) || tiles < 1 ? 1 : (want + tiles - 1) / tiles;
+	int64_t most = k / MODELC_CUDA_MIN_K_SPLIT;
+	if (splits > most)
+		splits = most > 1 ? most : 1;
+	if (splits > max_splits)
+		splits = max_splits;
+	if (splits < 1 || step < 1 || k < 1) {
+		*k_split = k > 0 ? k : 1;
+		return 1;
+	}
+	int64_t len = ((k + splits - 1) / splits + step - 1) / step * step;
+	*k_split = len;
+	return (int)((k + len - 1) / len);
+}
+#endif
+
 #ifdef __cplusplus
 }
 #endif

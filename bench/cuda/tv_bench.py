@@ -122,9 +122,11 @@ VARIANT_OPTS = {"fp32": ["--dtype", "fp32"], "tf32": ["--tf32"], "fp16": ["--dty
 def modelc_net(name, onnx_path, x_np, args, dtype="fp32", n_out=1):
     gen = os.path.join(args.work, name, "gen-" + dtype)
     t0 = time.time()
-    run([args.modelc, "compile", onnx_path, "-o", gen, "--name", name, "--target", "cuda",
-         "--harness", "--cuda-arch", args.cuda_arch, "--stats"] + VARIANT_OPTS[dtype])
+    r = run([args.modelc, "compile", onnx_path, "-o", gen, "--name", name, "--target", "cuda",
+             "--harness", "--cuda-arch", args.cuda_arch, "--stats"] + VARIANT_OPTS[dtype])
     compile_s = time.time() - t0
+    launches = [int(l.split("cuda: ")[1].split(" launches")[0]) for l in r.stderr.splitlines()
+                if "stats: cuda:" in l][-1]
     run(["ninja", "-C", gen])
     run(["nvcc", "-O2", "-o", os.path.join(gen, "run"), os.path.join(gen, f"{name}_main.c"),
          f"-I{gen}", f"-L{gen}", f"-l{name}", "-lcudart"])
@@ -141,14 +143,31 @@ def modelc_net(name, onnx_path, x_np, args, dtype="fp32", n_out=1):
     y = np.concatenate([np.fromfile(os.path.join(out, f"output_{i}.bin"), dtype=np.float32) for i in range(n_out)])
     # the same library with every launch after the one before it (NAME_CUDA_NO_PDL)
     nopdl = driver_times(run([os.path.join(gen, "run"), out, "--repeat", str(args.reps), "--no-pdl", inp]))[0]
-    return med, lo, compile_s, y, pdl, nopdl
+    extra = {"launches": launches}
+    if args.sms:  # the same library, its K splits planned for a smaller GPU's SMs (a Jetson Orin's 16)
+        out_s = out + f"-sms{args.sms}"
+        os.makedirs(out_s, exist_ok=True)
+        extra["sms_us"] = driver_times(run([os.path.join(gen, "run"), out_s, "--repeat", str(args.reps),
+                                            "--sms", str(args.sms), inp]))[0]
+        extra["sms_y"] = np.concatenate([np.fromfile(os.path.join(out_s, f"output_{i}.bin"), dtype=np.float32)
+                                         for i in range(n_out)])
+    if args.sanitize:  # compute-sanitizer memcheck, with the device's splits and with --sms's
+        for tag, opt in [("", []), ("_sms", ["--sms", str(args.sms)] if args.sms else None)]:
+            if opt is None:
+                continue
+            rs = subprocess.run(["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "99",
+                                 os.path.join(gen, "run"), out] + opt + [inp], capture_output=True, text=True)
+            summary = [l for l in rs.stdout.splitlines() if "ERROR SUMMARY" in l]
+            extra["memcheck" + tag] = (summary[-1].split("ERROR SUMMARY: ")[1] if summary else "no summary") + \
+                ("" if rs.returncode == 0 else f" (exit {rs.returncode})")
+    return med, lo, compile_s, y, pdl, nopdl, extra
 
 
 def driver_times(r):
     """The driver's median and min (us) and whether it overlapped launches."""
     line = [l for l in r.stderr.splitlines() if "median" in l][-1]
     return (float(line.split("median ")[1].split(" us")[0]), float(line.split("min ")[1].split(" us")[0]),
-            "(pdl on)" in line)
+            "(pdl on" in line)
 
 
 def main():
@@ -165,6 +184,9 @@ def main():
     ap.add_argument("--skip-torch-fp32", action="store_true", help="torch.compile in fp16 only")
     ap.add_argument("--profile", action="store_true", help="print modelc's time per launch")
     ap.add_argument("--profile-lines", type=int, default=28, help="--profile: the slowest launches printed")
+    ap.add_argument("--sms", type=int, default=16, help="also run each library with its splits planned for this "
+                    "many SMs (a Jetson Orin's 16); 0: not")
+    ap.add_argument("--sanitize", action="store_true", help="compute-sanitizer memcheck on each library")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch._inductor.config.freezing = True
@@ -188,8 +210,11 @@ def main():
         row = {"net": name, "device": dev}
         for variant in [v for v in args.variants.split(",") if not (args.skip_fp16 and v == "fp16")]:
             try:  # one variant's failure is a cell, not the end; all checked against the fp32 reference
-                med, lo, cs, y, pdl, nopdl = modelc_net(name, onnx_path, x.numpy(), args, variant, len(outs))
+                med, lo, cs, y, pdl, nopdl, extra = modelc_net(name, onnx_path, x.numpy(), args, variant, len(outs))
                 err = float(np.max(np.abs(y - ref)) / max(np.max(np.abs(ref)), 1e-30))
+                if "sms_y" in extra:
+                    extra["sms_rel_err"] = float(np.max(np.abs(extra.pop("sms_y") - ref)) / max(np.max(np.abs(ref)), 1e-30))
+                row.update({f"modelc_{variant}_{k}": v for k, v in extra.items()})
                 row.update({f"modelc_{variant}_us": med, f"modelc_{variant}_min_us": lo,
                             f"modelc_{variant}_pdl": pdl, f"modelc_{variant}_no_pdl_us": nopdl,
                             f"modelc_{variant}_compile_s": cs, f"modelc_{variant}_rel_err": err})
@@ -240,6 +265,16 @@ def main():
               f"{cell(r, 'torch_fp32_us')} | {ratio(r, 'modelc_tf32_us', 'torch_fp32_us')} | "
               f"{cell(r, 'modelc_fp16_us')} | {cell(r, 'torch_fp16_us')} | {ratio(r, 'modelc_fp16_us', 'torch_fp16_us')} "
               f"| {errs} |")
+    print()
+    print(f"| net | variant | launches | us, splits for {args.sms} SMs | rel. max err, {args.sms} SMs | memcheck | "
+          f"memcheck, {args.sms} SMs |")
+    print("|---|---|---:|---:|---:|---|---|")
+    for r in rows:
+        for v in args.variants.split(","):
+            if f"modelc_{v}_us" in r:
+                print(f"| {r['net']} | {v} | {r.get(f'modelc_{v}_launches', '-')} | {cell(r, f'modelc_{v}_sms_us')} | "
+                      f"{cell(r, f'modelc_{v}_sms_rel_err', '{:.1e}')} | {r.get(f'modelc_{v}_memcheck', '-')} | "
+                      f"{r.get(f'modelc_{v}_memcheck_sms', '-')} |")
     return 0
 
 

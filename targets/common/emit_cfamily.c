@@ -1003,6 +1003,13 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		put_call3(e, "", x->i == MC_RQ32_TWICE ? "modelc_rq32x2" : x->i == MC_RQ32_HALF_UP ? "modelc_rq32u" : "modelc_rq32",
 		          x->a, x->b, x->c);
 		return;
+	case MC_KE_SPLITS:
+		if (e->put_splits) {
+			e->put_splits(e, x->buf);
+			return;
+		}
+		mc_ce_fail(e, "a device's K splits off the cuda target");
+		return;
 	case MC_KE_SPLAT:
 		break;
 	}

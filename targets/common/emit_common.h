@@ -24,6 +24,9 @@ typedef struct mc_cemit {
 	 * cuda target's fused template epilogues read their value so). */
 	int subst_buf;
 	const char *subst_text;
+	/* MC_KE_SPLITS of the template writing buffer buf: the cuda target's
+	 * device plan (NULL elsewhere: no target but cuda lowers to it) */
+	void (*put_splits)(struct mc_cemit *e, int buf);
 	int err;
 } mc_cemit;
 

@@ -68,6 +68,14 @@ typedef struct {
 	int n_emitted;                  /* launches in the sequence (NAME_NUM_LAUNCHES) */
 	mc_strbuf first_launch;         /* its first kernel's name */
 	int64_t max_total;
+	/* The templates planned in several K splits, in kernel order: each
+	 * one's kernel and template. Init writes each one's plan for the
+	 * device (how many splits, how long), two ints at plans_off + 8 i,
+	 * which the template and the sum after it read. */
+	int n_split;
+	const mc_kernel **split_k;
+	const mc_ktemplate **split_t;
+	size_t plans_off;
 } cuda_emitter;
 
 static size_t round_up(size_t v, size_t a)
@@ -76,10 +84,39 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /* ---- device layout ---- */
+/* The plan index of template t of kernel k (-1: one split, no plan). */
+static int split_index(const cuda_emitter *c, const mc_kernel *k, const mc_ktemplate *t)
+{
+	for (int i = 0; i < c->n_split; i++)
+		if (c->split_k[i] == k && c->split_t[i]->out == t->out)
+			return i;
+	return -1;
+}
+
+static void collect_split_templates(cuda_emitter *c)
+{
+	const mc_program *p = c->ce.p;
+	int n = 0;
+	for (int ki = 0; ki < p->n_kernels; ki++)
+		for (const mc_kstmt *s = p->kernels[ki]->body; s; s = s->next)
+			n += s->kind == MC_KS_TEMPLATE && s->tmpl->splits > 1;
+	c->split_k = mc_xcalloc((size_t)n + 1, sizeof *c->split_k);
+	c->split_t = mc_xcalloc((size_t)n + 1, sizeof *c->split_t);
+	for (int ki = 0; ki < p->n_kernels; ki++)
+		for (const mc_kstmt *s = p->kernels[ki]->body; s; s = s->next)
+			if (s->kind == MC_KS_TEMPLATE && s->tmpl->splits > 1) {
+				c->split_k[c->n_split] = p->kernels[ki];
+				c->split_t[c->n_split++] = s->tmpl;
+			}
+}
+
 static void plan_layout(cuda_emitter *c)
 {
 	const mc_program *p = c->ce.p;
 	size_t off = STATUS_BYTES;
+	collect_split_templates(c);
+	c->plans_off = off; /* two ints a plan, written by init */
+	off += (size_t)c->n_split * 2 * sizeof(int);
 	c->weight_off = mc_xcalloc((size_t)p->n_weights + 1, sizeof(size_t));
 	for (int i = 0; i < p->n_weights; i++) {
 		size_t a = p->weights[i].align > WEIGHT_ALIGN ? p->weights[i].align : WEIGHT_ALIGN;
@@ -646,10 +683,21 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 	mc_sb_printf(args, "(%s)pp", vt[r - 1]);
 }
 
-/* The lines every template opens with: the block's output tile, its
- * split of K and its n; a convolution's (CONV) image too. */
-static void put_template_block(mc_strbuf *sb, bool conv)
+/* The lines every template opens with: its splits (constants where it
+ * has one; else the plan NAME_cuda_init made for the device, at most the
+ * planned slices), the block's output tile, its split of K and its n; a
+ * convolution's (CONV) image too. */
+static void put_template_block(cuda_emitter *c, const mc_ktemplate *t, bool conv)
 {
+	mc_strbuf *sb = c->ce.sb;
+	int i = split_index(c, c->ce.k, t);
+	if (i < 0)
+		mc_sb_printf(sb, "\tenum { SPLITS = 1, KSPLIT = %" PRId64 " };\n", t->k_split);
+	else
+		mc_sb_printf(sb,
+			"\tconst int *const plan = (const int *)(dev + %zu); /* at most %" PRId64 " splits */\n"
+			"\tconst int SPLITS = plan[0], KSPLIT = plan[1];\n",
+			c->plans_off + (size_t)i * 2 * sizeof(int), t->splits);
 	mc_sb_puts(sb,
 		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
 		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
@@ -922,11 +970,9 @@ static void put_template_gemm(cuda_emitter *c, const mc_ktemplate *t, const char
 		ab->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->wt, bb->dtype == MC_FLOAT16 ? "uint16_t" : "float", t->x);
 	if (!epi)
 		mc_sb_printf(sb, "\tfloat *__restrict__ const part = b%d;\n", t->out);
-	mc_sb_printf(sb,
-		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64
-		", N = %" PRId64 " };\n",
-		t->cout, t->ow, t->cin, t->splits, t->k_split, t->n);
-	put_template_block(sb, false);
+	mc_sb_printf(sb, "\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", N = %" PRId64 " };\n",
+	             t->cout, t->ow, t->cin, t->n);
+	put_template_block(c, t, false);
 	mc_sb_printf(sb,
 		"\tconst auto *__restrict__ const an = a + (size_t)n * %" PRId64 ";\n"
 		"\tconst auto *__restrict__ const bn = bm + (size_t)n * %" PRId64 ";\n",
@@ -967,10 +1013,8 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 		"\tenum { M = %" PRId64 ", P = %" PRId64 ", K = %" PRId64 ", H = %" PRId64 ", W = %" PRId64
 		", KH = %" PRId64 ", KW = %" PRId64 ", OW = %" PRId64 ",\n"
 		"\t       SH = %" PRId64 ", SW = %" PRId64 ", PH = %" PRId64 ", PW = %" PRId64 ", DH = %" PRId64
-		", DW = %" PRId64 ", SPLITS = %" PRId64 ", KSPLIT = %" PRId64 ", CIN = %" PRId64
-		", N = %" PRId64 " };\n",
-		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw,
-		t->splits, t->k_split, t->cin, t->n);
+		", DW = %" PRId64 ", CIN = %" PRId64 ", N = %" PRId64 " };\n",
+		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw, t->cin, t->n);
 	bool one_by_one = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
 	                  t->oh == t->h && t->ow == t->w;
 	if (t->mma) {
@@ -980,7 +1024,7 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 			mc_ce_fail(&c->ce, "a tensor-core convolution with float weights and half inputs");
 			return;
 		}
-		put_template_block(sb, true);
+		put_template_block(c, t, true);
 		/* the weights' rows (K long) are 16-byte aligned when K is a
 		 * multiple of 8; a 1x1 convolution's input is K rows of P pixels */
 		mma_operand A = { .ptr = "wt", .row_var = "mx", .lim = "M", .row = k, .kst = 1, .vec = k % 8 == 0,
@@ -999,7 +1043,7 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 		"\t__shared__ __align__(16) float As[2][16][64];\n"
 		"\t__shared__ __align__(16) float Bs[2][16][64];\n"
 		"\tconst int tid = threadIdx.x;\n");
-	put_template_block(sb, true);
+	put_template_block(c, t, true);
 	mc_sb_puts(sb,
 		"\tconst int tm = (tid / 16) * 4, tp = (tid % 16) * 4;\n"
 		"\tfloat acc[4][4];\n"
@@ -1489,7 +1533,8 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s; with ev\n"
 	                    " * (profiling), an event after each; pdl for every launch but the\n"
 	                    " * first (whose predecessor is the caller's). The first error, if any. */\n"
-	                    "static cudaError_t %s_launch_all(unsigned char *dev, cudaStream_t s, cudaEvent_t *ev, int pdl)\n"
+	                    "static cudaError_t %s_launch_all(unsigned char *dev, const int *splits, cudaStream_t s, cudaEvent_t *ev,\n"
+	                    "                              int pdl)\n"
 	                    "{\n\tcudaError_t err;\n",
 	             e->name);
 	int at = 0;
@@ -1512,13 +1557,21 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 				put_launch_name(c, p->kernels[ki], i, kls[ki].n);
 				e->sb = keep;
 			}
-			mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 "), %d, dev, s, %s)) != cudaSuccess)\n"
-			                    "\t\treturn err;\n", g[0], g[1], g[2], block, at == 0 ? "0" : "pdl");
+			int si = l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? split_index(c, p->kernels[ki], l->stmt->tmpl) : -1;
+			if (si >= 0) /* the device's splits (init's plan) */
+				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 " * splits[%d])", g[0], g[1],
+				             l->stmt->tmpl->n, 2 * si);
+			else
+				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 ")", g[0], g[1], g[2]);
+			mc_sb_printf(e->sb, ", %d, dev, s, %s)) != cudaSuccess)\n"
+			                    "\t\treturn err;\n", block, at == 0 ? "0" : "pdl");
 			mc_sb_printf(e->sb, "\tif (ev)\n\t\tcudaEventRecord(ev[%d], s);\n", ++at);
 		}
 	}
 	if (n == 0)
 		mc_sb_puts(e->sb, "\t(void)dev;\n\t(void)s;\n\t(void)ev;\n\t(void)err;\n");
+	if (c->n_split == 0)
+		mc_sb_puts(e->sb, "\t(void)splits; /* no template of several splits */\n");
 	if (n <= 1)
 		mc_sb_puts(e->sb, "\t(void)pdl; /* one launch: nothing to overlap */\n");
 	mc_sb_puts(e->sb, "\treturn cudaSuccess;\n}\n\n");
@@ -1571,13 +1624,17 @@ static void put_header(cuda_emitter *c)
 		"\tint pdl;                /* launches overlap (programmatic dependent launch) */\n"
 		"\tint owns_device;        /* init allocated device (free releases it) */\n"
 		"\tcudaError_t error;      /* the failed CUDA call's error after MODELC_ERR_CUDA */\n"
+		"\tint sms;                /* the multiprocessors the K splits are planned for */\n"
+		"\tint splits[%d];         /* per template of K splits: how many, how long */\n"
 		"} %s_cuda;\n\n"
 		"/* init flags: launch the kernels one by one instead of a CUDA graph;\n"
 		" * no programmatic dependent launch (which init turns on where the\n"
 		" * kernels run as sm_90 or newer code: each may then be scheduled while\n"
-		" * the one before it finishes). */\n"
-		"#define %s_CUDA_NO_GRAPH 1u\n#define %s_CUDA_NO_PDL 2u\n\n",
-		N, n, N, N);
+		" * the one before it finishes); plan the K splits for n multiprocessors\n"
+		" * instead of the device's own count, which init reads (tests, tuning). */\n"
+		"#define %s_CUDA_NO_GRAPH 1u\n#define %s_CUDA_NO_PDL 2u\n"
+		"#define %s_CUDA_SMS(n) ((unsigned)(n) << 8) /* n < 2^24 */\n\n",
+		N, 2 * (c->n_split > 0 ? c->n_split : 1), n, N, N, N);
 	mc_sb_printf(sb,
 		"/* Loads the model: device is %s_DEVICE_BYTES of device memory aligned to\n"
 		" * %s_DEVICE_ALIGN (cudaMalloc's are), or NULL to have init allocate it;\n"
@@ -1642,6 +1699,20 @@ static void put_host(cuda_emitter *c)
 		}
 		mc_sb_puts(sb, "};\n\n");
 	}
+	if (c->n_split > 0) {
+		mc_sb_printf(sb, "/* the templates of K splits, as modelc_cuda_splits takes them (most: the\n"
+		                 " * slices their partial sums have room for) */\n"
+		                 "static const struct {\n\tint64_t tiles, k;\n\tint step, mma;\n\tint64_t most;\n"
+		                 "} %s_split_plans[%d] = {\n", n, c->n_split);
+		for (int i = 0; i < c->n_split; i++) {
+			const mc_ktemplate *t = c->split_t[i];
+			int64_t g[3];
+			template_grid(t, g);
+			mc_sb_printf(sb, "\t{%" PRId64 ", %" PRId64 ", %d, %d, %" PRId64 "},\n", g[0] * g[1] * t->n,
+			             t->cin * t->kh * t->kw, t->mma ? t->k_step : 32, t->mma, t->splits);
+		}
+		mc_sb_puts(sb, "};\n\n");
+	}
 	mc_sb_printf(sb,
 		"static int %s_cuda_fail(%s_cuda *m, cudaError_t err)\n{\n"
 		"\tm->error = err;\n\treturn MODELC_ERR_CUDA;\n}\n\n", n, n);
@@ -1660,7 +1731,7 @@ static void put_host(cuda_emitter *c)
 		"\tif (err != cudaSuccess)\n\t\treturn err;\n"
 		"\terr = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);\n"
 		"\tif (err == cudaSuccess) {\n"
-		"\t\terr = %s_launch_all(m->device, cs, NULL, m->pdl);\n"
+		"\t\terr = %s_launch_all(m->device, m->splits, cs, NULL, m->pdl);\n"
 		"\t\tcudaError_t end = cudaStreamEndCapture(cs, &g);\n"
 		"\t\tif (err == cudaSuccess)\n\t\t\terr = end;\n\t}\n"
 		"\tif (err == cudaSuccess)\n\t\terr = cudaGraphInstantiate(&m->graph, g, 0);\n"
@@ -1679,6 +1750,25 @@ static void put_host(cuda_emitter *c)
 		"\t\tm->owns_device = 1;\n\t}\n"
 		"\terr = cudaMemsetAsync(m->device, 0, %d, stream); /* the status word */\n",
 		n, n, N, N, n, STATUS_BYTES);
+	/* the K splits for this device's multiprocessors (or the flags'
+	 * count): the launches' grids take them, the kernels read them */
+	mc_sb_puts(sb,
+		"\tm->sms = (int)(flags >> 8);\n"
+		"\tint gpu = 0;\n"
+		"\tif (err == cudaSuccess && m->sms == 0)\n\t\terr = cudaGetDevice(&gpu);\n"
+		"\tif (err == cudaSuccess && m->sms == 0)\n"
+		"\t\terr = cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, gpu);\n");
+	if (c->n_split > 0)
+		mc_sb_printf(sb,
+			"\tfor (int i = 0; i < %d; i++) {\n"
+			"\t\tint64_t len;\n"
+			"\t\tm->splits[2 * i] = modelc_cuda_splits(%s_split_plans[i].tiles, %s_split_plans[i].k,\n"
+			"\t\t                                      %s_split_plans[i].step, %s_split_plans[i].mma, m->sms,\n"
+			"\t\t                                      %s_split_plans[i].most, &len);\n"
+			"\t\tm->splits[2 * i + 1] = (int)len;\n\t}\n"
+			"\tif (err == cudaSuccess)\n"
+			"\t\terr = cudaMemcpyAsync(m->device + %zu, m->splits, sizeof m->splits, cudaMemcpyHostToDevice, stream);\n",
+			c->n_split, n, n, n, n, n, c->plans_off);
 	if (n_up > 0)
 		mc_sb_printf(sb,
 			"\tfor (size_t i = 0; err == cudaSuccess && i < sizeof %s_uploads / sizeof *%s_uploads; i++)\n"
@@ -1707,14 +1797,14 @@ static void put_host(cuda_emitter *c)
 		"\tif (!m || !m->device)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
 		"\tcudaError_t err;\n"
 		"\tif (m->graph) {\n\t\terr = cudaGraphLaunch(m->graph, m->stream);\n\t} else {\n"
-		"\t\terr = %s_launch_all(m->device, m->stream, NULL, m->pdl);\n\t}\n"
+		"\t\terr = %s_launch_all(m->device, m->splits, m->stream, NULL, m->pdl);\n\t}\n"
 		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
 	mc_sb_printf(sb,
 		"int %s_cuda_run_profiled(%s_cuda *m, cudaEvent_t *ev)\n{\n"
 		"\tif (!m || !m->device || !ev)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
 		"\tcudaError_t err = cudaEventRecord(ev[0], m->stream);\n"
 		"\tif (err == cudaSuccess) /* no overlap: each kernel's own time */\n"
-		"\t\terr = %s_launch_all(m->device, m->stream, ev, 0);\n"
+		"\t\terr = %s_launch_all(m->device, m->splits, m->stream, ev, 0);\n"
 		"\treturn err == cudaSuccess ? MODELC_OK : %s_cuda_fail(m, err);\n}\n\n", n, n, n, n);
 	mc_sb_printf(sb, "static const size_t %s_in_at[%d] = {", n, p->n_inputs + 1);
 	for (int i = 0; i < p->n_inputs; i++)
@@ -1813,12 +1903,26 @@ static int put_source(cuda_emitter *c)
 	return e->err;
 }
 
+/* MC_KE_SPLITS: the plan init wrote for the template writing buf */
+static void put_splits_of(mc_cemit *e, int buf)
+{
+	cuda_emitter *c = (cuda_emitter *)e;
+	for (int i = 0; i < c->n_split; i++)
+		if (c->split_k[i] == e->k && c->split_t[i]->out == buf) {
+			mc_sb_printf(e->sb, "((%s)((const int *)(dev + %zu))[0])", e->idx_type,
+			             c->plans_off + (size_t)i * 2 * sizeof(int));
+			return;
+		}
+	mc_ce_fail(e, "the splits of a template of one split");
+}
+
 int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 {
 	cuda_emitter c = { 0 };
 	if (mc_ce_init(&c.ce, p, o, "CUDA target"))
 		return -1;
 	c.ce.cuda = true;
+	c.ce.put_splits = put_splits_of;
 	plan_layout(&c);
 	mc_strbuf header = { 0 }, source = { 0 }, weights = { 0 };
 	/* the source first: it plans the launches the header counts */
@@ -1858,6 +1962,8 @@ int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	free(c.weight_off);
 	free(c.in_off);
 	free(c.out_off);
+	free(c.split_k);
+	free(c.split_t);
 	mc_sb_free(&c.first_launch);
 	mc_ce_fini(&c.ce);
 	return rc ? -1 : 0;

@@ -555,3 +555,81 @@ Test(cuda, layernorm_rows_share_their_stores_among_lanes)
 	free(model);
 	free(tmp);
 }
+
+#define MODELC_CUDA_SPLITS
+#include "../../runtime-min/modelc_rt.h"
+
+/* The K splits follow the device: the sources (one library) hold each
+ * split template's plan, init asks modelc_cuda_splits again with the
+ * device's multiprocessor count (or the flags'), the launches' grids and
+ * the kernels read the result, and the sum after a template adds only the
+ * slices the device wrote. For a Jetson Orin's 16 SMs and an H100's 132,
+ * from the same sources: each plan's splits cover K in whole steps, at
+ * most the planned slices, and a 3x3 convolution of 13 tiles splits 9
+ * ways on 132 SMs but fewer on 16. */
+Test(cuda, one_library_fits_16_and_132_sms)
+{
+	char *tmp = make_temp_dir(), out[4096], out2[4096];
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,64,28,28");
+	static float w[64 * 64 * 9];
+	for (int i = 0; i < 64 * 64 * 9; i++)
+		w[i] = (float)((i * 7) % 9 - 4) / 64;
+	mb_init_floats(b, g, "w", "64,64,3,3", w, 64 * 64 * 9);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "x,w", "y");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_output(b, g, "y");
+	char *model = write_model(b, tmp, "c33.onnx");
+	char *products = products_model(tmp);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	snprintf(out2, sizeof out2, "%s/out2", tmp);
+	mc_compile_opts o = cuda_opts("s");
+	o.dtype = "fp16";
+	for (int which = 0; which < 2; which++) {
+		const char *m = which ? products : model;
+		cr_assert_eq(mc_compile(m, out, &o), 0);
+		cr_assert_eq(mc_compile(m, out2, &o), 0);
+		char *cu = read_text(out, "s.cu"), *cu2 = read_text(out2, "s.cu");
+		cr_assert_str_eq(cu, cu2, "one set of sources");
+		cr_assert(strstr(cu, "cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, gpu)"), "%s", cu);
+		cr_assert(strstr(cu, "m->sms = (int)(flags >> 8);"), "%s", cu);
+		cr_assert(strstr(cu, "const int SPLITS = plan[0], KSPLIT = plan[1];"), "%s", cu);
+		cr_assert(strstr(cu, " * splits[0]), 256, dev, s"), "%s", cu);
+		/* the sum reads the device's count and skips the slices past it */
+		cr_assert(strstr(cu, "((s_idx)((const int *)(dev + 256))[0])"), "%s", cu);
+		cr_assert(strstr(cu, "(1 < v"), "%s", cu);
+		const char *p = strstr(cu, "_split_plans[");
+		cr_assert(p, "%s", cu);
+		p = strstr(p, "= {\n");
+		cr_assert(p, "%s", cu);
+		p += 4; /* the table's first row */
+		int plans = 0, differ = 0;
+		long long tiles, k, most;
+		int step, mma;
+		while (sscanf(p, "\t{%lld, %lld, %d, %d, %lld},", &tiles, &k, &step, &mma, &most) == 5) {
+			int got[2];
+			for (int d = 0; d < 2; d++) {
+				int64_t len;
+				int sms = d ? 132 : 16, s = modelc_cuda_splits(tiles, k, step, mma, sms, most, &len);
+				cr_assert(s >= 1 && s <= most && len % step == 0 && s * len >= k && (s - 1) * len < k,
+				          "%d SMs: %d splits of %lld over %lld (at most %lld)", sms, s, (long long)len, k, most);
+				got[d] = s;
+			}
+			cr_assert_eq(got[1], most, "the plan is 132 SMs'");
+			differ += got[0] != got[1];
+			plans++;
+			p = strchr(p, '\n') + 1;
+		}
+		cr_assert(plans >= 1, "%s", cu);
+		if (!which) /* the convolution: 13 tiles */
+			cr_assert_eq(differ, 1, "16 SMs split it otherwise");
+		nvcc_builds(out, "s");
+		free(cu);
+		free(cu2);
+	}
+	rm_tree(tmp);
+	free(model);
+	free(products);
+	free(tmp);
+}

@@ -1115,6 +1115,26 @@ static void check_template(checker *c, const mc_kstmt *s)
 			return;
 		}
 	}
+	if (t->kind == MC_TMPL_ATTENTION && c->depth == 1 && buf_ok(c, t->x, "template input") &&
+	    buf_ok(c, t->wt, "template input") && buf_ok(c, t->v, "template input") &&
+	    (t->mask < 0 || buf_ok(c, t->mask, "template input"))) {
+		/* each operand's last element within its buffer */
+		const int64_t ext[5][4] = { { t->n, t->hq, t->sq, t->hd }, { t->n, t->hkv, t->skv, t->hd },
+		                            { t->n, t->hkv, t->skv, t->hdv }, { t->n, t->hq, t->sq, t->skv },
+		                            { t->n, t->hq, t->sq, t->hdv } };
+		const int64_t *st[5] = { t->q_st, t->k_st, t->v_st, t->m_st, t->y_st };
+		const int bufs[5] = { t->x, t->wt, t->v, t->mask, t->out };
+		for (int o = 0; o < 5; o++) {
+			int64_t end = 0;
+			for (int d = 0; d < 4; d++)
+				end += (ext[o][d] - 1) * st[o][d];
+			if (bufs[o] >= 0 && (t->hq < 1 || t->hkv < 1 || t->hq % t->hkv || ext[o][2] < 1 || ext[o][3] < 1 ||
+			                     end >= (int64_t)c->k->bufs[bufs[o]].count)) {
+				fail(c, "attention template reaches past b%d", bufs[o]);
+				return;
+			}
+		}
+	}
 	if (c->depth != 1)
 		fail(c, "a template inside a loop or if");
 	else if (buf_ok(c, t->x, "template input") && buf_ok(c, t->wt, "template weight") &&

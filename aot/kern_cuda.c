@@ -236,3 +236,61 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	sum_splits(c, &t, -1, c_in, gemm ? p->alpha : 1, gemm ? p->beta : 1);
 	return 0;
 }
+
+/* Attention on the cuda target (MC_TMPL_ATTENTION): a warp per query row,
+ * the keys in chunks of 32 (a lane's key each: its score; then the
+ * chunk's weights times V, a lane's columns each), softmax online (the
+ * running maximum and sum rescale what came before). The template's sums
+ * go straight to the nest over Y after it (the epilogue). Head sizes up
+ * to MAX_HEAD: a lane keeps MAX_HEAD / 32 sums. */
+#define MAX_HEAD 256
+
+int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a)
+{
+	const mc_value *mask = a->mask_in >= 0 ? c->in[a->mask_in] : NULL;
+	if (!c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]) ||
+	    !mc_is_f32(c->in[2]) || (mask && !mc_is_f32(mask)) || a->b < 1 || a->hq < 1 || a->hkv < 1 ||
+	    a->hq % a->hkv || a->sq < 1 || a->skv < 1 || a->d < 1 || a->dv < 1 || a->d > MAX_HEAD ||
+	    a->dv > MAX_HEAD)
+		return 1;
+	const mc_shape *os = &c->out[0]->shape;
+	int64_t outn = (int64_t)mc_numel(os);
+	for (int i = 0; i < 3; i++)
+		if ((int64_t)mc_numel(&c->in[i]->shape) >= INT32_MAX)
+			return 1;
+	if (outn >= INT32_MAX || (mask && (int64_t)mc_numel(&mask->shape) >= INT32_MAX))
+		return 1;
+	mc_ktemplate t = { .kind = MC_TMPL_ATTENTION, .n = a->b, .hq = a->hq, .hkv = a->hkv, .sq = a->sq,
+	                   .skv = a->skv, .hd = a->d, .hdv = a->dv, .scale = a->scale, .splits = 1, .k_split = 1,
+	                   .mask = -1 };
+	/* strides over [n, head, row, column]: 3-D operands are [n][row][heads * width] */
+	int64_t rows[4] = { a->sq, a->skv, a->skv, a->sq }, heads[4] = { a->hq, a->hkv, a->hkv, a->hq };
+	int64_t width[4] = { a->d, a->d, a->dv, a->dv };
+	int64_t *st[4] = { t.q_st, t.k_st, t.v_st, t.y_st };
+	for (int o = 0; o < 4; o++) {
+		int64_t r = rows[o], h = heads[o], w = width[o];
+		int64_t s3[4] = { r * h * w, w, h * w, 1 }, s4[4] = { h * r * w, r * w, w, 1 };
+		memcpy(st[o], a->is_3d ? s3 : s4, sizeof s3);
+	}
+	if (mask) {
+		mc_shape target = { .rank = 4, .dims = { a->b, a->hq, a->sq, a->skv } };
+		int64_t ms[MC_MAX_RANK] = { 0 };
+		mc_broadcast_strides(&mask->shape, &target, ms);
+		memcpy(t.m_st, ms, sizeof t.m_st);
+	}
+	mc_kb *kb = c->kb;
+	t.x = c->in_buf[0];
+	t.wt = c->in_buf[1];
+	t.v = c->in_buf[2];
+	t.mask = mask ? c->in_buf[a->mask_in] : -1;
+	t.direct = true;
+	t.out = mc_kb_transient(kb, MC_FLOAT, (size_t)outn);
+	mc_kb_template(kb, &t);
+	/* Y through the epilogue, reading the template's sums */
+	mc_kexpr *coords[MC_MAX_RANK];
+	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
+	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
+	mc_lower_store(c, 0, coords, lin, mc_k_load(kb, t.out, lin));
+	mc_kb_end_n(kb, os->rank);
+	return 0;
+}

@@ -928,6 +928,13 @@ static void dump_block(const mc_kernel *k, const mc_kstmt *s, int ind, FILE *f)
 				fprintf(f, "], x b%d -> b%d) kp %" PRId64 " tiles %" PRId64 "\n", t->x, t->out, t->kp, t->tiles);
 				break;
 			}
+			if (t->kind == MC_TMPL_ATTENTION) {
+				fprintf(f, "template attention(q b%d, k b%d, v b%d, mask b%d -> b%d) %" PRId64 " x %" PRId64
+				           " heads (%" PRId64 " kv) of %" PRId64 " queries, %" PRId64 " keys, %" PRId64 "/%" PRId64
+				           " wide, scale %g\n",
+				        t->x, t->wt, t->v, t->mask, t->out, t->n, t->hq, t->hkv, t->sq, t->skv, t->hd, t->hdv, t->scale);
+				break;
+			}
 			if (t->kind == MC_TMPL_GEMM) {
 				fprintf(f, "template gemm(a b%d [%" PRId64 ",%" PRId64 ",%" PRId64 "], b b%d [%" PRId64 ",%" PRId64
 				           ",%" PRId64 "] -> b%d) %" PRId64 " of %" PRId64 "x%" PRId64 "x%" PRId64 " splits %" PRId64

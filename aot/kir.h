@@ -170,6 +170,13 @@ typedef enum {
 	 * cin (kh = kw = 1): MatMul and Gemm. A batch stride of 0 gives every
 	 * product the same matrix. */
 	MC_TMPL_GEMM,
+	/* Attention without past, causal frontier or softcap (the cuda target,
+	 * aot/kern_cuda.c): out at y_st = softmax over keys of scale * Q.K
+	 * [+ mask] times V, each operand read at its strides over [n, head,
+	 * row, column] (x: Q [n][hq][sq][hd], wt: K [n][hkv][skv][hd], v: V
+	 * [.][.][skv][hdv], mask: [n][hq][sq][skv], broadcast dims stride 0),
+	 * query head h reading kv head h / (hq / hkv). `out` is transient. */
+	MC_TMPL_ATTENTION,
 	/* Integer tiles of SMLAD pairs (aot/kern_qdual.c; the C target, where
 	 * the runtime's Cortex-M micro-kernels hold every sum, pair and pointer
 	 * in the core's registers, which a C compiler's allocation of the same
@@ -240,6 +247,10 @@ typedef struct mc_ktemplate {
 	bool wt_tf32;             /* wt's floats are already rounded to TF32 (the template's operands) */
 	bool x_tf32;              /* GEMM: x's too */
 	int64_t a_st[3], b_st[3]; /* GEMM: the operands' strides (kind's comment) */
+	int64_t hq, hkv, sq, skv, hd, hdv;   /* ATTENTION's sizes (kind's comment) */
+	int64_t q_st[4], k_st[4], v_st[4], m_st[4], y_st[4];
+	int v, mask;                         /* ATTENTION: V's buffer, the mask's (-1: none) */
+	double scale;
 	/* One split: the target passes each sum straight to the loop nest that
 	 * follows (over out's [n][cout][oh][ow], which loads out at its linear
 	 * index once), so `out` is transient: it has no storage. */

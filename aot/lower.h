@@ -142,6 +142,15 @@ int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */
 int mc_kern_gemm_cuda(mc_lower_ctx *c);    /* MatMul and Gemm on tensor cores: MC_TMPL_GEMM */
+/* An Attention's sizes (aot/lower_misc.c), Q, K, V seen as [b, heads,
+ * rows, head size]; mask_in: its input (float, [.., skv]), -1: none. */
+typedef struct {
+	int64_t b, hq, hkv, sq, skv, d, dv;
+	bool is_3d;
+	double scale;
+	int mask_in;
+} mc_attn_sizes;
+int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a); /* MC_TMPL_ATTENTION */
 /* Elements one product of a batched MatMul moves an operand shaped s on
  * (output os): its matrix's size, 0 where every product reads the same
  * matrix, -1 for a partial broadcast. */

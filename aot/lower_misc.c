@@ -1786,6 +1786,16 @@ static int lower_attention(mc_lower_ctx *c)
 	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
 	mc_ktype kt = a.kt;
 	bool want_y = opt_out(c, AT_Y) != NULL, want_qk = opt_out(c, AT_QK) != NULL;
+	/* the cuda target's one kernel: Y alone, no past, frontier, softcap
+	 * or padding, a float mask (if any) as long as the keys */
+	if (kb->target->grid && want_y && !want_qk && !opt_out(c, AT_PRESENT_K) && !opt_out(c, AT_PRESENT_V) &&
+	    !past_k && !p->causal && !(p->softcap > 0) && !opt_in(c, AT_NONPAD) &&
+	    (!mask || (mask->dtype != MC_BOOL && a.mask_len == a.total))) {
+		mc_attn_sizes s = { .b = a.b, .hq = a.hq, .hkv = a.hkv, .sq = a.sq, .skv = a.skv, .d = a.d, .dv = a.dv,
+		                    .is_3d = a.is_3d, .scale = scale, .mask_in = mask ? AT_MASK : -1 };
+		if (!mc_kern_attention_cuda(c, &s))
+			return 0;
+	}
 	attn_present(&a, AT_PRESENT_K, AT_PAST_K, AT_K, a.d);
 	attn_present(&a, AT_PRESENT_V, AT_PAST_V, AT_V, a.dv);
 	if (!want_y && !want_qk)

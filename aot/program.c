@@ -1111,7 +1111,7 @@ static void mark_template_bufs(const mc_kstmt *s, bool *used)
 			/* every buffer field, set or not: a field a kind leaves at 0
 			 * keeps buffer 0 stored, which costs nothing but flash */
 			const mc_ktemplate *t = s->tmpl;
-			const int fields[] = { t->x, t->wt, t->out, t->bias, t->y, t->consts, t->cell };
+			const int fields[] = { t->x, t->wt, t->out, t->bias, t->y, t->consts, t->cell, t->v, t->mask };
 			for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
 				if (fields[i] >= 0)
 					used[fields[i]] = true;

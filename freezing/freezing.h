@@ -21,6 +21,8 @@ typedef struct {
 	int unroll_limit;         /* nodes an unrolled Scan or Loop may make; 0: MC_DEFAULT_UNROLL_LIMIT */
 	bool quantized_io;        /* mc_quantized_io after the passes' fixed point */
 	bool no_quantize;         /* --no-quantize: QDQ runs as float (the quantize pass is skipped) */
+	bool fuse_attention;      /* written-out attention becomes one Attention (patterns: the
+	                           * target runs it as one kernel) */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)

@@ -23,6 +23,7 @@
  * gamma and beta are constants of one value per element of a row. The
  * result differs from the written-out form by rounding only: (x - m) *
  * (1 / s) against (x - m) / s. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,9 +300,312 @@ static int match_layernorm(mc_graph *g, int r1, const int *uses, bool *dead, mc_
 	return last;
 }
 
+
+/* ---- attention ----
+ * Softmax(Q K^T [* c or / c] [+ mask]) V, over [B, H, S, D] heads that
+ * exporters carve out of [B, S, H * D] projections, and the result put
+ * back as [B, S, H * Dv]:
+ *
+ *   Q4 = Transpose(Reshape(Q3, [B, S, H, D]), [0, 2, 1, 3])
+ *   K^T = Transpose(Reshape(K3, [B, T, H, D]), [0, 2, 3, 1])  (or K4^T)
+ *   Y = Reshape(Transpose(MatMul(Softmax(..), V4), [0, 2, 1, 3]), [B, S, H * Dv])
+ *
+ * or heads from one packed projection (torch's MultiheadAttention, ViT):
+ * Squeeze(Split(Transpose(Reshape(X, [B, S, 3, H, D]), [2, 0, 3, 1, 4])))
+ * becomes Split(X, axis 2) into Q3, K3, V3. It becomes one ONNX Attention
+ * (opset 23, 3-D: q_num_heads = kv_num_heads = H, scale c), which the
+ * cuda target runs as one kernel (aot/kern_cuda.c). Only where every value
+ * of the chain but the heads' sources has one reader. */
+
+/* The node producing v if it is op `id`, else -1. */
+static int made_by(const mc_graph *g, int v, mc_opid id)
+{
+	int p = v >= 0 ? g->values[v].producer : -1;
+	return p >= 0 && g->nodes[p].id == id ? p : -1;
+}
+
+static bool perm_is(const mc_node *n, const int64_t *want, size_t count)
+{
+	const int64_t *perm;
+	size_t got;
+	if (n->id != MC_OP_Transpose || !mc_attr_find(n, "perm") || mc_attr_ints(n, "perm", &perm, &got) ||
+	    got != count)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (perm[i] != want[i])
+			return false;
+	return true;
+}
+
+static const mc_shape *shape_of(const mc_graph *g, int v)
+{
+	return &g->values[v].shape;
+}
+
+/* Where heads h (rank-4 value v, [B, H, S, D]; with k_t, [B, H, D, S])
+ * come from: part *part of *parts equal parts of the last axis of *base,
+ * [B, S, parts * H * D]. */
+static bool head_source(const mc_graph *g, int v, bool k_t, int *base, int *part, int *parts)
+{
+	static const int64_t bhsd[4] = { 0, 2, 1, 3 }, bhds[4] = { 0, 2, 3, 1 }, swap[4] = { 0, 1, 3, 2 };
+	static const int64_t packed[5] = { 2, 0, 3, 1, 4 };
+	const mc_shape *vs = shape_of(g, v);
+	int t = made_by(g, v, MC_OP_Transpose);
+	if (vs->rank != 4)
+		return false;
+	if (k_t && t >= 0 && perm_is(&g->nodes[t], swap, 4)) /* K4^T */
+		return head_source(g, g->nodes[t].inputs[0], false, base, part, parts);
+	if (t >= 0 && perm_is(&g->nodes[t], k_t ? bhds : bhsd, 4)) {
+		int r = made_by(g, g->nodes[t].inputs[0], MC_OP_Reshape);
+		if (r < 0)
+			return false;
+		int x = g->nodes[r].inputs[0];
+		const mc_shape *rs = shape_of(g, g->nodes[r].outputs[0]), *xs = shape_of(g, x);
+		if (rs->rank != 4 || xs->rank != 3 || xs->dims[0] != rs->dims[0] || xs->dims[1] != rs->dims[1] ||
+		    xs->dims[2] != rs->dims[2] * rs->dims[3])
+			return false;
+		*base = x;
+		*part = 0;
+		*parts = 1;
+		return true;
+	}
+	/* Squeeze(Split(Transpose(Reshape(X, [B, S, P, H, D]), [2, 0, 3, 1, 4]))[i], 0) */
+	int sq = made_by(g, v, MC_OP_Squeeze);
+	if (k_t || sq < 0)
+		return false;
+	int sv = g->nodes[sq].inputs[0], sp = made_by(g, sv, MC_OP_Split);
+	const mc_shape *ss = shape_of(g, sv);
+	if (sp < 0 || ss->rank != 5 || ss->dims[0] != 1)
+		return false;
+	const mc_node *split = &g->nodes[sp];
+	int64_t axis;
+	if (mc_attr_int(split, "axis", 0, &axis) || axis != 0)
+		return false;
+	int i = -1;
+	for (int o = 0; o < split->n_outputs; o++) {
+		if (split->outputs[o] < 0 || shape_of(g, split->outputs[o])->dims[0] != 1)
+			return false;
+		if (split->outputs[o] == sv)
+			i = o;
+	}
+	int tp = made_by(g, split->inputs[0], MC_OP_Transpose);
+	if (i < 0 || tp < 0 || !perm_is(&g->nodes[tp], packed, 5))
+		return false;
+	int r = made_by(g, g->nodes[tp].inputs[0], MC_OP_Reshape);
+	if (r < 0)
+		return false;
+	int x = g->nodes[r].inputs[0];
+	const mc_shape *rs = shape_of(g, g->nodes[r].outputs[0]), *xs = shape_of(g, x);
+	if (rs->rank != 5 || xs->rank != 3 || rs->dims[2] != split->n_outputs || xs->dims[0] != rs->dims[0] ||
+	    xs->dims[1] != rs->dims[1] || xs->dims[2] != rs->dims[2] * rs->dims[3] * rs->dims[4])
+		return false;
+	*base = x;
+	*part = i;
+	*parts = split->n_outputs;
+	return true;
+}
+
+typedef struct {
+	int at;              /* the final Reshape's node: the new nodes take its place */
+	int chain[6], n_chain;
+	int q, k, v, mask;   /* sources (mask -1: none) */
+	int qp, kp, vp, parts; /* parts > 1: q, k, v are parts qp, kp, vp of one source */
+	int64_t heads;
+	double scale;
+} attn_match;
+
+/* v is Q K^T, or it scaled: a MatMul's output, or a Mul's or Div's of one. */
+static bool scores_path(const mc_graph *g, int v)
+{
+	int p = v >= 0 ? g->values[v].producer : -1;
+	if (p < 0)
+		return false;
+	const mc_node *n = &g->nodes[p];
+	if (n->id == MC_OP_MatMul)
+		return true;
+	return (n->id == MC_OP_Mul || n->id == MC_OP_Div) && n->n_inputs == 2 &&
+	       (made_by(g, n->inputs[0], MC_OP_MatMul) >= 0 || made_by(g, n->inputs[1], MC_OP_MatMul) >= 0);
+}
+
+static bool match_attention(const mc_graph *g, int i, const int *uses, attn_match *m)
+{
+	const mc_node *sm = &g->nodes[i];
+	int64_t axis;
+	if (sm->id != MC_OP_Softmax || sm->n_inputs != 1 || sm->n_outputs != 1 || sm->inputs[0] < 0 ||
+	    mc_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1, &axis) || (axis != -1 && axis != 3) ||
+	    shape_of(g, sm->inputs[0])->rank != 4)
+		return false;
+	*m = (attn_match){ .mask = -1, .scale = 1 };
+	int x = sm->inputs[0], other;
+	double c;
+	/* [+ mask]: a float of the scores' type broadcast to them */
+	int add = made_by(g, x, MC_OP_Add);
+	if (add >= 0 && uses[x] == 1 && !ge_is_graph_output(g, x)) {
+		const mc_node *a = &g->nodes[add];
+		int mm = scores_path(g, a->inputs[0]) ? 0 : 1;
+		if (!scores_path(g, a->inputs[mm]))
+			return false;
+		m->mask = a->inputs[1 - mm];
+		if (g->values[m->mask].dtype != g->values[x].dtype)
+			return false;
+		m->chain[m->n_chain++] = add;
+		x = a->inputs[mm];
+	}
+	/* [* c or / c] */
+	int mul = made_by(g, x, MC_OP_Mul), div = made_by(g, x, MC_OP_Div), sc = mul >= 0 ? mul : div;
+	if (sc >= 0 && uses[x] == 1 && !ge_is_graph_output(g, x)) {
+		const mc_node *n = &g->nodes[sc];
+		int mmv = made_by(g, n->inputs[0], MC_OP_MatMul) >= 0 ? n->inputs[0] : n->inputs[1];
+		if (!binary(n, n->id, mmv, &other) || !scalar(g, other, &c) || !(c > 0) || !isfinite(c))
+			return false;
+		m->scale = div >= 0 ? 1 / c : c;
+		m->chain[m->n_chain++] = sc;
+		x = mmv;
+	}
+	int mm1 = made_by(g, x, MC_OP_MatMul);
+	if (mm1 < 0 || uses[x] != 1 || ge_is_graph_output(g, x))
+		return false;
+	m->chain[m->n_chain++] = mm1;
+	m->chain[m->n_chain++] = i;
+	int mm2 = sole_reader(g, uses, sm->outputs[0]);
+	if (mm2 < 0 || g->nodes[mm2].id != MC_OP_MatMul || g->nodes[mm2].inputs[0] != sm->outputs[0])
+		return false;
+	int o4 = g->nodes[mm2].outputs[0];
+	int to = sole_reader(g, uses, o4);
+	static const int64_t bshd[4] = { 0, 2, 1, 3 };
+	if (to < 0 || !perm_is(&g->nodes[to], bshd, 4))
+		return false;
+	int ro = sole_reader(g, uses, g->nodes[to].outputs[0]);
+	if (ro < 0 || g->nodes[ro].id != MC_OP_Reshape)
+		return false;
+	m->chain[m->n_chain++] = mm2;
+	m->chain[m->n_chain++] = to;
+	m->at = ro;
+	const mc_shape *os = shape_of(g, o4), *ys = shape_of(g, g->nodes[ro].outputs[0]);
+	const mc_shape *qs = shape_of(g, g->nodes[mm1].inputs[0]);
+	if (os->rank != 4 || ys->rank != 3 || ys->dims[0] != os->dims[0] || ys->dims[1] != os->dims[2] ||
+	    ys->dims[2] != os->dims[1] * os->dims[3] || qs->rank != 4)
+		return false;
+	m->heads = qs->dims[1];
+	int qb, kb, vb, qparts, kparts, vparts;
+	if (!head_source(g, g->nodes[mm1].inputs[0], false, &qb, &m->qp, &qparts) ||
+	    !head_source(g, g->nodes[mm1].inputs[1], true, &kb, &m->kp, &kparts) ||
+	    !head_source(g, g->nodes[mm2].inputs[1], false, &vb, &m->vp, &vparts))
+		return false;
+	m->q = qb;
+	m->k = kb;
+	m->v = vb;
+	m->parts = 1;
+	if (qparts > 1 || kparts > 1 || vparts > 1) { /* one packed source, three of its parts */
+		if (qb != kb || kb != vb || qparts != 3 || kparts != 3 || vparts != 3 || m->qp == m->kp ||
+		    m->kp == m->vp || m->qp == m->vp)
+			return false;
+		m->parts = 3;
+	}
+	mc_dtype dt = g->values[m->q].dtype;
+	if ((dt != MC_FLOAT && dt != MC_FLOAT16) || g->values[m->k].dtype != dt || g->values[m->v].dtype != dt)
+		return false;
+	/* the mask broadcasts to the scores [B, H, S, T] */
+	if (m->mask >= 0) {
+		const mc_shape *ms = shape_of(g, m->mask), *ss = shape_of(g, sm->inputs[0]);
+		if (ms->rank > 4)
+			return false;
+		for (int d = 0; d < ms->rank; d++) {
+			int64_t want = ss->dims[4 - ms->rank + d];
+			if (ms->dims[d] != 1 && ms->dims[d] != want)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The nodes for match m: [Split of the packed source] and the Attention
+ * writing the final Reshape's output; 0 where the ops refuse them. */
+static int build_attention(mc_graph *g, const attn_match *m, mc_node *nodes)
+{
+	int y = g->nodes[m->at].outputs[0], n = 0;
+	const char *name = g->nodes[m->at].name;
+	int in[4] = { m->q, m->k, m->v, m->mask };
+	if (m->parts > 1) {
+		const mc_value *x = &g->values[m->q];
+		mc_node *sp = &nodes[n++];
+		*sp = (mc_node){ 0 };
+		char *nm = ge_unique_name(g, "attention_split");
+		sp->name = nm;
+		sp->domain = mc_xstrdup("");
+		sp->n_inputs = 1;
+		sp->inputs = mc_xmalloc(2 * sizeof(int));
+		sp->inputs[0] = m->q;
+		sp->n_outputs = 3;
+		sp->outputs = mc_xmalloc(4 * sizeof(int));
+		mc_shape ps = x->shape;
+		ps.dims[2] /= 3;
+		for (int o = 0; o < 3; o++) {
+			char *vn = ge_unique_name(g, "attention_part");
+			int v = mc_graph_add_value(g, vn, MC_VAL_NODE);
+			free(vn);
+			g->values[v].dtype = g->values[m->q].dtype;
+			g->values[v].shape = ps;
+			g->values[v].typed = true;
+			sp->outputs[o] = v;
+		}
+		mc_attr attrs[2] = { int_attr("axis", 2), int_attr("num_outputs", 3) };
+		sp->n_attrs = 2;
+		sp->attrs = mc_xcalloc(3, sizeof *sp->attrs);
+		memcpy(sp->attrs, attrs, sizeof attrs);
+		if (!mc_node_set_op(sp, MC_OP_Split, 18) || (sp->op->parse && sp->op->parse(sp))) {
+			mc_node_free(sp);
+			return 0;
+		}
+		in[0] = sp->outputs[m->qp];
+		in[1] = sp->outputs[m->kp];
+		in[2] = sp->outputs[m->vp];
+	}
+	mc_attr attrs[3] = { int_attr("q_num_heads", m->heads), int_attr("kv_num_heads", m->heads),
+	                     float_attr("scale", m->scale) };
+	if (!new_node(&nodes[n], name, MC_OP_Attention, 23, in, m->mask >= 0 ? 4 : 3, y, attrs, 3)) {
+		if (n)
+			mc_node_free(&nodes[0]);
+		return 0;
+	}
+	return n + 1;
+}
+
+static int fuse_attention(mc_graph *g)
+{
+	int changed = 0;
+	for (bool found = true; found;) {
+		found = false;
+		int *uses = ge_use_counts(g);
+		for (int i = 0; i < g->n_nodes && !found; i++) {
+			attn_match m;
+			mc_node made[2];
+			int n_made;
+			if (!match_attention(g, i, uses, &m) || !(n_made = build_attention(g, &m, made)))
+				continue;
+			/* the chain's nodes all come before the final Reshape */
+			bool *dead = calloc((size_t)g->n_nodes + 2, sizeof *dead);
+			if (!dead) {
+				for (int k = 0; k < n_made; k++)
+					mc_node_free(&made[k]);
+				free(uses);
+				return -1;
+			}
+			for (int k = 0; k < m.n_chain; k++)
+				dead[m.chain[k]] = true;
+			ge_splice_nodes(g, m.at, made, n_made);
+			ge_remove_nodes(g, dead);
+			free(dead);
+			found = true;
+			changed++;
+		}
+		free(uses);
+	}
+	return changed;
+}
+
 int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 {
-	(void)o;
 	int *uses = ge_use_counts(g);
 	bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
 	if (!dead) {
@@ -331,5 +635,11 @@ int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 		ge_remove_nodes(g, dead);
 	free(uses);
 	free(dead);
+	if (o && o->fuse_attention) {
+		int fused = fuse_attention(g);
+		if (fused < 0)
+			return -1;
+		changed += fused;
+	}
 	return changed;
 }

@@ -947,6 +947,13 @@ MODELC_F2I(u64, uint64_t, double, f64, 0.0, 0x1p64, 0, UINT64_MAX)
  * *k_split is each one's length. */
 #define MODELC_CUDA_PLAN_SMS 132
 #define MODELC_CUDA_MIN_K_SPLIT 32
+/* The length of each of `splits` ranges over k: whole steps (the
+ * template's kernel computes it so from its grid, as the host does). */
+MODELC_FN int64_t modelc_cuda_split_len(int64_t k, int64_t splits, int64_t step)
+{
+	return ((k + splits - 1) / splits + step - 1) / step * step;
+}
+
 MODELC_FN int modelc_cuda_splits(int64_t tiles, int64_t k, int step, int mma, int sms, int64_t max_splits,
                                  int64_t *k_split)
 {
@@ -963,9 +970,9 @@ MODELC_FN int modelc_cuda_splits(int64_t tiles, int64_t k, int step, int mma, in
 		*k_split = k > 0 ? k : 1;
 		return 1;
 	}
-	int64_t len = ((k + splits - 1) / splits + step - 1) / step * step;
-	*k_split = len;
-	return (int)((k + len - 1) / len);
+	splits = (k + modelc_cuda_split_len(k, splits, step) - 1) / modelc_cuda_split_len(k, splits, step);
+	*k_split = modelc_cuda_split_len(k, splits, step);
+	return (int)splits;
 }
 #endif
 

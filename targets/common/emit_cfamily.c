@@ -1140,7 +1140,7 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 		/* the cuda target prints its own; DOT2_TILES, S8_PAIRS and GEMV_F32
 		 * are the runtime's */
 		const mc_ktemplate *t = s->tmpl;
-		if (t->kind == MC_TMPL_CONV2D_SPLITK || t->kind == MC_TMPL_GEMM || e->cuda) {
+		if (t->kind == MC_TMPL_CONV2D_SPLITK || t->kind == MC_TMPL_GEMM || t->kind == MC_TMPL_ATTENTION || e->cuda) {
 			mc_ce_fail(e, "a target template outside its target");
 			return;
 		}

@@ -87,10 +87,11 @@ void mc_ce_scan_block(emitter *e, const mc_kstmt *s)
 		if (s->kind == MC_KS_TEMPLATE) {
 			const mc_ktemplate *t = s->tmpl;
 			bool gates = t->kind == MC_TMPL_GRU_GATES || t->kind == MC_TMPL_LSTM_GATES;
-			int bufs[6] = { t->x, t->kind == MC_TMPL_S8_PAIRS ? -1 : t->wt, t->out,
+			bool attn = t->kind == MC_TMPL_ATTENTION;
+			int bufs[8] = { t->x, t->kind == MC_TMPL_S8_PAIRS ? -1 : t->wt, t->out,
 			                t->kind == MC_TMPL_GEMV_F32 ? t->bias : gates ? t->consts : -1, gates ? t->y : -1,
-			                t->kind == MC_TMPL_LSTM_GATES ? t->cell : -1 };
-			for (int i = 0; i < 6; i++)
+			                t->kind == MC_TMPL_LSTM_GATES ? t->cell : -1, attn ? t->v : -1, attn ? t->mask : -1 };
+			for (int i = 0; i < 8; i++)
 				if (bufs[i] >= 0 && bufs[i] < e->k->n_bufs)
 					e->buf_uses[bufs[i]]++;
 			scan_expr(e, t->wt_at); /* NULL where a kind has none */

@@ -35,6 +35,7 @@
 
 #define STATUS_BYTES 256   /* the status word's slot at offset 0 */
 #define REGION_ALIGN 256   /* arena, inputs, outputs */
+#define ATTN_WARPS (BLOCK / 32) /* MC_TMPL_ATTENTION: the warps sharing a query row's keys */
 #define WEIGHT_ALIGN 64
 #define BLOCK 256          /* threads per block */
 #define MAX_BLOCKS 65535   /* beyond that, threads stride */
@@ -69,13 +70,12 @@ typedef struct {
 	mc_strbuf first_launch;         /* its first kernel's name */
 	int64_t max_total;
 	/* The templates planned in several K splits, in kernel order: each
-	 * one's kernel and template. Init writes each one's plan for the
-	 * device (how many splits, how long), two ints at plans_off + 8 i,
-	 * which the template and the sum after it read. */
+	 * one's kernel and template. Init plans each one's splits for the
+	 * device (NAME_cuda.splits[i]), which its kernel's launches pass in
+	 * (the template's grid and the sum after it). */
 	int n_split;
 	const mc_kernel **split_k;
 	const mc_ktemplate **split_t;
-	size_t plans_off;
 } cuda_emitter;
 
 static size_t round_up(size_t v, size_t a)
@@ -84,6 +84,15 @@ static size_t round_up(size_t v, size_t a)
 }
 
 /* ---- device layout ---- */
+/* The plan index of kernel k's template of several splits, or -1. */
+static int kernel_split(const cuda_emitter *c, const mc_kernel *k)
+{
+	for (int i = 0; i < c->n_split; i++)
+		if (c->split_k[i] == k)
+			return i;
+	return -1;
+}
+
 /* The plan index of template t of kernel k (-1: one split, no plan). */
 static int split_index(const cuda_emitter *c, const mc_kernel *k, const mc_ktemplate *t)
 {
@@ -115,8 +124,6 @@ static void plan_layout(cuda_emitter *c)
 	const mc_program *p = c->ce.p;
 	size_t off = STATUS_BYTES;
 	collect_split_templates(c);
-	c->plans_off = off; /* two ints a plan, written by init */
-	off += (size_t)c->n_split * 2 * sizeof(int);
 	c->weight_off = mc_xcalloc((size_t)p->n_weights + 1, sizeof(size_t));
 	for (int i = 0; i < p->n_weights; i++) {
 		size_t a = p->weights[i].align > WEIGHT_ALIGN ? p->weights[i].align : WEIGHT_ALIGN;
@@ -509,7 +516,15 @@ static int plan_launches(const mc_kernel *k, launch **out)
 			continue;
 		const mc_ktemplate *tp = t->stmt->tmpl;
 		bool ok = f && f->n_loops >= 2 && !f->warp && f->n_pre == t->n_pre;
-		if (ok && tp->kind == MC_TMPL_GEMM) {
+		if (ok && tp->kind == MC_TMPL_ATTENTION) {
+			/* over Y in its own order (the template's linear index) */
+			int64_t all = 1;
+			for (int d = 0; d < f->n_loops; d++) {
+				ok = ok && f->begin[d] == 0;
+				all *= f->extent[d];
+			}
+			ok = ok && all == tp->n * tp->hq * tp->sq * tp->hdv;
+		} else if (ok && tp->kind == MC_TMPL_GEMM) {
 			/* over a product's output: [batch..., rows..., P] */
 			int64_t all = 1;
 			for (int d = 0; d < f->n_loops; d++) {
@@ -670,6 +685,16 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 	int r = el->n_loops;
 	char coord[MC_MAX_RANK][128];
 	int64_t div = 1;
+	if (t->kind == MC_TMPL_ATTENTION) { /* the nest's coordinates of Y's element lin */
+		for (int i = r - 1; i >= 0; i--) {
+			snprintf(coord[i], sizeof coord[i], i > 0 ? "(%s)(lin / %" PRId64 " %% %" PRId64 ")" : "(%s)(lin / %" PRId64 ")",
+			         vt[i], div, el->extent[i]);
+			div *= el->extent[i];
+		}
+		for (int i = 0; i < r; i++)
+			mc_sb_printf(args, i ? ", %s" : "%s", coord[i]);
+		return;
+	}
 	for (int i = r - 2; i >= 0; i--) {
 		if (i > 0)
 			snprintf(coord[i], sizeof coord[i], "(%s)((n * M + mm) / %" PRId64 " %% %" PRId64 ")", vt[i], div,
@@ -690,17 +715,14 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 static void put_template_block(cuda_emitter *c, const mc_ktemplate *t, bool conv)
 {
 	mc_strbuf *sb = c->ce.sb;
-	int i = split_index(c, c->ce.k, t);
-	if (i < 0)
+	if (split_index(c, c->ce.k, t) < 0)
 		mc_sb_printf(sb, "\tenum { SPLITS = 1, KSPLIT = %" PRId64 " };\n", t->k_split);
-	else
-		mc_sb_printf(sb,
-			"\tconst int *const plan = (const int *)(dev + %zu); /* at most %" PRId64 " splits */\n"
-			"\tconst int SPLITS = plan[0], KSPLIT = plan[1];\n",
-			c->plans_off + (size_t)i * 2 * sizeof(int), t->splits);
+	else /* the device's (init's plan), at most the planned slices */
+		mc_sb_printf(sb, "\tconst int SPLITS = splits, KSPLIT = ksplit; /* at most %" PRId64 " splits */\n", t->splits);
+	mc_sb_puts(sb, "\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n");
+	mc_sb_puts(sb, t->n == 1 ? "\tconst int split = blockIdx.z, n = 0; /* one batch: z is the split */\n\t(void)SPLITS;\n"
+	                         : "\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n");
 	mc_sb_puts(sb,
-		"\tconst int m0 = blockIdx.y * 64, p0 = blockIdx.x * 64;\n"
-		"\tconst int split = blockIdx.z % SPLITS, n = blockIdx.z / SPLITS;\n"
 		"\tconst int kbeg = split * KSPLIT, kend = kbeg + KSPLIT < K ? kbeg + KSPLIT : K;\n");
 	if (conv)
 		mc_sb_puts(sb, "\tconst auto *__restrict__ const xn = x + (size_t)n * CIN * H * W;\n");
@@ -1131,6 +1153,165 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 	                    "acc[i][j]", epi, epi_args);
 }
 
+
+/* One operand of the attention template: its pointer's declaration and
+ * how an element loads as float (half widened). */
+static const char *attn_load(const cuda_emitter *c, int buf)
+{
+	return c->ce.k->bufs[buf].dtype == MC_FLOAT16 ? "modelc_f16_to_f32" : "";
+}
+
+static const char *attn_type(const cuda_emitter *c, int buf)
+{
+	return c->ce.k->bufs[buf].dtype == MC_FLOAT16 ? "uint16_t" : "float";
+}
+
+/* MC_TMPL_ATTENTION: a block per query row (n, h, s), its scaled query in
+ * shared memory, its warps taking the keys in chunks of 32 in turn (a
+ * row has too few keys to keep a GPU busy a warp each). A chunk: lane u
+ * scores key t0 + u (K's row read whole, 16 bytes a load where it can);
+ * the chunk's maximum and sum by shuffles, the warp's running ones
+ * rescaling its sums so far (online softmax); then each of the chunk's
+ * weights, shuffled to every lane, times V's row, a lane's columns each.
+ * The warps' maxima, totals and sums then combine in shared memory, a
+ * thread per column, into the fused nest over Y (EPI) at Y's linear
+ * index. */
+static void put_template_attention(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const char *epi_args)
+{
+	mc_strbuf *sb = c->ce.sb;
+	if (!epi) {
+		mc_ce_fail(&c->ce, "internal error: an attention template without the nest over its output");
+		return;
+	}
+	bool k16 = c->ce.k->bufs[t->wt].dtype == MC_FLOAT16;
+	int per = k16 ? 8 : 4; /* elements a 16-byte load */
+	bool k_vec = t->k_st[3] == 1 && t->hd % per == 0 && t->k_st[0] % per == 0 && t->k_st[1] % per == 0 &&
+	             t->k_st[2] % per == 0 && buf_aligned16(c, t->wt);
+	int lanes_dv = (int)((t->hdv + 31) / 32);
+	mc_sb_printf(sb,
+		"\t/* attention: %" PRId64 " x %" PRId64 " heads (%" PRId64 " of K and V) of %" PRId64 " queries over %" PRId64
+		" keys, %" PRId64 " / %" PRId64 " wide%s */\n"
+		"\tconst %s *__restrict__ const q = b%d;\n"
+		"\tconst %s *__restrict__ const k = b%d;\n"
+		"\tconst %s *__restrict__ const v = b%d;\n",
+		t->n, t->hq, t->hkv, t->sq, t->skv, t->hd, t->hdv, t->mask >= 0 ? ", a mask added" : "",
+		attn_type(c, t->x), t->x, attn_type(c, t->wt), t->wt, attn_type(c, t->v), t->v);
+	if (t->mask >= 0)
+		mc_sb_printf(sb, "\tconst %s *__restrict__ const mask = b%d;\n", attn_type(c, t->mask), t->mask);
+	mc_sb_printf(sb,
+		"\tenum { HQ = %" PRId64 ", GROUP = %" PRId64 ", SQ = %" PRId64 ", SKV = %" PRId64 ", D = %" PRId64
+		", DV = %" PRId64 ", WARPS = %d };\n"
+		"\t__shared__ float qs[D], part_m[WARPS], part_l[WARPS], part_acc[WARPS][DV];\n"
+		"\tconst int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, row = blockIdx.x;\n"
+		"\tconst int s = row %% SQ, h = row / SQ %% HQ, n = row / (SQ * HQ), hk = h / GROUP;\n"
+		"\tconst auto *__restrict__ const kh = k + (size_t)n * %" PRId64 " + (size_t)hk * %" PRId64 ";\n"
+		"\tconst auto *__restrict__ const vh = v + (size_t)n * %" PRId64 " + (size_t)hk * %" PRId64 ";\n"
+		"\tfor (int d = threadIdx.x; d < D; d += WARPS * 32)\n"
+		"\t\tqs[d] = %s(q[(size_t)n * %" PRId64 " + (size_t)h * %" PRId64 " + (size_t)s * %" PRId64
+		" + (size_t)d * %" PRId64 "]) * %.9gf;\n"
+		"\t__syncthreads();\n"
+		"\tfloat m = -INFINITY, l = 0.0f, acc[%d];\n"
+		"#pragma unroll\n"
+		"\tfor (int j = 0; j < %d; j++)\n\t\tacc[j] = 0.0f;\n"
+		"\tfor (int t0 = warp * 32; t0 < SKV; t0 += WARPS * 32) {\n"
+		"\t\tconst int t = t0 + lane;\n"
+		"\t\tfloat sc = -INFINITY;\n"
+		"\t\tif (t < SKV) {\n"
+		"\t\t\tconst auto *__restrict__ const kr = kh + (size_t)t * %" PRId64 ";\n"
+		"\t\t\tfloat dot = 0.0f;\n",
+		t->hq, t->hq / t->hkv, t->sq, t->skv, t->hd, t->hdv, ATTN_WARPS, t->k_st[0], t->k_st[1], t->v_st[0],
+		t->v_st[1], attn_load(c, t->x), t->q_st[0], t->q_st[1], t->q_st[2], t->q_st[3], t->scale, lanes_dv,
+		lanes_dv, t->k_st[2]);
+	if (k_vec && k16)
+		mc_sb_puts(sb,
+			"#pragma unroll\n"
+			"\t\t\tfor (int d = 0; d < D; d += 8) {\n"
+			"\t\t\t\tconst uint4 w = *(const uint4 *)&kr[d];\n"
+			"\t\t\t\tconst unsigned wv[4] = {w.x, w.y, w.z, w.w};\n"
+			"#pragma unroll\n"
+			"\t\t\t\tfor (int e = 0; e < 4; e++) {\n"
+			"\t\t\t\t\tdot = fmaf(qs[d + 2 * e], modelc_f16_to_f32((uint16_t)(wv[e] & 0xffffu)), dot);\n"
+			"\t\t\t\t\tdot = fmaf(qs[d + 2 * e + 1], modelc_f16_to_f32((uint16_t)(wv[e] >> 16)), dot);\n"
+			"\t\t\t\t}\n\t\t\t}\n");
+	else if (k_vec)
+		mc_sb_puts(sb,
+			"#pragma unroll\n"
+			"\t\t\tfor (int d = 0; d < D; d += 4) {\n"
+			"\t\t\t\tconst float4 w = *(const float4 *)&kr[d];\n"
+			"\t\t\t\tdot = fmaf(qs[d], w.x, dot);\n"
+			"\t\t\t\tdot = fmaf(qs[d + 1], w.y, dot);\n"
+			"\t\t\t\tdot = fmaf(qs[d + 2], w.z, dot);\n"
+			"\t\t\t\tdot = fmaf(qs[d + 3], w.w, dot);\n"
+			"\t\t\t}\n");
+	else
+		mc_sb_printf(sb,
+			"\t\t\tfor (int d = 0; d < D; d++)\n"
+			"\t\t\t\tdot = fmaf(qs[d], %s(kr[(size_t)d * %" PRId64 "]), dot);\n",
+			attn_load(c, t->wt), t->k_st[3]);
+	if (t->mask >= 0)
+		mc_sb_printf(sb,
+			"\t\t\tdot += %s(mask[(size_t)n * %" PRId64 " + (size_t)h * %" PRId64 " + (size_t)s * %" PRId64
+			" + (size_t)t * %" PRId64 "]);\n",
+			attn_load(c, t->mask), t->m_st[0], t->m_st[1], t->m_st[2], t->m_st[3]);
+	/* a chunk's weights times V: unrolled whole where the chunk is full
+	 * (its 32 rows' loads in flight together) */
+	char pv[1024];
+	snprintf(pv, sizeof pv,
+		"\t\t\tconst float pu = __shfl_sync(0xffffffffu, p, u);\n"
+		"\t\t\tconst auto *__restrict__ const vr = vh + (size_t)(t0 + u) * %" PRId64 ";\n"
+		"#pragma unroll\n"
+		"\t\t\tfor (int j = 0; j < %d; j++)\n"
+		"\t\t\t\tif (lane + 32 * j < DV)\n"
+		"\t\t\t\t\tacc[j] = fmaf(pu, %s(vr[(size_t)(lane + 32 * j) * %" PRId64 "]), acc[j]);\n",
+		t->v_st[2], lanes_dv, attn_load(c, t->v), t->v_st[3]);
+	mc_sb_printf(sb,
+		"\t\t\tsc = dot;\n"
+		"\t\t}\n"
+		"\t\tfloat cm = sc;\n"
+		"#pragma unroll\n"
+		"\t\tfor (int o = 16; o > 0; o >>= 1)\n"
+		"\t\t\tcm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));\n"
+		"\t\tconst float mn = fmaxf(m, cm), base = mn == -INFINITY ? 0.0f : mn; /* all masked so far: no NaN yet */\n"
+		"\t\tconst float corr = expf(m - base), p = expf(sc - base);\n"
+		"\t\tfloat ps = p;\n"
+		"#pragma unroll\n"
+		"\t\tfor (int o = 16; o > 0; o >>= 1)\n"
+		"\t\t\tps += __shfl_xor_sync(0xffffffffu, ps, o);\n"
+		"\t\tl = l * corr + ps;\n"
+		"#pragma unroll\n"
+		"\t\tfor (int j = 0; j < %d; j++)\n\t\t\tacc[j] *= corr;\n"
+		"\t\tif (t0 + 32 <= SKV) {\n"
+		"#pragma unroll\n"
+		"\t\t\tfor (int u = 0; u < 32; u++) {\n%s\t\t\t}\n"
+		"\t\t} else {\n"
+		"\t\t\tfor (int u = 0; u < SKV - t0; u++) {\n%s\t\t\t}\n"
+		"\t\t}\n"
+		"\t\tm = mn;\n"
+		"\t}\n"
+		"\t/* the warps' parts, combined a thread per column */\n"
+		"\tif (lane == 0) {\n\t\tpart_m[warp] = m;\n\t\tpart_l[warp] = l;\n\t}\n"
+		"#pragma unroll\n"
+		"\tfor (int j = 0; j < %d; j++)\n"
+		"\t\tif (lane + 32 * j < DV)\n"
+		"\t\t\tpart_acc[warp][lane + 32 * j] = acc[j];\n"
+		"\t__syncthreads();\n"
+		"\tfor (int d = threadIdx.x; d < DV; d += WARPS * 32) {\n"
+		"\t\tfloat mx = -INFINITY, lt = 0.0f, at = 0.0f;\n"
+		"#pragma unroll\n"
+		"\t\tfor (int w = 0; w < WARPS; w++)\n\t\t\tmx = fmaxf(mx, part_m[w]);\n"
+		"\t\tconst float base = mx == -INFINITY ? 0.0f : mx;\n"
+		"#pragma unroll\n"
+		"\t\tfor (int w = 0; w < WARPS; w++) {\n"
+		"\t\t\tconst float f = expf(part_m[w] - base);\n"
+		"\t\t\tlt += part_l[w] * f;\n"
+		"\t\t\tat += part_acc[w][d] * f;\n"
+		"\t\t}\n"
+		"\t\tconst int lin = n * %" PRId64 " + h * %" PRId64 " + s * %" PRId64 " + d * %" PRId64 ";\n"
+		"\t\t%s(dev, %s, at / lt); /* the fused epilogue */\n"
+		"\t}\n",
+		lanes_dv, pv, pv, lanes_dv, t->y_st[0], t->y_st[1], t->y_st[2], t->y_st[3], epi, epi_args);
+}
+
 /* A template statement's kernel body: EPI, its fused epilogue's name (the
  * nest el over its output), or NULL. */
 static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi, const launch *el)
@@ -1138,7 +1319,10 @@ static void put_template(cuda_emitter *c, const mc_ktemplate *t, const char *epi
 	mc_strbuf args = { 0 };
 	if (epi)
 		put_epilogue_args(c, t, el, &args);
-	(t->kind == MC_TMPL_GEMM ? put_template_gemm : put_template_conv)(c, t, epi, args.data ? args.data : "");
+	if (t->kind == MC_TMPL_ATTENTION)
+		put_template_attention(c, t, epi, args.data ? args.data : "");
+	else
+		(t->kind == MC_TMPL_GEMM ? put_template_gemm : put_template_conv)(c, t, epi, args.data ? args.data : "");
 	mc_sb_free(&args);
 }
 
@@ -1328,7 +1512,12 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 	const mc_kernel *k = e->p->kernels[ki];
 	mc_sb_printf(sb, "__global__ void __launch_bounds__(%d) ", BLOCK);
 	put_launch_name(c, k, idx, n);
-	mc_sb_puts(sb, "(unsigned char *const dev)\n{\n\tMODELC_CUDA_WAIT_FOR_PREVIOUS();\n");
+	/* splits, ksplit: the K splits of the kernel's template on this
+	 * device, how long each (init's plan) */
+	mc_sb_puts(sb, kernel_split(c, k) >= 0 ? "(unsigned char *const dev, const int splits, const int ksplit)\n{\n"
+	                                         "\t(void)splits;\n\t(void)ksplit;\n"
+	                                       : "(unsigned char *const dev, int, int)\n{\n");
+	mc_sb_puts(sb, "\tMODELC_CUDA_WAIT_FOR_PREVIOUS();\n");
 	if (l->stmt) { /* its lets and its statement; a fused template stores through its epilogue */
 		const mc_kstmt **stmts = mc_xcalloc((size_t)l->n_pre + 1, sizeof *stmts);
 		memcpy(stmts, l->pre, (size_t)l->n_pre * sizeof *stmts);
@@ -1426,6 +1615,11 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 /* The template's grid: output tiles x (batch x splits). */
 static void template_grid(const mc_ktemplate *t, int64_t g[3])
 {
+	if (t->kind == MC_TMPL_ATTENTION) { /* a block per query row */
+		g[0] = t->n * t->hq * t->sq;
+		g[1] = g[2] = 1;
+		return;
+	}
 	g[0] = (t->oh * t->ow + TMPL_TILE - 1) / TMPL_TILE;
 	g[1] = (t->cout + TMPL_TILE - 1) / TMPL_TILE;
 	g[2] = t->n * t->splits;
@@ -1521,15 +1715,16 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 		" * may be scheduled while the one before it still runs: its first statement\n"
 		" * waits for that one's end and writes, so the launch's latency hides\n"
 		" * behind the previous kernel's work instead of following it. */\n"
-		"static cudaError_t %s_go(void (*kernel)(unsigned char *), dim3 grid, unsigned block,\n"
-		"                        unsigned char *dev, cudaStream_t s, int pdl)\n{\n"
+		"static cudaError_t %s_go(void (*kernel)(unsigned char *, int, int), dim3 grid, unsigned block,\n"
+		"                        unsigned char *dev, const int *splits, cudaStream_t s, int pdl)\n{\n"
 		"\tcudaLaunchAttribute attr;\n"
 		"\tattr.id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
 		"\tattr.val.programmaticStreamSerializationAllowed = 1;\n"
 		"\tcudaLaunchConfig_t cfg = {};\n"
 		"\tcfg.gridDim = grid;\n\tcfg.blockDim = dim3(block);\n\tcfg.stream = s;\n"
 		"\tcfg.attrs = &attr;\n\tcfg.numAttrs = pdl ? 1 : 0;\n"
-		"\treturn cudaLaunchKernelEx(&cfg, kernel, dev);\n}\n\n", e->name);
+		"\treturn cudaLaunchKernelEx(&cfg, kernel, dev, splits ? splits[0] : 0, splits ? splits[1] : 0);\n}\n\n",
+		e->name);
 	mc_sb_printf(e->sb, "/* The whole inference: every launch, in order, on stream s; with ev\n"
 	                    " * (profiling), an event after each; pdl for every launch but the\n"
 	                    " * first (whose predecessor is the caller's). The first error, if any. */\n"
@@ -1558,13 +1753,18 @@ static void put_launch_sequence(cuda_emitter *c, kernel_launches *kls)
 				e->sb = keep;
 			}
 			int si = l->stmt && l->stmt->kind == MC_KS_TEMPLATE ? split_index(c, p->kernels[ki], l->stmt->tmpl) : -1;
+			int ks = kernel_split(c, p->kernels[ki]);
 			if (si >= 0) /* the device's splits (init's plan) */
 				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 " * splits[%d])", g[0], g[1],
 				             l->stmt->tmpl->n, 2 * si);
 			else
 				mc_sb_printf(e->sb, ", dim3(%" PRId64 ", %" PRId64 ", %" PRId64 ")", g[0], g[1], g[2]);
-			mc_sb_printf(e->sb, ", %d, dev, s, %s)) != cudaSuccess)\n"
-			                    "\t\treturn err;\n", block, at == 0 ? "0" : "pdl");
+			if (ks >= 0)
+				mc_sb_printf(e->sb, ", %d, dev, splits + %d, s, %s)) != cudaSuccess)\n\t\treturn err;\n", block,
+				             2 * ks, at == 0 ? "0" : "pdl");
+			else
+				mc_sb_printf(e->sb, ", %d, dev, NULL, s, %s)) != cudaSuccess)\n\t\treturn err;\n", block,
+				             at == 0 ? "0" : "pdl");
 			mc_sb_printf(e->sb, "\tif (ev)\n\t\tcudaEventRecord(ev[%d], s);\n", ++at);
 		}
 	}
@@ -1625,7 +1825,7 @@ static void put_header(cuda_emitter *c)
 		"\tint owns_device;        /* init allocated device (free releases it) */\n"
 		"\tcudaError_t error;      /* the failed CUDA call's error after MODELC_ERR_CUDA */\n"
 		"\tint sms;                /* the multiprocessors the K splits are planned for */\n"
-		"\tint splits[%d];         /* per template of K splits: how many, how long */\n"
+		"\tint splits[%d];         /* per template of K splits: how many on this device, how long */\n"
 		"} %s_cuda;\n\n"
 		"/* init flags: launch the kernels one by one instead of a CUDA graph;\n"
 		" * no programmatic dependent launch (which init turns on where the\n"
@@ -1765,10 +1965,8 @@ static void put_host(cuda_emitter *c)
 			"\t\tm->splits[2 * i] = modelc_cuda_splits(%s_split_plans[i].tiles, %s_split_plans[i].k,\n"
 			"\t\t                                      %s_split_plans[i].step, %s_split_plans[i].mma, m->sms,\n"
 			"\t\t                                      %s_split_plans[i].most, &len);\n"
-			"\t\tm->splits[2 * i + 1] = (int)len;\n\t}\n"
-			"\tif (err == cudaSuccess)\n"
-			"\t\terr = cudaMemcpyAsync(m->device + %zu, m->splits, sizeof m->splits, cudaMemcpyHostToDevice, stream);\n",
-			c->n_split, n, n, n, n, n, c->plans_off);
+			"\t\tm->splits[2 * i + 1] = (int)len;\n\t}\n",
+			c->n_split, n, n, n, n, n);
 	if (n_up > 0)
 		mc_sb_printf(sb,
 			"\tfor (size_t i = 0; err == cudaSuccess && i < sizeof %s_uploads / sizeof *%s_uploads; i++)\n"
@@ -1903,14 +2101,13 @@ static int put_source(cuda_emitter *c)
 	return e->err;
 }
 
-/* MC_KE_SPLITS: the plan init wrote for the template writing buf */
+/* MC_KE_SPLITS of the template writing buf: its kernel's parameter */
 static void put_splits_of(mc_cemit *e, int buf)
 {
 	cuda_emitter *c = (cuda_emitter *)e;
 	for (int i = 0; i < c->n_split; i++)
 		if (c->split_k[i] == e->k && c->split_t[i]->out == buf) {
-			mc_sb_printf(e->sb, "((%s)((const int *)(dev + %zu))[0])", e->idx_type,
-			             c->plans_off + (size_t)i * 2 * sizeof(int));
+			mc_sb_printf(e->sb, "((%s)splits)", e->idx_type);
 			return;
 		}
 	mc_ce_fail(e, "the splits of a template of one split");

@@ -153,14 +153,14 @@ Test(cuda, emits_grid_kernels_and_the_api)
 	cr_assert(strstr(cu, "cnet_launch_all"));
 	/* every __global__ function is launched once, through the one launcher */
 	int kernels = count(cu, "__global__");
-	cr_assert_eq(count(cu, ", dev, s, "), kernels, "%s", cu);
+	cr_assert_eq(count(cu, ", dev, NULL, s, "), kernels, "%s", cu);
 	/* programmatic dependent launch: every kernel first waits for the one
 	 * before it (sm_90 code only); every launch but the first may overlap */
-	cr_assert_eq(count(cu, "(unsigned char *const dev)\n{\n\tMODELC_CUDA_WAIT_FOR_PREVIOUS();\n"), kernels, "%s", cu);
+	cr_assert_eq(count(cu, "(unsigned char *const dev, int, int)\n{\n\tMODELC_CUDA_WAIT_FOR_PREVIOUS();\n"), kernels, "%s", cu);
 	cr_assert(strstr(cu, "__CUDA_ARCH__ >= 900") && strstr(cu, "griddepcontrol.wait;"), "%s", cu);
 	cr_assert(strstr(cu, "cudaLaunchAttributeProgrammaticStreamSerialization"), "%s", cu);
-	cr_assert_eq(count(cu, ", dev, s, 0)) != cudaSuccess)"), 1, "%s", cu);
-	cr_assert_eq(count(cu, ", dev, s, pdl)) != cudaSuccess)"), kernels - 1, "%s", cu);
+	cr_assert_eq(count(cu, ", dev, NULL, s, 0)) != cudaSuccess)"), 1, "%s", cu);
+	cr_assert_eq(count(cu, ", dev, NULL, s, pdl)) != cudaSuccess)"), kernels - 1, "%s", cu);
 	cr_assert(strstr(cu, "m->pdl = fa.ptxVersion >= 90;") && strstr(h, "#define CNET_CUDA_NO_PDL 2u"), "%s", cu);
 	cr_assert(strstr(h, "#define CNET_NUM_LAUNCHES ") && strstr(cu, "cnet_launch_names["));
 	cr_assert(strstr(h, "#define CNET_DEVICE_BYTES ") && strstr(h, "#define CNET_INPUT_0_OFFSET "));
@@ -293,7 +293,7 @@ Test(cuda, long_reductions_over_few_outputs_split_over_a_warp)
 	cr_assert(strstr(cu, ">> 5; t < 10u;"), "%s", cu);
 	cr_assert(strstr(cu, "(gv_idx)lane;") && strstr(cu, "+= 32) { /* split over"), "%s", cu);
 	cr_assert_eq(count(cu, "__shfl_xor_sync(0xffffffffu, "), 1, "%s", cu);
-	cr_assert(strstr(cu, "dim3(2, 1, 1), 256, dev, s, "), "10 warps: 320 threads in blocks of 256\n%s", cu);
+	cr_assert(strstr(cu, "dim3(2, 1, 1), 256, dev, NULL, s, "), "10 warps: 320 threads in blocks of 256\n%s", cu);
 	nvcc_builds(out, "gv");
 	free(cu);
 	rm_tree(tmp);
@@ -594,10 +594,14 @@ Test(cuda, one_library_fits_16_and_132_sms)
 		cr_assert_str_eq(cu, cu2, "one set of sources");
 		cr_assert(strstr(cu, "cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, gpu)"), "%s", cu);
 		cr_assert(strstr(cu, "m->sms = (int)(flags >> 8);"), "%s", cu);
-		cr_assert(strstr(cu, "const int SPLITS = plan[0], KSPLIT = plan[1];"), "%s", cu);
-		cr_assert(strstr(cu, " * splits[0]), 256, dev, s"), "%s", cu);
-		/* the sum reads the device's count and skips the slices past it */
-		cr_assert(strstr(cu, "((s_idx)((const int *)(dev + 256))[0])"), "%s", cu);
+		/* the template's kernel takes the device's count, its split length
+		 * computed as the host's */
+		cr_assert(strstr(cu, "(unsigned char *const dev, const int splits, const int ksplit)"), "%s", cu);
+		cr_assert(strstr(cu, "const int SPLITS = splits, KSPLIT = ksplit; /* at most "), "%s", cu);
+		cr_assert(strstr(cu, " * splits[0]), 256, dev, splits + 0, s"), "%s", cu);
+		cr_assert(strstr(cu, "m->splits[2 * i + 1] = (int)len;"), "%s", cu);
+		/* the sum takes it too and skips the slices past it */
+		cr_assert(strstr(cu, "((s_idx)splits)"), "%s", cu);
 		cr_assert(strstr(cu, "(1 < v"), "%s", cu);
 		const char *p = strstr(cu, "_split_plans[");
 		cr_assert(p, "%s", cu);
@@ -612,7 +616,8 @@ Test(cuda, one_library_fits_16_and_132_sms)
 			for (int d = 0; d < 2; d++) {
 				int64_t len;
 				int sms = d ? 132 : 16, s = modelc_cuda_splits(tiles, k, step, mma, sms, most, &len);
-				cr_assert(s >= 1 && s <= most && len % step == 0 && s * len >= k && (s - 1) * len < k,
+				cr_assert(s >= 1 && s <= most && len % step == 0 && s * len >= k && (s - 1) * len < k &&
+				          len == modelc_cuda_split_len(k, s, step),
 				          "%d SMs: %d splits of %lld over %lld (at most %lld)", sms, s, (long long)len, k, most);
 				got[d] = s;
 			}
@@ -631,5 +636,48 @@ Test(cuda, one_library_fits_16_and_132_sms)
 	rm_tree(tmp);
 	free(model);
 	free(products);
+	free(tmp);
+}
+
+/* ONNX Attention (3-D, grouped heads, a float mask) runs as one template
+ * launch: a block per query row, its warps sharing the keys, the
+ * softmax online, the result through the fused nest over Y; in fp32
+ * (float4 rows of K) and fp16 (8 halves a load). */
+Test(cuda, attention_runs_as_one_kernel)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	mb *b = mb_new(23);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "q", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,40,64");
+	mb_input(b, g, "k", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,70,32");
+	mb_input(b, g, "v", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,70,48");
+	mb_input(b, g, "mask", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "40,70");
+	mb_node(b, g, "Relu", "krelu", "k", "k2"); /* computed: half in fp16, as the graph's inputs are not */
+	Onnx__NodeProto *n = mb_node(b, g, "Attention", "attn", "q,k2,v,mask", "y");
+	mb_attr_int(b, n, "q_num_heads", 4);
+	mb_attr_int(b, n, "kv_num_heads", 2);
+	mb_node(b, g, "Relu", "relu", "y", "z");
+	mb_output(b, g, "z");
+	char *model = write_model(b, tmp, "attn.onnx");
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("at");
+	for (int half = 0; half < 2; half++) {
+		o.dtype = half ? "fp16" : NULL;
+		cr_assert_eq(mc_compile(model, out, &o), 0);
+		char *cu = read_text(out, "at.cu");
+		cr_assert(strstr(cu, "/* attention: 2 x 4 heads (2 of K and V) of 40 queries over 70 keys, 16 / 24 wide, "
+		                     "a mask added */"), "%s", cu);
+		cr_assert_eq(count(cu, "__global__"), 2, "K's Relu, then one launch (the Relu after fused):\n%s", cu);
+		cr_assert(strstr(cu, "dim3(320, 1, 1)"), "a block per query row\n%s", cu);
+		cr_assert(strstr(cu, "GROUP = 2"), "%s", cu);
+		cr_assert(strstr(cu, half ? "const uint4 w = *(const uint4 *)&kr[d];" : "const float4 w = *(const float4 *)&kr[d];"),
+		          "%s", cu);
+		/* the mask [40, 70] broadcast over batches and heads */
+		cr_assert(strstr(cu, "mask[(size_t)n * 0 + (size_t)h * 0 + (size_t)s * 70 + (size_t)t * 1]"), "%s", cu);
+		nvcc_builds(out, "at");
+		free(cu);
+	}
+	rm_tree(tmp);
+	free(model);
 	free(tmp);
 }

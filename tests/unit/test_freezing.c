@@ -1116,3 +1116,98 @@ Test(freezing, written_out_gelu_becomes_gelu)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* Written-out attention as exporters write it: B 2, S 5, H 2 heads of D 4.
+ * packed: one [B, S, 3 H D] projection split into heads (torch's
+ * MultiheadAttention, ViT) and the scores times 1/sqrt(D); else three
+ * projections, K^T by one Transpose, the scores divided by sqrt(D) and a
+ * mask [B, 1, 1, S] added. shared: the scores are an output too, which
+ * keeps them written out. */
+static mb *written_out_attention(bool packed, bool shared)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	if (packed) {
+		mb_input(b, g, "qkv", MC_FLOAT, "2,5,24");
+		mb_init_ints(b, g, "shape5", MC_INT64, "5", (int64_t[]){ 2, 5, 3, 2, 4 }, 5);
+		mb_node(b, g, "Reshape", "r", "qkv,shape5", "r5");
+		Onnx__NodeProto *t = mb_node(b, g, "Transpose", "t", "r5", "t5");
+		mb_attr_ints(b, t, "perm", (int64_t[]){ 2, 0, 3, 1, 4 }, 5);
+		mb_init_ints(b, g, "ones", MC_INT64, "3", (int64_t[]){ 1, 1, 1 }, 3);
+		mb_node(b, g, "Split", "split", "t5,ones", "s0,s1,s2");
+		mb_init_ints(b, g, "zero", MC_INT64, "1", (int64_t[]){ 0 }, 1);
+		mb_node(b, g, "Squeeze", "sq0", "s0,zero", "q4");
+		mb_node(b, g, "Squeeze", "sq1", "s1,zero", "k4");
+		mb_node(b, g, "Squeeze", "sq2", "s2,zero", "v4");
+		Onnx__NodeProto *kt = mb_node(b, g, "Transpose", "kt", "k4", "kt4");
+		mb_attr_ints(b, kt, "perm", (int64_t[]){ 0, 1, 3, 2 }, 4);
+		mb_node(b, g, "MatMul", "qk", "q4,kt4", "s");
+		mb_init_floats(b, g, "c", "", (float[]){ 0.5f }, 1);
+		mb_node(b, g, "Mul", "scale", "s,c", "scores");
+	} else {
+		const char *names[3] = { "q", "k", "v" };
+		mb_init_ints(b, g, "shape4", MC_INT64, "4", (int64_t[]){ 2, 5, 2, 4 }, 4);
+		for (int i = 0; i < 3; i++) {
+			char in[8], r[8], t[8], rn[8], tn[8], ins[24];
+			snprintf(in, sizeof in, "%s3", names[i]);
+			snprintf(r, sizeof r, "%sr", names[i]);
+			snprintf(t, sizeof t, "%st", names[i]);
+			snprintf(rn, sizeof rn, "r%s", names[i]);
+			snprintf(tn, sizeof tn, "t%s", names[i]);
+			snprintf(ins, sizeof ins, "%s,shape4", in);
+			mb_input(b, g, in, MC_FLOAT, "2,5,8");
+			mb_node(b, g, "Reshape", rn, ins, r);
+			Onnx__NodeProto *tr = mb_node(b, g, "Transpose", tn, r, t);
+			mb_attr_ints(b, tr, "perm", i == 1 ? (int64_t[]){ 0, 2, 3, 1 } : (int64_t[]){ 0, 2, 1, 3 }, 4);
+		}
+		mb_node(b, g, "MatMul", "qk", "qt,kt", "s");
+		mb_init_floats(b, g, "c", "", (float[]){ 2.0f }, 1);
+		mb_node(b, g, "Div", "scale", "s,c", "sd");
+		mb_input(b, g, "mask", MC_FLOAT, "2,1,1,5");
+		mb_node(b, g, "Add", "masked", "sd,mask", "scores");
+	}
+	mb_node(b, g, "Softmax", "softmax", "scores", "p");
+	mb_node(b, g, "MatMul", "pv", packed ? "p,v4" : "p,vt", "o4");
+	Onnx__NodeProto *to = mb_node(b, g, "Transpose", "to", "o4", "o4t");
+	mb_attr_ints(b, to, "perm", (int64_t[]){ 0, 2, 1, 3 }, 4);
+	mb_init_ints(b, g, "shape3", MC_INT64, "3", (int64_t[]){ 2, 5, 8 }, 3);
+	mb_node(b, g, "Reshape", "ro", "o4t,shape3", "y");
+	mb_output(b, g, "y");
+	if (shared)
+		mb_output(b, g, "scores");
+	return b;
+}
+
+Test(freezing, written_out_attention_becomes_attention)
+{
+	mc_freeze_opts o = { .fuse_attention = true };
+	for (int packed = 0; packed < 2; packed++) {
+		rng_state = 777 + (uint64_t)packed;
+		mb *b = written_out_attention(packed, false);
+		mc_graph *g = typed(b);
+		run_data r;
+		random_inputs(g, &r);
+		run(g, &r);
+		cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
+		cr_assert_eq(mc_pass_patterns(g, &o), 1, "packed %d: %s", packed, diag_all());
+		mc_pass_dce(g, NULL);
+		cr_assert_eq(count_op(g, "Attention"), 1);
+		cr_assert_eq(count_op(g, "Softmax"), 0);
+		cr_assert_eq(count_op(g, "MatMul"), 0);
+		cr_assert_eq(count_op(g, "Transpose"), 0);
+		cr_assert_eq(count_op(g, "Split"), packed, "the packed heads: one Split of the projection");
+		cr_assert_eq(g->n_nodes, 1 + packed);
+		assert_consistent(g);
+		assert_same_outputs(g, &r, 1e-6);
+		free_run(&r);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+	/* the scores read elsewhere: left as they are */
+	mb *b = written_out_attention(false, true);
+	mc_graph *g = typed(b);
+	cr_assert_eq(mc_pass_patterns(g, &o), 0);
+	cr_assert_eq(count_op(g, "Attention"), 0);
+	mc_graph_free(g);
+	mb_free(b);
+}

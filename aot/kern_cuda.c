@@ -237,12 +237,13 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	return 0;
 }
 
-/* Attention on the cuda target (MC_TMPL_ATTENTION): a warp per query row,
- * the keys in chunks of 32 (a lane's key each: its score; then the
- * chunk's weights times V, a lane's columns each), softmax online (the
- * running maximum and sum rescale what came before). The template's sums
- * go straight to the nest over Y after it (the epilogue). Head sizes up
- * to MAX_HEAD: a lane keeps MAX_HEAD / 32 sums. */
+/* Attention on the cuda target (MC_TMPL_ATTENTION): a block per query
+ * row, its warps taking the keys in chunks of 32 (a lane's key each: its
+ * score; then the chunk's weights times V, a lane's columns each),
+ * softmax online (the running maximum and sum rescale what came before),
+ * the warps' parts combined at the end. The template's sums go straight
+ * to the nest over Y after it (the epilogue). Head sizes up to MAX_HEAD:
+ * a lane keeps MAX_HEAD / 32 sums. */
 #define MAX_HEAD 256
 
 int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a)

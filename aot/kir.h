@@ -69,8 +69,8 @@ typedef enum {
 	MC_KE_BITS,
 	/* index: how many K splits the template whose `out` is buffer `buf`
 	 * runs in on this device, in [1, that template's splits] (the cuda
-	 * target reads it from the plan NAME_cuda_init made for the device's
-	 * multiprocessors: aot/kern_cuda.c) */
+	 * target's kernel parameter: the plan NAME_cuda_init made for the
+	 * device's multiprocessors, aot/kern_cuda.c) */
 	MC_KE_SPLITS,
 } mc_kexpr_kind;
 

@@ -51,7 +51,7 @@ int mc_freeze(mc_graph *g, const mc_freeze_opts *o);
 int mc_pass_fold(mc_graph *g, const mc_freeze_opts *o);       /* constant folding, If with known cond */
 int mc_pass_fold_bn(mc_graph *g, const mc_freeze_opts *o);    /* BN, per-channel Mul/Add into Conv/Gemm */
 int mc_pass_fold_pad(mc_graph *g, const mc_freeze_opts *o);   /* zero Pad into the Conv reading it */
-int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o);    /* written-out Swish, LayerNorm: one node */
+int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o);    /* written-out Swish, GELU, LayerNorm, attention: one node */
 int mc_pass_identity(mc_graph *g, const mc_freeze_opts *o);   /* Identity, Dropout, no-op Reshape/Cast/Transpose */
 int mc_pass_dce(mc_graph *g, const mc_freeze_opts *o);
 int mc_pass_cse(mc_graph *g, const mc_freeze_opts *o);

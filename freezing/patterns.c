@@ -22,7 +22,9 @@
  * intermediate value has no other reader, eps is a constant scalar and
  * gamma and beta are constants of one value per element of a row. The
  * result differs from the written-out form by rounding only: (x - m) *
- * (1 / s) against (x - m) / s. */
+ * (1 / s) against (x - m) / s.
+ * - Attention, where the target asks (mc_freeze_opts.fuse_attention): see
+ *   "attention" below. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +301,6 @@ static int match_layernorm(mc_graph *g, int r1, const int *uses, bool *dead, mc_
 		dead[chain[i]] = true;
 	return last;
 }
-
 
 /* ---- attention ----
  * Softmax(Q K^T [* c or / c] [+ mask]) V, over [B, H, S, D] heads that

@@ -947,8 +947,7 @@ MODELC_F2I(u64, uint64_t, double, f64, 0.0, 0x1p64, 0, UINT64_MAX)
  * *k_split is each one's length. */
 #define MODELC_CUDA_PLAN_SMS 132
 #define MODELC_CUDA_MIN_K_SPLIT 32
-/* The length of each of `splits` ranges over k: whole steps (the
- * template's kernel computes it so from its grid, as the host does). */
+/* The length of each of `splits` ranges over k, in whole steps. */
 MODELC_FN int64_t modelc_cuda_split_len(int64_t k, int64_t splits, int64_t step)
 {
 	return ((k + splits - 1) / splits + step - 1) / step * step;

@@ -35,9 +35,9 @@
 
 #define STATUS_BYTES 256   /* the status word's slot at offset 0 */
 #define REGION_ALIGN 256   /* arena, inputs, outputs */
-#define ATTN_WARPS (BLOCK / 32) /* MC_TMPL_ATTENTION: the warps sharing a query row's keys */
 #define WEIGHT_ALIGN 64
 #define BLOCK 256          /* threads per block */
+#define ATTN_WARPS (BLOCK / 32) /* MC_TMPL_ATTENTION: the warps sharing a query row's keys */
 #define MAX_BLOCKS 65535   /* beyond that, threads stride */
 #define MAX_COLLAPSE 16
 
@@ -709,9 +709,9 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 }
 
 /* The lines every template opens with: its splits (constants where it
- * has one; else the plan NAME_cuda_init made for the device, at most the
- * planned slices), the block's output tile, its split of K and its n; a
- * convolution's (CONV) image too. */
+ * has one; else the kernel's parameters, the plan NAME_cuda_init made for
+ * the device, at most the planned slices), the block's output tile, its
+ * split of K and its n; a convolution's (CONV) image too. */
 static void put_template_block(cuda_emitter *c, const mc_ktemplate *t, bool conv)
 {
 	mc_strbuf *sb = c->ce.sb;
@@ -1153,9 +1153,8 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 	                    "acc[i][j]", epi, epi_args);
 }
 
-
-/* One operand of the attention template: its pointer's declaration and
- * how an element loads as float (half widened). */
+/* The attention template's operand buf: how an element loads as float
+ * (half widened), and its element type. */
 static const char *attn_load(const cuda_emitter *c, int buf)
 {
 	return c->ce.k->bufs[buf].dtype == MC_FLOAT16 ? "modelc_f16_to_f32" : "";
@@ -1951,7 +1950,7 @@ static void put_host(cuda_emitter *c)
 		"\terr = cudaMemsetAsync(m->device, 0, %d, stream); /* the status word */\n",
 		n, n, N, N, n, STATUS_BYTES);
 	/* the K splits for this device's multiprocessors (or the flags'
-	 * count): the launches' grids take them, the kernels read them */
+	 * count): the launches' grids and the kernels' parameters */
 	mc_sb_puts(sb,
 		"\tm->sms = (int)(flags >> 8);\n"
 		"\tint gpu = 0;\n"

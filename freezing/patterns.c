@@ -408,7 +408,7 @@ static bool head_source(const mc_graph *g, int v, bool k_t, int *base, int *part
 
 typedef struct {
 	int at;              /* the final Reshape's node: the new nodes take its place */
-	int chain[6], n_chain;
+	int chain[8], n_chain;
 	int q, k, v, mask;   /* sources (mask -1: none) */
 	int qp, kp, vp, parts; /* parts > 1: q, k, v are parts qp, kp, vp of one source */
 	int64_t heads;
@@ -426,6 +426,30 @@ static bool scores_path(const mc_graph *g, int v)
 		return true;
 	return (n->id == MC_OP_Mul || n->id == MC_OP_Div) && n->n_inputs == 2 &&
 	       (made_by(g, n->inputs[0], MC_OP_MatMul) >= 0 || made_by(g, n->inputs[1], MC_OP_MatMul) >= 0);
+}
+
+/* v, or what v scales where it is x * c or x / c (c a positive scalar
+ * constant, v read once): the factor goes into m's scale, the node into
+ * its chain. -1: a scaling that cannot fold. */
+static int scaled_by(const mc_graph *g, const int *uses, int v, attn_match *m)
+{
+	int mul = made_by(g, v, MC_OP_Mul), div = made_by(g, v, MC_OP_Div), sc = mul >= 0 ? mul : div;
+	if (sc < 0)
+		return v;
+	const mc_node *n = &g->nodes[sc];
+	double c;
+	int x = n->inputs[0], other = n->inputs[1];
+	if (mul >= 0 && scalar(g, x, &c)) { /* c * x */
+		x = n->inputs[1];
+		other = n->inputs[0];
+	}
+	if (!scalar(g, other, &c))
+		return v; /* not a scaling: head_source judges v */
+	if (uses[v] != 1 || ge_is_graph_output(g, v) || !(c > 0) || !isfinite(c) || m->n_chain >= 8)
+		return -1;
+	m->scale *= div >= 0 ? 1 / c : c;
+	m->chain[m->n_chain++] = sc;
+	return x;
 }
 
 static bool match_attention(const mc_graph *g, int i, const int *uses, attn_match *m)
@@ -488,9 +512,13 @@ static bool match_attention(const mc_graph *g, int i, const int *uses, attn_matc
 	    ys->dims[2] != os->dims[1] * os->dims[3] || qs->rank != 4)
 		return false;
 	m->heads = qs->dims[1];
+	/* Q and K^T each scaled before the product (torch's
+	 * scaled_dot_product_attention: both by the square root of the scale) */
+	int qa = scaled_by(g, uses, g->nodes[mm1].inputs[0], m), ka = scaled_by(g, uses, g->nodes[mm1].inputs[1], m);
+	if (qa < 0 || ka < 0)
+		return false;
 	int qb, kb, vb, qparts, kparts, vparts;
-	if (!head_source(g, g->nodes[mm1].inputs[0], false, &qb, &m->qp, &qparts) ||
-	    !head_source(g, g->nodes[mm1].inputs[1], true, &kb, &m->kp, &kparts) ||
+	if (!head_source(g, qa, false, &qb, &m->qp, &qparts) || !head_source(g, ka, true, &kb, &m->kp, &kparts) ||
 	    !head_source(g, g->nodes[mm2].inputs[1], false, &vb, &m->vp, &vparts))
 		return false;
 	m->q = qb;

@@ -1118,13 +1118,16 @@ Test(freezing, written_out_gelu_becomes_gelu)
 }
 
 /* Written-out attention as exporters write it: B 2, S 5, H 2 heads of D 4.
- * packed: one [B, S, 3 H D] projection split into heads (torch's
+ * Form 1 (packed): one [B, S, 3 H D] projection split into heads (torch's
  * MultiheadAttention, ViT) and the scores times 1/sqrt(D); else three
- * projections, K^T by one Transpose, the scores divided by sqrt(D) and a
- * mask [B, 1, 1, S] added. shared: the scores are an output too, which
- * keeps them written out. */
-static mb *written_out_attention(bool packed, bool shared)
+ * projections and a mask [B, 1, 1, S] added: form 0, K^T by one
+ * Transpose, the scores divided by sqrt(D); form 2 (torch's
+ * scaled_dot_product_attention), K^T by a Transpose of K's heads, Q and
+ * K^T each times D^-1/4 before the product. shared: the scores are an
+ * output too, which keeps them written out. */
+static mb *written_out_attention(int form, bool shared)
 {
+	bool packed = form == 1, sdpa = form == 2;
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	if (packed) {
@@ -1158,11 +1161,20 @@ static mb *written_out_attention(bool packed, bool shared)
 			mb_input(b, g, in, MC_FLOAT, "2,5,8");
 			mb_node(b, g, "Reshape", rn, ins, r);
 			Onnx__NodeProto *tr = mb_node(b, g, "Transpose", tn, r, t);
-			mb_attr_ints(b, tr, "perm", i == 1 ? (int64_t[]){ 0, 2, 3, 1 } : (int64_t[]){ 0, 2, 1, 3 }, 4);
+			mb_attr_ints(b, tr, "perm", i == 1 && !sdpa ? (int64_t[]){ 0, 2, 3, 1 } : (int64_t[]){ 0, 2, 1, 3 }, 4);
 		}
-		mb_node(b, g, "MatMul", "qk", "qt,kt", "s");
-		mb_init_floats(b, g, "c", "", (float[]){ 2.0f }, 1);
-		mb_node(b, g, "Div", "scale", "s,c", "sd");
+		if (sdpa) {
+			Onnx__NodeProto *kt = mb_node(b, g, "Transpose", "ktt", "kt", "ktt");
+			mb_attr_ints(b, kt, "perm", (int64_t[]){ 0, 1, 3, 2 }, 4);
+			mb_init_floats(b, g, "c", "", (float[]){ 0.70710678f }, 1);
+			mb_node(b, g, "Mul", "qscale", "qt,c", "qs");
+			mb_node(b, g, "Mul", "kscale", "c,ktt", "ks");
+			mb_node(b, g, "MatMul", "qk", "qs,ks", "sd");
+		} else {
+			mb_node(b, g, "MatMul", "qk", "qt,kt", "s");
+			mb_init_floats(b, g, "c", "", (float[]){ 2.0f }, 1);
+			mb_node(b, g, "Div", "scale", "s,c", "sd");
+		}
 		mb_input(b, g, "mask", MC_FLOAT, "2,1,1,5");
 		mb_node(b, g, "Add", "masked", "sd,mask", "scores");
 	}
@@ -1181,20 +1193,22 @@ static mb *written_out_attention(bool packed, bool shared)
 Test(freezing, written_out_attention_becomes_attention)
 {
 	mc_freeze_opts o = { .fuse_attention = true };
-	for (int packed = 0; packed < 2; packed++) {
-		rng_state = 777 + (uint64_t)packed;
-		mb *b = written_out_attention(packed, false);
+	for (int form = 0; form < 3; form++) {
+		bool packed = form == 1;
+		rng_state = 777 + (uint64_t)form;
+		mb *b = written_out_attention(form, false);
 		mc_graph *g = typed(b);
 		run_data r;
 		random_inputs(g, &r);
 		run(g, &r);
 		cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
-		cr_assert_eq(mc_pass_patterns(g, &o), 1, "packed %d: %s", packed, diag_all());
+		cr_assert_eq(mc_pass_patterns(g, &o), 1, "form %d: %s", form, diag_all());
 		mc_pass_dce(g, NULL);
 		cr_assert_eq(count_op(g, "Attention"), 1);
 		cr_assert_eq(count_op(g, "Softmax"), 0);
 		cr_assert_eq(count_op(g, "MatMul"), 0);
 		cr_assert_eq(count_op(g, "Transpose"), 0);
+		cr_assert_eq(count_op(g, "Mul"), 0, "form %d: the scalings fold into the scale", form);
 		cr_assert_eq(count_op(g, "Split"), packed, "the packed heads: one Split of the projection");
 		cr_assert_eq(g->n_nodes, 1 + packed);
 		assert_consistent(g);
@@ -1204,7 +1218,7 @@ Test(freezing, written_out_attention_becomes_attention)
 		mb_free(b);
 	}
 	/* the scores read elsewhere: left as they are */
-	mb *b = written_out_attention(false, true);
+	mb *b = written_out_attention(0, true);
 	mc_graph *g = typed(b);
 	cr_assert_eq(mc_pass_patterns(g, &o), 0);
 	cr_assert_eq(count_op(g, "Attention"), 0);

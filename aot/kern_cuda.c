@@ -73,10 +73,10 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
  * the template's 32-bit indexes. */
 static int plan_splits(mc_lower_ctx *c, mc_ktemplate *t, int64_t m, int64_t pix, int64_t k, int64_t outn)
 {
-	int64_t tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t->n;
+	t->tiles = ceil_div(m, TILE_M) * ceil_div(pix, TILE_P) * t->n; /* what init asks again with */
 	bool mma = c->kb->isa && c->kb->isa->mma;
 	int step = mma ? c->kb->isa->mma_k : TILE_K;
-	t->splits = modelc_cuda_splits(tiles, k, step, mma, MODELC_CUDA_PLAN_SMS, INT32_MAX, &t->k_split);
+	t->splits = modelc_cuda_splits(t->tiles, k, step, mma, MODELC_CUDA_PLAN_SMS, INT32_MAX, &t->k_split);
 	t->mma = mma;
 	t->k_step = step;
 	return t->splits * outn >= INT32_MAX;

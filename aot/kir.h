@@ -260,7 +260,8 @@ typedef struct mc_ktemplate {
 	int y, consts, cell;      /* GRU/LSTM_GATES: Y (-1: none), kmath's constants, C */
 	struct mc_kexpr *y_at;    /* GRU/LSTM_GATES: the step's row of Y */
 	/* DOT2_TILES: k pairs, channels and pixels a tile, tiles; GEMV_F32: kp
-	 * the reduction's length, tiles the blocks */
+	 * the reduction's length, tiles the blocks; CONV2D_SPLITK and GEMM:
+	 * tiles the output's 64 x 64 tiles (the splits' plan) */
 	int64_t kp, tm, tp, tiles;
 	struct mc_kexpr *wt_at;
 	struct mc_kexpr *x_at;    /* S8_PAIRS, GEMV_F32: the row's first element in x */

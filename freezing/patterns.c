@@ -134,20 +134,20 @@ static int ones(mc_graph *g, const char *base, mc_dtype dt, int64_t cols)
 	return ge_add_const(g, base, t);
 }
 
-/* A new node of op id (at opset) named after `name`, reading in[] and
- * writing out, with attrs (taken); parsed. False if it cannot be made. */
-static bool new_node(mc_node *n, const char *name, mc_opid id, int opset, const int *in, int n_in,
-                     int out, mc_attr *attrs, int n_attrs)
+/* A new node of op id (at opset) named `name` (taken), reading in[] and
+ * writing out[], with attrs (taken); parsed. False if it cannot be made. */
+static bool new_node_outs(mc_node *n, char *name, mc_opid id, int opset, const int *in, int n_in,
+                          const int *out, int n_out, mc_attr *attrs, int n_attrs)
 {
 	*n = (mc_node){ 0 };
-	n->name = mc_xstrdup(name);
+	n->name = name;
 	n->domain = mc_xstrdup("");
 	n->n_inputs = n_in;
 	n->inputs = mc_xmalloc(((size_t)n_in + 1) * sizeof(int));
 	memcpy(n->inputs, in, (size_t)n_in * sizeof(int));
-	n->n_outputs = 1;
-	n->outputs = mc_xmalloc(sizeof(int));
-	n->outputs[0] = out;
+	n->n_outputs = n_out;
+	n->outputs = mc_xmalloc(((size_t)n_out + 1) * sizeof(int));
+	memcpy(n->outputs, out, (size_t)n_out * sizeof(int));
 	n->n_attrs = n_attrs;
 	n->attrs = mc_xcalloc((size_t)n_attrs + 1, sizeof *n->attrs);
 	if (n_attrs > 0)
@@ -157,6 +157,25 @@ static bool new_node(mc_node *n, const char *name, mc_opid id, int opset, const 
 		return false;
 	}
 	return true;
+}
+
+/* The same, of one output, named after `name`. */
+static bool new_node(mc_node *n, const char *name, mc_opid id, int opset, const int *in, int n_in,
+                     int out, mc_attr *attrs, int n_attrs)
+{
+	return new_node_outs(n, mc_xstrdup(name), id, opset, in, n_in, &out, 1, attrs, n_attrs);
+}
+
+/* A new value of dtype and shape, named after base. */
+static int new_value(mc_graph *g, const char *base, mc_dtype dtype, const mc_shape *shape)
+{
+	char *name = ge_unique_name(g, base);
+	int v = mc_graph_add_value(g, name, MC_VAL_NODE);
+	free(name);
+	g->values[v].dtype = dtype;
+	g->values[v].shape = *shape;
+	g->values[v].typed = true;
+	return v;
 }
 
 /* Swish at Sigmoid node i: its output read only by Mul(x, s). */
@@ -556,39 +575,18 @@ static int build_attention(mc_graph *g, const attn_match *m, mc_node *nodes)
 	const char *name = g->nodes[m->at].name;
 	int in[4] = { m->q, m->k, m->v, m->mask };
 	if (m->parts > 1) {
-		const mc_value *x = &g->values[m->q];
-		mc_node *sp = &nodes[n++];
-		*sp = (mc_node){ 0 };
-		char *nm = ge_unique_name(g, "attention_split");
-		sp->name = nm;
-		sp->domain = mc_xstrdup("");
-		sp->n_inputs = 1;
-		sp->inputs = mc_xmalloc(2 * sizeof(int));
-		sp->inputs[0] = m->q;
-		sp->n_outputs = 3;
-		sp->outputs = mc_xmalloc(4 * sizeof(int));
-		mc_shape ps = x->shape;
+		mc_shape ps = g->values[m->q].shape;
 		ps.dims[2] /= 3;
-		for (int o = 0; o < 3; o++) {
-			char *vn = ge_unique_name(g, "attention_part");
-			int v = mc_graph_add_value(g, vn, MC_VAL_NODE);
-			free(vn);
-			g->values[v].dtype = g->values[m->q].dtype;
-			g->values[v].shape = ps;
-			g->values[v].typed = true;
-			sp->outputs[o] = v;
-		}
+		int parts[3];
+		for (int o = 0; o < 3; o++)
+			parts[o] = new_value(g, "attention_part", g->values[m->q].dtype, &ps);
 		mc_attr attrs[2] = { int_attr("axis", 2), int_attr("num_outputs", 3) };
-		sp->n_attrs = 2;
-		sp->attrs = mc_xcalloc(3, sizeof *sp->attrs);
-		memcpy(sp->attrs, attrs, sizeof attrs);
-		if (!mc_node_set_op(sp, MC_OP_Split, 18) || (sp->op->parse && sp->op->parse(sp))) {
-			mc_node_free(sp);
+		if (!new_node_outs(&nodes[n++], ge_unique_name(g, "attention_split"), MC_OP_Split, 18, &m->q, 1, parts, 3,
+		                   attrs, 2))
 			return 0;
-		}
-		in[0] = sp->outputs[m->qp];
-		in[1] = sp->outputs[m->kp];
-		in[2] = sp->outputs[m->vp];
+		in[0] = parts[m->qp];
+		in[1] = parts[m->kp];
+		in[2] = parts[m->vp];
 	}
 	mc_attr attrs[3] = { int_attr("q_num_heads", m->heads), int_attr("kv_num_heads", m->heads),
 	                     float_attr("scale", m->scale) };

@@ -969,7 +969,9 @@ MODELC_FN int modelc_cuda_splits(int64_t tiles, int64_t k, int step, int mma, in
 		*k_split = k > 0 ? k : 1;
 		return 1;
 	}
-	splits = (k + modelc_cuda_split_len(k, splits, step) - 1) / modelc_cuda_split_len(k, splits, step);
+	/* the ranges of that length, each length again for their count */
+	int64_t len = modelc_cuda_split_len(k, splits, step);
+	splits = (k + len - 1) / len;
 	*k_split = modelc_cuda_split_len(k, splits, step);
 	return (int)splits;
 }

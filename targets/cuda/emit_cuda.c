@@ -93,13 +93,19 @@ static int kernel_split(const cuda_emitter *c, const mc_kernel *k)
 	return -1;
 }
 
-/* The plan index of template t of kernel k (-1: one split, no plan). */
-static int split_index(const cuda_emitter *c, const mc_kernel *k, const mc_ktemplate *t)
+/* The plan index of kernel k's template writing buffer out (-1: one
+ * split, no plan). */
+static int split_of_out(const cuda_emitter *c, const mc_kernel *k, int out)
 {
 	for (int i = 0; i < c->n_split; i++)
-		if (c->split_k[i] == k && c->split_t[i]->out == t->out)
+		if (c->split_k[i] == k && c->split_t[i]->out == out)
 			return i;
 	return -1;
+}
+
+static int split_index(const cuda_emitter *c, const mc_kernel *k, const mc_ktemplate *t)
+{
+	return split_of_out(c, k, t->out);
 }
 
 static void collect_split_templates(cuda_emitter *c)
@@ -1905,10 +1911,8 @@ static void put_host(cuda_emitter *c)
 		                 "} %s_split_plans[%d] = {\n", n, c->n_split);
 		for (int i = 0; i < c->n_split; i++) {
 			const mc_ktemplate *t = c->split_t[i];
-			int64_t g[3];
-			template_grid(t, g);
-			mc_sb_printf(sb, "\t{%" PRId64 ", %" PRId64 ", %d, %d, %" PRId64 "},\n", g[0] * g[1] * t->n,
-			             t->cin * t->kh * t->kw, t->mma ? t->k_step : 32, t->mma, t->splits);
+			mc_sb_printf(sb, "\t{%" PRId64 ", %" PRId64 ", %d, %d, %" PRId64 "},\n", t->tiles,
+			             t->cin * t->kh * t->kw, t->k_step, t->mma, t->splits);
 		}
 		mc_sb_puts(sb, "};\n\n");
 	}
@@ -2103,13 +2107,10 @@ static int put_source(cuda_emitter *c)
 /* MC_KE_SPLITS of the template writing buf: its kernel's parameter */
 static void put_splits_of(mc_cemit *e, int buf)
 {
-	cuda_emitter *c = (cuda_emitter *)e;
-	for (int i = 0; i < c->n_split; i++)
-		if (c->split_k[i] == e->k && c->split_t[i]->out == buf) {
-			mc_sb_printf(e->sb, "((%s)splits)", e->idx_type);
-			return;
-		}
-	mc_ce_fail(e, "the splits of a template of one split");
+	if (split_of_out((const cuda_emitter *)e, e->k, buf) >= 0)
+		mc_sb_printf(e->sb, "((%s)splits)", e->idx_type);
+	else
+		mc_ce_fail(e, "the splits of a template of one split");
 }
 
 int mc_emit_cuda(const mc_program *p, const mc_compile_opts *o, const char *dir)

@@ -122,9 +122,16 @@ static int lower_gather(mc_lower_ctx *c)
 	mc_kexpr *oc[MC_MAX_RANK], *ic[MC_MAX_RANK];
 	open_loops(kb, ds, 0, axis, oc, MC_KF_PARALLEL);
 	open_loops(kb, is, 0, ir, oc + axis, MC_KF_PARALLEL);
+	/* on a grid, the index is read for every element: the loops then nest
+	 * with nothing between them, one thread each (else a thread per index
+	 * copies its whole row: bert4's [CLS] row, 256 copies in one thread) */
+	bool grid = kb->target && kb->target->grid;
+	if (grid)
+		open_loops(kb, ds, axis + 1, ds->rank, oc + axis + ir, MC_KF_PARALLEL);
 	mc_kexpr *k = checked_index(kb, mc_lower_load(c, 1, mc_lower_linear(kb, is, oc + axis)),
 	                            ds->dims[axis]);
-	open_loops(kb, ds, axis + 1, ds->rank, oc + axis + ir, MC_KF_PARALLEL);
+	if (!grid)
+		open_loops(kb, ds, axis + 1, ds->rank, oc + axis + ir, MC_KF_PARALLEL);
 	for (int d = 0; d < ds->rank; d++)
 		ic[d] = d < axis ? oc[d] : d == axis ? k : oc[ir + d - 1];
 	mc_lower_store(c, 0, oc, NULL, mc_lower_load(c, 0, mc_lower_linear(kb, ds, ic)));

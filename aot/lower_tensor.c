@@ -119,6 +119,23 @@ static int lower_split(mc_lower_ctx *c)
 	int64_t *len = mc_kpool_alloc(kb->pool, sizeof *len * (size_t)(c->n_out + 1));
 	if (split_lengths(c, axis, len))
 		return -1;
+	/* equal parts, every one stored: one nest stores them all (on a grid,
+	 * one launch instead of one a part) */
+	bool equal = c->n_out > 1;
+	for (int k = 0; k < c->n_out && equal; k++)
+		equal = !nothing_to_store(c, k) && len[k] == len[0];
+	if (equal) {
+		const mc_shape *os = &c->out[0]->shape;
+		mc_kexpr *oc[MC_MAX_RANK], *ic[MC_MAX_RANK];
+		mc_lower_loops(kb, os, oc, MC_KF_PARALLEL);
+		memcpy(ic, oc, sizeof oc);
+		for (int k = 0; k < c->n_out; k++) {
+			ic[axis] = mc_k_addi(kb, oc[axis], k * len[0]);
+			mc_lower_store(c, k, oc, NULL, mc_lower_load(c, 0, mc_lower_linear(kb, is, ic)));
+		}
+		mc_kb_end_n(kb, os->rank);
+		return 0;
+	}
 	int64_t offset = 0;
 	for (int k = 0; k < c->n_out; k++) {
 		if (!nothing_to_store(c, k)) {

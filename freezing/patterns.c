@@ -631,6 +631,142 @@ static int fuse_attention(mc_graph *g)
 	return changed;
 }
 
+/* ---- sibling projections ----
+ * MatMuls of one input by constant [K, N_i] matrices, each plus a
+ * constant [N_i] bias (an attention block's q, k and v), become one
+ * product by the matrices side by side, one Add of the biases side by
+ * side and a Split back into the parts, where the target asks
+ * (fuse_attention): one product's launches instead of one per sibling. */
+
+/* Node i as x W + b (W constant [K, N], b constant [N], the product read
+ * by the Add alone): the Add's index and N, or -1. */
+static int projection(const mc_graph *g, const int *uses, int i, int x, int64_t k, int64_t *n_out)
+{
+	const mc_node *mm = &g->nodes[i];
+	if (mm->id != MC_OP_MatMul || mm->n_inputs != 2 || mm->n_outputs != 1 || mm->inputs[0] != x)
+		return -1;
+	const mc_tensor *w = konst(g, mm->inputs[1]);
+	if (!w || w->dtype != MC_FLOAT || w->shape.rank != 2 || w->shape.dims[0] != k)
+		return -1;
+	int add = sole_reader(g, uses, mm->outputs[0]), other;
+	if (add < 0 || !binary(&g->nodes[add], MC_OP_Add, mm->outputs[0], &other))
+		return -1;
+	const mc_tensor *b = konst(g, other);
+	if (!b || b->dtype != MC_FLOAT || b->shape.rank != 1 || b->shape.dims[0] != w->shape.dims[1] ||
+	    g->values[g->nodes[add].outputs[0]].dtype != MC_FLOAT)
+		return -1;
+	*n_out = w->shape.dims[1];
+	return add;
+}
+
+#define MAX_SIBLINGS 8
+
+static int fuse_siblings_once(mc_graph *g, const int *uses)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *first = &g->nodes[i];
+		if (first->id != MC_OP_MatMul || first->n_inputs != 2 || first->inputs[0] < 0)
+			continue;
+		int x = first->inputs[0];
+		const mc_shape *xs = &g->values[x].shape;
+		if (xs->rank < 2 || g->values[x].dtype != MC_FLOAT)
+			continue;
+		int64_t k = xs->dims[xs->rank - 1], n[MAX_SIBLINGS], total = 0;
+		int mm[MAX_SIBLINGS], add[MAX_SIBLINGS], count = 0;
+		for (int j = i; j < g->n_nodes && count < MAX_SIBLINGS; j++) {
+			int a = projection(g, uses, j, x, k, &n[count]);
+			if (a < 0)
+				continue;
+			mm[count] = j;
+			add[count] = a;
+			total += n[count++];
+		}
+		if (count < 2 || mm[0] != i)
+			continue;
+		/* the matrices and biases side by side */
+		mc_tensor *w = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 2, .dims = { k, total } });
+		mc_tensor *b = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 1, .dims = { total } });
+		mc_tensor *sizes = mc_tensor_new(MC_INT64, &(mc_shape){ .rank = 1, .dims = { count } });
+		if (!w || !b || !sizes) {
+			mc_tensor_free(w);
+			mc_tensor_free(b);
+			mc_tensor_free(sizes);
+			return -1;
+		}
+		float *wd = w->data, *bd = b->data;
+		int64_t at = 0;
+		for (int s = 0; s < count; s++) {
+			const float *ws = konst(g, g->nodes[mm[s]].inputs[1])->data;
+			int other = -1;
+			if (!binary(&g->nodes[add[s]], MC_OP_Add, g->nodes[mm[s]].outputs[0], &other))
+				other = -1; /* projection() found it: not reached */
+			const float *bs = konst(g, other)->data;
+			for (int64_t r = 0; r < k; r++)
+				memcpy(wd + r * total + at, ws + r * n[s], (size_t)n[s] * sizeof(float));
+			memcpy(bd + at, bs, (size_t)n[s] * sizeof(float));
+			((int64_t *)sizes->data)[s] = n[s];
+			at += n[s];
+		}
+		int wv = ge_add_const(g, "packed_projection", w), bv = ge_add_const(g, "packed_projection_bias", b);
+		int sv = ge_add_const(g, "packed_projection_split", sizes);
+		mc_shape ps = *xs;
+		ps.dims[ps.rank - 1] = total;
+		int prod = new_value(g, "packed_projection_product", MC_FLOAT, &ps);
+		int sum = new_value(g, "packed_projection_sum", MC_FLOAT, &ps);
+		mc_node made[3];
+		int outs[MAX_SIBLINGS];
+		for (int s = 0; s < count; s++)
+			outs[s] = g->nodes[add[s]].outputs[0];
+		int mm_in[2] = { x, wv }, add_in[2] = { prod, bv }, split_in[2] = { sum, sv };
+		mc_attr axis = int_attr("axis", -1);
+		if (!new_node(&made[0], first->name, MC_OP_MatMul, 13, mm_in, 2, prod, NULL, 0))
+			return -1;
+		if (!new_node(&made[1], g->nodes[add[0]].name, MC_OP_Add, 14, add_in, 2, sum, NULL, 0)) {
+			mc_node_free(&made[0]);
+			return -1;
+		}
+		if (!new_node_outs(&made[2], ge_unique_name(g, "packed_projection_split"), MC_OP_Split, 13, split_in, 2,
+		                   outs, count, &axis, 1)) {
+			mc_node_free(&made[0]);
+			mc_node_free(&made[1]);
+			return -1;
+		}
+		/* the new nodes take the first product's place (x is made before
+		 * it, the parts are read after the Adds); the old ones go */
+		bool *dead = calloc((size_t)g->n_nodes + 4, sizeof *dead);
+		if (!dead) {
+			for (int m = 0; m < 3; m++)
+				mc_node_free(&made[m]);
+			return -1;
+		}
+		for (int s = 0; s < count; s++) {
+			if (mm[s] != i)
+				dead[mm[s] + 2] = true;
+			dead[add[s] + 2] = true;
+		}
+		ge_splice_nodes(g, i, made, 3);
+		ge_remove_nodes(g, dead);
+		free(dead);
+		return 1;
+	}
+	return 0;
+}
+
+static int fuse_siblings(mc_graph *g)
+{
+	int changed = 0;
+	for (;;) {
+		int *uses = ge_use_counts(g);
+		int r = fuse_siblings_once(g, uses);
+		free(uses);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			return changed;
+		changed++;
+	}
+}
+
 int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 {
 	int *uses = ge_use_counts(g);
@@ -663,6 +799,10 @@ int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 	free(uses);
 	free(dead);
 	if (o && o->fuse_attention) {
+		int packed = fuse_siblings(g);
+		if (packed < 0)
+			return -1;
+		changed += packed;
 		int fused = fuse_attention(g);
 		if (fused < 0)
 			return -1;

@@ -1225,3 +1225,57 @@ Test(freezing, written_out_attention_becomes_attention)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* Sibling projections (an attention block's q, k, v: x W_i + b_i, the
+ * parts of different widths) become one product, one Add and a Split
+ * where the target asks; a product without its bias stays apart. */
+Test(freezing, sibling_projections_become_one_product)
+{
+	rng_state = 4711;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g0 = mb_main(b);
+	mb_input(b, g0, "x", MC_FLOAT, "2,5,8");
+	static float w[3][8 * 6], bias[3][6], lone[8 * 3];
+	const int widths[3] = { 6, 6, 4 };
+	for (int s = 0; s < 3; s++) {
+		char wn[8], bn[8], mn[8], an[8], yn[8], zn[8], io[24], dims[16], bdims[8];
+		for (int i = 0; i < 8 * widths[s]; i++)
+			w[s][i] = (float)((i * 7 + s * 3) % 11 - 5) / 8;
+		for (int i = 0; i < widths[s]; i++)
+			bias[s][i] = (float)(i - s) / 4;
+		snprintf(wn, sizeof wn, "w%d", s);
+		snprintf(bn, sizeof bn, "b%d", s);
+		snprintf(mn, sizeof mn, "m%d", s);
+		snprintf(an, sizeof an, "a%d", s);
+		snprintf(yn, sizeof yn, "y%d", s);
+		snprintf(zn, sizeof zn, "z%d", s);
+		snprintf(dims, sizeof dims, "8,%d", widths[s]);
+		snprintf(bdims, sizeof bdims, "%d", widths[s]);
+		mb_init_floats(b, g0, wn, dims, w[s], (size_t)(8 * widths[s]));
+		mb_init_floats(b, g0, bn, bdims, bias[s], (size_t)widths[s]);
+		snprintf(io, sizeof io, "x,%s", wn);
+		mb_node(b, g0, "MatMul", mn, io, yn);
+		snprintf(io, sizeof io, s == 1 ? "%s,%s" : "%s,%s", s == 1 ? bn : yn, s == 1 ? yn : bn);
+		mb_node(b, g0, "Add", an, io, zn);
+		mb_output(b, g0, zn);
+	}
+	for (int i = 0; i < 8 * 3; i++)
+		lone[i] = (float)(i % 5) / 4;
+	mb_init_floats(b, g0, "wl", "8,3", lone, 8 * 3);
+	mb_node(b, g0, "MatMul", "lone", "x,wl", "yl");
+	mb_output(b, g0, "yl");
+	mc_graph *g = typed(b);
+	run_data r;
+	random_inputs(g, &r);
+	run(g, &r);
+	mc_freeze_opts o = { .fuse_attention = true };
+	cr_assert_eq(mc_pass_patterns(g, &o), 1, "%s", diag_all());
+	cr_assert_eq(count_op(g, "MatMul"), 2, "the three as one, the lone one apart");
+	cr_assert_eq(count_op(g, "Add"), 1);
+	cr_assert_eq(count_op(g, "Split"), 1);
+	assert_consistent(g);
+	assert_same_outputs(g, &r, 1e-6);
+	free_run(&r);
+	mc_graph_free(g);
+	mb_free(b);
+}

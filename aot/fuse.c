@@ -8,6 +8,8 @@
 #include "program.h"
 #include "../freezing/graph_edit.h"
 #include "../libcore/ops/index.h"
+#include "../libcore/ops/tensor.h"
+#include "lower.h"
 
 static void count_uses(const mc_graph *g, int *uses)
 {
@@ -174,15 +176,34 @@ static bool is_gather(const mc_graph *g, const mc_node *n)
 	return true;
 }
 
-/* Group gr reads v (the gather's output) only where a gather can stand in:
- * an operand of an epilogue, or an input of a pointwise or Concat anchor. */
-static bool reads_through_gather(const mc_graph *g, const mc_group *gr, int node)
+/* n is a Split along the last axis of a 3-D tensor whose parts (none a
+ * graph output) attention templates can read in place (mc_attention_one_kernel). */
+static bool is_packed_split(const mc_graph *g, const mc_node *n)
+{
+	int axis;
+	if (n->id != MC_OP_Split || n->guard || n->n_inputs < 1 || n->inputs[0] < 0 ||
+	    g->values[n->inputs[0]].shape.rank != 3 || mc_split_axis(n, 3, &axis) || axis != 2)
+		return false;
+	for (int k = 0; k < n->n_outputs; k++)
+		if (n->outputs[k] >= 0 && ge_is_graph_output(g, n->outputs[k]))
+			return false;
+	return true;
+}
+
+/* Group gr reads v (the gather's output) at its input i where a gather
+ * can stand in: a Resize's, an operand of an epilogue, or an input of a
+ * pointwise or Concat anchor; a packed Split's, Q, K or V of an
+ * attention template (on a grid target). */
+static bool reads_through_gather(const mc_graph *g, const mc_group *gr, int node, int i, bool split, bool grid)
 {
 	if (gr->alias || gr->n_gather >= MC_MAX_GATHER || g->nodes[node].guard)
 		return false;
+	const mc_node *a = &g->nodes[node];
+	if (split)
+		return grid && node == gr->anchor && i <= 2 && a->inputs[i] >= 0 &&
+		       mc_attention_one_kernel(g, a, NULL);
 	if (node != gr->anchor)
 		return true; /* an epilogue: v is not its chain (that is the group's own) */
-	const mc_node *a = &g->nodes[node];
 	const mc_lowering *l = mc_lowering_find(a->id);
 	/* the elementwise kernel's own loads; a pointwise op with a lowering
 	 * of its own indexes inputs its own way */
@@ -204,33 +225,45 @@ int *mc_group_of_nodes(const mc_graph *g, const mc_group *groups, int n_groups)
 	return group_of;
 }
 
-void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups)
+/* Does node n read an output of gather p? */
+static bool reads_output_of(const mc_node *n, int k, const mc_node *p)
+{
+	for (int o = 0; o < p->n_outputs; o++)
+		if (p->outputs[o] >= 0 && n->inputs[k] == p->outputs[o])
+			return true;
+	return false;
+}
+
+void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups, bool resizes, bool grid)
 {
 	int *group_of = mc_group_of_nodes(g, groups, *n_groups);
 	bool *gone = mc_xcalloc((size_t)*n_groups + 1, sizeof(bool));
 	for (int i = 0; i < *n_groups; i++) {
 		const mc_group *gr = &groups[i];
 		const mc_node *p = &g->nodes[gr->anchor];
-		if (gr->n_epi || gr->alias || !is_gather(g, p) || ge_is_graph_output(g, p->outputs[0]))
+		if (gr->n_epi || gr->alias)
 			continue;
-		int v = p->outputs[0];
+		bool split = is_packed_split(g, p);
+		if (!split && !(resizes && is_gather(g, p) && !ge_is_graph_output(g, p->outputs[0])))
+			continue;
 		bool ok = true, any = false;
 		for (int n = 0; n < g->n_nodes && ok; n++)
 			for (int k = 0; k < g->nodes[n].n_inputs && ok; k++)
-				if (g->nodes[n].inputs[k] == v) {
+				if (reads_output_of(&g->nodes[n], k, p)) {
 					any = true;
 					ok = group_of[n] >= 0 && !gone[group_of[n]] &&
-					     reads_through_gather(g, &groups[group_of[n]], n);
+					     reads_through_gather(g, &groups[group_of[n]], n, k, split, grid);
 				}
 		for (int n = 0; n < g->n_nodes && ok; n++)
 			for (int k = 0; k < g->nodes[n].n_implicit && ok; k++)
-				ok = g->nodes[n].implicit[k] != v;
+				for (int o = 0; o < p->n_outputs; o++)
+					ok = ok && g->nodes[n].implicit[k] != p->outputs[o];
 		if (!ok || !any)
 			continue;
 		gone[i] = true;
 		for (int n = 0; n < g->n_nodes; n++)
 			for (int k = 0; k < g->nodes[n].n_inputs; k++)
-				if (g->nodes[n].inputs[k] == v) {
+				if (reads_output_of(&g->nodes[n], k, p)) {
 					mc_group *rg = &groups[group_of[n]];
 					bool have = false;
 					for (int j = 0; j < rg->n_gather; j++)

@@ -1124,11 +1124,13 @@ static void check_template(checker *c, const mc_kstmt *s)
 		                            { t->n, t->hq, t->sq, t->hdv } };
 		const int64_t *st[5] = { t->q_st, t->k_st, t->v_st, t->m_st, t->y_st };
 		const int bufs[5] = { t->x, t->wt, t->v, t->mask, t->out };
+		const int64_t first[5] = { t->q_at, t->k_at, t->v_at, 0, 0 };
 		for (int o = 0; o < 5; o++) {
-			int64_t end = 0;
+			int64_t end = first[o];
 			for (int d = 0; d < 4; d++)
 				end += (ext[o][d] - 1) * st[o][d];
 			if (bufs[o] >= 0 && (t->hq < 1 || t->hkv < 1 || t->hq % t->hkv || ext[o][2] < 1 || ext[o][3] < 1 ||
+			                     first[o] < 0 ||
 			                     end >= (int64_t)c->k->bufs[bufs[o]].count)) {
 				fail(c, "attention template reaches past b%d", bufs[o]);
 				return;

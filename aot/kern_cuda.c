@@ -242,35 +242,46 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
  * score; then the chunk's weights times V, a lane's columns each),
  * softmax online (the running maximum and sum rescale what came before),
  * the warps' parts combined at the end. The template's sums go straight
- * to the nest over Y after it (the epilogue). Head sizes up to MAX_HEAD:
- * a lane keeps MAX_HEAD / 32 sums. */
-#define MAX_HEAD 256
+ * to the nest over Y after it (the epilogue). Head sizes up to
+ * MC_ATTN_MAX_HEAD (mc_attention_one_kernel, which chose this). */
+
+/* Where operand i's element 0 lies in its buffer, and its rows' stride:
+ * a part of a Split along the last axis read in place (c->gather) starts
+ * at the part's first column of the Split's input, whose rows are wider;
+ * else at 0, its rows as wide as its own. */
+static int64_t attention_operand(const mc_lower_ctx *c, int i, int64_t *row_width)
+{
+	const mc_shape *s = &c->in[i]->shape;
+	*row_width = s->dims[s->rank - 1];
+	if (!c->gather || c->gather[i] < 0)
+		return 0;
+	const mc_node *split = &c->g->nodes[c->gather[i]];
+	const mc_shape *packed = &c->g->values[split->inputs[0]].shape;
+	int64_t at = 0;
+	for (int k = 0; k < split->n_outputs && split->outputs[k] != c->node->inputs[i]; k++)
+		at += split->outputs[k] >= 0 ? c->g->values[split->outputs[k]].shape.dims[s->rank - 1] : 0;
+	*row_width = packed->dims[packed->rank - 1];
+	return at;
+}
 
 int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a)
 {
 	const mc_value *mask = a->mask_in >= 0 ? c->in[a->mask_in] : NULL;
-	if (!c->out[0] || !mc_is_f32(c->out[0]) || !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]) ||
-	    !mc_is_f32(c->in[2]) || (mask && !mc_is_f32(mask)) || a->b < 1 || a->hq < 1 || a->hkv < 1 ||
-	    a->hq % a->hkv || a->sq < 1 || a->skv < 1 || a->d < 1 || a->dv < 1 || a->d > MAX_HEAD ||
-	    a->dv > MAX_HEAD)
-		return 1;
 	const mc_shape *os = &c->out[0]->shape;
 	int64_t outn = (int64_t)mc_numel(os);
-	for (int i = 0; i < 3; i++)
-		if ((int64_t)mc_numel(&c->in[i]->shape) >= INT32_MAX)
-			return 1;
-	if (outn >= INT32_MAX || (mask && (int64_t)mc_numel(&mask->shape) >= INT32_MAX))
-		return 1;
 	mc_ktemplate t = { .kind = MC_TMPL_ATTENTION, .n = a->b, .hq = a->hq, .hkv = a->hkv, .sq = a->sq,
 	                   .skv = a->skv, .hd = a->d, .hdv = a->dv, .scale = a->scale, .splits = 1, .k_split = 1,
 	                   .mask = -1 };
-	/* strides over [n, head, row, column]: 3-D operands are [n][row][heads * width] */
+	/* strides over [n, head, row, column]: 3-D operands are [n][row][heads * width],
+	 * rows as wide as the buffer's (a packed projection's, read in place) */
 	int64_t rows[4] = { a->sq, a->skv, a->skv, a->sq }, heads[4] = { a->hq, a->hkv, a->hkv, a->hq };
 	int64_t width[4] = { a->d, a->d, a->dv, a->dv };
-	int64_t *st[4] = { t.q_st, t.k_st, t.v_st, t.y_st };
+	int64_t *st[4] = { t.q_st, t.k_st, t.v_st, t.y_st }, *at[3] = { &t.q_at, &t.k_at, &t.v_at };
 	for (int o = 0; o < 4; o++) {
-		int64_t r = rows[o], h = heads[o], w = width[o];
-		int64_t s3[4] = { r * h * w, w, h * w, 1 }, s4[4] = { h * r * w, r * w, w, 1 };
+		int64_t r = rows[o], h = heads[o], w = width[o], row = h * w;
+		if (o < 3)
+			*at[o] = attention_operand(c, o, &row);
+		int64_t s3[4] = { r * row, w, row, 1 }, s4[4] = { h * r * w, r * w, w, 1 };
 		memcpy(st[o], a->is_3d ? s3 : s4, sizeof s3);
 	}
 	if (mask) {

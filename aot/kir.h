@@ -173,9 +173,10 @@ typedef enum {
 	/* Attention without past, causal frontier or softcap (the cuda target,
 	 * aot/kern_cuda.c): out at y_st = softmax over keys of scale * Q.K
 	 * [+ mask] times V, each operand read at its strides over [n, head,
-	 * row, column] (x: Q [n][hq][sq][hd], wt: K [n][hkv][skv][hd], v: V
-	 * [.][.][skv][hdv], mask: [n][hq][sq][skv], broadcast dims stride 0),
-	 * query head h reading kv head h / (hq / hkv). `out` is transient. */
+	 * row, column] from q_at, k_at, v_at (x: Q [n][hq][sq][hd], wt: K
+	 * [n][hkv][skv][hd], v: V [.][.][skv][hdv], mask: [n][hq][sq][skv],
+	 * broadcast dims stride 0), query head h reading kv head h / (hq /
+	 * hkv). `out` is transient. */
 	MC_TMPL_ATTENTION,
 	/* Integer tiles of SMLAD pairs (aot/kern_qdual.c; the C target, where
 	 * the runtime's Cortex-M micro-kernels hold every sum, pair and pointer
@@ -249,6 +250,7 @@ typedef struct mc_ktemplate {
 	int64_t a_st[3], b_st[3]; /* GEMM: the operands' strides (kind's comment) */
 	int64_t hq, hkv, sq, skv, hd, hdv;   /* ATTENTION's sizes (kind's comment) */
 	int64_t q_st[4], k_st[4], v_st[4], m_st[4], y_st[4];
+	int64_t q_at, k_at, v_at;            /* ATTENTION: Q's, K's, V's element 0 in their buffers */
 	int v, mask;                         /* ATTENTION: V's buffer, the mask's (-1: none) */
 	double scale;
 	/* One split: the target passes each sum straight to the loop nest that

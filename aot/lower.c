@@ -197,11 +197,15 @@ static void node_ctx(mc_lower_ctx *base, const mc_node *n, int skip_in, mc_lower
 		c->in[i] = v >= 0 ? &g->values[v] : NULL;
 		if (c->gather) {
 			c->gather[i] = -1;
-			for (int j = 0; j < gr->n_gather && v >= 0; j++)
-				if (g->nodes[gr->gather[j]].outputs[0] == v) {
-					c->gather[i] = gr->gather[j];
-					v = g->nodes[gr->gather[j]].inputs[0]; /* read instead */
-				}
+			for (int j = 0; j < gr->n_gather && v >= 0; j++) {
+				const mc_node *gn = &g->nodes[gr->gather[j]];
+				for (int o = 0; o < gn->n_outputs; o++)
+					if (gn->outputs[o] == v) {
+						c->gather[i] = gr->gather[j];
+						v = gn->inputs[0]; /* read instead */
+						break;
+					}
+			}
 		}
 		/* the chained value of an epilogue is never stored: no buffer */
 		c->in_buf[i] = v >= 0 && i != skip_in

@@ -150,7 +150,19 @@ typedef struct {
 	double scale;
 	int mask_in;
 } mc_attn_sizes;
-int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a); /* MC_TMPL_ATTENTION */
+#define MC_ATTN_MAX_HEAD 256 /* the template's widest head: a lane keeps 256 / 32 sums */
+/* Attention node n runs as the cuda target's one kernel (on a grid
+ * target): Y alone; no past, causal mask, softcap or padding; float32
+ * operands, a float mask (if any) as long as the keys; heads up to
+ * MC_ATTN_MAX_HEAD wide; every operand indexable by int32. Its sizes into
+ * *s. The one owner of that choice: lower_attention follows it, and
+ * fusion reads a 3-D Q, K or V through the Split making it (a part of a
+ * packed projection) only where it holds. */
+bool mc_attention_one_kernel(const mc_graph *g, const mc_node *n, mc_attn_sizes *s);
+/* MC_TMPL_ATTENTION for an Attention where mc_attention_one_kernel holds;
+ * a 3-D Q, K or V read through a Split (c->gather) is read in place, a
+ * column range of the Split's input. */
+int mc_kern_attention_cuda(mc_lower_ctx *c, const mc_attn_sizes *a);
 /* Elements one product of a batched MatMul moves an operand shaped s on
  * (output os): its matrix's size, 0 where every product reads the same
  * matrix, -1 for a partial broadcast. */

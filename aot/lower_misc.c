@@ -1750,6 +1750,55 @@ static mc_kexpr *attn_bias_ir(const attn_low *a, mc_kexpr *b, mc_kexpr *h, mc_ke
 	return bias;
 }
 
+/* Input i or output k of node n, NULL when omitted. */
+static const mc_value *node_in(const mc_graph *g, const mc_node *n, int i)
+{
+	return i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
+}
+
+static const mc_value *node_out(const mc_graph *g, const mc_node *n, int k)
+{
+	return k < n->n_outputs && n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
+}
+
+bool mc_attention_one_kernel(const mc_graph *g, const mc_node *n, mc_attn_sizes *s)
+{
+	const attn_params *p = n->params;
+	const mc_value *q = node_in(g, n, AT_Q), *k = node_in(g, n, AT_K), *v = node_in(g, n, AT_V);
+	const mc_value *mask = node_in(g, n, AT_MASK), *y = node_out(g, n, AT_Y);
+	if (n->id != MC_OP_Attention || !p || !mc_is_f32(q) || !mc_is_f32(k) || !mc_is_f32(v) || !mc_is_f32(y) ||
+	    (mask && !mc_is_f32(mask)) || node_out(g, n, AT_PRESENT_K) || node_out(g, n, AT_PRESENT_V) ||
+	    node_out(g, n, AT_QK) || node_in(g, n, AT_PAST_K) || node_in(g, n, AT_PAST_V) ||
+	    node_in(g, n, AT_NONPAD) || p->causal || p->softcap > 0)
+		return false;
+	const mc_shape *qs = &q->shape, *ks = &k->shape, *vs = &v->shape;
+	mc_attn_sizes a = { .is_3d = qs->rank == 3, .mask_in = mask ? AT_MASK : -1 };
+	if (a.is_3d) {
+		if (ks->rank != 3 || vs->rank != 3 || p->q_heads <= 0 || p->kv_heads <= 0)
+			return false;
+		a.b = qs->dims[0], a.hq = p->q_heads, a.hkv = p->kv_heads;
+		a.sq = qs->dims[1], a.skv = ks->dims[1];
+		a.d = qs->dims[2] / a.hq, a.dv = vs->dims[2] / a.hkv;
+	} else {
+		if (qs->rank != 4 || ks->rank != 4 || vs->rank != 4)
+			return false;
+		a.b = qs->dims[0], a.hq = qs->dims[1], a.sq = qs->dims[2], a.d = qs->dims[3];
+		a.hkv = ks->dims[1], a.skv = ks->dims[2], a.dv = vs->dims[3];
+	}
+	if (a.b < 1 || a.hq < 1 || a.hkv < 1 || a.hq % a.hkv || a.sq < 1 || a.skv < 1 || a.d < 1 || a.dv < 1 ||
+	    a.d > MC_ATTN_MAX_HEAD || a.dv > MC_ATTN_MAX_HEAD ||
+	    (mask && mask->shape.dims[mask->shape.rank - 1] != a.skv))
+		return false;
+	const mc_value *all[5] = { q, k, v, y, mask };
+	for (int i = 0; i < 5; i++)
+		if (all[i] && (int64_t)mc_numel(&all[i]->shape) >= INT32_MAX)
+			return false;
+	a.scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
+	if (s)
+		*s = a;
+	return true;
+}
+
 static int lower_attention(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -1786,16 +1835,9 @@ static int lower_attention(mc_lower_ctx *c)
 	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
 	mc_ktype kt = a.kt;
 	bool want_y = opt_out(c, AT_Y) != NULL, want_qk = opt_out(c, AT_QK) != NULL;
-	/* the cuda target's one kernel: Y alone, no past, frontier, softcap
-	 * or padding, a float mask (if any) as long as the keys */
-	if (kb->target->grid && want_y && !want_qk && !opt_out(c, AT_PRESENT_K) && !opt_out(c, AT_PRESENT_V) &&
-	    !past_k && !p->causal && !(p->softcap > 0) && !opt_in(c, AT_NONPAD) &&
-	    (!mask || (mask->dtype != MC_BOOL && a.mask_len == a.total))) {
-		mc_attn_sizes s = { .b = a.b, .hq = a.hq, .hkv = a.hkv, .sq = a.sq, .skv = a.skv, .d = a.d, .dv = a.dv,
-		                    .is_3d = a.is_3d, .scale = scale, .mask_in = mask ? AT_MASK : -1 };
-		if (!mc_kern_attention_cuda(c, &s))
-			return 0;
-	}
+	mc_attn_sizes one;
+	if (kb->target->grid && mc_attention_one_kernel(c->g, c->node, &one))
+		return mc_kern_attention_cuda(c, &one);
 	attn_present(&a, AT_PRESENT_K, AT_PAST_K, AT_K, a.d);
 	attn_present(&a, AT_PRESENT_V, AT_PAST_V, AT_V, a.dv);
 	if (!want_y && !want_qk)

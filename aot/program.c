@@ -411,8 +411,9 @@ static int stage_schedule(build *b)
 	if (inline_runtime_ifs(g) || check_lowerings(g, b->o->unroll_limit) ||
 	    mc_fuse(g, b->o->no_fuse, &b->groups, &b->n_groups))
 		return -1;
-	if (b->o->optimize && !strcmp(b->o->optimize, "memory") && !b->o->no_fuse)
-		mc_fuse_inline_gathers(g, b->groups, &b->n_groups);
+	if (!b->o->no_fuse)
+		mc_fuse_inline_gathers(g, b->groups, &b->n_groups, b->o->optimize && !strcmp(b->o->optimize, "memory"),
+		                       b->p->target.desc->grid);
 	/* sized now: inlining Ifs adds values and nodes */
 	size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + (size_t)g->n_outputs + 1;
 	b->m = (value_maps){ mc_xcalloc(nv, sizeof(int)), mc_xcalloc(nv, sizeof(size_t)),

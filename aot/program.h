@@ -138,11 +138,14 @@ int mc_program_check(const mc_program *p);
  * target t (mc_target_resolve); the pieces used by mc_compile, exposed for
  * tests. */
 int mc_fuse(const mc_graph *g, bool no_fuse, mc_group **groups, int *n_groups);
-/* For --optimize memory: a nearest Resize read only by pointwise nodes and
- * Concats becomes a gather inlined into each group reading it
- * (mc_group.gather), so its output, often the largest buffer of an FPN
- * or U-Net, is never stored. Removes the gathers' own groups. */
-void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups);
+/* Gathers inlined into each group reading them (mc_group.gather), their
+ * outputs never stored; removes the gathers' own groups. With `resizes`
+ * (--optimize memory): a nearest Resize read only by pointwise nodes and
+ * Concats (its output often the largest buffer of an FPN or U-Net). On a
+ * grid target: a Split along a 3-D tensor's last axis read only as Q, K
+ * or V of attention templates (a packed projection's parts, read in
+ * place: one launch and one copy fewer a layer). */
+void mc_fuse_inline_gathers(const mc_graph *g, mc_group *groups, int *n_groups, bool resizes, bool grid);
 /* The group of each node (malloc'd, g->n_nodes entries): the group it is
  * the anchor or an epilogue of; a gather's, the last group reading through
  * it (where its input is read); -1 for none. */

@@ -1191,16 +1191,17 @@ static void put_template_attention(cuda_emitter *c, const mc_ktemplate *t, const
 	bool k16 = c->ce.k->bufs[t->wt].dtype == MC_FLOAT16;
 	int per = k16 ? 8 : 4; /* elements a 16-byte load */
 	bool k_vec = t->k_st[3] == 1 && t->hd % per == 0 && t->k_st[0] % per == 0 && t->k_st[1] % per == 0 &&
-	             t->k_st[2] % per == 0 && buf_aligned16(c, t->wt);
+	             t->k_st[2] % per == 0 && t->k_at % per == 0 && buf_aligned16(c, t->wt);
 	int lanes_dv = (int)((t->hdv + 31) / 32);
 	mc_sb_printf(sb,
 		"\t/* attention: %" PRId64 " x %" PRId64 " heads (%" PRId64 " of K and V) of %" PRId64 " queries over %" PRId64
 		" keys, %" PRId64 " / %" PRId64 " wide%s */\n"
-		"\tconst %s *__restrict__ const q = b%d;\n"
-		"\tconst %s *__restrict__ const k = b%d;\n"
-		"\tconst %s *__restrict__ const v = b%d;\n",
+		"\tconst %s *__restrict__ const q = b%d + %" PRId64 ";\n"
+		"\tconst %s *__restrict__ const k = b%d + %" PRId64 ";\n"
+		"\tconst %s *__restrict__ const v = b%d + %" PRId64 ";\n",
 		t->n, t->hq, t->hkv, t->sq, t->skv, t->hd, t->hdv, t->mask >= 0 ? ", a mask added" : "",
-		attn_type(c, t->x), t->x, attn_type(c, t->wt), t->wt, attn_type(c, t->v), t->v);
+		attn_type(c, t->x), t->x, t->q_at, attn_type(c, t->wt), t->wt, t->k_at, attn_type(c, t->v), t->v,
+		t->v_at);
 	if (t->mask >= 0)
 		mc_sb_printf(sb, "\tconst %s *__restrict__ const mask = b%d;\n", attn_type(c, t->mask), t->mask);
 	mc_sb_printf(sb,

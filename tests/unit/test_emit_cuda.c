@@ -639,6 +639,62 @@ Test(cuda, one_library_fits_16_and_132_sms)
 	free(tmp);
 }
 
+/* A MatMul whose product Split along its last axis gives Attention's Q,
+ * K and V (a packed projection); Q also read by a Relu where asked. */
+static char *packed_attention_model(const char *tmp, const char *file, bool q_also_relu)
+{
+	mb *b = mb_new(23);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,40,32");
+	static float w[32 * 192];
+	for (int i = 0; i < 32 * 192; i++)
+		w[i] = (float)((i * 5) % 11 - 5) / 32;
+	mb_init_floats(b, g, "w", "32,192", w, 32 * 192);
+	mb_node(b, g, "MatMul", "qkv", "x,w", "packed");
+	Onnx__NodeProto *n = mb_node(b, g, "Split", "split", "packed", "q,k,v");
+	mb_attr_int(b, n, "axis", 2);
+	mb_attr_int(b, n, "num_outputs", 3);
+	n = mb_node(b, g, "Attention", "attn", "q,k,v", "y");
+	mb_attr_int(b, n, "q_num_heads", 4);
+	mb_attr_int(b, n, "kv_num_heads", 4);
+	mb_output(b, g, "y");
+	if (q_also_relu) {
+		mb_node(b, g, "Relu", "relu", "q", "z");
+		mb_output(b, g, "z");
+	}
+	return write_model(b, tmp, file);
+}
+
+/* Q, K and V as the parts of a packed projection are read in place: no
+ * Split kernel, each operand at its columns of the product's rows. A
+ * Split read otherwise stays. */
+Test(cuda, attention_reads_a_packed_projection_in_place)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	char *model = packed_attention_model(tmp, "packed.onnx", false);
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("pk");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "pk.cu");
+	cr_assert(!strstr(cu, "_split("), "no Split kernel:\n%s", cu);
+	cr_assert(strstr(cu, "const float *__restrict__ const k = b") && strstr(cu, " + 64;\n"), "%s", cu);
+	cr_assert(strstr(cu, " + 128;\n"), "V from column 128:\n%s", cu);
+	cr_assert(strstr(cu, "(size_t)s * 192"), "rows as wide as the product's:\n%s", cu);
+	nvcc_builds(out, "pk");
+	free(cu);
+	free(model);
+	/* Q also read by a Relu: the Split is stored */
+	model = packed_attention_model(tmp, "packed2.onnx", true);
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	cu = read_text(out, "pk.cu");
+	cr_assert(strstr(cu, "_split("), "a Split kernel:\n%s", cu);
+	cr_assert(!strstr(cu, " + 128;\n"), "%s", cu);
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
 /* ONNX Attention (3-D, grouped heads, a float mask) runs as one template
  * launch: a block per query row, its warps sharing the keys, the
  * softmax online, the result through the fused nest over Y; in fp32

@@ -237,8 +237,9 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	return 0;
 }
 
-/* Attention on the cuda target (MC_TMPL_ATTENTION): a block per query
- * row, its warps taking the keys in chunks of 32 (a lane's key each: its
+/* Attention on the cuda target (MC_TMPL_ATTENTION): a few warps per query
+ * row, a few rows a block (the emitter's choice, by the keys' count),
+ * a row's warps taking its keys in chunks of 32 (a lane's key each: its
  * score; then the chunk's weights times V, a lane's columns each),
  * softmax online (the running maximum and sum rescale what came before),
  * the warps' parts combined at the end. The template's sums go straight

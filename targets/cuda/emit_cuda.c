@@ -37,7 +37,7 @@
 #define REGION_ALIGN 256   /* arena, inputs, outputs */
 #define WEIGHT_ALIGN 64
 #define BLOCK 256          /* threads per block */
-#define ATTN_WARPS (BLOCK / 32) /* MC_TMPL_ATTENTION: the warps sharing a query row's keys */
+#define ATTN_WARPS (BLOCK / 32) /* MC_TMPL_ATTENTION: a block's warps */
 #define MAX_BLOCKS 65535   /* beyond that, threads stride */
 #define MAX_COLLAPSE 16
 
@@ -1171,9 +1171,21 @@ static const char *attn_type(const cuda_emitter *c, int buf)
 	return c->ce.k->bufs[buf].dtype == MC_FLOAT16 ? "uint16_t" : "float";
 }
 
-/* MC_TMPL_ATTENTION: a block per query row (n, h, s), its scaled query in
- * shared memory, its warps taking the keys in chunks of 32 in turn (a
- * row has too few keys to keep a GPU busy a warp each). A chunk: lane u
+/* MC_TMPL_ATTENTION's warps a query row: as many as its keys have chunks
+ * of 32, a power of two up to the block's (a row has too few keys to
+ * keep a GPU busy a warp each; more would idle). The block's other warps
+ * take the next rows: ATTN_WARPS / attn_row_warps rows a block. */
+static int attn_row_warps(const mc_ktemplate *t)
+{
+	int w = 1;
+	while (w < ATTN_WARPS && 32 * w < t->skv)
+		w *= 2;
+	return w;
+}
+
+/* MC_TMPL_ATTENTION: attn_row_warps warps per query row (n, h, s), its
+ * scaled query in shared memory, the row's warps taking its keys in
+ * chunks of 32 in turn; the block's warps in groups, a row each. A chunk: lane u
  * scores key t0 + u (K's row read whole, 16 bytes a load where it can);
  * the chunk's maximum and sum by shuffles, the warp's running ones
  * rescaling its sums so far (online softmax); then each of the chunk's
@@ -1206,13 +1218,18 @@ static void put_template_attention(cuda_emitter *c, const mc_ktemplate *t, const
 		mc_sb_printf(sb, "\tconst %s *__restrict__ const mask = b%d;\n", attn_type(c, t->mask), t->mask);
 	mc_sb_printf(sb,
 		"\tenum { HQ = %" PRId64 ", GROUP = %" PRId64 ", SQ = %" PRId64 ", SKV = %" PRId64 ", D = %" PRId64
-		", DV = %" PRId64 ", WARPS = %d };\n"
-		"\t__shared__ float qs[D], part_m[WARPS], part_l[WARPS], part_acc[WARPS][DV];\n"
-		"\tconst int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, row = blockIdx.x;\n"
+		", DV = %" PRId64 ", WARPS = %d, ROWS = %d, ALL_ROWS = %" PRId64 " }; /* WARPS a row, ROWS a block */\n"
+		"\t__shared__ float qs_all[ROWS][D], part_m_all[ROWS][WARPS], part_l_all[ROWS][WARPS], "
+		"part_acc_all[ROWS][WARPS][DV];\n"
+		"\tconst int lane = threadIdx.x & 31, rr = (threadIdx.x >> 5) / WARPS, warp = (threadIdx.x >> 5) %% WARPS;\n"
+		"\tconst int tr = threadIdx.x %% (WARPS * 32); /* the thread within its row's warps */\n"
+		"\tfloat *const qs = qs_all[rr], *const part_m = part_m_all[rr], *const part_l = part_l_all[rr];\n"
+		"\tfloat (*const part_acc)[DV] = part_acc_all[rr];\n"
+		"\tconst int live_row = blockIdx.x * ROWS + rr, row = live_row < ALL_ROWS ? live_row : ALL_ROWS - 1;\n"
 		"\tconst int s = row %% SQ, h = row / SQ %% HQ, n = row / (SQ * HQ), hk = h / GROUP;\n"
 		"\tconst auto *__restrict__ const kh = k + (size_t)n * %" PRId64 " + (size_t)hk * %" PRId64 ";\n"
 		"\tconst auto *__restrict__ const vh = v + (size_t)n * %" PRId64 " + (size_t)hk * %" PRId64 ";\n"
-		"\tfor (int d = threadIdx.x; d < D; d += WARPS * 32)\n"
+		"\tfor (int d = tr; d < D; d += WARPS * 32)\n"
 		"\t\tqs[d] = %s(q[(size_t)n * %" PRId64 " + (size_t)h * %" PRId64 " + (size_t)s * %" PRId64
 		" + (size_t)d * %" PRId64 "]) * %.9gf;\n"
 		"\t__syncthreads();\n"
@@ -1225,7 +1242,8 @@ static void put_template_attention(cuda_emitter *c, const mc_ktemplate *t, const
 		"\t\tif (t < SKV) {\n"
 		"\t\t\tconst auto *__restrict__ const kr = kh + (size_t)t * %" PRId64 ";\n"
 		"\t\t\tfloat dot = 0.0f;\n",
-		t->hq, t->hq / t->hkv, t->sq, t->skv, t->hd, t->hdv, ATTN_WARPS, t->k_st[0], t->k_st[1], t->v_st[0],
+		t->hq, t->hq / t->hkv, t->sq, t->skv, t->hd, t->hdv, attn_row_warps(t), ATTN_WARPS / attn_row_warps(t),
+		t->n * t->hq * t->sq, t->k_st[0], t->k_st[1], t->v_st[0],
 		t->v_st[1], attn_load(c, t->x), t->q_st[0], t->q_st[1], t->q_st[2], t->q_st[3], t->scale, lanes_dv,
 		lanes_dv, t->k_st[2]);
 	if (k_vec && k16)
@@ -1301,7 +1319,7 @@ static void put_template_attention(cuda_emitter *c, const mc_ktemplate *t, const
 		"\t\tif (lane + 32 * j < DV)\n"
 		"\t\t\tpart_acc[warp][lane + 32 * j] = acc[j];\n"
 		"\t__syncthreads();\n"
-		"\tfor (int d = threadIdx.x; d < DV; d += WARPS * 32) {\n"
+		"\tfor (int d = tr; d < DV && live_row < ALL_ROWS; d += WARPS * 32) {\n"
 		"\t\tfloat mx = -INFINITY, lt = 0.0f, at = 0.0f;\n"
 		"#pragma unroll\n"
 		"\t\tfor (int w = 0; w < WARPS; w++)\n\t\t\tmx = fmaxf(mx, part_m[w]);\n"
@@ -1621,8 +1639,9 @@ static void put_launch(cuda_emitter *c, int ki, int idx, int n, const launch *l)
 /* The template's grid: output tiles x (batch x splits). */
 static void template_grid(const mc_ktemplate *t, int64_t g[3])
 {
-	if (t->kind == MC_TMPL_ATTENTION) { /* a block per query row */
-		g[0] = t->n * t->hq * t->sq;
+	if (t->kind == MC_TMPL_ATTENTION) { /* a block per ATTN_WARPS / attn_row_warps query rows */
+		int rows = ATTN_WARPS / attn_row_warps(t);
+		g[0] = (t->n * t->hq * t->sq + rows - 1) / rows;
 		g[1] = g[2] = 1;
 		return;
 	}

@@ -696,8 +696,9 @@ Test(cuda, attention_reads_a_packed_projection_in_place)
 }
 
 /* ONNX Attention (3-D, grouped heads, a float mask) runs as one template
- * launch: a block per query row, its warps sharing the keys, the
- * softmax online, the result through the fused nest over Y; in fp32
+ * launch: four warps a query row (70 keys: 3 chunks of 32), two rows a
+ * block, the softmax online, the result through the fused nest over Y;
+ * in fp32
  * (float4 rows of K) and fp16 (8 halves a load). */
 Test(cuda, attention_runs_as_one_kernel)
 {
@@ -724,7 +725,8 @@ Test(cuda, attention_runs_as_one_kernel)
 		cr_assert(strstr(cu, "/* attention: 2 x 4 heads (2 of K and V) of 40 queries over 70 keys, 16 / 24 wide, "
 		                     "a mask added */"), "%s", cu);
 		cr_assert_eq(count(cu, "__global__"), 2, "K's Relu, then one launch (the Relu after fused):\n%s", cu);
-		cr_assert(strstr(cu, "dim3(320, 1, 1)"), "a block per query row\n%s", cu);
+		cr_assert(strstr(cu, "dim3(160, 1, 1)") && strstr(cu, "WARPS = 4, ROWS = 2, ALL_ROWS = 320 }"),
+		          "320 query rows, two a block\n%s", cu);
 		cr_assert(strstr(cu, "GROUP = 2"), "%s", cu);
 		cr_assert(strstr(cu, half ? "const uint4 w = *(const uint4 *)&kr[d];" : "const float4 w = *(const float4 *)&kr[d];"),
 		          "%s", cu);

@@ -497,9 +497,9 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --isa '%s' (known: generic, avx2, avx512, avx512-vnni, neon, neon-dotprod, cortex-m, native)", o->isa);
 		return -1;
 	}
-	if (o->layout && strcmp(o->layout, "auto") && strcmp(o->layout, "nchw") &&
-	    strcmp(o->layout, "nhwc")) {
-		mc_error("unknown --layout '%s' (known: auto, nchw, nhwc)", o->layout);
+	if (o->layout && strcmp(o->layout, "auto") && strcmp(o->layout, "nchw") && strcmp(o->layout, "nhwc") &&
+	    strcmp(o->layout, "depthwise")) {
+		mc_error("unknown --layout '%s' (known: auto, nchw, nhwc, depthwise)", o->layout);
 		return -1;
 	}
 	if (o->optimize && strcmp(o->optimize, "speed") && strcmp(o->optimize, "size") &&

@@ -138,7 +138,9 @@ static int lower_nhwc_conv(mc_lower_ctx *c)
 	if (nhwc_geom(c, c->in[1]->shape.dims + 2, &g))
 		return -1;
 	int rc = 1;
-	if (is_depthwise(c, p->group))
+	if (c->kb->target && c->kb->target->grid)
+		rc = 1; /* the CPU kernels' tiles: a grid takes a thread per output element */
+	else if (is_depthwise(c, p->group))
 		rc = mc_kern_dwconv_nhwc(c);
 	else if (p->group == 1 && (c->kb->for_memory || c->kb->for_size || (rc = mc_kern_wino_nhwc(c)) == 1))
 		rc = mc_kern_conv_nhwc(c);

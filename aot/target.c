@@ -14,13 +14,16 @@ const mc_target mc_target_c = {
 	.verify = true,
 };
 
-/* the CUDA kernels are the plain lowerings, a thread per output element:
- * channels-first serves them as well and needs no transposes */
+/* the CUDA kernels are the plain lowerings, a thread per output element,
+ * and templates for channels-first convolutions: channels-first serves
+ * them and needs no transposes; a depthwise convolution goes channels-last
+ * only where the model itself does next (ConvNeXt's blocks: their
+ * transposes vanish, freezing/layout.c's "depthwise") */
 const mc_target mc_target_cuda = {
 	.name = "cuda",
 	.emit = mc_emit_cuda,
 	.ninja_in = mc_model_cuda_ninja_in,
-	.layout = "nchw",
+	.layout = "depthwise",
 	.gpu = true,
 	.fp16 = true,
 	.tf32 = true,

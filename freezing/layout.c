@@ -4,7 +4,9 @@
  * "auto" (or NULL) converts when the graph's convolutions do real work in
  * channels: of the multiply-accumulates of all Conv nodes, at least half
  * are in convertible ones (below) with 8 or more output channels, whose
- * channel dim is then the one the kernels vectorise.
+ * channel dim is then the one the kernels vectorise. "depthwise" (the
+ * cuda target's) converts only depthwise convolutions whose output the
+ * model itself transposes to channels-last, and no pools.
  *
  * Converting: each convertible Conv (float32, rank 3 or 4, constant
  * weight, group 1 or depthwise) becomes NhwcConv and each single-output
@@ -19,7 +21,9 @@
  * - pointwise ops whose non-constant inputs all have alternatives of one
  *   perm (constants re-laid at compile time: unsqueezed to the full rank,
  *   then permuted);
- * - Transpose: composes with the alternative's perm, or vanishes;
+ * - Transpose: composes with the alternative's perm, or vanishes; one
+ *   back to channels-first of a value without an alternative, read only
+ *   by such nodes, is dropped (its input is the alternative);
  * - Concat, Slice (constant axes), Pad (constant pads, no axes), Resize
  *   (roi/scales/sizes permuted, no axes), Unsqueeze: axes remapped;
  * - Reshape, where the alternative holds its elements in the same order;
@@ -52,6 +56,8 @@ typedef struct {
 	int *producer;            /* per value: index in the new list, -1 */
 	int cap_producer;
 	bool *is_output;
+	bool *alt_readers;        /* per value of the graph as given: its readers all run on alternatives */
+	bool *to_last;            /* "depthwise": per value, read only by Transposes to channels-last; else NULL */
 	int changes;
 } lay;
 
@@ -353,7 +359,43 @@ static bool float_rank34(const mc_value *x)
 	return x->typed && x->dtype == MC_FLOAT && (x->shape.rank == 3 || x->shape.rank == 4);
 }
 
-static bool conv_convertible(const mc_graph *g, const mc_node *n)
+/* Per value (malloc'd): read, and only read, by Transposes to
+ * channels-last (a model's own: ConvNeXt's after each depthwise
+ * convolution). */
+static bool *read_channels_last(const mc_graph *g)
+{
+	bool *only = mc_xcalloc((size_t)g->n_values + 1, sizeof *only), *other = mc_xcalloc((size_t)g->n_values + 1, 1);
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		int64_t q[MC_MAX_RANK];
+		int last[MC_MAX_RANK], x = n->n_inputs > 0 ? n->inputs[0] : -1, rank = x >= 0 ? g->values[x].shape.rank : 0;
+		bool to_last = n->id == MC_OP_Transpose && n->op && !n->guard && x >= 0 && (rank == 3 || rank == 4) &&
+		               !mc_transpose_perm(n, rank, q);
+		if (to_last) {
+			perm_nhwc(rank, last);
+			for (int d = 0; d < rank; d++)
+				to_last = to_last && q[d] == last[d];
+		}
+		for (int k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] >= 0)
+				*(to_last ? &only[n->inputs[k]] : &other[n->inputs[k]]) = true;
+		for (int k = 0; k < n->n_implicit; k++)
+			other[n->implicit[k]] = true;
+	}
+	for (int k = 0; k < g->n_outputs; k++)
+		other[g->outputs[k]] = true;
+	for (int v = 0; v < g->n_values; v++)
+		only[v] = only[v] && !other[v];
+	free(other);
+	return only;
+}
+
+/* A Conv that becomes NhwcConv. With to_last ("depthwise"), only a
+ * depthwise one whose output is read only by Transposes to channels-last:
+ * the cuda target keeps its dense convolutions channels-first (their
+ * template's), and converts where the model itself goes channels-last
+ * next, so that no transpose is added. */
+static bool conv_convertible(const mc_graph *g, const mc_node *n, const bool *to_last)
 {
 	if (n->id != MC_OP_Conv || !n->op || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 ||
 	    n->outputs[0] < 0)
@@ -363,12 +405,14 @@ static bool conv_convertible(const mc_graph *g, const mc_node *n)
 	if (!float_rank34(x) || !w->konst || !p)
 		return false;
 	int64_t c = x->shape.dims[1];
+	if (to_last)
+		return p->group == c && w->shape.dims[0] == c && p->group > 1 && to_last[n->outputs[0]];
 	return p->group == 1 || (p->group == c && w->shape.dims[0] == c);
 }
 
-static bool pool_convertible(const mc_graph *g, const mc_node *n)
+static bool pool_convertible(const mc_graph *g, const mc_node *n, const bool *to_last)
 {
-	if ((n->id != MC_OP_MaxPool && n->id != MC_OP_AveragePool) || !n->op || n->inputs[0] < 0 ||
+	if (to_last || (n->id != MC_OP_MaxPool && n->id != MC_OP_AveragePool) || !n->op || n->inputs[0] < 0 ||
 	    n->outputs[0] < 0)
 		return false;
 	for (int k = 1; k < n->n_outputs; k++)
@@ -386,24 +430,25 @@ static double conv_macs(const mc_graph *g, const mc_node *n)
 	return (double)mc_shape_extent(&y->shape) * per;
 }
 
-/* The rule of "auto" (see the top of the file). */
-static bool wants_nhwc(const mc_graph *g, const char *layout)
+/* The rule of "auto" (see the top of the file); "depthwise" (to_last
+ * given): where one converts. */
+static bool wants_nhwc(const mc_graph *g, const char *layout, const bool *to_last)
 {
 	if (layout && !strcmp(layout, "nchw"))
 		return false;
-	bool forced = layout && !strcmp(layout, "nhwc");
+	bool forced = layout && (!strcmp(layout, "nhwc") || to_last);
 	double all = 0, wide = 0;
 	int convertible = 0;
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
-		if (pool_convertible(g, n))
+		if (pool_convertible(g, n, to_last))
 			convertible++;
 		if (n->id != MC_OP_Conv || n->n_inputs < 2 || n->inputs[1] < 0 || n->outputs[0] < 0 ||
 		    !g->values[n->outputs[0]].typed || !g->values[n->inputs[1]].typed)
 			continue;
 		double macs = conv_macs(g, n);
 		all += macs;
-		if (!conv_convertible(g, n))
+		if (!conv_convertible(g, n, to_last))
 			continue;
 		convertible++;
 		if (g->values[n->inputs[1]].shape.dims[0] >= 8)
@@ -432,9 +477,15 @@ static int convert_window_op(lay *L, mc_node *n)
 {
 	int rank = val(L, n->inputs[0])->shape.rank, p[MC_MAX_RANK];
 	perm_nhwc(rank, p);
-	int xt = transpose_of(L, n->inputs[0], p, -1);
+	int x = n->inputs[0], xt = transpose_of(L, x, p, -1);
 	if (xt < 0)
 		return -1;
+	if (L->to_last && L->st[x].alt < 0 && xt != x) {
+		/* x stays too; its other readers (a residual sum) may read the
+		 * channels-last copy made here instead of transposing again */
+		L->st[x].alt = xt;
+		memcpy(L->st[x].perm, p, (size_t)rank * sizeof *p);
+	}
 	mc_node_set_op(n, nhwc_form(n->id), n->opset);
 	n->inputs[0] = xt;
 	n->n_outputs = 1; /* an omitted Indices */
@@ -713,17 +764,36 @@ static int convert_axis_op(lay *L, mc_node *n)
 	return redirect_output(L, n, p);
 }
 
-/* A Transpose of a value with an alternative: composes. */
+/* A Transpose of a value with an alternative: composes. One back to
+ * channels-first (a model's own, after channels-last work: ConvNeXt's
+ * blocks) of a value without one, read only by nodes that can run on
+ * alternatives, is dropped: its input is its output's alternative, and
+ * what reads it stays channels-last (the next block's convolution, the
+ * residual sums between), the Transpose made only where a reader needs
+ * the channels-first value itself. */
 static int convert_transpose(lay *L, mc_node *n, bool *dropped)
 {
 	int x = n->inputs[0];
 	*dropped = false;
-	if (x < 0 || L->st[x].alt < 0)
+	if (x < 0)
 		return 1;
 	int rank = val(L, x)->shape.rank, inv[MC_MAX_RANK], r[MC_MAX_RANK];
 	int64_t q[MC_MAX_RANK];
 	if (mc_transpose_perm(n, rank, q))
 		return 1;
+	if (L->st[x].alt < 0) {
+		int y = n->outputs[0], last[MC_MAX_RANK];
+		if (y < 0 || (rank != 3 && rank != 4) || !L->alt_readers[y] || L->is_output[y])
+			return 1;
+		perm_nhwc(rank, last);
+		for (int i = 0; i < rank; i++)
+			if (q[last[i]] != i)
+				return 1; /* not channels-last's inverse */
+		set_alt(L, y, x, last, rank);
+		*dropped = true;
+		L->changes++;
+		return 0;
+	}
 	perm_inverse(L->st[x].perm, rank, inv);
 	for (int i = 0; i < rank; i++)
 		r[i] = inv[q[i]];
@@ -771,7 +841,7 @@ static int visit(lay *L, mc_node *n, bool *dropped)
 		n->implicit[k] = renamed(L, n->implicit[k]);
 	if (n->n_implicit || n->guard || !n->op)
 		return plain_inputs(L, n);
-	if (conv_convertible(L->g, n) || pool_convertible(L->g, n))
+	if (conv_convertible(L->g, n, L->to_last) || pool_convertible(L->g, n, L->to_last))
 		return convert_window_op(L, n);
 	int rc = 1;
 	if (n->id == MC_OP_Transpose)
@@ -809,13 +879,43 @@ static int run_walk(lay *L)
 	return 0;
 }
 
+/* Per value: every reader is a node that can take an alternative (a
+ * pointwise op, a Transpose, a window op that converts); not for a graph
+ * output or a value read inside a subgraph. */
+static bool *alt_readers(const mc_graph *g, const bool *to_last)
+{
+	bool *ok = mc_xcalloc((size_t)g->n_values + 1, sizeof *ok);
+	for (int v = 0; v < g->n_values; v++)
+		ok[v] = true;
+	for (int i = 0; i < g->n_nodes; i++) {
+		const mc_node *n = &g->nodes[i];
+		bool takes = !n->n_implicit && !n->guard && n->op &&
+		             (n->id == MC_OP_Transpose || conv_convertible(g, n, to_last) ||
+		              pool_convertible(g, n, to_last) ||
+		              (n->n_outputs == 1 && mc_op_has(n->id, MC_OF_REMAP)));
+		for (int k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] >= 0 && !takes)
+				ok[n->inputs[k]] = false;
+		for (int k = 0; k < n->n_implicit; k++)
+			ok[n->implicit[k]] = false;
+	}
+	for (int k = 0; k < g->n_outputs; k++)
+		ok[g->outputs[k]] = false;
+	return ok;
+}
+
 int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o)
 {
-	if (!wants_nhwc(g, o ? o->layout : NULL))
+	const char *layout = o ? o->layout : NULL;
+	bool *to_last = layout && !strcmp(layout, "depthwise") ? read_channels_last(g) : NULL;
+	if (!wants_nhwc(g, layout, to_last)) {
+		free(to_last);
 		return 0;
-	lay L = {.g = g};
+	}
+	lay L = {.g = g, .to_last = to_last};
 	grow_state(&L);
 	L.is_output = ge_output_marks(g);
+	L.alt_readers = alt_readers(g, to_last);
 	int rc = run_walk(&L);
 	/* the new list replaces the old (nodes left in g->nodes after an
 	 * error are moved over too, so that nothing leaks) */
@@ -832,5 +932,7 @@ int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o)
 	free(L.st);
 	free(L.producer);
 	free(L.is_output);
+	free(L.alt_readers);
+	free(L.to_last);
 	return rc < 0 ? -1 : L.changes;
 }

@@ -523,3 +523,73 @@ Test(layout, squeeze_excitation_stays_channels_last)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(verify_model_isa(se_model(), isas[i]), 0, "%s", isas[i]);
 }
+
+/* ConvNeXt's shape: x [1,8,5,5] -> a dense 1x1 Conv (8 -> 16), then two
+ * blocks of a depthwise 3x3 Conv -> Transpose to channels-last -> MatMul
+ * over channels -> Transpose back -> Mul by a per-channel scale -> Add the
+ * block's input. */
+static mb *convnext_model(void)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,8,5,5");
+	init_random(b, "w0", "16,8,1,1", 16 * 8, 11);
+	mb_node(b, g, "Conv", "stem", "x,w0", "s0");
+	for (int i = 0; i < 2; i++) {
+		char nm[16][32];
+		for (int k = 0; k < 16; k++)
+			snprintf(nm[k], sizeof nm[k], "b%d_%d", i, k);
+		init_random(b, nm[0], "16,1,3,3", 16 * 9, 12 + i);
+		init_random(b, nm[1], "16,16", 16 * 16, 14 + i);
+		init_random(b, nm[2], "16,1,1", 16, 16 + i);
+		char in[64], out[32];
+		snprintf(in, sizeof in, "s%d,%s", i, nm[0]);
+		Onnx__NodeProto *n = mb_node(b, g, "Conv", nm[3], in, nm[4]);
+		mb_attr_int(b, n, "group", 16);
+		mb_attr_ints(b, n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+		n = mb_node(b, g, "Transpose", nm[5], nm[4], nm[6]);
+		mb_attr_ints(b, n, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+		snprintf(in, sizeof in, "%s,%s", nm[6], nm[1]);
+		mb_node(b, g, "MatMul", nm[7], in, nm[8]);
+		n = mb_node(b, g, "Transpose", nm[9], nm[8], nm[10]);
+		mb_attr_ints(b, n, "perm", (int64_t[]){0, 3, 1, 2}, 4);
+		snprintf(in, sizeof in, "%s,%s", nm[10], nm[2]);
+		mb_node(b, g, "Mul", nm[11], in, nm[12]);
+		snprintf(in, sizeof in, "%s,s%d", nm[12], i);
+		snprintf(out, sizeof out, i ? "y" : "s%d", i + 1);
+		mb_node(b, g, "Add", nm[13], in, out);
+	}
+	mb_output(b, g, "y");
+	return b;
+}
+
+/* The model's transposes back to channels-first vanish: the residual sums
+ * and the next block's convolution read the channels-last values. auto:
+ * only x's and y's transposes stay. "depthwise" (cuda's): the dense Conv
+ * stays channels-first, its output transposed once, for the first block
+ * and the residual sum both. */
+Test(layout, transposes_back_to_channels_first_vanish)
+{
+	const char *layouts[] = { NULL, "depthwise" };
+	const int dense[] = { 0, 1 }, transposes[] = { 2, 2 };
+	for (int i = 0; i < 2; i++) {
+		mb *b = convnext_model();
+		mc_graph *g = frozen(b, layouts[i]);
+		cr_assert_eq(count_ops(g, "NhwcConv"), 3 - dense[i], "%s", layouts[i] ? layouts[i] : "auto");
+		cr_assert_eq(count_ops(g, "Conv"), dense[i]);
+		cr_assert_eq(count_ops(g, "Transpose"), transposes[i], "%s: got %d", layouts[i] ? layouts[i] : "auto",
+		             count_ops(g, "Transpose"));
+		mc_graph_free(g);
+		mb_free(b);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.layout = layouts[i];
+		cr_assert_eq(verify_model_with(convnext_model(), &o), 0, "%s", layouts[i] ? layouts[i] : "auto");
+	}
+	/* nchw: every one stays */
+	mb *b = convnext_model();
+	mc_graph *g = frozen(b, "nchw");
+	cr_assert_eq(count_ops(g, "Transpose"), 4);
+	mc_graph_free(g);
+	mb_free(b);
+}

@@ -176,8 +176,9 @@ static bool is_gather(const mc_graph *g, const mc_node *n)
 	return true;
 }
 
-/* n is a Split along the last axis of a 3-D tensor whose parts (none a
- * graph output) attention templates can read in place (mc_attention_one_kernel). */
+/* n is a Split along the last axis of a 3-D tensor whose parts (every
+ * one present, so that each one's columns are known; none a graph
+ * output) attention templates can read in place (mc_attention_one_kernel). */
 static bool is_packed_split(const mc_graph *g, const mc_node *n)
 {
 	int axis;
@@ -185,7 +186,7 @@ static bool is_packed_split(const mc_graph *g, const mc_node *n)
 	    g->values[n->inputs[0]].shape.rank != 3 || mc_split_axis(n, 3, &axis) || axis != 2)
 		return false;
 	for (int k = 0; k < n->n_outputs; k++)
-		if (n->outputs[k] >= 0 && ge_is_graph_output(g, n->outputs[k]))
+		if (n->outputs[k] < 0 || ge_is_graph_output(g, n->outputs[k]))
 			return false;
 	return true;
 }

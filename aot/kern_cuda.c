@@ -260,7 +260,7 @@ static int64_t attention_operand(const mc_lower_ctx *c, int i, int64_t *row_widt
 	const mc_shape *packed = &c->g->values[split->inputs[0]].shape;
 	int64_t at = 0;
 	for (int k = 0; k < split->n_outputs && split->outputs[k] != c->node->inputs[i]; k++)
-		at += split->outputs[k] >= 0 ? c->g->values[split->outputs[k]].shape.dims[s->rank - 1] : 0;
+		at += c->g->values[split->outputs[k]].shape.dims[s->rank - 1]; /* every part present (fuse.c) */
 	*row_width = packed->dims[packed->rank - 1];
 	return at;
 }

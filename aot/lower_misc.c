@@ -1761,6 +1761,27 @@ static const mc_value *node_out(const mc_graph *g, const mc_node *n, int k)
 	return k < n->n_outputs && n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
 }
 
+/* Q, K and V's sizes, seen as [b, heads, rows, head size] (a 3-D one's
+ * heads from q_num_heads and kv_num_heads), and the scale; no mask.
+ * False where a 3-D Attention lacks its head counts. */
+static bool attn_sizes(const attn_params *p, const mc_shape *qs, const mc_shape *ks, const mc_shape *vs,
+                       mc_attn_sizes *a)
+{
+	*a = (mc_attn_sizes){ .is_3d = qs->rank == 3, .b = qs->dims[0], .mask_in = -1 };
+	if (a->is_3d) {
+		if (p->q_heads <= 0 || p->kv_heads <= 0)
+			return false;
+		a->hq = p->q_heads, a->hkv = p->kv_heads;
+		a->sq = qs->dims[1], a->skv = ks->dims[1];
+		a->d = qs->dims[2] / a->hq, a->dv = vs->dims[2] / a->hkv;
+	} else {
+		a->hq = qs->dims[1], a->sq = qs->dims[2], a->d = qs->dims[3];
+		a->hkv = ks->dims[1], a->skv = ks->dims[2], a->dv = vs->dims[3];
+	}
+	a->scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a->d);
+	return true;
+}
+
 bool mc_attention_one_kernel(const mc_graph *g, const mc_node *n, mc_attn_sizes *s)
 {
 	const attn_params *p = n->params;
@@ -1772,19 +1793,11 @@ bool mc_attention_one_kernel(const mc_graph *g, const mc_node *n, mc_attn_sizes 
 	    node_in(g, n, AT_NONPAD) || p->causal || p->softcap > 0)
 		return false;
 	const mc_shape *qs = &q->shape, *ks = &k->shape, *vs = &v->shape;
-	mc_attn_sizes a = { .is_3d = qs->rank == 3, .mask_in = mask ? AT_MASK : -1 };
-	if (a.is_3d) {
-		if (ks->rank != 3 || vs->rank != 3 || p->q_heads <= 0 || p->kv_heads <= 0)
-			return false;
-		a.b = qs->dims[0], a.hq = p->q_heads, a.hkv = p->kv_heads;
-		a.sq = qs->dims[1], a.skv = ks->dims[1];
-		a.d = qs->dims[2] / a.hq, a.dv = vs->dims[2] / a.hkv;
-	} else {
-		if (qs->rank != 4 || ks->rank != 4 || vs->rank != 4)
-			return false;
-		a.b = qs->dims[0], a.hq = qs->dims[1], a.sq = qs->dims[2], a.d = qs->dims[3];
-		a.hkv = ks->dims[1], a.skv = ks->dims[2], a.dv = vs->dims[3];
-	}
+	mc_attn_sizes a;
+	if ((qs->rank != 3 && qs->rank != 4) || ks->rank != qs->rank || vs->rank != qs->rank ||
+	    !attn_sizes(p, qs, ks, vs, &a))
+		return false;
+	a.mask_in = mask ? AT_MASK : -1;
 	if (a.b < 1 || a.hq < 1 || a.hkv < 1 || a.hq % a.hkv || a.sq < 1 || a.skv < 1 || a.d < 1 || a.dv < 1 ||
 	    a.d > MC_ATTN_MAX_HEAD || a.dv > MC_ATTN_MAX_HEAD ||
 	    (mask && mask->shape.dims[mask->shape.rank - 1] != a.skv))
@@ -1793,7 +1806,6 @@ bool mc_attention_one_kernel(const mc_graph *g, const mc_node *n, mc_attn_sizes 
 	for (int i = 0; i < 5; i++)
 		if (all[i] && (int64_t)mc_numel(&all[i]->shape) >= INT32_MAX)
 			return false;
-	a.scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
 	if (s)
 		*s = a;
 	return true;
@@ -1805,22 +1817,11 @@ static int lower_attention(mc_lower_ctx *c)
 	const attn_params *p = c->node->params;
 	const mc_shape *qs = &c->in[AT_Q]->shape, *ks = &c->in[AT_K]->shape,
 	               *vs = &c->in[AT_V]->shape;
-	attn_low a = {.c = c,
-	              .p = p,
-	              .kt = mc_ktype_of(c->in[AT_Q]->dtype),
-	              .is_3d = qs->rank == 3};
-	a.b = qs->dims[0];
-	if (a.is_3d) {
-		a.hq = p->q_heads, a.hkv = p->kv_heads;
-		if (a.hq <= 0 || a.hkv <= 0)
-			return mc_lower_error(c,
-			                      "3-D Attention needs q_num_heads and kv_num_heads");
-		a.sq = qs->dims[1], a.skv = ks->dims[1];
-		a.d = qs->dims[2] / a.hq, a.dv = vs->dims[2] / a.hkv;
-	} else {
-		a.hq = qs->dims[1], a.sq = qs->dims[2], a.d = qs->dims[3];
-		a.hkv = ks->dims[1], a.skv = ks->dims[2], a.dv = vs->dims[3];
-	}
+	mc_attn_sizes sz;
+	if (!attn_sizes(p, qs, ks, vs, &sz))
+		return mc_lower_error(c, "3-D Attention needs q_num_heads and kv_num_heads");
+	attn_low a = { .c = c, .p = p, .kt = mc_ktype_of(c->in[AT_Q]->dtype), .is_3d = sz.is_3d, .b = sz.b,
+	               .hq = sz.hq, .hkv = sz.hkv, .sq = sz.sq, .skv = sz.skv, .d = sz.d, .dv = sz.dv };
 	const mc_value *past_k = opt_in(c, AT_PAST_K), *mask = opt_in(c, AT_MASK);
 	a.past = past_k ? past_k->shape.dims[2] : 0;
 	a.total = a.past + a.skv;
@@ -1832,7 +1833,7 @@ static int lower_attention(mc_lower_ctx *c)
 		return mc_lower_error(c, "Attention heads %lld / %lld do not group",
 		                      (long long)a.hq, (long long)a.hkv);
 	int64_t group = a.hq / a.hkv;
-	double scale = p->has_scale ? p->scale : 1.0 / sqrt((double)a.d);
+	double scale = sz.scale;
 	mc_ktype kt = a.kt;
 	bool want_y = opt_out(c, AT_Y) != NULL, want_qk = opt_out(c, AT_QK) != NULL;
 	mc_attn_sizes one;

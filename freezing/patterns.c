@@ -639,8 +639,9 @@ static int fuse_attention(mc_graph *g)
  * (fuse_attention): one product's launches instead of one per sibling. */
 
 /* Node i as x W + b (W constant [K, N], b constant [N], the product read
- * by the Add alone): the Add's index and N, or -1. */
-static int projection(const mc_graph *g, const int *uses, int i, int x, int64_t k, int64_t *n_out)
+ * by the Add alone): the Add's index, N and b, or -1. */
+static int projection(const mc_graph *g, const int *uses, int i, int x, int64_t k, int64_t *n_out,
+                      const mc_tensor **bias)
 {
 	const mc_node *mm = &g->nodes[i];
 	if (mm->id != MC_OP_MatMul || mm->n_inputs != 2 || mm->n_outputs != 1 || mm->inputs[0] != x)
@@ -656,6 +657,7 @@ static int projection(const mc_graph *g, const int *uses, int i, int x, int64_t 
 	    g->values[g->nodes[add].outputs[0]].dtype != MC_FLOAT)
 		return -1;
 	*n_out = w->shape.dims[1];
+	*bias = b;
 	return add;
 }
 
@@ -673,8 +675,9 @@ static int fuse_siblings_once(mc_graph *g, const int *uses)
 			continue;
 		int64_t k = xs->dims[xs->rank - 1], n[MAX_SIBLINGS], total = 0;
 		int mm[MAX_SIBLINGS], add[MAX_SIBLINGS], count = 0;
+		const mc_tensor *bias[MAX_SIBLINGS];
 		for (int j = i; j < g->n_nodes && count < MAX_SIBLINGS; j++) {
-			int a = projection(g, uses, j, x, k, &n[count]);
+			int a = projection(g, uses, j, x, k, &n[count], &bias[count]);
 			if (a < 0)
 				continue;
 			mm[count] = j;
@@ -696,11 +699,7 @@ static int fuse_siblings_once(mc_graph *g, const int *uses)
 		float *wd = w->data, *bd = b->data;
 		int64_t at = 0;
 		for (int s = 0; s < count; s++) {
-			const float *ws = konst(g, g->nodes[mm[s]].inputs[1])->data;
-			int other = -1;
-			if (!binary(&g->nodes[add[s]], MC_OP_Add, g->nodes[mm[s]].outputs[0], &other))
-				other = -1; /* projection() found it: not reached */
-			const float *bs = konst(g, other)->data;
+			const float *ws = konst(g, g->nodes[mm[s]].inputs[1])->data, *bs = bias[s]->data;
 			for (int64_t r = 0; r < k; r++)
 				memcpy(wd + r * total + at, ws + r * n[s], (size_t)n[s] * sizeof(float));
 			memcpy(bd + at, bs, (size_t)n[s] * sizeof(float));

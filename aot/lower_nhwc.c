@@ -99,6 +99,22 @@ static int plain_conv(mc_lower_ctx *c, const win_geom *g, int64_t group)
 	for (int i = 0; i < nsp; i++)
 		ksize *= g->k[i];
 	mc_ktype t = mc_ktype_of(c->out[0]->dtype);
+	/* a constant float depthwise weight [m][1][taps] packed taps first:
+	 * the output's channel loop is innermost (a grid's threads, a CPU's
+	 * lanes), so its weights are then contiguous too */
+	int taps_first = -1;
+	const mc_tensor *w = mc_lower_const(c, 1);
+	if (cg == 1 && mg == 1 && w && w->dtype == MC_FLOAT && (int64_t)mc_numel(&w->shape) == cout * ksize) {
+		mc_tensor *packed = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 2, .dims = { ksize, cout } });
+		if (!packed)
+			return mc_lower_error(c, "out of memory packing the depthwise weight");
+		const float *src = w->data;
+		float *dst = packed->data;
+		for (int64_t o = 0; o < cout; o++)
+			for (int64_t k = 0; k < ksize; k++)
+				dst[k * cout + o] = src[o * ksize + k];
+		taps_first = mc_kb_packed(kb, packed);
+	}
 	mc_kexpr *coords[MC_MAX_RANK];
 	int depth = out_loops(kb, os, coords);
 	mc_kexpr *m = coords[os->rank - 1];
@@ -117,11 +133,14 @@ static int plain_conv(mc_lower_ctx *c, const win_geom *g, int64_t group)
 	mc_kexpr *tap_lin = idx(kb, 0);
 	for (int i = 0; i < nsp; i++)
 		tap_lin = mc_k_add(kb, mc_k_muli(kb, tap_lin, g->k[i]), tap[i]);
-	mc_kexpr *w_base = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, m, cg * ksize), tap_lin));
 	mc_kexpr *ic = range(kb, idx(kb, 0), idx(kb, cg), MC_KF_REDUCE, &inner);
 	mc_kexpr *xv = mc_k_cast(kb, t, mc_lower_load(c, 0, mc_k_add(kb, x_base, ic)));
-	mc_kexpr *wv = mc_k_cast(kb, t, mc_lower_load(c, 1, mc_k_add(kb, w_base,
-	                                                              mc_k_muli(kb, ic, ksize))));
+	mc_kexpr *wv;
+	if (taps_first >= 0) /* [tap][m]: neighbouring outputs read neighbouring weights */
+		wv = mc_k_cast(kb, t, mc_k_load(kb, taps_first, mc_k_add(kb, mc_k_muli(kb, tap_lin, cout), m)));
+	else
+		wv = mc_k_cast(kb, t, mc_lower_load(c, 1, mc_k_add(kb, mc_k_add(kb, mc_k_muli(kb, m, cg * ksize), tap_lin),
+		                                                   mc_k_muli(kb, ic, ksize))));
 	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_mul(kb, xv, wv)));
 	mc_kb_end_n(kb, inner);
 	mc_lower_store(c, 0, coords, NULL, acc);

@@ -52,8 +52,11 @@ static float round_tf32(float v)
 
 /* wt[k][m] = w[m][k]: the FFMA template reads a row of channels per k; the
  * tensor-core one rows of k (wt[m][k], the weight's own order). With tf32,
- * each rounded to TF32 here, once, instead of on every load. */
-static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool transpose, bool tf32)
+ * each rounded to TF32 here, once, instead of on every load. A
+ * channels-last convolution's k run over the taps, then the CIN channels
+ * (cin > 0: w's k = ci * taps + tap goes to tap * cin + ci), the order of
+ * its input's elements. */
+static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool transpose, bool tf32, int64_t cin)
 {
 	mc_shape s = { .rank = 2, .dims = { transpose ? k : m, transpose ? m : k } };
 	mc_tensor *t = mc_tensor_new(MC_FLOAT, &s);
@@ -61,9 +64,12 @@ static mc_tensor *packed_weights(const mc_tensor *w, int64_t m, int64_t k, bool 
 		return NULL;
 	const float *src = w->data;
 	float *dst = t->data;
+	int64_t taps = cin > 0 ? k / cin : 1;
 	for (int64_t i = 0; i < m; i++)
-		for (int64_t j = 0; j < k; j++)
-			dst[transpose ? j * m + i : i * k + j] = tf32 ? round_tf32(src[i * k + j]) : src[i * k + j];
+		for (int64_t j = 0; j < k; j++) {
+			int64_t kk = cin > 0 ? j % taps * cin + j / taps : j;
+			dst[transpose ? kk * m + i : i * k + kk] = tf32 ? round_tf32(src[i * k + j]) : src[i * k + j];
+		}
 	return t;
 }
 
@@ -96,7 +102,7 @@ static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int 
 	mc_kexpr *coords[MC_MAX_RANK];
 	mc_lower_loops(kb, os, coords, MC_KF_PARALLEL);
 	mc_kexpr *lin = mc_kb_let(kb, mc_lower_linear(kb, os, coords));
-	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[1])
+	mc_kexpr *acc = mc_kb_local(kb, bias_in >= 0 ? mc_lower_load(c, bias_in, coords[t->nhwc ? os->rank - 1 : 1])
 	                                             : mc_k_float(kb, MC_KT_F32, 0));
 	/* the device runs the template in splits(out) of the planned slices
 	 * (init's plan for its multiprocessors): the first always, the others
@@ -119,24 +125,26 @@ static void sum_splits(mc_lower_ctx *c, const mc_ktemplate *t, int bias_in, int 
 	mc_kb_end_n(kb, os->rank);
 }
 
-int mc_kern_conv_cuda(mc_lower_ctx *c)
+/* A 2-D convolution of group 1 and a constant float weight, float32 data
+ * of rank 4: what the template takes. */
+static bool conv_fits(const mc_lower_ctx *c)
 {
 	const nn_params *p = c->node->params;
-	if (!c->out[0] || p->group != 1 || c->in[0]->shape.rank != 4 || !mc_is_f32(c->out[0]) ||
-	    !mc_is_f32(c->in[0]) || !mc_is_f32(c->in[1]))
-		return 1;
 	const mc_tensor *w = mc_lower_const(c, 1);
-	if (!w || w->dtype != MC_FLOAT)
-		return 1;
-	win_geom g;
-	if (mc_win_setup(c->node, p, &c->in[0]->shape, c->in[1]->shape.dims + 2, &g) ||
-	    mc_win_forward(c->node, p, &g))
-		return -1;
-	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape;
+	return c->out[0] && p->group == 1 && c->in[0]->shape.rank == 4 && mc_is_f32(c->out[0]) &&
+	       mc_is_f32(c->in[0]) && mc_is_f32(c->in[1]) && w && w->dtype == MC_FLOAT;
+}
+
+/* The template over convolution c of window g (nhwc: an NhwcConv). */
+static int conv_template(mc_lower_ctx *c, const win_geom *gp, bool nhwc)
+{
+	const win_geom g = *gp;
+	const mc_tensor *w = mc_lower_const(c, 1);
+	const mc_shape *xs = &c->in[0]->shape, *os = &c->out[0]->shape, *ws = &c->in[1]->shape;
 	mc_ktemplate t = {
-		.kind = MC_TMPL_CONV2D_SPLITK,
-		.n = xs->dims[0], .cin = xs->dims[1], .h = xs->dims[2], .w = xs->dims[3],
-		.cout = os->dims[1], .kh = g.k[0], .kw = g.k[1], .oh = os->dims[2], .ow = os->dims[3],
+		.kind = MC_TMPL_CONV2D_SPLITK, .nhwc = nhwc,
+		.n = xs->dims[0], .cin = ws->dims[1], .h = g.in[0], .w = g.in[1],
+		.cout = ws->dims[0], .kh = g.k[0], .kw = g.k[1], .oh = g.out[0], .ow = g.out[1],
 		.sh = g.s[0], .sw = g.s[1], .ph = g.pb[0], .pw = g.pb[1], .dh = g.d[0], .dw = g.d[1],
 	};
 	int64_t m = t.cout, k = t.cin * t.kh * t.kw, pix = t.oh * t.ow;
@@ -153,7 +161,7 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	mc_kb *kb = c->kb;
 	/* TF32 operands (fp32 storage on tensor cores; fp16 halves them later) */
 	t.wt_tf32 = t.mma && c->kb->isa->mma_tf32;
-	mc_tensor *wt = packed_weights(w, m, k, !t.mma, t.wt_tf32);
+	mc_tensor *wt = packed_weights(w, m, k, !t.mma, t.wt_tf32, nhwc ? t.cin : 0);
 	if (!wt)
 		return 1;
 	t.x = c->in_buf[0];
@@ -167,6 +175,27 @@ int mc_kern_conv_cuda(mc_lower_ctx *c)
 	/* out = bias + the splits' sums, through the epilogue */
 	sum_splits(c, &t, c->n_in > 2 && c->in[2] ? 2 : -1, -1, 1, 1);
 	return 0;
+}
+
+int mc_kern_conv_cuda(mc_lower_ctx *c)
+{
+	if (!conv_fits(c))
+		return 1;
+	const nn_params *p = c->node->params;
+	win_geom g;
+	if (mc_win_setup(c->node, p, &c->in[0]->shape, c->in[1]->shape.dims + 2, &g) ||
+	    mc_win_forward(c->node, p, &g))
+		return -1;
+	return conv_template(c, &g, false);
+}
+
+/* channels-last on tensor cores alone: the FFMA template reads channels
+ * first */
+int mc_kern_conv_nhwc_cuda(mc_lower_ctx *c, const win_geom *g)
+{
+	if (!c->kb->target->conv_template || !c->kb->isa || !c->kb->isa->mma || !conv_fits(c))
+		return 1;
+	return conv_template(c, g, true);
 }
 
 /* MatMul and Gemm on tensor cores: batched (each operand's batch its own
@@ -221,7 +250,7 @@ int mc_kern_gemm_cuda(mc_lower_ctx *c)
 	t.wt = c->in_buf[0];
 	if (pack) {
 		t.x_tf32 = c->kb->isa->mma_tf32;
-		mc_tensor *bt = packed_weights(bc, tb ? n : k, tb ? k : n, !tb, t.x_tf32);
+		mc_tensor *bt = packed_weights(bc, tb ? n : k, tb ? k : n, !tb, t.x_tf32, 0);
 		if (!bt)
 			return 1;
 		t.x = mc_kb_packed(kb, bt);

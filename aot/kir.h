@@ -156,8 +156,8 @@ typedef enum {
  * has them (kb->isa), as one top-level statement of a kernel, whose other
  * statements finish the job in plain IR (bias, splits, fused epilogues). */
 typedef enum {
-	/* 2-D convolution, NCHW float32, group 1, as an implicit GEMM in K
-	 * splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
+	/* 2-D convolution, NCHW float32 (NHWC with `nhwc`), group 1, as an
+	 * implicit GEMM in K splits: out[s][n][m][p] = sum over k in [s*k_split, (s+1)*k_split) of
 	 * wt[k][m] * x[n][ci][ih][iw], with k = (ci*kh + i)*kw + j, p = oh*ow_n + ow,
 	 * ih = oh*sh - ph + i*dh, iw = ow*sw - pw + j*dw, x taken as 0 outside
 	 * the image. wt is the weight re-laid K x M at generation time, or kept
@@ -257,6 +257,10 @@ typedef struct mc_ktemplate {
 	 * follows (over out's [n][cout][oh][ow], which loads out at its linear
 	 * index once), so `out` is transient: it has no storage. */
 	bool direct;
+	/* CONV2D_SPLITK channels-last (NhwcConv): x is [n][h][w][cin], k runs
+	 * over (i, j, ci), ci fastest (wt packed so), and out (the splits' and
+	 * the nest's) is [n][p][cout] */
+	bool nhwc;
 	int x, wt, out;           /* kernel buffers */
 	int bias;                 /* GEMV_F32: the blocks' biases; -1: none */
 	int y, consts, cell;      /* GRU/LSTM_GATES: Y (-1: none), kmath's constants, C */

@@ -157,8 +157,8 @@ static int lower_nhwc_conv(mc_lower_ctx *c)
 	if (nhwc_geom(c, c->in[1]->shape.dims + 2, &g))
 		return -1;
 	int rc = 1;
-	if (c->kb->target && c->kb->target->grid)
-		rc = 1; /* the CPU kernels' tiles: a grid takes a thread per output element */
+	if (c->kb->target && c->kb->target->grid) /* not the CPU kernels' tiles: a template, or a thread per output */
+		rc = p->group == 1 ? mc_kern_conv_nhwc_cuda(c, &g) : 1;
 	else if (is_depthwise(c, p->group))
 		rc = mc_kern_dwconv_nhwc(c);
 	else if (p->group == 1 && (c->kb->for_memory || c->kb->for_size || (rc = mc_kern_wino_nhwc(c)) == 1))
@@ -218,7 +218,9 @@ static int lower_nhwc_pool(mc_lower_ctx *c, bool is_max)
 	win_geom g;
 	if (nhwc_geom(c, NULL, &g))
 		return -1;
-	int rc = mc_kern_pool_nhwc(c);
+	/* a grid: a thread per output element (the CPU kernel's channel
+	 * loop, its vectors, would be one thread's) */
+	int rc = c->kb->target && c->kb->target->grid ? 1 : mc_kern_pool_nhwc(c);
 	return rc == 1 ? plain_pool(c, &g, is_max) : rc;
 }
 

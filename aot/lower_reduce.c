@@ -188,15 +188,27 @@ static int reduce_axes(const mc_lower_ctx *c, bool reduced[MC_MAX_RANK])
 	return reduced_dims(c, axes, count, p->noop_empty, reduced);
 }
 
-/* The reduction loops: one per reduced dim (the others already in coords);
- * returns x at those coords, let-bound. */
+/* The reduction loops (the kept dims already in coords); returns x at
+ * those coords, let-bound. A run of adjacent reduced dims is one loop over
+ * its elements, which lie its last dim's stride apart: the same order, and
+ * one long loop where several short ones were (a GPU's lanes split long
+ * ones: the spatial mean of a channels-last image). */
 static mc_kexpr *reduce_loops(mc_lower_ctx *c, const bool *reduced, mc_kexpr **coords)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *s = &c->in[0]->shape;
-	for (int d = 0; d < s->rank; d++)
-		if (reduced[d])
-			coords[d] = loop(kb, s->dims[d], MC_KF_REDUCE);
+	for (int d = 0; d < s->rank; d++) {
+		if (!reduced[d])
+			continue;
+		int last = d;
+		int64_t n = s->dims[d];
+		while (last + 1 < s->rank && reduced[last + 1])
+			n *= s->dims[++last];
+		for (int i = d; i < last; i++)
+			coords[i] = mc_k_index(kb, 0);
+		coords[last] = loop(kb, n, MC_KF_REDUCE);
+		d = last;
+	}
 	return mc_kb_let(kb, mc_lower_load(c, 0, mc_lower_linear(kb, s, coords)));
 }
 

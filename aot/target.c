@@ -15,10 +15,11 @@ const mc_target mc_target_c = {
 };
 
 /* the CUDA kernels are the plain lowerings, a thread per output element,
- * and templates for channels-first convolutions: channels-first serves
- * them and needs no transposes; a depthwise convolution goes channels-last
- * only where the model itself does next (ConvNeXt's blocks: their
- * transposes vanish, freezing/layout.c's "depthwise") */
+ * and templates for convolutions. In float32 (TF32 too) the templates
+ * read channels first, so a depthwise convolution goes channels-last only
+ * where the model itself does next (ConvNeXt's blocks: their transposes
+ * vanish, freezing/layout.c's "depthwise"); in half on tensor cores
+ * (fp16) the layout is "auto", chosen as the CPUs' is (mc_target_resolve) */
 const mc_target mc_target_cuda = {
 	.name = "cuda",
 	.emit = mc_emit_cuda,
@@ -79,5 +80,10 @@ int mc_target_resolve(const mc_compile_opts *o, mc_target_config *t)
 		mc_error("unknown --isa '%s'", isa);
 		return -1;
 	}
+	/* half on tensor cores: convolutions channels-last where they do the
+	 * work (a load brings 8 channels of a tap, where channels-first took 8
+	 * loads); TF32's are yet to be measured so */
+	if (!o->layout && d->gpu && half && t->isa->mma)
+		t->layout = "auto";
 	return 0;
 }

@@ -5,8 +5,9 @@
  * channels: of the multiply-accumulates of all Conv nodes, at least half
  * are in convertible ones (below) with 8 or more output channels, whose
  * channel dim is then the one the kernels vectorise. "depthwise" (the
- * cuda target's) converts only depthwise convolutions whose output the
- * model itself transposes to channels-last, and no pools.
+ * cuda target's in float32) converts only depthwise convolutions
+ * whose output the model itself transposes to channels-last, and no
+ * pools.
  *
  * Converting: each convertible Conv (float32, rank 3 or 4, constant
  * weight, group 1 or depthwise) becomes NhwcConv and each single-output
@@ -392,9 +393,9 @@ static bool *read_channels_last(const mc_graph *g)
 
 /* A Conv that becomes NhwcConv. With to_last ("depthwise"), only a
  * depthwise one whose output is read only by Transposes to channels-last:
- * the cuda target keeps its dense convolutions channels-first (their
- * template's), and converts where the model itself goes channels-last
- * next, so that no transpose is added. */
+ * the cuda target in float32 keeps its dense convolutions channels-first
+ * (their templates'), and converts where the model itself goes
+ * channels-last next, so that no transpose is added. */
 static bool conv_convertible(const mc_graph *g, const mc_node *n, const bool *to_last)
 {
 	if (n->id != MC_OP_Conv || !n->op || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 ||

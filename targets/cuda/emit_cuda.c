@@ -539,7 +539,8 @@ static int plan_launches(const mc_kernel *k, launch **out)
 			}
 			ok = ok && f->extent[f->n_loops - 1] == tp->ow && all == tp->n * tp->cout * tp->ow;
 		} else if (ok) {
-			int64_t want[4] = { tp->n, tp->cout, tp->oh, tp->ow };
+			int64_t want[4] = { tp->n, tp->nhwc ? tp->oh : tp->cout, tp->nhwc ? tp->ow : tp->oh,
+			                    tp->nhwc ? tp->cout : tp->ow };
 			ok = f->n_loops == 4;
 			for (int d = 0; ok && d < 4; d++)
 				ok = f->begin[d] == 0 && f->extent[d] == want[d];
@@ -646,10 +647,11 @@ static void put_buffer_ptrs(cuda_emitter *c, const mc_kstmt *const *stmts, int n
 
 /* The template's results: LOOPS opens loops (closed here, a brace for each
  * `{` in it) that define mm (row of A) and pp (row of B) of the value VAL;
- * stored into the split's partial sums, or through the epilogue EPI (one
- * split) with the output coordinates EPI_ARGS (put_epilogue_args). */
-static void put_template_stores(cuda_emitter *c, const char *loops, const char *val, const char *epi,
-                                const char *epi_args)
+ * stored into the split's partial sums (in t's output order), or through
+ * the epilogue EPI (one split) with the output coordinates EPI_ARGS
+ * (put_epilogue_args). */
+static void put_template_stores(cuda_emitter *c, const mc_ktemplate *t, const char *loops, const char *val,
+                                const char *epi, const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
 	int opened = 0, depth = 0; /* the loops' braces; the depth of their body */
@@ -666,7 +668,7 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 	mc_sb_puts(sb, loops);
 	mc_sb_printf(sb, "%.*sif (mm < M && pp < P) {\n", d, tabs);
 	if (!epi)
-		mc_sb_printf(sb, "%.*so[mm * P + pp] = %s;\n", d + 1, tabs, val);
+		mc_sb_printf(sb, "%.*so[%s] = %s;\n", d + 1, tabs, t->nhwc ? "pp * M + mm" : "mm * P + pp", val);
 	else
 		mc_sb_printf(sb, "%.*s%s(dev, %s, %s); /* bias and the fused epilogue */\n", d + 1, tabs, epi, epi_args, val);
 	mc_sb_printf(sb, "%.*s}\n", d, tabs);
@@ -676,7 +678,8 @@ static void put_template_stores(cuda_emitter *c, const char *loops, const char *
 
 /* The output coordinates a template's result (n, mm, pp) has in the nest
  * el over its output, as the epilogue's arguments, into ARGS: a
- * convolution's [n][m][oh][ow] (pp = oh * OW + ow); a product's output
+ * convolution's [n][m][oh][ow] (pp = oh * OW + ow), or [n][oh][ow][m]
+ * channels-last; a product's output
  * [batch..., rows..., P], whose leading coordinates are those of n * M +
  * mm (the batch, and A's rows where they fold several dims). */
 static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const launch *el, mc_strbuf *args)
@@ -684,6 +687,10 @@ static void put_epilogue_args(cuda_emitter *c, const mc_ktemplate *t, const laun
 	const char *vt[MC_MAX_RANK];
 	for (int i = 0; i < el->n_loops; i++)
 		vt[i] = mc_ce_ctype(&c->ce, c->ce.k->vars[el->loops[i]->var].type);
+	if (t->kind == MC_TMPL_CONV2D_SPLITK && t->nhwc) { /* [n][oh][ow][m] */
+		mc_sb_printf(args, "(%s)n, (%s)(pp / OW), (%s)(pp %% OW), (%s)mm", vt[0], vt[1], vt[2], vt[3]);
+		return;
+	}
 	if (t->kind == MC_TMPL_CONV2D_SPLITK) {
 		mc_sb_printf(args, "(%s)n, (%s)mm, (%s)(pp / OW), (%s)(pp %% OW)", vt[0], vt[1], vt[2], vt[3]);
 		return;
@@ -755,11 +762,14 @@ static void put_im2col_value(mc_strbuf *sb, const char *in, const char *type, co
  * moving 8 consecutive k of row ROW (< LIM) a group. STRIDED: element
  * (row r, k) at PTR[r * row + k * kst]; one 16-byte load for the 8 where
  * `vec` (k contiguous, rows and base 16-byte aligned). IM2COL: the
- * convolution's input window (put_template_block's xn, ih0, iw0). */
+ * convolution's input window (put_template_block's xn, ih0, iw0), its k
+ * over (ci, kh, kw), or channels-last (kh, kw, ci). */
 typedef struct {
 	const char *ptr, *row_var, *lim;
 	int64_t row, kst;
 	bool vec, im2col;
+	bool nhwc;       /* IM2COL channels-last: k runs over the taps, then CIN channels; vec: 8 channels of a tap */
+	const char *lr, *lk; /* this thread's row and first k in the tile (put_template_mma) */
 	bool is_float;   /* F16: float storage (a graph input), rounded as it loads */
 	bool rounded;    /* TF32: the floats are TF32 already (packed weights) */
 } mma_operand;
@@ -771,30 +781,57 @@ static void put_operand_load(mc_strbuf *sb, const char *in, const char *kv, cons
                              bool f16)
 {
 	const char *r = o->row_var, *lim = o->lim, *ptr = o->ptr;
-	mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + lk + 32 * h;\n", in, in, kv);
+	mc_sb_printf(sb, "%s{\n%s\tconst int kx = %s + %s + 32 * h;\n", in, in, kv, o->lk);
+	if (o->im2col && o->nhwc && o->vec) {
+		/* channels-last, CIN a multiple of 8: the 8 k are 8 channels of
+		 * one tap, contiguous, one bounds check */
+		mc_sb_printf(sb,
+			"%s\tconst int tap = kx / CIN, ih = ih0 + tap / KW * DH, iw = iw0 + tap %% KW * DW;\n"
+			"%s\tconst bool in = kx < kend && %s < %s && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;\n",
+			in, in, r, lim);
+		if (f16)
+			mc_sb_printf(sb, "%s\t%s[h] = in ? *(const uint4 *)&%s[(ih * W + iw) * CIN + kx %% CIN] : make_uint4(0u, 0u, 0u, 0u);\n",
+			             in, R, ptr);
+		else
+			mc_sb_printf(sb,
+				"%s\tconst float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+				"%s\tconst float4 u = in ? *(const float4 *)&%s[(ih * W + iw) * CIN + kx %% CIN] : z;\n"
+				"%s\tconst float4 v = in ? *(const float4 *)&%s[(ih * W + iw) * CIN + kx %% CIN + 4] : z;\n"
+				"%s\t%s[h][0] = u.x, %s[h][1] = u.y, %s[h][2] = u.z, %s[h][3] = u.w;\n"
+				"%s\t%s[h][4] = v.x, %s[h][5] = v.y, %s[h][6] = v.z, %s[h][7] = v.w;\n",
+				in, in, ptr, in, ptr, in, R, R, R, R, in, R, R, R, R);
+		mc_sb_printf(sb, "%s}\n", in);
+		return;
+	}
 	if (o->im2col) {
 		/* the 8 k are consecutive: the first one's channel and tap divided
 		 * out once, then stepped (the divisions for each were most of a
-		 * step's instructions) */
+		 * step's instructions); channels-last, the channel steps first */
+		const char *first = o->nhwc ? "int ci = kx % CIN, kh = kx / CIN / KW, kw = kx / CIN % KW;"
+		                            : "int ci = kx / (KH * KW), kh = kx % (KH * KW) / KW, kw = kx % KW;";
+		const char *at = o->nhwc ? "(ih * W + iw) * CIN + ci" : "(ci * H + ih) * W + iw";
+		const char *inner = o->nhwc ? "ci" : "kw", *mid = o->nhwc ? "kw" : "kh", *outer = o->nhwc ? "kh" : "ci";
+		const char *inner_n = o->nhwc ? "CIN" : "KW", *mid_n = o->nhwc ? "KW" : "KH";
 		mc_sb_printf(sb,
-			"%s\tint ci = kx / (KH * KW), kh = kx %% (KH * KW) / KW, kw = kx %% KW;\n"
+			"%s\t%s\n"
 			"%s\t%s u[8];\n"
 			"#pragma unroll\n"
 			"%s\tfor (int i = 0; i < 8; i++) {\n"
 			"%s\t\tconst int ih = ih0 + kh * DH, iw = iw0 + kw * DW;\n"
 			"%s\t\tu[i] = 0;\n"
 			"%s\t\tif (kx + i < kend && %s < %s && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)\n"
-			"%s\t\t\tu[i] = %s%s[(ci * H + ih) * W + iw]);\n"
-			"%s\t\tif (++kw == KW) {\n"
-			"%s\t\t\tkw = 0;\n"
-			"%s\t\t\tif (++kh == KH) {\n"
-			"%s\t\t\t\tkh = 0;\n"
-			"%s\t\t\t\tci++;\n"
+			"%s\t\t\tu[i] = %s%s[%s]);\n"
+			"%s\t\tif (++%s == %s) {\n"
+			"%s\t\t\t%s = 0;\n"
+			"%s\t\t\tif (++%s == %s) {\n"
+			"%s\t\t\t\t%s = 0;\n"
+			"%s\t\t\t\t%s++;\n"
 			"%s\t\t\t}\n"
 			"%s\t\t}\n"
 			"%s\t}\n",
-			in, in, f16 ? "uint16_t" : "float", in, in, in, in, r, lim, in,
-			f16 && o->is_float ? "modelc_f32_to_f16(" : "(", ptr, in, in, in, in, in, in, in, in);
+			in, first, in, f16 ? "uint16_t" : "float", in, in, in, in, r, lim, in,
+			f16 && o->is_float ? "modelc_f32_to_f16(" : "(", ptr, at, in, inner, inner_n, in, inner, in, mid, mid_n,
+			in, mid, in, outer, in, in, in);
 		if (f16)
 			mc_sb_printf(sb, "%s\t%s[h] = make_uint4(u[0] | (unsigned)u[1] << 16, u[2] | (unsigned)u[3] << 16,\n"
 			                 "%s\t                   u[4] | (unsigned)u[5] << 16, u[6] | (unsigned)u[7] << 16);\n",
@@ -845,7 +882,7 @@ static void put_operand_stage(mc_strbuf *sb, const char *in, const char *st, con
                               const char *S, bool f16)
 {
 	if (f16) {
-		mc_sb_printf(sb, "%s*(uint4 *)&%s[%s][lr][(lk + 32 * h) / 2] = %s[h];\n", in, S, st, R);
+		mc_sb_printf(sb, "%s*(uint4 *)&%s[%s][%s][(%s + 32 * h) / 2] = %s[h];\n", in, S, st, o->lr, o->lk, R);
 		return;
 	}
 	char round[160];
@@ -859,10 +896,10 @@ static void put_operand_stage(mc_strbuf *sb, const char *in, const char *st, con
 		"#pragma unroll\n"
 		"%s\tfor (int i = 0; i < 8; i++)\n"
 		"%s\t\t%s\n"
-		"%s\t*(uint4 *)&%s[%s][lr][lk + 32 * h] = make_uint4(u[0], u[1], u[2], u[3]);\n"
-		"%s\t*(uint4 *)&%s[%s][lr][lk + 32 * h + 4] = make_uint4(u[4], u[5], u[6], u[7]);\n"
+		"%s\t*(uint4 *)&%s[%s][%s][%s + 32 * h] = make_uint4(u[0], u[1], u[2], u[3]);\n"
+		"%s\t*(uint4 *)&%s[%s][%s][%s + 32 * h + 4] = make_uint4(u[4], u[5], u[6], u[7]);\n"
 		"%s}\n",
-		in, in, in, in, round, in, S, st, in, S, st, in);
+		in, in, in, in, round, in, S, st, o->lr, o->lk, in, S, st, o->lr, o->lk, in);
 }
 
 /* The template on tensor cores (mma.sync, sm_80+): F16, half inputs
@@ -878,10 +915,22 @@ static void put_operand_stage(mc_strbuf *sb, const char *in, const char *st, con
  * global reads run along m or p, or along k where rows are k-contiguous;
  * its shared stores are 16 bytes wide. The block's lines (m0, p0, split,
  * n, kbeg, kend, the operands' pointers) are printed before. */
-static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, const mma_operand *A,
-                             const mma_operand *B, const char *epi, const char *epi_args)
+static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, const mma_operand *a_in,
+                             const mma_operand *b_in, const char *epi, const char *epi_args)
 {
 	mc_strbuf *sb = c->ce.sb;
+	/* which row and k of a tile each thread moves: rows of contiguous k
+	 * (vec) along k, four threads to a row's 32 k (a warp reads 8 runs of
+	 * 64 bytes); others along the rows (a warp reads 32 neighbouring
+	 * elements of one k: channels-first pixels) */
+	mma_operand a = *a_in, b = *b_in;
+	const mma_operand *A = &a, *B = &b;
+	a.lr = "ar", a.lk = "ak", b.lr = "br", b.lk = "bk";
+	const char *along_k = "threadIdx.x >> 2, %s = (threadIdx.x & 3) * 8";
+	const char *along_rows = "threadIdx.x & 63, %s = (threadIdx.x >> 6) * 8";
+	char rows[2][96];
+	snprintf(rows[0], sizeof rows[0], a.vec ? along_k : along_rows, "ak");
+	snprintf(rows[1], sizeof rows[1], b.vec ? along_k : along_rows, "bk");
 	/* k a step (64 halves or 32 floats: a row of 32 words), in groups of
 	 * 32 (a thread's 8 k of a row each); rows padded by 4 words */
 	int kt = t->k_step > 0 ? t->k_step : 32, groups = kt / 32, words = f16 ? kt / 2 : kt;
@@ -893,9 +942,10 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, c
 		"\tconst int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
 		"\tconst int g = lane >> 2, tg = lane & 3; /* a fragment's row, its k (pair) */\n"
 		"\tconst int wm = (warp >> 2) * 32, wp = (warp & 3) * 16;\n"
-		"\tconst int lr = threadIdx.x & 63, lk = (threadIdx.x >> 6) * 8; /* this thread's row and k in a tile */\n"
-		"\tconst int mx = m0 + lr, px = p0 + lr;\n",
-		f16 ? "m16n8k16 f16" : "m16n8k8 tf32", pitch, pitch);
+		"\tconst int ar = %s; /* this thread's row and k in A's tile */\n"
+		"\tconst int br = %s; /* in B's */\n"
+		"\tconst int mx = m0 + ar, px = p0 + br;\n",
+		f16 ? "m16n8k16 f16" : "m16n8k8 tf32", pitch, pitch, rows[0], rows[1]);
 	if (A->im2col || B->im2col)
 		mc_sb_puts(sb, "\tconst int ih0 = (px / OW) * SH - PH, iw0 = (px % OW) * SW - PW;\n");
 	mc_sb_printf(sb,
@@ -965,7 +1015,7 @@ static void put_template_mma(cuda_emitter *c, const mc_ktemplate *t, bool f16, c
 	}
 	/* a fragment's accumulators: r = 0, 1 at row g, columns 2 tg + r;
 	 * r = 2, 3 at row g + 8 */
-	put_template_stores(c,
+	put_template_stores(c, t,
 		"\tfor (int i = 0; i < 2; i++)\n\t\tfor (int j = 0; j < 2; j++)\n\t\t\tfor (int r = 0; r < 4; r++) {\n"
 		"\t\t\t\tconst int mm = m0 + wm + i * 16 + g + (r >> 1) * 8, pp = p0 + wp + j * 8 + tg * 2 + (r & 1);\n",
 		"acc[i][j][r]", epi, epi_args);
@@ -1045,6 +1095,10 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 		m, pix, k, t->h, t->w, t->kh, t->kw, t->ow, t->sh, t->sw, t->ph, t->pw, t->dh, t->dw, t->cin, t->n);
 	bool one_by_one = t->kh == 1 && t->kw == 1 && t->sh == 1 && t->sw == 1 && t->ph == 0 && t->pw == 0 &&
 	                  t->oh == t->h && t->ow == t->w;
+	if (t->nhwc && !t->mma) {
+		mc_ce_fail(&c->ce, "a channels-last convolution template off tensor cores");
+		return;
+	}
 	if (t->mma) {
 		/* --dtype fp16 stores the weights as half, and activations but for
 		 * the graph's inputs: a float input is rounded to half as it loads */
@@ -1059,6 +1113,12 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 		                  .rounded = t->wt_tf32 };
 		mma_operand B = { .ptr = "xn", .row_var = "px", .lim = "P", .row = 1, .kst = pix, .im2col = !one_by_one,
 		                  .is_float = w16 && !x16 };
+		if (t->nhwc) { /* a pixel's k: its taps' channels, contiguous; 8 aligned ones a load */
+			B.nhwc = true;
+			B.row = t->cin;
+			B.kst = 1;
+			B.vec = t->cin % 8 == 0 && !B.is_float && buf_aligned16(c, t->x);
+		}
 		put_template_mma(c, t, w16, &A, &B, epi, epi_args);
 		return;
 	}
@@ -1154,7 +1214,7 @@ static void put_template_conv(cuda_emitter *c, const mc_ktemplate *t, const char
 		else
 			mc_sb_puts(sb, "\t}\n\t__syncthreads();\n");
 	}
-	put_template_stores(c, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
+	put_template_stores(c, t, "\tfor (int i = 0; i < 4; i++)\n\t\tfor (int j = 0; j < 4; j++) {\n"
 	                       "\t\t\tconst int mm = m0 + tm + i, pp = p0 + tp + j;\n",
 	                    "acc[i][j]", epi, epi_args);
 }

@@ -639,6 +639,59 @@ Test(cuda, one_library_fits_16_and_132_sms)
 	free(tmp);
 }
 
+/* On tensor cores, convolutions run channels-last: a 3x3 convolution's
+ * im2col loads 8 channels of a tap at once, a 1x1's rows of channels; the
+ * max pool between them runs a thread per output element, and the spatial
+ * mean a warp per channel (one loop over the pixels, split over lanes).
+ * --layout nchw keeps them channels-first. */
+Test(cuda, tensor_core_convolutions_run_channels_last)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,16,16,16");
+	static float w1[32 * 16 * 9], w2[32 * 32];
+	for (int i = 0; i < 32 * 16 * 9; i++)
+		w1[i] = (float)((i * 7) % 9 - 4) / 64;
+	for (int i = 0; i < 32 * 32; i++)
+		w2[i] = (float)((i * 5) % 11 - 5) / 64;
+	mb_init_floats(b, g, "w1", "32,16,3,3", w1, 32 * 16 * 9);
+	mb_init_floats(b, g, "w2", "32,32,1,1", w2, 32 * 32);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv1", "x,w1", "c1");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "relu", "c1", "r1");
+	n = mb_node(b, g, "MaxPool", "pool", "r1", "p1");
+	mb_attr_ints(b, n, "kernel_shape", (int64_t[]){ 2, 2 }, 2);
+	mb_attr_ints(b, n, "strides", (int64_t[]){ 2, 2 }, 2);
+	mb_node(b, g, "Conv", "conv2", "p1,w2", "c2");
+	mb_node(b, g, "GlobalAveragePool", "gap", "c2", "y");
+	mb_output(b, g, "y");
+	char *model = write_model(b, tmp, "cl.onnx");
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("cl");
+	o.dtype = "fp16";
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "cl.cu");
+	cr_assert(strstr(cu, "k1_conv1: NhwcConv 'conv1'") && strstr(cu, "k3_conv2: NhwcConv 'conv2'"), "%s", cu);
+	cr_assert(strstr(cu, "*(const uint4 *)&xn[(ih * W + iw) * CIN + kx % CIN]"), "%s", cu);
+	cr_assert(strstr(cu, "CIN = 16"), "%s", cu);
+	/* the 1x1: row px of 32 channels */
+	cr_assert(strstr(cu, "*(const uint4 *)&xn[px * 32 + kx]"), "%s", cu);
+	/* 8 x 8 x 32 outputs, a thread each */
+	cr_assert(strstr(cu, "\"cl_k2_pool <<<8, 256>>>\""), "%s", cu);
+	cr_assert(strstr(cu, "\"cl_k4_gap <<<4, 256>>> (warps)\""), "%s", cu);
+	nvcc_builds(out, "cl");
+	free(cu);
+	o.layout = "nchw";
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	cu = read_text(out, "cl.cu");
+	cr_assert(!strstr(cu, "NhwcConv") && !strstr(cu, "CIN + kx % CIN]"), "%s", cu);
+	free(cu);
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
 /* A MatMul whose product Split along its last axis gives Attention's Q,
  * K and V (a packed projection); Q also read by a Relu where asked. */
 static char *packed_attention_model(const char *tmp, const char *file, bool q_also_relu)

@@ -617,6 +617,52 @@ static int new_floats_const(lay *L, const mc_node *n, int k, const double *v, in
 
 /* Axis-remapping ops on an input with an alternative. 1: not handled
  * (the caller materialises), 0: rewritten, -1: error. */
+/* A Reshape of a value with an alternative (perm p) that merges one run
+ * of its dims [a, b] which lies in the same order in the alternative
+ * (ViT's patches, [n, c, h, w] to [n, c, h w], with the alternative [n, h,
+ * w, c]): the alternative reshaped so (to [n, h w, c]) is its output's,
+ * with the perm that follows; the model's transpose of tokens next then
+ * vanishes. 1: not such a reshape. */
+static int merge_reshape(lay *L, mc_node *n, const int *p)
+{
+	int x = n->inputs[0], y = n->outputs[0];
+	if (y < 0 || !val(L, y)->typed)
+		return 1;
+	const mc_shape *s = &val(L, x)->shape, *o = &val(L, y)->shape;
+	int r = s->rank, a = 0, b;
+	while (a < r && a < o->rank && s->dims[a] == o->dims[a])
+		a++;
+	if (a >= o->rank)
+		return 1;
+	int64_t run = s->dims[a];
+	for (b = a; b + 1 < r && run < o->dims[a]; )
+		run *= s->dims[++b];
+	if (run != o->dims[a] || b == a || o->rank != r - (b - a))
+		return 1;
+	for (int d = b + 1; d < r; d++)
+		if (s->dims[d] != o->dims[d - (b - a)])
+			return 1;
+	int inv[MC_MAX_RANK], q[MC_MAX_RANK];
+	int64_t dims[MC_MAX_RANK];
+	perm_inverse(p, r, inv);
+	for (int d = a; d <= b; d++)
+		if (inv[d] != inv[a] + (d - a))
+			return 1; /* not in order, side by side, in the alternative */
+	int j = 0;
+	for (int i = 0; i < r; i++) {
+		if (i > inv[a] && i <= inv[b])
+			continue; /* merged into the run's first */
+		int d = p[i];
+		q[j] = d < a ? d : d <= b ? a : d - (b - a);
+		dims[j] = o->dims[q[j]];
+		j++;
+	}
+	if (new_ints_const(L, n, 1, dims, j))
+		return -1;
+	n->inputs[0] = L->st[x].alt;
+	return redirect_output(L, n, q);
+}
+
 static int convert_axis_op(lay *L, mc_node *n)
 {
 	int x = n->inputs[0];
@@ -750,8 +796,10 @@ static int convert_axis_op(lay *L, mc_node *n)
 	} else if (n->id == MC_OP_Reshape) {
 		/* a 0 in the shape copies an input dim: not the same with alt */
 		int count = const_ints(L, n, 1, v, MC_MAX_RANK);
-		if (count < 0 || !perm_keeps_order(&val(L, x)->shape, p))
+		if (count < 0)
 			return 1;
+		if (!perm_keeps_order(&val(L, x)->shape, p))
+			return merge_reshape(L, n, p);
 		for (int i = 0; i < count; i++)
 			if (v[i] == 0)
 				return 1;

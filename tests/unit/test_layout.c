@@ -593,3 +593,58 @@ Test(layout, transposes_back_to_channels_first_vanish)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* A ViT's patch embedding: x [1,3,16,16] -> Conv 4x4 stride 4 (3->16) ->
+ * Reshape [1,16,16] (channels, patches) -> Transpose(0,2,1) (patches,
+ * channels) -> Add of a position table -> y. The Reshape merges h and w,
+ * side by side in the channels-last alternative too: it reshapes that
+ * ([1,16 patches,16]) and the model's Transpose of tokens vanishes; only
+ * the input's remains. A reshape that splits the channels stays on the
+ * channels-first value. */
+static mb *patches_model(bool split_channels)
+{
+	mb *b = mb_new(17);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,3,16,16");
+	init_random(b, "w", "16,3,4,4", 16 * 3 * 16, 7);
+	init_random(b, "pos", "1,16,16", 16 * 16, 8);
+	if (split_channels)
+		mb_init_ints(b, g, "shape", MC_INT64, "4", (int64_t[]){ 1, 4, 4, 16 }, 4);
+	else
+		mb_init_ints(b, g, "shape", MC_INT64, "3", (int64_t[]){ 1, 16, -1 }, 3);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "embed", "x,w", "c");
+	mb_attr_ints(b, n, "kernel_shape", (int64_t[]){ 4, 4 }, 2);
+	mb_attr_ints(b, n, "strides", (int64_t[]){ 4, 4 }, 2);
+	mb_node(b, g, "Reshape", "flat", "c,shape", "r");
+	if (split_channels) {
+		mb_output(b, g, "r");
+		return b;
+	}
+	n = mb_node(b, g, "Transpose", "tokens", "r", "t");
+	mb_attr_ints(b, n, "perm", (int64_t[]){ 0, 2, 1 }, 3);
+	mb_node(b, g, "Add", "add", "t,pos", "y");
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(layout, patches_reshaped_channels_last_need_no_transpose)
+{
+	mb *b = patches_model(false);
+	mc_graph *g = frozen(b, "nhwc");
+	cr_assert_eq(count_ops(g, "NhwcConv"), 1);
+	cr_assert_eq(count_ops(g, "Transpose"), 1, "got %d", count_ops(g, "Transpose"));
+	mc_graph_free(g);
+	mb_free(b);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.layout = "nhwc";
+	cr_assert_eq(verify_model_with(patches_model(false), &o), 0);
+	/* [1,16,4,4] to [1,4,4,16] splits the channels: the value goes back
+	 * channels-first for it */
+	b = patches_model(true);
+	g = frozen(b, "nhwc");
+	cr_assert_eq(count_ops(g, "Transpose"), 2, "got %d", count_ops(g, "Transpose"));
+	mc_graph_free(g);
+	mb_free(b);
+	cr_assert_eq(verify_model_with(patches_model(true), &o), 0);
+}

@@ -50,16 +50,18 @@ static mc_kexpr *idx(mc_kb *kb, int64_t v)
 	return mc_k_index(kb, v);
 }
 
-/* The weight [M, 1, kH(, kW)] re-laid as [kH][kW][cp], zero padded. */
-static mc_tensor *pack_weight(const mc_tensor *w, const mc_nhwc_geom *g, int64_t cp)
+mc_tensor *mc_dw_taps_first(const mc_tensor *w, int64_t c, const int64_t *k, int nk, int64_t cp)
 {
-	int64_t taps = g->h.k * g->w.k;
-	mc_shape s = { .rank = 3, .dims = { g->h.k, g->w.k, cp } };
+	mc_shape s = { .rank = nk + 1 };
+	int64_t taps = 1;
+	for (int i = 0; i < nk; i++)
+		taps *= s.dims[i] = k[i];
+	s.dims[nk] = cp;
 	mc_tensor *t = mc_tensor_new(MC_FLOAT, &s);
 	if (!t)
 		return NULL;
 	float *dst = t->data;
-	for (int64_t ch = 0; ch < g->c; ch++)
+	for (int64_t ch = 0; ch < c; ch++)
 		for (int64_t tap = 0; tap < taps; tap++)
 			dst[tap * cp + ch] = (float)mc_get_f(w, (size_t)(ch * taps + tap));
 	return t;
@@ -291,7 +293,7 @@ int mc_kern_dwconv_nhwc(mc_lower_ctx *c)
 	int64_t wide = kb->isa->max_lanes;
 	dw_gen d = { .c = c, .g = g, .cp = (g.c + wide - 1) / wide * wide,
 	             .bias = c->n_in > 2 && c->in[2] };
-	mc_tensor *packed = pack_weight(mc_lower_const(c, 1), &g, d.cp);
+	mc_tensor *packed = mc_dw_taps_first(mc_lower_const(c, 1), g.c, (int64_t[]){ g.h.k, g.w.k }, 2, d.cp);
 	if (!packed)
 		return mc_lower_error(c, "out of memory packing the depthwise weight");
 	d.wbuf = mc_kb_packed(kb, packed);

@@ -138,6 +138,11 @@ int mc_lower_group(const mc_graph *g, const mc_group *gr, mc_kb *kb, const mc_lo
 int mc_kern_conv_nhwc(mc_lower_ctx *c);    /* NhwcConv, dense (group 1) */
 int mc_kern_wino_nhwc(mc_lower_ctx *c);    /* NhwcConv 3x3 stride 1, Winograd F(2x2, 3x3) */
 int mc_kern_dwconv_nhwc(mc_lower_ctx *c);  /* NhwcConv, depthwise */
+/* A depthwise weight [c, 1, k[0], .. k[nk-1]] re-laid taps first, [k...][cp]
+ * (channels c..cp zero): a tap's weights of neighbouring channels side by
+ * side, as channels-last outputs read them (aot/kern_dw.c). NULL: out of
+ * memory. */
+mc_tensor *mc_dw_taps_first(const mc_tensor *w, int64_t c, const int64_t *k, int nk, int64_t cp);
 int mc_kern_pool_nhwc(mc_lower_ctx *c);    /* NhwcMaxPool, NhwcAveragePool */
 int mc_kern_gemm(mc_lower_ctx *c);         /* Gemm, MatMul with a constant B */
 int mc_kern_conv_cuda(mc_lower_ctx *c);    /* Conv on the cuda target: MC_TMPL_CONV2D_SPLITK */

@@ -105,14 +105,9 @@ static int plain_conv(mc_lower_ctx *c, const win_geom *g, int64_t group)
 	int taps_first = -1;
 	const mc_tensor *w = mc_lower_const(c, 1);
 	if (cg == 1 && mg == 1 && w && w->dtype == MC_FLOAT && (int64_t)mc_numel(&w->shape) == cout * ksize) {
-		mc_tensor *packed = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 2, .dims = { ksize, cout } });
+		mc_tensor *packed = mc_dw_taps_first(w, cout, g->k, nsp, cout);
 		if (!packed)
 			return mc_lower_error(c, "out of memory packing the depthwise weight");
-		const float *src = w->data;
-		float *dst = packed->data;
-		for (int64_t o = 0; o < cout; o++)
-			for (int64_t k = 0; k < ksize; k++)
-				dst[k * cout + o] = src[o * ksize + k];
 		taps_first = mc_kb_packed(kb, packed);
 	}
 	mc_kexpr *coords[MC_MAX_RANK];

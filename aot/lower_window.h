@@ -55,12 +55,12 @@ static inline mc_kexpr *range(mc_kb *kb, mc_kexpr *lo, mc_kexpr *hi, unsigned fl
 	return mc_kb_for(kb, lo, hi, flags);
 }
 
-/* One spatial dim of a window: input and output extents, taps, stride,
- * dilation and the padding at its beginning. */
 /* NhwcConv of window g on the cuda target's tensor cores
  * (aot/kern_cuda.c: MC_TMPL_CONV2D_SPLITK, nhwc); 1: not handled. */
 int mc_kern_conv_nhwc_cuda(mc_lower_ctx *c, const win_geom *g);
 
+/* One spatial dim of a window: input and output extents, taps, stride,
+ * dilation and the padding at its beginning. */
 typedef struct {
 	int64_t in, out, k, s, d, pb;
 } dim_geom;

@@ -615,8 +615,6 @@ static int new_floats_const(lay *L, const mc_node *n, int k, const double *v, in
 	return 0;
 }
 
-/* Axis-remapping ops on an input with an alternative. 1: not handled
- * (the caller materialises), 0: rewritten, -1: error. */
 /* A Reshape of a value with an alternative (perm p) that merges one run
  * of its dims [a, b] which lies in the same order in the alternative
  * (ViT's patches, [n, c, h, w] to [n, c, h w], with the alternative [n, h,
@@ -663,6 +661,8 @@ static int merge_reshape(lay *L, mc_node *n, const int *p)
 	return redirect_output(L, n, q);
 }
 
+/* Axis-remapping ops on an input with an alternative. 1: not handled
+ * (the caller materialises), 0: rewritten, -1: error. */
 static int convert_axis_op(lay *L, mc_node *n)
 {
 	int x = n->inputs[0];

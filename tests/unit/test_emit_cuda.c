@@ -792,3 +792,70 @@ Test(cuda, attention_runs_as_one_kernel)
 	free(model);
 	free(tmp);
 }
+
+/* A 7x7 depthwise convolution channels-last (fp16, after a dense 1x1 that
+ * puts the image channels-last): a thread per channel and run of 4
+ * outputs along a row, each input of a window row loaded once for the
+ * run. 62 columns: the last run's outputs 2 and 3 lie past the row and
+ * are not stored. With 4 times fewer channels the runs would leave too
+ * few threads: a thread per output. */
+static char *depthwise_7x7_model(const char *tmp, int ch)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,16,64,62");
+	static float w1[64 * 16], w2[64 * 49], b2[64];
+	for (int i = 0; i < 64 * 16; i++)
+		w1[i] = (float)((i * 7) % 9 - 4) / 64;
+	for (int i = 0; i < 64 * 49; i++)
+		w2[i] = (float)((i * 5) % 11 - 5) / 64;
+	for (int i = 0; i < 64; i++)
+		b2[i] = (float)(i % 5) / 8;
+	char dims[32];
+	snprintf(dims, sizeof dims, "%d,16,1,1", ch);
+	mb_init_floats(b, g, "w1", dims, w1, ch * 16);
+	snprintf(dims, sizeof dims, "%d,1,7,7", ch);
+	mb_init_floats(b, g, "w2", dims, w2, ch * 49);
+	snprintf(dims, sizeof dims, "%d", ch);
+	mb_init_floats(b, g, "b2", dims, b2, ch);
+	mb_node(b, g, "Conv", "pw", "x,w1", "c1");
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "dw", "c1,w2,b2", "y");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 3, 3, 3, 3 }, 4);
+	mb_attr_int(b, n, "group", ch);
+	mb_output(b, g, "y");
+	return write_model(b, tmp, "dw.onnx");
+}
+
+Test(cuda, depthwise_convolutions_run_along_rows)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	snprintf(out, sizeof out, "%s/out", tmp);
+	mc_compile_opts o = cuda_opts("dw");
+	o.dtype = "fp16";
+	char *model = depthwise_7x7_model(tmp, 64);
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	char *cu = read_text(out, "dw.cu");
+	cr_assert(strstr(cu, "k2_dw: NhwcConv 'dw'"), "%s", cu);
+	/* 64 rows x 16 runs x 64 channels: a quarter of the outputs' threads */
+	cr_assert(strstr(cu, "\"dw_k2_dw <<<256, 256>>>\""), "%s", cu);
+	const char *k = strstr(cu, "k2_dw(");
+	cr_assert(k && strstr(k, "t < 65536u;"), "%s", cu);
+	/* a run's 4 outputs, the last two checked against the row's end */
+	const char *guard = strstr(k, "if (v43 < 62) {");
+	cr_assert(guard && strstr(guard + 1, "if (v45 < 62) {") && strstr(k, "(v1 * 4) + 3;"), "%s", k);
+	/* input column 10 of the run's window feeds only its last output, through the last tap */
+	cr_assert(strstr(k, "v9 = v9 + (v38 * v19);\n\t\t}"), "%s", k);
+	nvcc_builds(out, "dw");
+	free(cu);
+	free(model);
+	/* 16 channels: runs of 4 (or 2) would leave fewer than 32768 threads */
+	model = depthwise_7x7_model(tmp, 16);
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	cu = read_text(out, "dw.cu");
+	k = strstr(cu, "k2_dw(");
+	cr_assert(k && strstr(k, "t < 63488u;") && !strstr(k, " < 62) {"), "%s", cu);
+	free(cu);
+	free(model);
+	rm_tree(tmp);
+	free(tmp);
+}

@@ -303,6 +303,74 @@ static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind ki
 	return 0;
 }
 
+/* A float ReduceSum or ReduceMean on a grid over one long run of dims
+ * with few outputs (a global pool of a large image: [N, H, W, C] over H
+ * and W, C small): a thread per output, or a warp's, would leave most of
+ * a GPU idle and, channels-last, read the run C elements apart. So two
+ * nests: a thread per output and slice s of the run sums the run's rows
+ * s, s + S, ... (SPLIT_ROWS of them; neighbouring threads read
+ * neighbouring elements) into float32 scratch, then a thread (or warp)
+ * per output sums its S partial sums in order. Deterministic; the order
+ * of the additions is not the CPU's. 1 where not of that form. */
+#define SPLIT_ROWS 16          /* rows a slice: under a warp's split (32) */
+#define SPLIT_MIN_RUN 512
+#define SPLIT_MAX_OUTPUTS 4096
+static int reduce_split_grid(mc_lower_ctx *c, const bool *reduced, reduce_kind kind)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *s = &c->in[0]->shape;
+	int a = -1, b = -1;
+	for (int d = 0; d < s->rank; d++)
+		if (reduced[d]) {
+			if (b >= 0 && b != d)
+				return 1; /* two runs */
+			if (a < 0)
+				a = d;
+			b = d + 1;
+		}
+	mc_dtype xt = c->in[0]->dtype;
+	if (!kb->target || !kb->target->grid || a < 0 || (kind != R_SUM && kind != R_MEAN) ||
+	    (xt != MC_FLOAT && xt != MC_FLOAT16))
+		return 1;
+	int64_t outer = 1, run = 1, inner = 1;
+	for (int d = 0; d < s->rank; d++)
+		*(d < a ? &outer : d < b ? &run : &inner) *= s->dims[d];
+	if (run < SPLIT_MIN_RUN || outer * inner > SPLIT_MAX_OUTPUTS)
+		return 1;
+	int64_t slices = (run + SPLIT_ROWS - 1) / SPLIT_ROWS;
+	int part = mc_kb_scratch(kb, MC_FLOAT, (size_t)(outer * slices * inner));
+	int depth0 = kb->depth;
+	/* the slices' sums: part[o][s][i] */
+	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
+	mc_kexpr *sl = loop(kb, slices, MC_KF_PARALLEL);
+	mc_kexpr *i = loop(kb, inner, MC_KF_PARALLEL);
+	int depth_par = kb->depth;
+	mc_kexpr *acc = mc_kb_local(kb, fconst(kb, MC_KT_F32, 0));
+	mc_kexpr *j = mc_kb_fori(kb, SPLIT_ROWS, MC_KF_REDUCE);
+	mc_kexpr *row = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, j, slices), sl));
+	bool ragged = slices * SPLIT_ROWS != run;
+	if (ragged)
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, row, mc_k_index(kb, run)));
+	mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, run), row), inner), i);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, MC_KT_F32, mc_lower_load(c, 0, at))));
+	close_to(kb, depth_par);
+	mc_kb_store(kb, part, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, slices), sl), inner), i),
+	            acc);
+	close_to(kb, depth0);
+	/* each output: its slices' sums in order */
+	o = loop(kb, outer, MC_KF_PARALLEL);
+	i = loop(kb, inner, MC_KF_PARALLEL);
+	acc = mc_kb_local(kb, fconst(kb, MC_KT_F32, 0));
+	sl = mc_kb_fori(kb, slices, MC_KF_REDUCE);
+	at = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, slices), sl), inner), i);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, part, at)));
+	mc_kb_end(kb);
+	mc_kexpr *v = kind == R_MEAN ? mc_k_div(kb, acc, fconst(kb, MC_KT_F32, (double)run)) : acc;
+	mc_lower_store(c, 0, NULL, mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, o, inner), i)), v);
+	close_to(kb, depth0);
+	return 0;
+}
+
 static int lower_reduce_op(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
@@ -314,7 +382,9 @@ static int lower_reduce_op(mc_lower_ctx *c)
 		return -1;
 	if (mc_numel(&c->out[0]->shape) == 0)
 		return 0;
-	int fast = reduce_inner_vec(c, reduced, p->kind);
+	int fast = reduce_split_grid(c, reduced, p->kind);
+	if (fast == 1)
+		fast = reduce_inner_vec(c, reduced, p->kind);
 	if (fast != 1)
 		return fast;
 	int64_t count = 1;

@@ -859,3 +859,40 @@ Test(cuda, depthwise_convolutions_run_along_rows)
 	rm_tree(tmp);
 	free(tmp);
 }
+
+/* A channels-last global mean of a large image with few channels: the
+ * slices' sums in float32 scratch, then each channel's slices in order
+ * (two launches, a thread per channel and slice first); of a small image,
+ * one launch (a warp per channel). */
+Test(cuda, long_reductions_split_over_slices)
+{
+	char *tmp = make_temp_dir(), out[4096];
+	snprintf(out, sizeof out, "%s/out", tmp);
+	for (int big = 0; big < 2; big++) {
+		mb *b = mb_new(13);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, big ? "1,40,40,8" : "1,16,16,8");
+		Onnx__NodeProto *n = mb_node(b, g, "ReduceMean", "gap", "x", "y");
+		mb_attr_ints(b, n, "axes", (int64_t[]){ 1, 2 }, 2);
+		mb_output(b, g, "y");
+		char *model = write_model(b, tmp, "gap.onnx");
+		mc_compile_opts o = cuda_opts("gap");
+		cr_assert_eq(mc_compile(model, out, &o), 0);
+		char *cu = read_text(out, "gap.cu");
+		if (big) {
+			/* 1600 rows: 100 slices of 16, a thread each per channel */
+			cr_assert(strstr(cu, "\"gap_k0_gap_p0 <<<4, 256>>>\""), "%s", cu);
+			cr_assert(strstr(cu, "\"gap_k0_gap_p1 <<<1, 256>>> (warps)\""), "%s", cu);
+			cr_assert(strstr(cu, "float32[800], scratch"), "%s", cu);
+			cr_assert(strstr(cu, "< 16; "), "%s", cu);
+			cr_assert(strstr(cu, "/ 1600.0f"), "%s", cu);
+		} else {
+			cr_assert(strstr(cu, "\"gap_k0_gap <<<1, 256>>> (warps)\"") && !strstr(cu, "scratch"), "%s", cu);
+		}
+		nvcc_builds(out, "gap");
+		free(cu);
+		free(model);
+	}
+	rm_tree(tmp);
+	free(tmp);
+}

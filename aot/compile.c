@@ -974,7 +974,8 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
 	                      .layout = target.layout, .quantized_io = o.quantized_io,
 	                      .no_quantize = o.no_quantize,
-	                      .fuse_attention = target.desc && target.desc->gpu };
+	                      .fuse_attention = target.desc && target.desc->gpu,
+	                      .merge_sibling_convs = target.desc && target.desc->gpu };
 	if (mc_freeze(g, &fo))
 		goto out;
 	double t_freeze = now_ms();

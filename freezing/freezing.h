@@ -23,6 +23,8 @@ typedef struct {
 	bool no_quantize;         /* --no-quantize: QDQ runs as float (the quantize pass is skipped) */
 	bool fuse_attention;      /* written-out attention becomes one Attention (patterns: the
 	                           * target runs it as one kernel) */
+	bool merge_sibling_convs; /* Concat of convolutions of one input becomes one (patterns:
+	                           * the target's launches cost more than a window's zero taps) */
 } mc_freeze_opts;
 
 #define MC_DEFAULT_FOLD_LIMIT ((size_t)1 << 22)

@@ -24,11 +24,15 @@
  * result differs from the written-out form by rounding only: (x - m) *
  * (1 / s) against (x - m) / s.
  * - Attention, where the target asks (mc_freeze_opts.fuse_attention): see
- *   "attention" below. */
+ *   "attention" below.
+ * - Sibling convolutions concatenated, where the target asks
+ *   (mc_freeze_opts.merge_sibling_convs): see "sibling convolutions". */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../libcore/ops/nn.h"
+#include "../libcore/ops/tensor.h"
 #include "graph_edit.h"
 
 /* The node reading value v, where exactly one node reads it (and no graph
@@ -766,6 +770,208 @@ static int fuse_siblings(mc_graph *g)
 	}
 }
 
+/* ---- sibling convolutions ----
+ * A Concat along channels of 2-D convolutions of one input x (group 1,
+ * the same strides, no dilation, explicit pads, constant float weights
+ * and biases), each read by the Concat alone, or each through a Relu read
+ * by it alone, becomes one convolution by the siblings' weights stacked,
+ * each placed in one window that holds all of theirs ([.., Relu] after
+ * it): squeezenet's fire modules, a 1x1 and a 3x3 of one input, become one
+ * 3x3 with zeros around the 1x1's taps. Where the target asks
+ * (merge_sibling_convs: a GPU, where two launches and the Concat's copies
+ * cost more than the zero taps' multiplies). The sums differ from the
+ * siblings' by the zero terms only: exact. */
+
+typedef struct {
+	int conv, relu;             /* nodes; relu -1 where the Concat reads the conv */
+	const mc_tensor *w, *b;     /* [m, c, kh, kw]; b NULL: none */
+	const nn_params *p;
+} conv_sibling;
+
+/* Concat input v as a sibling of x's convolutions (relu: through a Relu). */
+static bool sibling_of(const mc_graph *g, const int *uses, int v, bool relu, conv_sibling *s)
+{
+	if (v < 0 || uses[v] != 1 || ge_is_graph_output(g, v) || g->values[v].producer < 0)
+		return false;
+	s->relu = relu ? g->values[v].producer : -1;
+	if (relu) {
+		const mc_node *r = &g->nodes[s->relu];
+		if (r->id != MC_OP_Relu || r->n_inputs != 1 || r->inputs[0] < 0)
+			return false;
+		v = r->inputs[0];
+		if (uses[v] != 1 || ge_is_graph_output(g, v) || g->values[v].producer < 0)
+			return false;
+	}
+	s->conv = g->values[v].producer;
+	const mc_node *c = &g->nodes[s->conv];
+	if (c->id != MC_OP_Conv || c->n_inputs < 2 || c->n_outputs != 1 || !c->params)
+		return false;
+	s->p = c->params;
+	s->w = konst(g, c->inputs[1]);
+	s->b = c->n_inputs > 2 && c->inputs[2] >= 0 ? konst(g, c->inputs[2]) : NULL;
+	if (c->n_inputs > 2 && c->inputs[2] >= 0 && !s->b)
+		return false;
+	if (!s->w || s->w->dtype != MC_FLOAT || s->w->shape.rank != 4 || s->p->group != 1 ||
+	    s->p->auto_pad != PAD_NOTSET || (s->b && (s->b->dtype != MC_FLOAT || s->b->numel != (size_t)s->w->shape.dims[0])))
+		return false;
+	for (int d = 0; d < 2; d++)
+		if (s->p->dilations.given && s->p->dilations.v[d] != 1)
+			return false;
+	return true;
+}
+
+static int64_t pad_of(const nn_params *p, int i)
+{
+	return p->pads.given ? p->pads.v[i] : 0;
+}
+
+static int64_t stride_of(const nn_params *p, int d)
+{
+	return p->strides.given ? p->strides.v[d] : 1;
+}
+
+#define MAX_CONV_SIBLINGS 8
+
+/* Concat node ci of siblings: the merged Conv (and Relu) in its place. 1
+ * done, 0 not of the form, -1 out of memory. */
+static int merge_convs_at(mc_graph *g, const int *uses, int ci)
+{
+	const mc_node *cat = &g->nodes[ci];
+	int axis, y = cat->n_outputs == 1 ? cat->outputs[0] : -1;
+	if (cat->id != MC_OP_Concat || y < 0 || cat->n_inputs < 2 || cat->n_inputs > MAX_CONV_SIBLINGS ||
+	    g->values[y].shape.rank != 4 || g->values[y].dtype != MC_FLOAT || mc_concat_axis(cat, 4, &axis) ||
+	    axis != 1)
+		return 0;
+	conv_sibling s[MAX_CONV_SIBLINGS];
+	int v0 = cat->inputs[0];
+	bool relu = v0 >= 0 && g->values[v0].producer >= 0 && g->nodes[g->values[v0].producer].id == MC_OP_Relu;
+	int x = -1, n = cat->n_inputs;
+	int64_t m = 0, c = 0, begin[2] = { 0, 0 }, out[2], in[2], k[2] = { 0, 0 };
+	for (int i = 0; i < n; i++) {
+		if (!sibling_of(g, uses, cat->inputs[i], relu, &s[i]))
+			return 0;
+		const mc_node *cv = &g->nodes[s[i].conv];
+		if (i == 0) {
+			x = cv->inputs[0];
+			c = s[i].w->shape.dims[1];
+		}
+		if (cv->inputs[0] != x || x < 0 || s[i].w->shape.dims[1] != c || cv->guard != cat->guard ||
+		    cv->guard_else != cat->guard_else || (relu && (g->nodes[s[i].relu].guard != cat->guard ||
+		                                                   g->nodes[s[i].relu].guard_else != cat->guard_else)))
+			return 0;
+		for (int j = 0; j < i; j++)
+			if (s[j].conv == s[i].conv)
+				return 0;
+		for (int d = 0; d < 2; d++) {
+			if (stride_of(s[i].p, d) != stride_of(s[0].p, d))
+				return 0;
+			if (pad_of(s[i].p, d) > begin[d])
+				begin[d] = pad_of(s[i].p, d);
+		}
+		m += s[i].w->shape.dims[0];
+	}
+	const mc_shape *xs = &g->values[x].shape;
+	if (xs->rank != 4 || xs->dims[1] != c)
+		return 0;
+	/* the merged window: sibling i's taps start begin - its pad into it */
+	for (int d = 0; d < 2; d++) {
+		in[d] = xs->dims[2 + d];
+		out[d] = g->values[y].shape.dims[2 + d];
+		for (int i = 0; i < n; i++) {
+			int64_t end = begin[d] - pad_of(s[i].p, d) + s[i].w->shape.dims[2 + d];
+			if (end > k[d])
+				k[d] = end;
+		}
+	}
+	/* its end pads: the siblings' output size (none negative) */
+	int64_t pads[4];
+	for (int d = 0; d < 2; d++) {
+		int64_t st = stride_of(s[0].p, d), end = (out[d] - 1) * st + k[d] - in[d] - begin[d];
+		if (end < 0 || (in[d] + begin[d] + end - k[d]) / st + 1 != out[d])
+			return 0;
+		pads[d] = begin[d];
+		pads[2 + d] = end;
+	}
+	mc_tensor *w = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 4, .dims = { m, c, k[0], k[1] } });
+	mc_tensor *b = mc_tensor_new(MC_FLOAT, &(mc_shape){ .rank = 1, .dims = { m } });
+	if (!w || !b) {
+		mc_tensor_free(w);
+		mc_tensor_free(b);
+		return -1;
+	}
+	float *wd = w->data, *bd = b->data; /* zeroed */
+	int64_t o = 0;
+	for (int i = 0; i < n; i++) {
+		const float *ws = s[i].w->data;
+		int64_t mi = s[i].w->shape.dims[0], kh = s[i].w->shape.dims[2], kw = s[i].w->shape.dims[3];
+		int64_t dy = begin[0] - pad_of(s[i].p, 0), dx = begin[1] - pad_of(s[i].p, 1);
+		for (int64_t r = 0; r < mi; r++) {
+			for (int64_t ch = 0; ch < c; ch++)
+				for (int64_t ty = 0; ty < kh; ty++)
+					for (int64_t tx = 0; tx < kw; tx++)
+						wd[(((o + r) * c + ch) * k[0] + dy + ty) * k[1] + dx + tx] =
+							ws[((r * c + ch) * kh + ty) * kw + tx];
+			bd[o + r] = s[i].b ? ((const float *)s[i].b->data)[r] : 0.0f;
+		}
+		o += mi;
+	}
+	int wv = ge_add_const(g, "merged_conv_weight", w), bv = ge_add_const(g, "merged_conv_bias", b);
+	mc_shape ys = g->values[y].shape; /* new_value may move g->values */
+	int conv_out = relu ? new_value(g, "merged_conv", MC_FLOAT, &ys) : y;
+	mc_attr attrs[2] = { { .name = mc_xstrdup("pads"), .type = MC_ATTR_INTS, .n = 4 },
+	                     { .name = mc_xstrdup("strides"), .type = MC_ATTR_INTS, .n = 2 } };
+	attrs[0].ints = mc_xcalloc(4, sizeof(int64_t));
+	attrs[1].ints = mc_xcalloc(2, sizeof(int64_t));
+	memcpy(attrs[0].ints, pads, sizeof pads);
+	for (int d = 0; d < 2; d++)
+		attrs[1].ints[d] = stride_of(s[0].p, d);
+	mc_node made[2];
+	int conv_in[3] = { x, wv, bv };
+	if (!new_node(&made[0], g->nodes[s[0].conv].name, MC_OP_Conv, 11, conv_in, 3, conv_out, attrs, 2))
+		return -1;
+	if (relu && !new_node(&made[1], g->nodes[s[0].relu].name, MC_OP_Relu, 14, &conv_out, 1, y, NULL, 0)) {
+		mc_node_free(&made[0]);
+		return -1;
+	}
+	/* in the Concat's place (x and every sibling come before it) */
+	bool *dead = calloc((size_t)g->n_nodes + 2, sizeof *dead);
+	if (!dead) {
+		for (int i = 0; i < 1 + relu; i++)
+			mc_node_free(&made[i]);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		dead[s[i].conv] = true;
+		if (relu)
+			dead[s[i].relu] = true;
+	}
+	ge_splice_nodes(g, ci, made, 1 + relu);
+	ge_remove_nodes(g, dead);
+	free(dead);
+	return 1;
+}
+
+static int merge_sibling_convs(mc_graph *g)
+{
+	int changed = 0;
+	int *uses = ge_use_counts(g);
+	for (int i = 0; i < g->n_nodes; i++) {
+		int r = merge_convs_at(g, uses, i);
+		if (r < 0) {
+			free(uses);
+			return -1;
+		}
+		if (r) {
+			changed++;
+			free(uses);
+			uses = ge_use_counts(g);
+			i = -1; /* indices moved */
+		}
+	}
+	free(uses);
+	return changed;
+}
+
 int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 {
 	int *uses = ge_use_counts(g);
@@ -797,6 +1003,12 @@ int mc_pass_patterns(mc_graph *g, const mc_freeze_opts *o)
 		ge_remove_nodes(g, dead);
 	free(uses);
 	free(dead);
+	if (o && o->merge_sibling_convs) {
+		int merged = merge_sibling_convs(g);
+		if (merged < 0)
+			return -1;
+		changed += merged;
+	}
 	if (o && o->fuse_attention) {
 		int packed = fuse_siblings(g);
 		if (packed < 0)

@@ -1279,3 +1279,80 @@ Test(freezing, sibling_projections_become_one_product)
 	mc_graph_free(g);
 	mb_free(b);
 }
+
+/* Concatenated sibling convolutions of one input (a 1x1 and a 3x3 with
+ * its pads, as squeezenet's fire modules; with strides 2 on an odd image,
+ * the 1x1 without a bias; through Relus, or not) become one convolution
+ * where the target asks, the same outputs; a dilated sibling stays
+ * apart. */
+static mb *sibling_convs(int form)
+{
+	bool relu = form != 1, strided = form == 1 || form == 2, dilated = form == 3;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", MC_FLOAT, "1,4,9,9");
+	static float w1[3 * 4], w3[5 * 4 * 9], b3[5];
+	for (int i = 0; i < 3 * 4; i++)
+		w1[i] = (float)((i * 7) % 11 - 5) / 8;
+	for (int i = 0; i < 5 * 4 * 9; i++)
+		w3[i] = (float)((i * 5) % 13 - 6) / 8;
+	for (int i = 0; i < 5; i++)
+		b3[i] = (float)(i - 2) / 4;
+	mb_init_floats(b, g, "w1", "3,4,1,1", w1, 3 * 4);
+	mb_init_floats(b, g, "w3", "5,4,3,3", w3, 5 * 4 * 9);
+	mb_init_floats(b, g, "b3", "5", b3, 5);
+	Onnx__NodeProto *c1 = mb_node(b, g, "Conv", "e1", "x,w1", "c1");
+	Onnx__NodeProto *c3 = mb_node(b, g, "Conv", "e3", "x,w3,b3", "c3");
+	if (dilated) { /* the 3x3's taps 2 apart: no window holds both */
+		mb_attr_ints(b, c3, "pads", (int64_t[]){ 2, 2, 2, 2 }, 4);
+		mb_attr_ints(b, c3, "dilations", (int64_t[]){ 2, 2 }, 2);
+	} else {
+		mb_attr_ints(b, c3, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	}
+	if (strided) {
+		mb_attr_ints(b, c1, "strides", (int64_t[]){ 2, 2 }, 2);
+		mb_attr_ints(b, c3, "strides", (int64_t[]){ 2, 2 }, 2);
+	}
+	if (relu) {
+		mb_node(b, g, "Relu", "r1", "c1", "a1");
+		mb_node(b, g, "Relu", "r3", "c3", "a3");
+	}
+	Onnx__NodeProto *cat = mb_node(b, g, "Concat", "cat", relu ? "a1,a3" : "c1,c3", "y");
+	mb_attr_int(b, cat, "axis", 1);
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(freezing, concatenated_sibling_convolutions_become_one)
+{
+	mc_freeze_opts o = { .merge_sibling_convs = true };
+	for (int form = 0; form < 3; form++) {
+		rng_state = 99 + (uint64_t)form;
+		mb *b = sibling_convs(form);
+		mc_graph *g = typed(b);
+		run_data r;
+		random_inputs(g, &r);
+		run(g, &r);
+		cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
+		cr_assert_eq(mc_pass_patterns(g, &o), 1, "form %d: %s", form, diag_all());
+		mc_pass_dce(g, NULL);
+		cr_assert_eq(count_op(g, "Conv"), 1);
+		cr_assert_eq(count_op(g, "Concat"), 0);
+		cr_assert_eq(count_op(g, "Relu"), form != 1);
+		const mc_node *conv = &g->nodes[0];
+		const mc_shape *ws = &g->values[conv->inputs[1]].shape;
+		cr_assert(ws->rank == 4 && ws->dims[0] == 8 && ws->dims[2] == 3 && ws->dims[3] == 3);
+		assert_consistent(g);
+		assert_same_outputs(g, &r, 1e-6);
+		free_run(&r);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+	/* a dilated sibling: apart */
+	mb *b = sibling_convs(3);
+	mc_graph *g = typed(b);
+	cr_assert_eq(mc_pass_patterns(g, &o), 0);
+	cr_assert_eq(count_op(g, "Conv"), 2);
+	mc_graph_free(g);
+	mb_free(b);
+}

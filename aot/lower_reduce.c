@@ -257,6 +257,29 @@ static mc_kexpr *reduce_finish(mc_kb *kb, reduce_kind kind, mc_kexpr *acc, int64
 	}
 }
 
+/* The reduced dims as one run [a, b): the elements before it make
+ * `outer`, the run `run`, those after it `inner` contiguous ones. False
+ * where the reduced dims are none or more than one run. */
+static bool one_reduced_run(const mc_shape *s, const bool *reduced, int64_t *outer, int64_t *run,
+                            int64_t *inner)
+{
+	int a = -1, b = -1;
+	for (int d = 0; d < s->rank; d++)
+		if (reduced[d]) {
+			if (b >= 0 && b != d)
+				return false; /* two runs */
+			if (a < 0)
+				a = d;
+			b = d + 1;
+		}
+	if (a < 0)
+		return false;
+	*outer = *run = *inner = 1;
+	for (int d = 0; d < s->rank; d++)
+		*(d < a ? outer : d < b ? run : inner) *= s->dims[d];
+	return true;
+}
+
 /* A float32 ReduceSum or ReduceMean whose reduced dims are one run
  * [a, b) followed by kept dims making `inner` contiguous elements (a
  * channels-last global pool: [N, H, W, C] over H and W): vectors along
@@ -264,22 +287,10 @@ static mc_kexpr *reduce_finish(mc_kb *kb, reduce_kind kind, mc_kexpr *acc, int64
 static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind kind)
 {
 	mc_kb *kb = c->kb;
-	const mc_shape *s = &c->in[0]->shape;
-	int a = -1, b = -1;
-	for (int d = 0; d < s->rank; d++)
-		if (reduced[d]) {
-			if (b >= 0 && b != d)
-				return 1; /* two runs */
-			if (a < 0)
-				a = d;
-			b = d + 1;
-		}
-	if (a < 0 || (kind != R_SUM && kind != R_MEAN) || c->in[0]->dtype != MC_FLOAT ||
-	    c->out[0]->dtype != MC_FLOAT)
+	int64_t outer, run, inner;
+	if (!one_reduced_run(&c->in[0]->shape, reduced, &outer, &run, &inner) || (kind != R_SUM && kind != R_MEAN) ||
+	    c->in[0]->dtype != MC_FLOAT || c->out[0]->dtype != MC_FLOAT)
 		return 1;
-	int64_t outer = 1, run = 1, inner = 1;
-	for (int d = 0; d < s->rank; d++)
-		*(d < a ? &outer : d < b ? &run : &inner) *= s->dims[d];
 	int lanes = mc_isa_lanes_upto(kb->isa, inner);
 	if (lanes == 1 || run == 0)
 		return 1;
@@ -318,23 +329,11 @@ static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind ki
 static int reduce_split_grid(mc_lower_ctx *c, const bool *reduced, reduce_kind kind)
 {
 	mc_kb *kb = c->kb;
-	const mc_shape *s = &c->in[0]->shape;
-	int a = -1, b = -1;
-	for (int d = 0; d < s->rank; d++)
-		if (reduced[d]) {
-			if (b >= 0 && b != d)
-				return 1; /* two runs */
-			if (a < 0)
-				a = d;
-			b = d + 1;
-		}
 	mc_dtype xt = c->in[0]->dtype;
-	if (!kb->target || !kb->target->grid || a < 0 || (kind != R_SUM && kind != R_MEAN) ||
-	    (xt != MC_FLOAT && xt != MC_FLOAT16))
+	int64_t outer, run, inner;
+	if (!kb->target || !kb->target->grid || !one_reduced_run(&c->in[0]->shape, reduced, &outer, &run, &inner) ||
+	    (kind != R_SUM && kind != R_MEAN) || (xt != MC_FLOAT && xt != MC_FLOAT16))
 		return 1;
-	int64_t outer = 1, run = 1, inner = 1;
-	for (int d = 0; d < s->rank; d++)
-		*(d < a ? &outer : d < b ? &run : &inner) *= s->dims[d];
 	if (run < SPLIT_MIN_RUN || outer * inner > SPLIT_MAX_OUTPUTS)
 		return 1;
 	int64_t slices = (run + SPLIT_ROWS - 1) / SPLIT_ROWS;

@@ -1190,6 +1190,19 @@ static mb *written_out_attention(int form, bool shared)
 	return b;
 }
 
+/* b's graph, its outputs on random inputs in *r, after the patterns that
+ * only a target asking for them (o) applies: once each. */
+static mc_graph *patterns_where_asked(mb *b, const mc_freeze_opts *o, run_data *r, int form)
+{
+	mc_graph *g = typed(b);
+	random_inputs(g, r);
+	run(g, r);
+	cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
+	cr_assert_eq(mc_pass_patterns(g, o), 1, "form %d: %s", form, diag_all());
+	mc_pass_dce(g, NULL);
+	return g;
+}
+
 Test(freezing, written_out_attention_becomes_attention)
 {
 	mc_freeze_opts o = { .fuse_attention = true };
@@ -1197,13 +1210,8 @@ Test(freezing, written_out_attention_becomes_attention)
 		bool packed = form == 1;
 		rng_state = 777 + (uint64_t)form;
 		mb *b = written_out_attention(form, false);
-		mc_graph *g = typed(b);
 		run_data r;
-		random_inputs(g, &r);
-		run(g, &r);
-		cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
-		cr_assert_eq(mc_pass_patterns(g, &o), 1, "form %d: %s", form, diag_all());
-		mc_pass_dce(g, NULL);
+		mc_graph *g = patterns_where_asked(b, &o, &r, form);
 		cr_assert_eq(count_op(g, "Attention"), 1);
 		cr_assert_eq(count_op(g, "Softmax"), 0);
 		cr_assert_eq(count_op(g, "MatMul"), 0);
@@ -1329,13 +1337,8 @@ Test(freezing, concatenated_sibling_convolutions_become_one)
 	for (int form = 0; form < 3; form++) {
 		rng_state = 99 + (uint64_t)form;
 		mb *b = sibling_convs(form);
-		mc_graph *g = typed(b);
 		run_data r;
-		random_inputs(g, &r);
-		run(g, &r);
-		cr_assert_eq(mc_pass_patterns(g, NULL), 0, "only where the target asks");
-		cr_assert_eq(mc_pass_patterns(g, &o), 1, "form %d: %s", form, diag_all());
-		mc_pass_dce(g, NULL);
+		mc_graph *g = patterns_where_asked(b, &o, &r, form);
 		cr_assert_eq(count_op(g, "Conv"), 1);
 		cr_assert_eq(count_op(g, "Concat"), 0);
 		cr_assert_eq(count_op(g, "Relu"), form != 1);

@@ -812,7 +812,9 @@ static bool sibling_of(const mc_graph *g, const int *uses, int v, bool relu, con
 	if (c->n_inputs > 2 && c->inputs[2] >= 0 && !s->b)
 		return false;
 	if (!s->w || s->w->dtype != MC_FLOAT || s->w->shape.rank != 4 || s->p->group != 1 ||
-	    s->p->auto_pad != PAD_NOTSET || (s->b && (s->b->dtype != MC_FLOAT || s->b->numel != (size_t)s->w->shape.dims[0])))
+	    s->p->auto_pad != PAD_NOTSET)
+		return false;
+	if (s->b && (s->b->dtype != MC_FLOAT || s->b->numel != (size_t)s->w->shape.dims[0]))
 		return false;
 	for (int d = 0; d < 2; d++)
 		if (s->p->dilations.given && s->p->dilations.v[d] != 1)

@@ -516,6 +516,15 @@ static int check_opts(const mc_compile_opts *o)
 		         "take pools)");
 		return -1;
 	}
+	if (o->threads > 1 && o->target && strcmp(o->target, "c")) {
+		mc_error("--threads: only the c target splits its loops over workers (the %s target "
+		         "does not yet)", o->target);
+		return -1;
+	}
+	if (o->threads > 1 && n_pools > 1) {
+		mc_error("--threads with --pool: not supported yet (NAME_run_threads takes one arena)");
+		return -1;
+	}
 	if (o->io_in_arena && o->target && !strcmp(o->target, "cuda")) {
 		mc_error("--io-in-arena: the cuda target's inputs and outputs are host memory (the c and "
 		         "llvm targets take it)");

@@ -28,6 +28,8 @@ typedef struct mc_compile_opts {
 	                             * lowerings trade time for arena bytes) */
 	const char *pools[MC_MAX_POOLS]; /* --pool NAME[:BYTES], fastest first (mc_pool_specs) */
 	int n_pools;
+	int threads;                /* --threads N: parallel loops through the caller's
+	                             * parallel_for (NAME_run_threads); 0 or 1: none */
 	bool io_in_arena;           /* --io-in-arena: inputs and outputs get places in the arena
 	                             * (TFLM's model), so that their bytes are reused */
 	const char *weights_section; /* --weights-section: the weights' linker section; NULL: .rodata */

@@ -967,3 +967,58 @@ void mc_kernel_dump(const mc_kernel *k, FILE *f)
 		        k->bufs[i].transient ? " (transient)" : "");
 	dump_block(k, k->body, 1, f);
 }
+
+void mc_kexpr_mark_loads(const mc_kexpr *x, bool *loaded)
+{
+	if (!x)
+		return;
+	if (x->kind == MC_KE_LOAD)
+		loaded[x->buf] = true;
+	mc_kexpr_mark_loads(x->a, loaded);
+	mc_kexpr_mark_loads(x->b, loaded);
+	mc_kexpr_mark_loads(x->c, loaded);
+}
+
+static bool body_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored, int loops)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case MC_KS_DECL:
+		case MC_KS_FOR:
+			inner[s->var] = true;
+			break;
+		case MC_KS_ASSIGN:
+			if (!inner[s->var])
+				return false;
+			break;
+		case MC_KS_STORE:
+			if (stored)
+				stored[s->buf] = true;
+			break;
+		case MC_KS_BREAK:
+			if (loops == 0)
+				return false;
+			break;
+		case MC_KS_FAIL:
+		case MC_KS_TEMPLATE:
+			return false;
+		case MC_KS_IF:
+			break;
+		}
+		if (loaded) {
+			mc_kexpr_mark_loads(s->a, loaded);
+			mc_kexpr_mark_loads(s->b, loaded);
+			mc_kexpr_mark_loads(s->c, loaded);
+		}
+		if (s->body && !body_closed(s->body, inner, loaded, stored, loops + (s->kind == MC_KS_FOR)))
+			return false;
+		if (s->orelse && !body_closed(s->orelse, inner, loaded, stored, loops))
+			return false;
+	}
+	return true;
+}
+
+bool mc_kbody_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored)
+{
+	return body_closed(s, inner, loaded, stored, 0);
+}

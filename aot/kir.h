@@ -490,6 +490,16 @@ void mc_kb_store(mc_kb *kb, int buf, mc_kexpr *index, mc_kexpr *value);
 void mc_kb_break(mc_kb *kb);
 void mc_kb_fail(mc_kb *kb, int status);
 void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
+
+/* A loop's body s (its loop variable marked in inner): false where it
+ * assigns a variable declared outside it, breaks out of it, fails or
+ * holds a template; inner (n_vars + 1) gets the variables it declares,
+ * loaded and stored (n_bufs + 1; NULL: not wanted) the buffers it loads
+ * and stores. Whether its iterations may run apart (a GPU's lanes,
+ * workers), with what the caller asks of the buffers. */
+bool mc_kbody_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored);
+/* Marks in loaded[] the buffers expression x loads. */
+void mc_kexpr_mark_loads(const mc_kexpr *x, bool *loaded);
 /* A template whose statement holds the same computation in plain IR (its
  * body, built next, up to mc_kb_end), for targets and cores without the
  * runtime's micro-kernel (GRU_GATES, LSTM_GATES). */

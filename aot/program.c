@@ -1359,6 +1359,7 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	p->arena_align = ARENA_ALIGN;
 	p->target = *t;
 	p->macs = mc_graph_macs(g);
+	p->threads = o->threads > 1 ? o->threads : 1;
 	snprintf(p->weights_section, sizeof p->weights_section, "%s", o->weights_section ? o->weights_section : "");
 	snprintf(p->code_section, sizeof p->code_section, "%s", o->code_section ? o->code_section : "");
 	build b = { .g = g, .o = o, .p = p, .act_store = t->activations,

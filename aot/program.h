@@ -114,6 +114,7 @@ typedef struct mc_program {
 	/* --io-in-arena: the inputs and outputs live in the arena, at
 	 * input_at[i] and output_at[j] (MC_LOC_ARENA: pool, offset) */
 	bool io_in_arena;
+	int threads;                /* --threads: > 1, parallel loops through NAME_run_threads' hook */
 	mc_loc *input_at, *output_at;
 	/* --weights-section, --code-section: linker sections ("" default) */
 	char weights_section[128], code_section[128];

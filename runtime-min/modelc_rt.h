@@ -32,6 +32,21 @@ enum {
 	MODELC_ERR_CUDA = 5           /* a CUDA call failed (cuda target: NAME_cuda.error says which) */
 };
 
+/* ---- several cores: NAME_run_threads (modelc --threads N) ----
+ * The run hands each parallel loop of the model to the caller's
+ * parallel_for(ctx, fn, arg, n), which must call fn(arg, begin, end) for
+ * ranges that cover [0, n) once, each range on any worker and in any
+ * order, and return when every call has returned. The iterations are
+ * independent and each writes its own outputs, so the results do not
+ * depend on how [0, n) is cut or on the order. The generated code makes
+ * no thread and keeps no state: the hook is the caller's (an RTOS's task
+ * pool, or runtime-min's modelc_threads_pthread.c). */
+typedef void (*modelc_task_fn)(void *arg, int64_t begin, int64_t end);
+typedef struct {
+	void (*parallel_for)(void *ctx, modelc_task_fn fn, void *arg, int64_t n);
+	void *ctx;
+} modelc_threads;
+
 /* ---- element types, numbered as ONNX's TensorProto.DataType ----
  * In memory: bool is one byte (0 or 1); float16 and bfloat16 are uint16_t
  * bit patterns; the float8 types, float8e8m0 and float4e2m1 (low nibble)

@@ -73,6 +73,10 @@ static void usage(FILE *f)
 	      "                            (repeat it; every pool but the last has a size, K or M\n"
 	      "                            suffixes): the buffers the most kernels touch go first;\n"
 	      "                            NAME_run_pools takes one pointer per pool\n"
+	      "  --threads N               the C target's parallel loops run through a parallel_for\n"
+	      "                            the caller passes to NAME_run_threads (runtime-min's\n"
+	      "                            modelc_threads_pthread.c has one for POSIX threads);\n"
+	      "                            outputs bit-identical to one thread's\n"
 	      "  --io-in-arena             the inputs and outputs live in the arena (as in TFLM), at\n"
 	      "                            NAME_INPUT_i_OFFSET and NAME_OUTPUT_i_OFFSET, so that their\n"
 	      "                            bytes are reused once read; NAME_run copies from and to the\n"
@@ -187,6 +191,15 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		}
 		o->unroll_limit = (int)x;
 		note_option(c, "--unroll-limit", argv[*i]);
+	} else if (strcmp(a, "--threads") == 0 && has_val) {
+		char *end;
+		long x = strtol(argv[++*i], &end, 10);
+		if (end == argv[*i] || *end || x < 1 || x > 1024) {
+			mc_error("--threads: '%s' is not a worker count from 1 to 1024", argv[*i]);
+			return -1;
+		}
+		o->threads = (int)x;
+		note_option(c, "--threads", argv[*i]);
 	} else if (strcmp(a, "--dump-after") == 0 && has_val) {
 		o->dump_after = argv[++*i];
 	} else if (strcmp(a, "--stats") == 0) {

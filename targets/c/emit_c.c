@@ -13,6 +13,8 @@
 
 /* runtime-min/modelc_rt.h, embedded at build time (scripts/embed-text). */
 extern const char mc_runtime_min_h[];
+/* runtime-min's pthread parallel_for (--threads), the same way. */
+extern const char mc_threads_pthread_h[], mc_threads_pthread_c[];
 
 typedef mc_cemit emitter;
 
@@ -78,9 +80,142 @@ static void put_section(emitter *e)
 		mc_sb_printf(e->sb, "__attribute__((section(\"%s\"))) ", e->p->code_section);
 }
 
+/* ---- --threads: loops the workers split ----
+ * A top-level parallel loop of constant bounds becomes a function of a
+ * range of its iterations (NAME_kN_tM), which the kernel hands to the
+ * caller's parallel_for. Only where the iterations share nothing but what
+ * they read: no failure or break out of the loop, no assignment to a
+ * variable declared outside it (mc_kbody_closed), no store into kernel
+ * scratch (one copy, which the iterations would share), and no mutable
+ * local before it at the top level (the part recomputes the lets before
+ * it, not locals). */
+
+/* A parallel loop of constant bounds [*from, *from + *count). */
+static bool const_parallel(const mc_kstmt *s, int64_t *from, int64_t *count)
+{
+	int64_t to;
+	if (s->kind != MC_KS_FOR || !(s->flags & MC_KF_PARALLEL) || !mc_k_is_const(s->a, from) ||
+	    !mc_k_is_const(s->b, &to))
+		return false;
+	*count = to - *from;
+	return true;
+}
+
+/* The nest split as one range: loop s, then while the range has fewer
+ * than SPLIT_CHUNKS iterations a worker and the body is lets and one more
+ * such loop, that loop too (a batch of one, an image's rows: each worker
+ * a few rows). *count: the levels' iterations multiplied. */
+#define SPLIT_CHUNKS 8
+#define MAX_LEVELS 8
+static int split_nest(const emitter *e, const mc_kstmt *s, const mc_kstmt **levels, int64_t *count)
+{
+	int64_t from, n;
+	if (e->p->threads < 2 || !const_parallel(s, &from, &n))
+		return 0;
+	int depth = 0;
+	levels[depth++] = s;
+	*count = n;
+	while (depth < MAX_LEVELS && *count < SPLIT_CHUNKS * e->p->threads) {
+		const mc_kstmt *t = levels[depth - 1]->body;
+		while (t && t->kind == MC_KS_DECL && !e->k->vars[t->var].mutable_)
+			t = t->next;
+		if (!t || t->next || !const_parallel(t, &from, &n))
+			break;
+		levels[depth++] = t;
+		*count *= n;
+	}
+	return *count >= 2 ? depth : 0;
+}
+
+/* A top-level nest the workers may split: its levels (split_nest), 0 if
+ * none. */
+static int split_loop(const emitter *e, const mc_kstmt *s, const mc_kstmt **levels, int64_t *count)
+{
+	const mc_kernel *k = e->k;
+	int depth = split_nest(e, s, levels, count);
+	if (!depth)
+		return 0;
+	for (const mc_kstmt *t = k->body; t != s; t = t->next)
+		if (t->kind == MC_KS_DECL && k->vars[t->var].mutable_)
+			return 0;
+	bool *inner = mc_xcalloc((size_t)k->n_vars + 1, sizeof(bool));
+	bool *stored = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	inner[s->var] = true;
+	bool ok = mc_kbody_closed(s->body, inner, NULL, stored);
+	for (int i = 0; ok && i < k->n_bufs; i++)
+		ok = !(stored[i] && k->bufs[i].value < 0);
+	free(inner);
+	free(stored);
+	return ok ? depth : 0;
+}
+
+static void put_buffer_ptrs(emitter *e, bool *uses_arena, bool *uses_in, bool *uses_out, bool voided)
+{
+	for (int i = 0; i < e->k->n_bufs; i++)
+		if (e->buf_uses[i]) {
+			put_buffer_ptr(e, i, uses_arena, uses_in, uses_out);
+			if (voided) /* read in a part only, or not in this part */
+				mc_sb_printf(e->sb, "\t(void)b%d;\n", i);
+		}
+}
+
+/* The nest of `depth` levels (the kernel's m-th split) as
+ * NAME_kN_tM(task, begin, end): iteration f of the range is the levels'
+ * indices, the last level's varying fastest, then their lets and the last
+ * level's body. */
+static void put_part(emitter *e, const mc_kstmt **levels, int depth, int m)
+{
+	const mc_kernel *k = e->k;
+	put_section(e);
+	mc_sb_puts(e->sb, "static void ");
+	mc_ce_kernel_name(e, k);
+	mc_sb_printf(e->sb, "_t%d(void *task, int64_t begin, int64_t end)\n{\n", m);
+	mc_sb_printf(e->sb, "\tconst %s_task *t = (const %s_task *)task;\n"
+	                    "\tunsigned char *arena = t->arena;\n\tconst void *const *in = t->in;\n"
+	                    "\tvoid *const *out = t->out;\n", e->name, e->name);
+	bool ua = false, ui = false, uo = false;
+	put_buffer_ptrs(e, &ua, &ui, &uo, true);
+	mc_sb_puts(e->sb, "\t(void)arena;\n\t(void)in;\n\t(void)out;\n");
+	for (const mc_kstmt *t = k->body; t != levels[0]; t = t->next)
+		if (t->kind == MC_KS_DECL) {
+			mc_ce_stmt(e, t, 1);
+			mc_sb_printf(e->sb, "\t(void)v%d;\n", t->var);
+		}
+	mc_sb_puts(e->sb, "\tfor (int64_t f = begin; f < end; f++) {\n");
+	if (depth > 1)
+		mc_sb_puts(e->sb, "\t\tint64_t r = f;\n");
+	for (int i = depth - 1; i >= 0; i--) {
+		int64_t from, n;
+		const_parallel(levels[i], &from, &n);
+		const mc_kvar *v = &k->vars[levels[i]->var];
+		const char *type = mc_ce_ctype(e, v->type);
+		if (depth == 1)
+			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + f);\n", type, levels[i]->var, type, (long long)from);
+		else if (i > 0)
+			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + r %% %lld);\n\t\tr /= %lld;\n", type,
+			             levels[i]->var, type, (long long)from, (long long)n, (long long)n);
+		else
+			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + r);\n", type, levels[i]->var, type,
+			             (long long)from);
+	}
+	for (int i = 0; i + 1 < depth; i++) /* the lets between the levels */
+		for (const mc_kstmt *t = levels[i]->body; t != levels[i + 1]; t = t->next)
+			mc_ce_stmt(e, t, 2);
+	mc_ce_block(e, levels[depth - 1]->body, 2);
+	/* as every kernel (modelc_rt.h): a part GCC judged const would be
+	 * called once for two kernels' calls, or its stores moved */
+	mc_sb_puts(e->sb, "\t}\n\tMODELC_KERNEL_END();\n}\n\n");
+}
+
 static void put_kernel(emitter *e, const mc_kernel *k)
 {
 	mc_ce_begin_kernel(e, k);
+	int parts = 0, depth;
+	int64_t count;
+	const mc_kstmt *levels[MAX_LEVELS];
+	for (const mc_kstmt *s = k->body; s; s = s->next)
+		if ((depth = split_loop(e, s, levels, &count)))
+			put_part(e, levels, depth, parts++);
 	mc_ce_kernel_comment(e, k);
 	/* --isa cortex-m: each kernel a function of its own. Inlined into the
 	 * run function (each is called once), its loops get GCC 12's register
@@ -91,19 +226,33 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 	mc_sb_puts(e->sb, isa && isa->kind == MC_ISA_CORTEX_M ? "MODELC_NOINLINE static int " : "static int ");
 	mc_ce_kernel_name(e, k);
 	bool pools = e->p->n_pools > 1;
-	mc_sb_puts(e->sb, pools ? "(unsigned char *const *pool, const void *const *in, void *const *out)\n{\n"
-	                        : "(unsigned char *arena, const void *const *in, void *const *out)\n{\n");
-	bool uses_arena = false, uses_in = false, uses_out = false;
-	for (int i = 0; i < k->n_bufs; i++)
-		if (e->buf_uses[i])
-			put_buffer_ptr(e, i, &uses_arena, &uses_in, &uses_out);
+	bool threads = e->p->threads > 1;
+	mc_sb_puts(e->sb, pools ? "(unsigned char *const *pool, const void *const *in, void *const *out"
+	                        : "(unsigned char *arena, const void *const *in, void *const *out");
+	mc_sb_puts(e->sb, threads ? ", const modelc_threads *threads)\n{\n" : ")\n{\n");
+	bool uses_arena = parts > 0, uses_in = parts > 0, uses_out = parts > 0;
+	put_buffer_ptrs(e, &uses_arena, &uses_in, &uses_out, parts > 0);
 	if (!uses_arena)
 		mc_sb_puts(e->sb, pools ? "\t(void)pool;\n" : "\t(void)arena;\n");
 	if (!uses_in)
 		mc_sb_puts(e->sb, "\t(void)in;\n");
 	if (!uses_out)
 		mc_sb_puts(e->sb, "\t(void)out;\n");
-	mc_ce_block(e, k->body, 1);
+	if (threads && !parts)
+		mc_sb_puts(e->sb, "\t(void)threads;\n");
+	parts = 0;
+	for (const mc_kstmt *s = k->body; s; s = s->next) {
+		if (!split_loop(e, s, levels, &count)) {
+			mc_ce_stmt(e, s, 1);
+			continue;
+		}
+		mc_sb_printf(e->sb, "\t{\n\t\t%s_task task = { arena, in, out };\n\t\tif (threads)\n"
+		                    "\t\t\tthreads->parallel_for(threads->ctx, ", e->name);
+		mc_ce_kernel_name(e, k);
+		mc_sb_printf(e->sb, "_t%d, &task, %lld);\n\t\telse\n\t\t\t", parts, (long long)count);
+		mc_ce_kernel_name(e, k);
+		mc_sb_printf(e->sb, "_t%d(&task, 0, %lld);\n\t}\n", parts++, (long long)count);
+	}
 	mc_sb_puts(e->sb, "\tMODELC_KERNEL_END();\n\treturn MODELC_OK;\n}\n\n");
 	mc_ce_end_kernel(e);
 }
@@ -163,7 +312,8 @@ static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
 		mc_sb_puts(e->sb, "status = ");
 		mc_ce_kernel_name(e, e->p->kernels[s->kernel]);
 		mc_sb_puts(e->sb, e->p->n_pools > 1 ? "(pool, inputs, outputs);\n"
-		                                    : "((unsigned char *)arena, inputs, outputs);\n");
+		              : e->p->threads > 1 ? "((unsigned char *)arena, inputs, outputs, threads);\n"
+		                                  : "((unsigned char *)arena, inputs, outputs);\n");
 		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "if (status != MODELC_OK)\n");
 		mc_ce_indent(e, depth + 1);
@@ -264,6 +414,15 @@ static void put_run(emitter *e)
 	if (pools)
 		mc_sb_printf(e->sb, "int %s_run_pools(void *const pools[], const void *const inputs[], "
 		                    "void *const outputs[])\n{\n", e->name);
+	else if (p->threads > 1) {
+		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n"
+		                    "\treturn %s_run_threads(arena, inputs, outputs, NULL);\n}\n\n", e->name, e->name);
+		put_section(e);
+		mc_sb_printf(e->sb, "int %s_run_threads(void *arena, const void *const inputs[], void *const outputs[],\n"
+		                    "                   const modelc_threads *threads)\n{\n", e->name);
+		if (!steps_call_kernels(p->steps, p->n_steps))
+			mc_sb_puts(e->sb, "\t(void)threads;\n");
+	}
 	else
 		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
 	if (steps_call_kernels(p->steps, p->n_steps))
@@ -327,6 +486,10 @@ static void put_source(emitter *e)
 	mc_ce_weight_decls(e, "/* Frozen constants (%s_weights.c). */\n", "\n");
 	mc_ce_desc_table(e, "in", "inputs", p->inputs, p->n_inputs);
 	mc_ce_desc_table(e, "out", "outputs", p->outputs, p->n_outputs);
+	if (p->threads > 1)
+		mc_sb_printf(sb, "/* What a kernel's split loop reads besides its range (--threads). */\n"
+		                 "typedef struct {\n\tunsigned char *arena;\n\tconst void *const *in;\n"
+		                 "\tvoid *const *out;\n} %s_task;\n\n", e->name);
 	for (int i = 0; i < p->n_kernels && !e->err; i++)
 		put_kernel(e, p->kernels[i]);
 	if (!e->err)
@@ -370,6 +533,16 @@ int mc_emit_c(const mc_program *p, const mc_compile_opts *o, const char *dir)
 	snprintf(path, n, "%s/modelc_rt.h", dir);
 	int r = mc_write_if_changed(path, mc_runtime_min_h, strlen(mc_runtime_min_h));
 	free(path);
+	/* --threads: a ready parallel_for for POSIX systems, beside the library (not in it) */
+	const char *pthread_files[2][2] = { { "modelc_threads_pthread.h", mc_threads_pthread_h },
+	                                     { "modelc_threads_pthread.c", mc_threads_pthread_c } };
+	for (int i = 0; i < 2 && !r && p->threads > 1; i++) {
+		n = strlen(dir) + strlen(pthread_files[i][0]) + 2;
+		path = mc_xmalloc(n);
+		snprintf(path, n, "%s/%s", dir, pthread_files[i][0]);
+		r = mc_write_if_changed(path, pthread_files[i][1], strlen(pthread_files[i][1]));
+		free(path);
+	}
 	if (!r)
 		r = mc_ce_write_file(dir, name, ".h", &src.header);
 	if (!r)

@@ -1398,6 +1398,13 @@ void mc_ce_header(emitter *e)
 	mc_sb_printf(sb, p->io_in_arena ? run_doc_io_in_arena : run_doc, e->upper, e->upper, e->upper, e->upper,
 	             e->upper, e->upper);
 	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
+	if (p->threads > 1)
+		mc_sb_printf(sb,
+			"/* The same with the model's parallel loops handed to threads->parallel_for\n"
+			" * (modelc_rt.h; NULL: one thread). The outputs are bit-identical to\n"
+			" * %s_run's however the hook splits and orders the work. */\n"
+			"int %s_run_threads(void *arena, const void *const inputs[], void *const outputs[],\n"
+			"                   const modelc_threads *threads);\n\n", e->name, e->name);
 	if (p->n_pools > 1) {
 		mc_sb_printf(sb,
 			"/* The same with the arena as %s_NUM_POOLS pools, each in memory of the\n"

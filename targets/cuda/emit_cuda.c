@@ -1442,55 +1442,6 @@ static void put_epilogue_fn(cuda_emitter *c, int ki, int idx, int n, const launc
 	mc_sb_puts(sb, "}\n\n");
 }
 
-static void mark_loads(const mc_kexpr *x, bool *loaded)
-{
-	if (!x)
-		return;
-	if (x->kind == MC_KE_LOAD)
-		loaded[x->buf] = true;
-	mark_loads(x->a, loaded);
-	mark_loads(x->b, loaded);
-	mark_loads(x->c, loaded);
-}
-
-/* Walks a loop's body for lane_loop: false where it assigns a variable
- * declared outside, breaks out, fails or holds a template. */
-static bool scan_lane_body(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored, int depth)
-{
-	for (; s; s = s->next) {
-		switch (s->kind) {
-		case MC_KS_DECL:
-		case MC_KS_FOR:
-			inner[s->var] = true;
-			break;
-		case MC_KS_ASSIGN:
-			if (!inner[s->var])
-				return false;
-			break;
-		case MC_KS_STORE:
-			stored[s->buf] = true;
-			break;
-		case MC_KS_BREAK:
-			if (depth == 0)
-				return false;
-			break;
-		case MC_KS_FAIL:
-		case MC_KS_TEMPLATE:
-			return false;
-		case MC_KS_IF:
-			break;
-		}
-		mark_loads(s->a, loaded);
-		mark_loads(s->b, loaded);
-		mark_loads(s->c, loaded);
-		if (s->body && !scan_lane_body(s->body, inner, loaded, stored, depth + (s->kind == MC_KS_FOR)))
-			return false;
-		if (s->orelse && !scan_lane_body(s->orelse, inner, loaded, stored, depth))
-			return false;
-	}
-	return true;
-}
-
 /* A loop of a warp's body that is no reduction but whose iterations the
  * lanes may share (LayerNorm's and Softmax's stores after their sums):
  * it assigns nothing declared outside it, leaves only by its end, and no
@@ -1504,9 +1455,9 @@ static bool lane_loop(const mc_kernel *k, const mc_kstmt *s)
 	bool *loaded = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
 	bool *stored = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
 	inner[s->var] = true;
-	mark_loads(s->a, loaded);
-	mark_loads(s->b, loaded);
-	bool ok = scan_lane_body(s->body, inner, loaded, stored, 0);
+	mc_kexpr_mark_loads(s->a, loaded);
+	mc_kexpr_mark_loads(s->b, loaded);
+	bool ok = mc_kbody_closed(s->body, inner, loaded, stored);
 	for (int i = 0; ok && i < k->n_bufs; i++)
 		ok = !(loaded[i] && stored[i]);
 	free(inner);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../../aot/aot.h"
+#include "compile_helpers.h"
 #include "model_builder.h"
 
 /* ---- building programs by hand ---- */
@@ -822,4 +823,78 @@ Test(emit_c, inplace_without_restrict)
 	cr_assert(!r || r > k2, "the in-place kernel must not use restrict");
 	free(c);
 	fixture_free(&f);
+}
+
+/* --threads: a small CNN (a convolution on the CPU kernels' tiles, a max
+ * pool, a product and a softmax) run through NAME_run_threads gives
+ * NAME_run's bytes exactly, on runtime-min's pthread pool of 2 and 3
+ * workers and through a firmware-style hook that runs the work one
+ * iteration at a time, last first, on the calling thread; and that hook
+ * is called (the loops are split at all). */
+static const char threads_main[] =
+	"#include \"thr.h\"\n#include \"modelc_threads_pthread.c\"\n#include <stdio.h>\n"
+	"static long calls;\n"
+	"static void backwards(void *ctx, modelc_task_fn fn, void *arg, int64_t n)\n{\n"
+	"\t(void)ctx;\n\tcalls++;\n\tfor (int64_t i = n - 1; i >= 0; i--)\n\t\tfn(arg, i, i + 1);\n}\n"
+	"static float x[2 * 3 * 12 * 12], y0[2 * 10], y1[2 * 10];\n"
+	"static _Alignas(64) unsigned char arena[THR_ARENA_BYTES + 1];\n"
+	"int main(void)\n{\n"
+	"\tfor (int i = 0; i < 2 * 3 * 12 * 12; i++)\n\t\tx[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;\n"
+	"\tconst void *in[1] = { x };\n\tvoid *o0[1] = { y0 }, *o1[1] = { y1 };\n"
+	"\tif (thr_run(arena, in, o0))\n\t\treturn 2;\n"
+	"\tmodelc_threads hook = { backwards, NULL };\n"
+	"\tif (thr_run_threads(arena, in, o1, &hook) || memcmp(y0, y1, sizeof y0) || calls < 3)\n"
+	"\t\treturn printf(\"backwards: %ld calls\\n\", calls), 3;\n"
+	"\tfor (int w = 2; w <= 3; w++) {\n"
+	"\t\tmodelc_pthread_pool *pool = modelc_pthread_pool_new(w);\n"
+	"\t\tmodelc_threads t = { modelc_pthread_parallel_for, pool };\n"
+	"\t\tfor (int r = 0; r < 20; r++) {\n"
+	"\t\t\tmemset(y1, 0, sizeof y1);\n"
+	"\t\t\tif (!pool || thr_run_threads(arena, in, o1, &t) || memcmp(y0, y1, sizeof y0))\n"
+	"\t\t\t\treturn printf(\"%d workers, run %d\\n\", w, r), 4;\n\t\t}\n"
+	"\t\tmodelc_pthread_pool_free(pool);\n\t}\n"
+	"\treturn 0;\n}\n";
+
+Test(emit_c, threads_give_one_threads_bytes)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,3,12,12");
+	static float w1[8 * 3 * 9], b1[8], w2[8 * 6 * 6 * 10];
+	for (int i = 0; i < 8 * 3 * 9; i++)
+		w1[i] = (float)((i * 7) % 13 - 6) / 16;
+	for (int i = 0; i < 8; i++)
+		b1[i] = (float)(i - 4) / 8;
+	for (int i = 0; i < 8 * 6 * 6 * 10; i++)
+		w2[i] = (float)((i * 5) % 17 - 8) / 64;
+	mb_init_floats(b, g, "w1", "8,3,3,3", w1, 8 * 3 * 9);
+	mb_init_floats(b, g, "b1", "8", b1, 8);
+	mb_init_floats(b, g, "w2", "288,10", w2, 8 * 6 * 6 * 10);
+	mb_init_ints(b, g, "flat", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "2", (int64_t[]){ 2, 288 }, 2);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv", "x,w1,b1", "c");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "relu", "c", "r");
+	n = mb_node(b, g, "MaxPool", "pool", "r", "p");
+	mb_attr_ints(b, n, "kernel_shape", (int64_t[]){ 2, 2 }, 2);
+	mb_attr_ints(b, n, "strides", (int64_t[]){ 2, 2 }, 2);
+	mb_node(b, g, "Reshape", "reshape", "p,flat", "f");
+	mb_node(b, g, "MatMul", "fc", "f,w2", "z");
+	mb_node(b, g, "Softmax", "softmax", "z", "y");
+	mb_output(b, g, "y");
+	char *dir = make_temp_dir();
+	char *model = save_model(b, dir, "thr.onnx");
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "thr";
+	o.threads = 2;
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile(model, dir, &o), 0);
+	write_text(dir, "main.c", threads_main);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -O1 -Wall -Wextra -Werror -pthread -o t thr.c thr_weights.c "
+	                          "main.c -lm && ./t", dir);
+	cr_assert_eq(system(cmd), 0, "in %s", dir);
+	rm_tree(dir);
+	free(dir);
+	free(model);
 }

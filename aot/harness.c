@@ -153,29 +153,24 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		    "\t\tfprintf(stderr, \"%s: CUDA error: %%s\\n\", cudaGetErrorString(m.error));\n"
 		    "\t%s_cuda_free(&m);\n",
 		    n, n, n, n, n, n, n, n, n, n);
-	else if (threads)
-		mc_sb_printf(&b,
-	    "\tvoid *arena = zalloc((size_t)%s_ARENA_BYTES);\n"
-	    "\tmodelc_pthread_pool *pool = modelc_pthread_pool_new(workers < 1 ? 1 : (int)workers);\n"
-	    "\tif (!arena || !pool)\n\t\treturn 100;\n"
-	    "\tmodelc_threads threads = { modelc_pthread_parallel_for, pool };\n"
-	    "\tint st = 0;\n"
-	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
-	    "\t\tst = %s_run_threads(arena, in, out, &threads);\n"
-	    "\tmodelc_pthread_pool_free(pool);\n"
-	    "\tfree(arena);\n"
-	    "\t(void)profile;\n\t(void)flags;\n",
-		    up, n);
 	else
+		/* with --threads, the same runs on runtime-min's pool */
 		mc_sb_printf(&b,
 	    "\tvoid *arena = zalloc((size_t)%s_ARENA_BYTES);\n"
-	    "\tif (!arena)\n\t\treturn 100;\n"
+	    "%s"
 	    "\tint st = 0;\n"
 	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
-	    "\t\tst = %s_run(arena, in, out);\n"
+	    "\t\tst = %s%s(arena, in, out%s);\n"
+	    "%s"
 	    "\tfree(arena);\n"
 	    "\t(void)profile;\n\t(void)flags;\n",
-		    up, n);
+		    up,
+		    threads ? "\tmodelc_pthread_pool *pool = modelc_pthread_pool_new(workers < 1 ? 1 : (int)workers);\n"
+		              "\tif (!arena || !pool)\n\t\treturn 100;\n"
+		              "\tmodelc_threads threads = { modelc_pthread_parallel_for, pool };\n"
+		            : "\tif (!arena)\n\t\treturn 100;\n",
+		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "",
+		    threads ? "\tmodelc_pthread_pool_free(pool);\n" : "");
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"
 	    "\t\tchar path[4096];\n"

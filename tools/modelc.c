@@ -152,6 +152,21 @@ static int split_eq(const char *arg, const char *opt, char **name, const char **
 	return 0;
 }
 
+/* Option opt's value val as a whole number of WHAT from 1 to max, noted
+ * for NAME.json; -1 after reporting. */
+static int count_arg(cli *c, const char *opt, const char *val, const char *what, long max, int *out)
+{
+	char *end;
+	long x = strtol(val, &end, 10);
+	if (end == val || *end || x < 1 || x > max) {
+		mc_error("%s: '%s' is not a %s count from 1 to %ld", opt, val, what, max);
+		return -1;
+	}
+	*out = (int)x;
+	note_option(c, opt, val);
+	return 0;
+}
+
 static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
@@ -183,23 +198,11 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		o->fold_limit = (size_t)x;
 		note_option(c, "--fold-limit", argv[*i]);
 	} else if (strcmp(a, "--unroll-limit") == 0 && has_val) {
-		char *end;
-		long x = strtol(argv[++*i], &end, 10);
-		if (end == argv[*i] || *end || x < 1 || x > 1000000) {
-			mc_error("--unroll-limit: '%s' is not a node count from 1 to 1000000", argv[*i]);
+		if (count_arg(c, a, argv[++*i], "node", 1000000, &o->unroll_limit))
 			return -1;
-		}
-		o->unroll_limit = (int)x;
-		note_option(c, "--unroll-limit", argv[*i]);
 	} else if (strcmp(a, "--threads") == 0 && has_val) {
-		char *end;
-		long x = strtol(argv[++*i], &end, 10);
-		if (end == argv[*i] || *end || x < 1 || x > 1024) {
-			mc_error("--threads: '%s' is not a worker count from 1 to 1024", argv[*i]);
+		if (count_arg(c, a, argv[++*i], "worker", 1024, &o->threads))
 			return -1;
-		}
-		o->threads = (int)x;
-		note_option(c, "--threads", argv[*i]);
 	} else if (strcmp(a, "--dump-after") == 0 && has_val) {
 		o->dump_after = argv[++*i];
 	} else if (strcmp(a, "--stats") == 0) {

@@ -207,15 +207,28 @@ static void put_part(emitter *e, const mc_kstmt **levels, int depth, int m)
 	mc_sb_puts(e->sb, "\t}\n\tMODELC_KERNEL_END();\n}\n\n");
 }
 
+/* One split nest of a kernel: its top-level loop and the range's length. */
+typedef struct {
+	const mc_kstmt *loop;
+	int64_t count;
+} split;
+
 static void put_kernel(emitter *e, const mc_kernel *k)
 {
 	mc_ce_begin_kernel(e, k);
-	int parts = 0, depth;
-	int64_t count;
+	/* the splits, decided once: their range functions first, then the
+	 * kernel, which calls them in their loops' places */
+	int parts = 0, cap = 0, depth;
+	split *splits = NULL;
 	const mc_kstmt *levels[MAX_LEVELS];
-	for (const mc_kstmt *s = k->body; s; s = s->next)
-		if ((depth = split_loop(e, s, levels, &count)))
-			put_part(e, levels, depth, parts++);
+	for (const mc_kstmt *s = k->body; s; s = s->next) {
+		int64_t count;
+		if (!(depth = split_loop(e, s, levels, &count)))
+			continue;
+		put_part(e, levels, depth, parts);
+		splits = mc_grow_array(splits, &cap, parts + 1, sizeof *splits);
+		splits[parts++] = (split){ s, count };
+	}
 	mc_ce_kernel_comment(e, k);
 	/* --isa cortex-m: each kernel a function of its own. Inlined into the
 	 * run function (each is called once), its loops get GCC 12's register
@@ -240,19 +253,21 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 		mc_sb_puts(e->sb, "\t(void)out;\n");
 	if (threads && !parts)
 		mc_sb_puts(e->sb, "\t(void)threads;\n");
-	parts = 0;
+	int m = 0;
 	for (const mc_kstmt *s = k->body; s; s = s->next) {
-		if (!split_loop(e, s, levels, &count)) {
+		if (m == parts || splits[m].loop != s) {
 			mc_ce_stmt(e, s, 1);
 			continue;
 		}
 		mc_sb_printf(e->sb, "\t{\n\t\t%s_task task = { arena, in, out };\n\t\tif (threads)\n"
 		                    "\t\t\tthreads->parallel_for(threads->ctx, ", e->name);
 		mc_ce_kernel_name(e, k);
-		mc_sb_printf(e->sb, "_t%d, &task, %lld);\n\t\telse\n\t\t\t", parts, (long long)count);
+		mc_sb_printf(e->sb, "_t%d, &task, %lld);\n\t\telse\n\t\t\t", m, (long long)splits[m].count);
 		mc_ce_kernel_name(e, k);
-		mc_sb_printf(e->sb, "_t%d(&task, 0, %lld);\n\t}\n", parts++, (long long)count);
+		mc_sb_printf(e->sb, "_t%d(&task, 0, %lld);\n\t}\n", m, (long long)splits[m].count);
+		m++;
 	}
+	free(splits);
 	mc_sb_puts(e->sb, "\tMODELC_KERNEL_END();\n\treturn MODELC_OK;\n}\n\n");
 	mc_ce_end_kernel(e);
 }

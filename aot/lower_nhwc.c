@@ -194,9 +194,10 @@ static int grid_dwconv(mc_lower_ctx *c, const win_geom *g)
 	taps th;
 	fwd_taps(kb, &rows, oh, &th);
 	bool has_bias = c->n_in > 2 && c->in[2];
+	mc_kexpr *start = has_bias ? mc_kb_let(kb, mc_k_cast(kb, t, mc_lower_load(c, 2, m))) : mc_k_const_as(kb, t, 0);
 	mc_kexpr *acc[DW_RUN];
 	for (int j = 0; j < len; j++)
-		acc[j] = mc_kb_local(kb, has_bias ? mc_k_cast(kb, t, mc_lower_load(c, 2, m)) : mc_k_const_as(kb, t, 0));
+		acc[j] = mc_kb_local(kb, start);
 	/* the run's first input column */
 	mc_kexpr *col0 = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, run, len * sw), -g->pb[1]));
 	int inner = 0;

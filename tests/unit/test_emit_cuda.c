@@ -841,10 +841,12 @@ Test(cuda, depthwise_convolutions_run_along_rows)
 	const char *k = strstr(cu, "k2_dw(");
 	cr_assert(k && strstr(k, "t < 65536u;"), "%s", cu);
 	/* a run's 4 outputs, the last two checked against the row's end */
-	const char *guard = strstr(k, "if (v43 < 62) {");
-	cr_assert(guard && strstr(guard + 1, "if (v45 < 62) {") && strstr(k, "(v1 * 4) + 3;"), "%s", k);
+	const char *guard = strstr(k, "if (v44 < 62) {");
+	cr_assert(guard && strstr(guard + 1, "if (v46 < 62) {") && strstr(k, "(v1 * 4) + 3;"), "%s", k);
+	/* the bias loaded once, each output's sum starting from it */
+	cr_assert(strstr(k, "float v7 = v6;\n\t\tfloat v8 = v6;\n\t\tfloat v9 = v6;\n\t\tfloat v10 = v6;"), "%s", k);
 	/* input column 10 of the run's window feeds only its last output, through the last tap */
-	cr_assert(strstr(k, "v9 = v9 + (v38 * v19);\n\t\t}"), "%s", k);
+	cr_assert(strstr(k, "v10 = v10 + (v39 * v20);\n\t\t}"), "%s", k);
 	nvcc_builds(out, "dw");
 	free(cu);
 	free(model);

@@ -323,6 +323,12 @@ static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind ki
  * neighbouring elements) into float32 scratch, then a thread (or warp)
  * per output sums its S partial sums in order. Deterministic; the order
  * of the additions is not the CPU's. 1 where not of that form. */
+/* Element (o, r, i) of an [outer][rows][inner] array. */
+static mc_kexpr *at3(mc_kb *kb, mc_kexpr *o, int64_t rows, mc_kexpr *r, int64_t inner, mc_kexpr *i)
+{
+	return mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, rows), r), inner), i);
+}
+
 #define SPLIT_ROWS 16          /* rows a slice: under a warp's split (32) */
 #define SPLIT_MIN_RUN 512
 #define SPLIT_MAX_OUTPUTS 4096
@@ -350,19 +356,17 @@ static int reduce_split_grid(mc_lower_ctx *c, const bool *reduced, reduce_kind k
 	bool ragged = slices * SPLIT_ROWS != run;
 	if (ragged)
 		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, row, mc_k_index(kb, run)));
-	mc_kexpr *at = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, run), row), inner), i);
-	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, MC_KT_F32, mc_lower_load(c, 0, at))));
+	mc_kexpr *x = mc_lower_load(c, 0, at3(kb, o, run, row, inner, i));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_cast(kb, MC_KT_F32, x)));
 	close_to(kb, depth_par);
-	mc_kb_store(kb, part, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, slices), sl), inner), i),
-	            acc);
+	mc_kb_store(kb, part, at3(kb, o, slices, sl, inner, i), acc);
 	close_to(kb, depth0);
 	/* each output: its slices' sums in order */
 	o = loop(kb, outer, MC_KF_PARALLEL);
 	i = loop(kb, inner, MC_KF_PARALLEL);
 	acc = mc_kb_local(kb, fconst(kb, MC_KT_F32, 0));
 	sl = mc_kb_fori(kb, slices, MC_KF_REDUCE);
-	at = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, slices), sl), inner), i);
-	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, part, at)));
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, mc_k_load(kb, part, at3(kb, o, slices, sl, inner, i))));
 	mc_kb_end(kb);
 	mc_kexpr *v = kind == R_MEAN ? mc_k_div(kb, acc, fconst(kb, MC_KT_F32, (double)run)) : acc;
 	mc_lower_store(c, 0, NULL, mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, o, inner), i)), v);

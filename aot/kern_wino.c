@@ -194,7 +194,7 @@ static void gemm_panel(mc_kb *kb, const wino *w, kt_panel panel, mc_kexpr *xi, i
 static void gemms(mc_kb *kb, const wino *w, int64_t nt)
 {
 	const kt_cols *cols = w->cols;
-	mc_kexpr *xi = mc_kb_fori(kb, 16, 0);
+	mc_kexpr *xi = mc_kb_fori(kb, 16, MC_KF_PARALLEL); /* each its own slots of x_buf */
 	if (cols->n_main > 0) {
 		mc_kexpr *p = mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
 		gemm_panel(kb, w, kt_main_panel(kb, cols, p), xi, nt);
@@ -345,8 +345,16 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 		block(c, &w, nb, mc_kb_let(kb, mc_k_muli(kb, b, w.tb)), w.tb);
 		mc_kb_end(kb);
 	}
-	if (rest > 0)
+	if (rest > 0) {
+		/* --threads: the last block on scratch of its own, so that the
+		 * full blocks' loop alone touches theirs and splits over the
+		 * workers, each on a copy (aot/ksplit.c) */
+		if (full > 0 && kb->threads > 1) {
+			w.v_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * w.tb * w.cin));
+			w.x_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(16 * w.tb * w.mpad));
+		}
 		block(c, &w, nb, idx(kb, full * w.tb), rest);
+	}
 	mc_kb_end(kb);
 	return 0;
 }

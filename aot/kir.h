@@ -330,7 +330,16 @@ typedef struct {
 	 * buffer only to fill the scratch, in an order that never overwrites
 	 * what it has yet to read. */
 	int grows_over;
+	/* Scratch private to the iterations of a split loop (--threads,
+	 * aot/ksplit.c): one copy of `count` elements a chunk (0: one). */
+	int copies;
 } mc_kbuf;
+
+/* The elements a buffer's storage holds: its copies' (mc_kbuf.copies). */
+static inline size_t mc_kbuf_storage_count(const mc_kbuf *b)
+{
+	return b->count * (size_t)(b->copies > 1 ? b->copies : 1);
+}
 
 typedef struct {
 	mc_ktype type;
@@ -352,7 +361,24 @@ typedef struct mc_kernel {
 	 * where it has yet to read (aot/kern_conv.c's row ring); grows: the
 	 * output may be the larger. */
 	bool inplace_input0, inplace_grows;
+	/* --threads: the top-level nests the workers split (aot/ksplit.c) */
+	int n_splits;
+	struct mc_ksplit *splits;
 } mc_kernel;
+
+/* A top-level nest the workers split as one range of `count` iterations:
+ * levels[0] is the kernel's loop, each next level the body of the one
+ * before (after lets); iteration f of the range is the levels' indices,
+ * the last level's varying fastest. chunks 0: the range splits anywhere;
+ * > 0: into exactly that many chunks of iterations, c * count / chunks
+ * up to (c + 1) * count / chunks, chunk c on scratch copy c (mc_kbuf.copies). */
+#define MC_KSPLIT_LEVELS 8
+typedef struct mc_ksplit {
+	const mc_kstmt *levels[MC_KSPLIT_LEVELS];
+	int depth;
+	int64_t count;
+	int chunks;
+} mc_ksplit;
 
 /* ---- target instruction sets (--isa) ----
  * What a CPU target offers the kernel generators: the f32 vector widths the
@@ -423,6 +449,9 @@ typedef struct mc_kb {
 	/* The anchor's input 0 dies at this kernel (no later kernel reads its
 	 * storage), so a lowering may write over it (mc_kernel.inplace_input0) */
 	bool input0_dies;
+	/* --threads N: the workers that may split the kernel's parallel loops
+	 * (aot/ksplit.c); 1 for one */
+	int threads;
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);
@@ -498,6 +527,12 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
  * and stores. Whether its iterations may run apart (a GPU's lanes,
  * workers), with what the caller asks of the buffers. */
 bool mc_kbody_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored);
+
+/* --threads (aot/ksplit.c): k's splits for `workers` workers (none below
+ * two), and its private scratch's copies. */
+void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers);
+/* A parallel loop of constant bounds [*from, *from + *count). */
+bool mc_ksplit_const_parallel(const mc_kstmt *s, int64_t *from, int64_t *count);
 /* Marks in loaded[] the buffers expression x loads. */
 void mc_kexpr_mark_loads(const mc_kexpr *x, bool *loaded);
 /* A template whose statement holds the same computation in plain IR (its

@@ -538,6 +538,7 @@ static int stage_lower(build *b)
 		kb.target = p->target.desc;
 		kb.for_memory = for_memory;
 		kb.for_size = b->o->optimize && !strcmp(b->o->optimize, "size");
+		kb.threads = p->threads;
 		kb.input0_dies = for_memory && input0_dies_in(b, group_of, i);
 		const mc_node *an = &g->nodes[gr->anchor];
 		unsigned long errors = mc_error_count();
@@ -561,6 +562,10 @@ static int stage_lower(build *b)
 	for (int j = 0; j < g->n_outputs; j++)
 		if (b->copy_out[j])
 			copy_to_output(g, p, g->outputs[j], j);
+	/* --threads: the loops the workers split, before the plan sizes the
+	 * scratch copies they ask for (aot/ksplit.c) */
+	for (int s = 0; s < p->n_kernels; s++)
+		mc_ksplit_plan(p->pool, p->kernels[s], p->threads);
 	return mc_program_check(p);
 }
 
@@ -741,7 +746,8 @@ static int stage_plan(build *b)
 		for (int i = 0; i < k->n_bufs; i++)
 			if (k->bufs[i].value < 0 && k->bufs[i].loc.kind == MC_LOC_NONE && !k->bufs[i].transient) {
 				k->bufs[i].loc.index = b->n_reqs; /* request index until placed */
-				add_request(b, k->bufs[i].count * mc_dtype_size(k->bufs[i].dtype), s, s, -1 - s);
+				add_request(b, mc_kbuf_storage_count(&k->bufs[i]) * mc_dtype_size(k->bufs[i].dtype), s, s,
+				            -1 - s);
 				int over = scratch_over(b, s, i);
 				if (over >= 0) {
 					b->reqs[b->n_reqs - 1].inplace_of = over;

@@ -19,7 +19,9 @@ extern const char mc_threads_pthread_h[], mc_threads_pthread_c[];
 typedef mc_cemit emitter;
 
 /* One pointer per buffer the kernel touches, typed by its storage. */
-static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, bool *uses_out)
+/* copy: where not NULL, the C expression of the scratch copy (a chunk's,
+ * --threads) the pointer is to. */
+static void put_buffer_ptr(emitter *e, int i, const char *copy, bool *uses_arena, bool *uses_in, bool *uses_out)
 {
 	const mc_kbuf *b = &e->k->bufs[i];
 	const char *st = mc_ce_storage_type(b->dtype);
@@ -32,9 +34,12 @@ static void put_buffer_ptr(emitter *e, int i, bool *uses_arena, bool *uses_in, b
 	switch (b->loc.kind) {
 	case MC_LOC_ARENA:
 		if (e->p->n_pools > 1)
-			mc_sb_printf(e->sb, "(%s%s *)(pool[%d] + %zu);", q, st, b->loc.index, b->loc.offset);
+			mc_sb_printf(e->sb, "(%s%s *)(pool[%d] + %zu)", q, st, b->loc.index, b->loc.offset);
 		else
-			mc_sb_printf(e->sb, "(%s%s *)(arena + %zu);", q, st, b->loc.offset);
+			mc_sb_printf(e->sb, "(%s%s *)(arena + %zu)", q, st, b->loc.offset);
+		if (copy)
+			mc_sb_printf(e->sb, " + (size_t)%s * %zu", copy, b->count);
+		mc_sb_puts(e->sb, ";");
 		*uses_arena = true;
 		break;
 	case MC_LOC_WEIGHT: {
@@ -80,92 +85,28 @@ static void put_section(emitter *e)
 		mc_sb_printf(e->sb, "__attribute__((section(\"%s\"))) ", e->p->code_section);
 }
 
-/* ---- --threads: loops the workers split ----
- * A top-level parallel loop of constant bounds becomes a function of a
- * range of its iterations (NAME_kN_tM), which the kernel hands to the
- * caller's parallel_for. Only where the iterations share nothing but what
- * they read: no failure or break out of the loop, no assignment to a
- * variable declared outside it (mc_kbody_closed), no store into kernel
- * scratch (one copy, which the iterations would share), and no mutable
- * local before it at the top level (the part recomputes the lets before
- * it, not locals). */
-
-/* A parallel loop of constant bounds [*from, *from + *count). */
-static bool const_parallel(const mc_kstmt *s, int64_t *from, int64_t *count)
-{
-	int64_t to;
-	if (s->kind != MC_KS_FOR || !(s->flags & MC_KF_PARALLEL) || !mc_k_is_const(s->a, from) ||
-	    !mc_k_is_const(s->b, &to))
-		return false;
-	*count = to - *from;
-	return true;
-}
-
-/* The nest split as one range: loop s, then while the range has fewer
- * than SPLIT_CHUNKS iterations a worker and the body is lets and one more
- * such loop, that loop too (a batch of one, an image's rows: each worker
- * a few rows). *count: the levels' iterations multiplied. */
-#define SPLIT_CHUNKS 8
-#define MAX_LEVELS 8
-static int split_nest(const emitter *e, const mc_kstmt *s, const mc_kstmt **levels, int64_t *count)
-{
-	int64_t from, n;
-	if (e->p->threads < 2 || !const_parallel(s, &from, &n))
-		return 0;
-	int depth = 0;
-	levels[depth++] = s;
-	*count = n;
-	while (depth < MAX_LEVELS && *count < SPLIT_CHUNKS * e->p->threads) {
-		const mc_kstmt *t = levels[depth - 1]->body;
-		while (t && t->kind == MC_KS_DECL && !e->k->vars[t->var].mutable_)
-			t = t->next;
-		if (!t || t->next || !const_parallel(t, &from, &n))
-			break;
-		levels[depth++] = t;
-		*count *= n;
-	}
-	return *count >= 2 ? depth : 0;
-}
-
-/* A top-level nest the workers may split: its levels (split_nest), 0 if
- * none. */
-static int split_loop(const emitter *e, const mc_kstmt *s, const mc_kstmt **levels, int64_t *count)
-{
-	const mc_kernel *k = e->k;
-	int depth = split_nest(e, s, levels, count);
-	if (!depth)
-		return 0;
-	for (const mc_kstmt *t = k->body; t != s; t = t->next)
-		if (t->kind == MC_KS_DECL && k->vars[t->var].mutable_)
-			return 0;
-	bool *inner = mc_xcalloc((size_t)k->n_vars + 1, sizeof(bool));
-	bool *stored = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
-	inner[s->var] = true;
-	bool ok = mc_kbody_closed(s->body, inner, NULL, stored);
-	for (int i = 0; ok && i < k->n_bufs; i++)
-		ok = !(stored[i] && k->bufs[i].value < 0);
-	free(inner);
-	free(stored);
-	return ok ? depth : 0;
-}
-
-static void put_buffer_ptrs(emitter *e, bool *uses_arena, bool *uses_in, bool *uses_out, bool voided)
+/* The kernel's buffer pointers; copies: leave out the scratch with
+ * copies (a chunk's, declared in its loop). */
+static void put_buffer_ptrs(emitter *e, bool *uses_arena, bool *uses_in, bool *uses_out, bool voided, bool copies)
 {
 	for (int i = 0; i < e->k->n_bufs; i++)
-		if (e->buf_uses[i]) {
-			put_buffer_ptr(e, i, uses_arena, uses_in, uses_out);
+		if (e->buf_uses[i] && !(copies && e->k->bufs[i].copies > 1)) {
+			put_buffer_ptr(e, i, NULL, uses_arena, uses_in, uses_out);
 			if (voided) /* read in a part only, or not in this part */
 				mc_sb_printf(e->sb, "\t(void)b%d;\n", i);
 		}
 }
 
-/* The nest of `depth` levels (the kernel's m-th split) as
- * NAME_kN_tM(task, begin, end): iteration f of the range is the levels'
- * indices, the last level's varying fastest, then their lets and the last
- * level's body. */
-static void put_part(emitter *e, const mc_kstmt **levels, int depth, int m)
+/* --threads: the kernel's m-th split (aot/ksplit.c) as
+ * NAME_kN_tM(task, begin, end), begin and end iterations of its range, or
+ * with chunks, chunks (each its iterations on its scratch copies):
+ * iteration f is the levels' indices, the last level's varying fastest,
+ * then their lets and the last level's body. */
+static void put_part(emitter *e, const mc_ksplit *sp, int m)
 {
 	const mc_kernel *k = e->k;
+	const mc_kstmt *const *levels = sp->levels;
+	int depth = sp->depth;
 	put_section(e);
 	mc_sb_puts(e->sb, "static void ");
 	mc_ce_kernel_name(e, k);
@@ -174,61 +115,62 @@ static void put_part(emitter *e, const mc_kstmt **levels, int depth, int m)
 	                    "\tunsigned char *arena = t->arena;\n\tconst void *const *in = t->in;\n"
 	                    "\tvoid *const *out = t->out;\n", e->name, e->name);
 	bool ua = false, ui = false, uo = false;
-	put_buffer_ptrs(e, &ua, &ui, &uo, true);
+	put_buffer_ptrs(e, &ua, &ui, &uo, true, sp->chunks > 0);
 	mc_sb_puts(e->sb, "\t(void)arena;\n\t(void)in;\n\t(void)out;\n");
 	for (const mc_kstmt *t = k->body; t != levels[0]; t = t->next)
 		if (t->kind == MC_KS_DECL) {
 			mc_ce_stmt(e, t, 1);
 			mc_sb_printf(e->sb, "\t(void)v%d;\n", t->var);
 		}
-	mc_sb_puts(e->sb, "\tfor (int64_t f = begin; f < end; f++) {\n");
+	int ind = 1;
+	if (sp->chunks > 0) {
+		mc_sb_puts(e->sb, "\tfor (int64_t c = begin; c < end; c++) {\n");
+		for (int i = 0; i < k->n_bufs; i++)
+			if (e->buf_uses[i] && k->bufs[i].copies > 1) {
+				mc_sb_puts(e->sb, "\t");
+				put_buffer_ptr(e, i, "c", &ua, &ui, &uo);
+			}
+		mc_sb_printf(e->sb, "\t\tfor (int64_t f = c * %lld / %d; f < (c + 1) * %lld / %d; f++) {\n",
+		             (long long)sp->count, sp->chunks, (long long)sp->count, sp->chunks);
+		ind = 2;
+	} else {
+		mc_sb_puts(e->sb, "\tfor (int64_t f = begin; f < end; f++) {\n");
+	}
+	const char *tabs = ind == 2 ? "\t\t\t" : "\t\t";
 	if (depth > 1)
-		mc_sb_puts(e->sb, "\t\tint64_t r = f;\n");
+		mc_sb_printf(e->sb, "%sint64_t r = f;\n", tabs);
 	for (int i = depth - 1; i >= 0; i--) {
 		int64_t from, n;
-		const_parallel(levels[i], &from, &n);
+		mc_ksplit_const_parallel(levels[i], &from, &n);
 		const mc_kvar *v = &k->vars[levels[i]->var];
 		const char *type = mc_ce_ctype(e, v->type);
 		if (depth == 1)
-			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + f);\n", type, levels[i]->var, type, (long long)from);
+			mc_sb_printf(e->sb, "%sconst %s v%d = (%s)(%lld + f);\n", tabs, type, levels[i]->var, type,
+			             (long long)from);
 		else if (i > 0)
-			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + r %% %lld);\n\t\tr /= %lld;\n", type,
-			             levels[i]->var, type, (long long)from, (long long)n, (long long)n);
+			mc_sb_printf(e->sb, "%sconst %s v%d = (%s)(%lld + r %% %lld);\n%sr /= %lld;\n", tabs, type,
+			             levels[i]->var, type, (long long)from, (long long)n, tabs, (long long)n);
 		else
-			mc_sb_printf(e->sb, "\t\tconst %s v%d = (%s)(%lld + r);\n", type, levels[i]->var, type,
+			mc_sb_printf(e->sb, "%sconst %s v%d = (%s)(%lld + r);\n", tabs, type, levels[i]->var, type,
 			             (long long)from);
 	}
 	for (int i = 0; i + 1 < depth; i++) /* the lets between the levels */
 		for (const mc_kstmt *t = levels[i]->body; t != levels[i + 1]; t = t->next)
-			mc_ce_stmt(e, t, 2);
-	mc_ce_block(e, levels[depth - 1]->body, 2);
+			mc_ce_stmt(e, t, ind + 1);
+	mc_ce_block(e, levels[depth - 1]->body, ind + 1);
 	/* as every kernel (modelc_rt.h): a part GCC judged const would be
 	 * called once for two kernels' calls, or its stores moved */
-	mc_sb_puts(e->sb, "\t}\n\tMODELC_KERNEL_END();\n}\n\n");
+	mc_sb_puts(e->sb, ind == 2 ? "\t\t}\n\t}\n\tMODELC_KERNEL_END();\n}\n\n" : "\t}\n\tMODELC_KERNEL_END();\n}\n\n");
 }
-
-/* One split nest of a kernel: its top-level loop and the range's length. */
-typedef struct {
-	const mc_kstmt *loop;
-	int64_t count;
-} split;
 
 static void put_kernel(emitter *e, const mc_kernel *k)
 {
 	mc_ce_begin_kernel(e, k);
-	/* the splits, decided once: their range functions first, then the
-	 * kernel, which calls them in their loops' places */
-	int parts = 0, cap = 0, depth;
-	split *splits = NULL;
-	const mc_kstmt *levels[MAX_LEVELS];
-	for (const mc_kstmt *s = k->body; s; s = s->next) {
-		int64_t count;
-		if (!(depth = split_loop(e, s, levels, &count)))
-			continue;
-		put_part(e, levels, depth, parts);
-		splits = mc_grow_array(splits, &cap, parts + 1, sizeof *splits);
-		splits[parts++] = (split){ s, count };
-	}
+	/* the splits' range functions first, then the kernel, which calls
+	 * them in their loops' places */
+	int parts = k->n_splits;
+	for (int m = 0; m < parts; m++)
+		put_part(e, &k->splits[m], m);
 	mc_ce_kernel_comment(e, k);
 	/* --isa cortex-m: each kernel a function of its own. Inlined into the
 	 * run function (each is called once), its loops get GCC 12's register
@@ -244,7 +186,7 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 	                        : "(unsigned char *arena, const void *const *in, void *const *out");
 	mc_sb_puts(e->sb, threads ? ", const modelc_threads *threads)\n{\n" : ")\n{\n");
 	bool uses_arena = parts > 0, uses_in = parts > 0, uses_out = parts > 0;
-	put_buffer_ptrs(e, &uses_arena, &uses_in, &uses_out, parts > 0);
+	put_buffer_ptrs(e, &uses_arena, &uses_in, &uses_out, parts > 0, false);
 	if (!uses_arena)
 		mc_sb_puts(e->sb, pools ? "\t(void)pool;\n" : "\t(void)arena;\n");
 	if (!uses_in)
@@ -255,19 +197,22 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 		mc_sb_puts(e->sb, "\t(void)threads;\n");
 	int m = 0;
 	for (const mc_kstmt *s = k->body; s; s = s->next) {
-		if (m == parts || splits[m].loop != s) {
+		if (m == parts || k->splits[m].levels[0] != s) {
 			mc_ce_stmt(e, s, 1);
+			if (parts && s->kind == MC_KS_DECL) /* maybe read in the parts only */
+				mc_sb_printf(e->sb, "\t(void)v%d;\n", s->var);
 			continue;
 		}
 		mc_sb_printf(e->sb, "\t{\n\t\t%s_task task = { arena, in, out };\n\t\tif (threads)\n"
 		                    "\t\t\tthreads->parallel_for(threads->ctx, ", e->name);
 		mc_ce_kernel_name(e, k);
-		mc_sb_printf(e->sb, "_t%d, &task, %lld);\n\t\telse\n\t\t\t", m, (long long)splits[m].count);
+		/* a range of chunks, or of iterations */
+		int64_t n = k->splits[m].chunks > 0 ? k->splits[m].chunks : k->splits[m].count;
+		mc_sb_printf(e->sb, "_t%d, &task, %lld);\n\t\telse\n\t\t\t", m, (long long)n);
 		mc_ce_kernel_name(e, k);
-		mc_sb_printf(e->sb, "_t%d(&task, 0, %lld);\n\t}\n", m, (long long)splits[m].count);
+		mc_sb_printf(e->sb, "_t%d(&task, 0, %lld);\n\t}\n", m, (long long)n);
 		m++;
 	}
-	free(splits);
 	mc_sb_puts(e->sb, "\tMODELC_KERNEL_END();\n\treturn MODELC_OK;\n}\n\n");
 	mc_ce_end_kernel(e);
 }

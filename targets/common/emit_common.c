@@ -142,8 +142,8 @@ static bool may_overlap(const mc_kbuf *a, const mc_kbuf *b)
 		return false;
 	if (a->loc.kind != MC_LOC_ARENA || a->loc.index != b->loc.index) /* arena: index is the pool */
 		return a->loc.index == b->loc.index && a->loc.kind != MC_LOC_ARENA;
-	size_t ea = a->loc.offset + a->count * mc_dtype_size(a->dtype);
-	size_t eb = b->loc.offset + b->count * mc_dtype_size(b->dtype);
+	size_t ea = a->loc.offset + mc_kbuf_storage_count(a) * mc_dtype_size(a->dtype);
+	size_t eb = b->loc.offset + mc_kbuf_storage_count(b) * mc_dtype_size(b->dtype);
 	return a->loc.offset < eb && b->loc.offset < ea;
 }
 

@@ -825,21 +825,20 @@ Test(emit_c, inplace_without_restrict)
 	fixture_free(&f);
 }
 
-/* --threads: a small CNN (a convolution on the CPU kernels' tiles, a max
- * pool, a product and a softmax) run through NAME_run_threads gives
- * NAME_run's bytes exactly, on runtime-min's pthread pool of 2 and 3
- * workers and through a firmware-style hook that runs the work one
- * iteration at a time, last first, on the calling thread; and that hook
- * is called (the loops are split at all). */
+/* --threads: a model run through NAME_run_threads gives NAME_run's bytes
+ * exactly, on runtime-min's pthread pool of 2 and 3 workers and through a
+ * firmware-style hook that runs the work one iteration at a time, last
+ * first, on the calling thread; and that hook is called (the loops are
+ * split at all). IN_N and OUT_N: the input's and output's floats. */
 static const char threads_main[] =
 	"#include \"thr.h\"\n#include \"modelc_threads_pthread.c\"\n#include <stdio.h>\n"
 	"static long calls;\n"
 	"static void backwards(void *ctx, modelc_task_fn fn, void *arg, int64_t n)\n{\n"
 	"\t(void)ctx;\n\tcalls++;\n\tfor (int64_t i = n - 1; i >= 0; i--)\n\t\tfn(arg, i, i + 1);\n}\n"
-	"static float x[2 * 3 * 12 * 12], y0[2 * 10], y1[2 * 10];\n"
+	"static float x[IN_N], y0[OUT_N], y1[OUT_N];\n"
 	"static _Alignas(64) unsigned char arena[THR_ARENA_BYTES + 1];\n"
 	"int main(void)\n{\n"
-	"\tfor (int i = 0; i < 2 * 3 * 12 * 12; i++)\n\t\tx[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;\n"
+	"\tfor (int i = 0; i < IN_N; i++)\n\t\tx[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;\n"
 	"\tconst void *in[1] = { x };\n\tvoid *o0[1] = { y0 }, *o1[1] = { y1 };\n"
 	"\tif (thr_run(arena, in, o0))\n\t\treturn 2;\n"
 	"\tmodelc_threads hook = { backwards, NULL };\n"
@@ -855,6 +854,39 @@ static const char threads_main[] =
 	"\t\tmodelc_pthread_pool_free(pool);\n\t}\n"
 	"\treturn 0;\n}\n";
 
+/* Compiles b (input x, output y) with --threads 2 for isa (where the host
+ * runs it) and runs threads_main on it; returns the source's text. */
+static char *check_threads(mb *b, const char *isa, int in_n, int out_n)
+{
+	if (!host_runs_isa(isa)) {
+		mb_free(b);
+		return NULL;
+	}
+	char *dir = make_temp_dir();
+	char *model = save_model(b, dir, "thr.onnx");
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "thr";
+	o.isa = isa;
+	o.threads = 2;
+	o.no_stack_usage = true;
+	cr_assert_eq(mc_compile(model, dir, &o), 0);
+	char main_c[sizeof threads_main + 64];
+	snprintf(main_c, sizeof main_c, "#define IN_N %d\n#define OUT_N %d\n%s", in_n, out_n, threads_main);
+	write_text(dir, "main.c", main_c);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -O1 -march=native -Wall -Wextra -Werror -pthread -o t thr.c "
+	                          "thr_weights.c main.c -lm && ./t", dir);
+	cr_assert_eq(system(cmd), 0, "in %s", dir);
+	char *src = read_file_in(dir, "thr.c", NULL);
+	rm_tree(dir);
+	free(dir);
+	free(model);
+	return src;
+}
+
+/* A small CNN: a convolution on the CPU kernels' tiles, a max pool, a
+ * product and a softmax. */
 Test(emit_c, threads_give_one_threads_bytes)
 {
 	mb *b = mb_new(13);
@@ -881,20 +913,46 @@ Test(emit_c, threads_give_one_threads_bytes)
 	mb_node(b, g, "MatMul", "fc", "f,w2", "z");
 	mb_node(b, g, "Softmax", "softmax", "z", "y");
 	mb_output(b, g, "y");
-	char *dir = make_temp_dir();
-	char *model = save_model(b, dir, "thr.onnx");
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "thr";
-	o.threads = 2;
-	o.no_stack_usage = true;
-	cr_assert_eq(mc_compile(model, dir, &o), 0);
-	write_text(dir, "main.c", threads_main);
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -O1 -Wall -Wextra -Werror -pthread -o t thr.c thr_weights.c "
-	                          "main.c -lm && ./t", dir);
-	cr_assert_eq(system(cmd), 0, "in %s", dir);
-	rm_tree(dir);
-	free(dir);
-	free(model);
+	free(check_threads(b, "generic", 2 * 3 * 12 * 12, 2 * 10));
+}
+
+/* Two 3x3 convolutions in Winograd's tiles (AVX2), whose scratch the
+ * iterations of the split loops share in the serial code: with a batch
+ * of two, each image's blocks on a copy of their own (the batch's loop in
+ * chunks); with one, the image's loop becomes its body, whose full blocks
+ * split in chunks (each on a copy) and whose last block's loops split
+ * over its tiles and its 16 products (slots of one scratch). */
+static mb *wino_pair(int batch)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	char dims[32];
+	snprintf(dims, sizeof dims, "%d,16,20,20", batch);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, dims);
+	static float w[2][16 * 16 * 9];
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 16 * 16 * 9; i++)
+			w[k][i] = (float)((i * (7 + k)) % 13 - 6) / 64;
+	mb_init_floats(b, g, "w1", "16,16,3,3", w[0], 16 * 16 * 9);
+	mb_init_floats(b, g, "w2", "16,16,3,3", w[1], 16 * 16 * 9);
+	Onnx__NodeProto *n = mb_node(b, g, "Conv", "conv1", "x,w1", "c");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, g, "Relu", "relu", "c", "r");
+	n = mb_node(b, g, "Conv", "conv2", "r,w2", "y");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_output(b, g, "y");
+	return b;
+}
+
+Test(emit_c, threads_split_winograd_blocks_on_scratch_copies)
+{
+	for (int batch = 1; batch <= 2; batch++) {
+		char *src = check_threads(wino_pair(batch), "avx2", batch * 16 * 400, batch * 16 * 400);
+		if (!src)
+			return;
+		/* the blocks' chunks, each on its own copy of the scratch */
+		cr_assert(strstr(src, "for (int64_t c = begin; c < end; c++) {"), "batch %d: no chunks", batch);
+		cr_assert(strstr(src, " + (size_t)c * "), "batch %d: no scratch copies", batch);
+		free(src);
+	}
 }

@@ -79,9 +79,12 @@ static void mark_list(const mc_kstmt *s, bool *loaded, bool *stored)
 		mark_access(s, loaded, stored);
 }
 
-/* Whether top-level loop s splits (sp), and where it does, which scratch
- * buffers each chunk needs a copy of (private, n_bufs). */
-static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, mc_ksplit *sp, bool *private_)
+/* What a split loop does with a scratch buffer. */
+enum { NOT_STORED, SLOTS, PRIVATE };
+
+/* Whether top-level loop s splits (sp), and where it does, what it does
+ * with each scratch buffer (use, n_bufs: SLOTS, PRIVATE or NOT_STORED). */
+static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, mc_ksplit *sp, int *use)
 {
 	if (!split_nest(k, s, workers, sp))
 		return false;
@@ -102,9 +105,9 @@ static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, mc_ks
 		const mc_kbuf *b = &k->bufs[i];
 		/* scratch the loop only stores into is its iterations' slots,
 		 * as an output's; scratch it stores and loads, their own */
-		private_[i] = stored[i] && loaded[i] && b->value < 0 && !b->transient;
-		ok = !private_[i] || (!out_loaded[i] && !out_stored[i] && b->loc.kind == MC_LOC_NONE);
-		copies |= private_[i];
+		use[i] = !stored[i] || b->value >= 0 || b->transient ? NOT_STORED : loaded[i] ? PRIVATE : SLOTS;
+		ok = use[i] != PRIVATE || (!out_loaded[i] && !out_stored[i] && b->loc.kind == MC_LOC_NONE);
+		copies |= use[i] == PRIVATE;
 	}
 	free(inner);
 	free(loaded);
@@ -154,27 +157,30 @@ void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers)
 {
 	k->n_splits = 0;
 	k->splits = NULL;
-	if (workers < 2)
+	/* a kernel that writes its output over its input stores, in order,
+	 * only where it has read already (--optimize memory): no split */
+	if (workers < 2 || k->inplace_input0)
 		return;
 	flatten_single_loops(k);
 	int n = 0;
 	for (const mc_kstmt *s = k->body; s; s = s->next)
 		n++;
 	mc_ksplit *splits = mc_kpool_alloc(pool, (size_t)(n ? n : 1) * sizeof *splits);
-	bool *private_ = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(bool));
+	int *use = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
 	for (const mc_kstmt *s = k->body; s; s = s->next) {
 		mc_ksplit *sp = &splits[k->n_splits];
-		if (!split_loop(k, s, workers, sp, private_))
+		if (!split_loop(k, s, workers, sp, use))
 			continue;
 		k->n_splits++;
-		for (int i = 0; i < k->n_bufs; i++)
-			if (private_[i]) {
-				/* a copy a chunk, none laid over an input that the
-				 * other chunks may still be reading */
-				k->bufs[i].copies = sp->chunks;
+		for (int i = 0; i < k->n_bufs; i++) {
+			/* none laid over an input that other workers may still
+			 * be reading (it was filled in order) */
+			if (use[i] != NOT_STORED)
 				k->bufs[i].grows_over = -1;
-			}
+			if (use[i] == PRIVATE) /* a copy a chunk */
+				k->bufs[i].copies = sp->chunks;
+		}
 	}
-	free(private_);
+	free(use);
 	k->splits = k->n_splits ? splits : NULL;
 }

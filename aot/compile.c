@@ -399,6 +399,9 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 	for (const char *c = abs; *c; c++)
 		mc_sb_puts(&b, *c == '$' ? "$$" : (char[2]){ *c, 0 });
 	mc_sb_printf(&b, "\ninclude $%s_dir/%s.ninja\n", o->name, o->name);
+	if (o->blas && !strcmp(o->blas, "openblas")) /* what a program linking the library adds */
+		mc_sb_printf(&b, "# --blas openblas: %s.c may call cblas_sgemm; link programs with $%s_libs\n"
+		             "%s_libs = -lopenblas\n", o->name, o->name, o->name);
 	snprintf(path, sizeof path, "%s/build.ninja", dir);
 	rc = mc_write_if_changed(path, b.data, b.len);
 	mc_sb_free(&b);
@@ -519,6 +522,15 @@ static int check_opts(const mc_compile_opts *o)
 	if (o->threads > 1 && o->target && strcmp(o->target, "c")) {
 		mc_error("--threads: only the c target splits its loops over workers (the %s target "
 		         "does not yet)", o->target);
+		return -1;
+	}
+	if (o->blas && strcmp(o->blas, "openblas") && strcmp(o->blas, "none")) {
+		mc_error("--blas: '%s' is not a BLAS modelc calls (openblas, or none)", o->blas);
+		return -1;
+	}
+	if (o->blas && !strcmp(o->blas, "openblas") && o->target && strcmp(o->target, "c")) {
+		mc_error("--blas openblas: only the c target calls a BLAS (the %s target runs its own "
+		         "kernels)", o->target);
 		return -1;
 	}
 	if (o->threads > 1 && n_pools > 1) {

@@ -30,6 +30,8 @@ typedef struct mc_compile_opts {
 	int n_pools;
 	int threads;                /* --threads N: parallel loops through the caller's
 	                             * parallel_for (NAME_run_threads); 0 or 1: none */
+	const char *blas;           /* --blas openblas|none; NULL: none (large float products
+	                             * call cblas_sgemm: the c target) */
 	bool io_in_arena;           /* --io-in-arena: inputs and outputs get places in the arena
 	                             * (TFLM's model), so that their bytes are reused */
 	const char *weights_section; /* --weights-section: the weights' linker section; NULL: .rodata */

@@ -1085,6 +1085,15 @@ static void check_rnn_gates(checker *c, const mc_kstmt *s)
 		check_block(c, s->body);
 }
 
+/* cblas_sgemm's operands: row-major, each as stored (its row stride at
+ * least its row) or transposed. */
+static bool sgemm_strides_ok(const mc_ktemplate *t)
+{
+	bool a = (t->a_st[2] == 1 && t->a_st[1] >= t->cin) || (t->a_st[1] == 1 && t->a_st[2] >= t->cout);
+	bool b = (t->b_st[2] == 1 && t->b_st[1] >= t->ow) || (t->b_st[1] == 1 && t->b_st[2] >= t->cin);
+	return a && b && t->a_st[0] >= 0 && t->b_st[0] >= 0;
+}
+
 static void check_template(checker *c, const mc_kstmt *s)
 {
 	const mc_ktemplate *t = s->tmpl;
@@ -1104,14 +1113,23 @@ static void check_template(checker *c, const mc_kstmt *s)
 		(t->kind == MC_TMPL_DOT2_TILES ? check_dot2_tiles : check_s8_pairs)(c, t);
 		return;
 	}
-	if (t->kind == MC_TMPL_GEMM && c->depth == 1 && buf_ok(c, t->wt, "template input") &&
-	    buf_ok(c, t->x, "template input")) {
+	if (t->kind == MC_TMPL_SGEMM && !sgemm_strides_ok(t)) {
+		fail(c, "sgemm template: an operand neither as stored nor transposed");
+		return;
+	}
+	if ((t->kind == MC_TMPL_GEMM || t->kind == MC_TMPL_SGEMM) && c->depth == 1 &&
+	    buf_ok(c, t->wt, "template input") && buf_ok(c, t->x, "template input") &&
+	    buf_ok(c, t->out, "template output")) {
 		/* the operands' last elements within their buffers */
 		int64_t a_end = (t->n - 1) * t->a_st[0] + (t->cout - 1) * t->a_st[1] + (t->cin - 1) * t->a_st[2];
 		int64_t b_end = (t->n - 1) * t->b_st[0] + (t->cin - 1) * t->b_st[1] + (t->ow - 1) * t->b_st[2];
 		if (t->n < 1 || t->cout < 1 || t->cin < 1 || t->ow < 1 || a_end >= (int64_t)c->k->bufs[t->wt].count ||
 		    b_end >= (int64_t)c->k->bufs[t->x].count) {
 			fail(c, "gemm template reads past its operands b%d, b%d", t->wt, t->x);
+			return;
+		}
+		if (t->kind == MC_TMPL_SGEMM && t->n * t->cout * t->ow > (int64_t)c->k->bufs[t->out].count) {
+			fail(c, "sgemm template writes past its output b%d", t->out);
 			return;
 		}
 	}

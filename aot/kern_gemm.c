@@ -273,6 +273,95 @@ static int kern_matmul(mc_lower_ctx *c)
 	return 0;
 }
 
+/* --blas openblas: a float product of at least MC_BLAS_MIN_MACS
+ * multiply-adds by cblas_sgemm (MC_TMPL_SGEMM). Where a bias or a fused
+ * epilogue follows, the product goes to scratch and a nest adds the bias
+ * and stores through the epilogue (an epilogue's operand may share the
+ * output's storage, read at the element written). 1: not this way (the
+ * tiles then run). */
+static int kern_blas(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape, *os = &c->out[0]->shape;
+	if (!kb->blas || (c->gather && (c->gather[0] >= 0 || c->gather[1] >= 0)) ||
+	    as->rank < 2 || bs->rank < 2 || c->ring_elems > 0)
+		return 1;
+	mc_ktemplate t = { .kind = MC_TMPL_SGEMM, .wt = c->in_buf[0], .x = c->in_buf[1], .scale = 1.0, .n = 1 };
+	int64_t m, k, n;
+	int bias = -1;
+	double beta = 0;
+	bool bias_full = false; /* C [m][n], not one per column */
+	if (c->node->id == MC_OP_Gemm) {
+		const nn_params *p = c->node->params;
+		if (as->rank != 2 || bs->rank != 2)
+			return 1;
+		m = p->trans_a ? as->dims[1] : as->dims[0];
+		k = p->trans_a ? as->dims[0] : as->dims[1];
+		n = os->dims[1];
+		int64_t a_st[3] = { 0, p->trans_a ? 1 : k, p->trans_a ? m : 1 };
+		int64_t b_st[3] = { 0, p->trans_b ? 1 : n, p->trans_b ? k : 1 };
+		memcpy(t.a_st, a_st, sizeof a_st);
+		memcpy(t.b_st, b_st, sizeof b_st);
+		t.scale = p->alpha;
+		const mc_value *cv = c->n_in > 2 ? c->in[2] : NULL;
+		if (cv && p->beta != 0) {
+			const mc_shape *cs = &cv->shape;
+			int64_t cn = (int64_t)mc_numel(cs);
+			bias_full = cn == m * n && cs->rank == 2 && cs->dims[0] == m;
+			if (!mc_is_f32(cv) || c->in_buf[2] < 0 || (c->gather && c->gather[2] >= 0) ||
+			    !(cn == 1 || bias_full || (cn == n && (cs->rank == 1 || (cs->rank == 2 && cs->dims[0] == 1)))))
+				return 1;
+			bias = c->in_buf[2];
+			beta = p->beta;
+		}
+	} else {
+		k = bs->dims[bs->rank - 2];
+		n = bs->dims[bs->rank - 1];
+		m = as->dims[as->rank - 2];
+		int64_t a_step = mc_matmul_batch_step(as, os), b_step = mc_matmul_batch_step(bs, os);
+		if (as->dims[as->rank - 1] != k || a_step < 0 || b_step < 0 ||
+		    os->rank != (as->rank > bs->rank ? as->rank : bs->rank))
+			return 1;
+		t.n = m > 0 ? (int64_t)mc_numel(os) / (m * n) : 0;
+		if (b_step == 0 && a_step != 0) { /* one B for all: the batch's rows are one product's */
+			m *= t.n;
+			t.n = 1;
+			a_step = 0;
+		}
+		int64_t a_st[3] = { a_step, k, 1 }, b_st[3] = { b_step, n, 1 };
+		memcpy(t.a_st, a_st, sizeof a_st);
+		memcpy(t.b_st, b_st, sizeof b_st);
+	}
+	if (t.n * m * n * k < MC_BLAS_MIN_MACS || m < 1 || n < 1 || k < 1)
+		return 1;
+	t.cout = m;
+	t.ow = n;
+	t.cin = k;
+	bool nest = bias >= 0 || (c->group && c->group->n_epi > 0);
+	t.out = nest ? mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.n * m * n)) : c->out_buf[0];
+	mc_kb_template(kb, &t);
+	if (!nest)
+		return 0;
+	mc_kexpr *row = mc_kb_fori(kb, t.n * m, MC_KF_PARALLEL);
+	mc_kexpr **coords = row_coords(kb, os, row);
+	mc_kexpr *col = mc_kb_fori(kb, n, MC_KF_PARALLEL);
+	coords[os->rank - 1] = col;
+	mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, row, n), col));
+	mc_kexpr *v = mc_k_load(kb, t.out, lin);
+	if (bias >= 0) {
+		const mc_shape *cs = &c->in[2]->shape;
+		mc_kexpr *at = bias_full ? lin : mc_numel(cs) == 1 ? mc_k_index(kb, 0) : col;
+		mc_kexpr *cval = mc_k_load(kb, bias, at);
+		if (beta != 1)
+			cval = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, beta), cval);
+		v = mc_k_add(kb, v, cval);
+	}
+	mc_lower_store(c, 0, coords, lin, v);
+	mc_kb_end(kb);
+	mc_kb_end(kb);
+	return 0;
+}
+
 int mc_kern_gemm(mc_lower_ctx *c)
 {
 	/* register tiles serve CPUs; on a GPU, tensor cores' tiles
@@ -285,6 +374,9 @@ int mc_kern_gemm(mc_lower_ctx *c)
 	if (mc_numel(&c->out[0]->shape) == 0 || mc_numel(&c->in[0]->shape) == 0 ||
 	    mc_numel(&c->in[1]->shape) == 0)
 		return 1;
+	int rc = kern_blas(c);
+	if (rc != 1)
+		return rc;
 	bool gemm = c->node->id == MC_OP_Gemm;
 	return gemm ? kern_gemm(c) : kern_matmul(c);
 }

@@ -234,7 +234,20 @@ typedef enum {
 	 * cell state: c = sigmoid(f) cell[j] + sigmoid(i) tanh(g) into cell[j],
 	 * out[j] = sigmoid(o) tanh(c) = y[y_at + j], each sum x's plus wt's. */
 	MC_TMPL_LSTM_GATES,
+	/* --blas openblas (the C target): a batched float product by the
+	 * BLAS's cblas_sgemm, row-major:
+	 *   out[(b*cout + m)*ow + p] = scale * sum over k < cin of
+	 *     wt[b*a_st[0] + m*a_st[1] + k*a_st[2]] * x[b*b_st[0] + k*b_st[1] + p*b_st[2]]
+	 * for b < n, m < cout, p < ow; each operand's a_st[1] or a_st[2] (b_st
+	 * the same) is 1 (a matrix read as stored, or transposed). The sums'
+	 * order is the BLAS's (results within float tolerance of the
+	 * generated tiles', not their bits). */
+	MC_TMPL_SGEMM,
 } mc_tmpl_kind;
+
+/* --blas openblas: the fewest multiply-adds a product hands to the BLAS
+ * (bench/blas measures where OpenBLAS's sgemm overtakes the tiles). */
+#define MC_BLAS_MIN_MACS 100000
 
 #define MC_KMATH_GATE_CONSTS 23 /* GRU/LSTM_GATES: kmath's constants the micro-kernels keep in registers */
 #define MC_GEMV_BLOCK 8 /* GEMV_F32's rows a block: 8 sums, two k's 16 weights and 8 of x fill the 32 registers */
@@ -452,6 +465,9 @@ typedef struct mc_kb {
 	/* --threads N: the workers that may split the kernel's parallel loops
 	 * (aot/ksplit.c); 1 for one */
 	int threads;
+	/* --blas openblas: large float products may call cblas_sgemm
+	 * (MC_TMPL_SGEMM, the C target) */
+	bool blas;
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);

@@ -115,6 +115,7 @@ typedef struct mc_program {
 	 * input_at[i] and output_at[j] (MC_LOC_ARENA: pool, offset) */
 	bool io_in_arena;
 	int threads;                /* --threads: > 1, parallel loops through NAME_run_threads' hook */
+	bool blas;                  /* --blas openblas: kernels may call cblas_sgemm (MC_TMPL_SGEMM) */
 	mc_loc *input_at, *output_at;
 	/* --weights-section, --code-section: linker sections ("" default) */
 	char weights_section[128], code_section[128];

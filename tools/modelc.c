@@ -77,6 +77,10 @@ static void usage(FILE *f)
 	      "                            the caller passes to NAME_run_threads (runtime-min's\n"
 	      "                            modelc_threads_pthread.c has one for POSIX threads);\n"
 	      "                            outputs bit-identical to one thread's\n"
+	      "  --blas openblas           the C target's large float MatMul and Gemm call\n"
+	      "                            cblas_sgemm (OpenBLAS; link -lopenblas): from\n"
+	      "                            MC_BLAS_MIN_MACS multiply-adds a product, where it is\n"
+	      "                            faster than the generated tiles; none: never (default)\n"
 	      "  --io-in-arena             the inputs and outputs live in the arena (as in TFLM), at\n"
 	      "                            NAME_INPUT_i_OFFSET and NAME_OUTPUT_i_OFFSET, so that their\n"
 	      "                            bytes are reused once read; NAME_run copies from and to the\n"
@@ -210,6 +214,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--blas") == 0 && has_val) {
+		o->blas = argv[++*i];
+		note_option(c, a, argv[*i]);
 	} else if (strcmp(a, "--isa") == 0 && has_val) {
 		o->isa = argv[++*i];
 		note_option(c, a, argv[*i]);

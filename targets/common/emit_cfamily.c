@@ -1176,6 +1176,20 @@ void mc_ce_stmt(emitter *e, const mc_kstmt *s, int depth)
 			mc_sb_printf(e->sb, ", %" PRId64 ", %" PRId64 ");\n", t->kp, t->tiles);
 			return;
 		}
+		if (t->kind == MC_TMPL_SGEMM) {
+			/* --blas openblas: a call a product of the batch */
+			bool ta = t->a_st[2] != 1, tb = t->b_st[2] != 1;
+			int64_t lda = ta ? t->a_st[2] : t->a_st[1], ldb = tb ? t->b_st[2] : t->b_st[1];
+			mc_sb_printf(e->sb, "for (int64_t b = 0; b < %" PRId64 "; b++)\n", t->n);
+			mc_ce_indent(e, depth + 1);
+			mc_sb_printf(e->sb, "cblas_sgemm(CblasRowMajor, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
+			             ", %af, b%d + b * %" PRId64 ", %" PRId64 ", b%d + b * %" PRId64 ", %" PRId64
+			             ", 0.0f, b%d + b * %" PRId64 ", %" PRId64 ");\n",
+			             ta ? "CblasTrans" : "CblasNoTrans", tb ? "CblasTrans" : "CblasNoTrans", t->cout, t->ow,
+			             t->cin, (double)(float)t->scale, t->wt, t->a_st[0], lda, t->x, t->b_st[0], ldb, t->out,
+			             t->cout * t->ow, t->ow);
+			return;
+		}
 		if (t->kind == MC_TMPL_S8_PAIRS) {
 			mc_sb_printf(e->sb, "modelc_s8_pairs(b%d, b%d + ", t->out, t->x);
 			mc_ce_expr(e, t->x_at, false);

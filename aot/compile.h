@@ -32,6 +32,8 @@ typedef struct mc_compile_opts {
 	                             * parallel_for (NAME_run_threads); 0 or 1: none */
 	const char *blas;           /* --blas openblas|none; NULL: none (large float products
 	                             * call cblas_sgemm: the c target) */
+	long long blas_min_macs;    /* --blas-min-macs N: the products the BLAS takes, from N
+	                             * multiply-adds; < 0: MC_BLAS_MIN_ROWS... (aot/kir.h) */
 	bool io_in_arena;           /* --io-in-arena: inputs and outputs get places in the arena
 	                             * (TFLM's model), so that their bytes are reused */
 	const char *weights_section; /* --weights-section: the weights' linker section; NULL: .rodata */

@@ -273,8 +273,7 @@ static int kern_matmul(mc_lower_ctx *c)
 	return 0;
 }
 
-/* --blas openblas: a float product of at least MC_BLAS_MIN_MACS
- * multiply-adds by cblas_sgemm (MC_TMPL_SGEMM). Where a bias or a fused
+/* --blas openblas: a large float product (mc_kb.blas) by cblas_sgemm (MC_TMPL_SGEMM). Where a bias or a fused
  * epilogue follows, the product goes to scratch and a nest adds the bias
  * and stores through the epilogue (an epilogue's operand may share the
  * output's storage, read at the element written). 1: not this way (the
@@ -332,7 +331,9 @@ static int kern_blas(mc_lower_ctx *c)
 		memcpy(t.a_st, a_st, sizeof a_st);
 		memcpy(t.b_st, b_st, sizeof b_st);
 	}
-	if (t.n * m * n * k < MC_BLAS_MIN_MACS || m < 1 || n < 1 || k < 1)
+	bool large = kb->blas_min_macs > 0 ? t.n * m * n * k >= kb->blas_min_macs
+	                                   : m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS && k >= MC_BLAS_MIN_DEPTH;
+	if (!large || m < 1 || n < 1 || k < 1)
 		return 1;
 	t.cout = m;
 	t.ow = n;

@@ -245,9 +245,13 @@ typedef enum {
 	MC_TMPL_SGEMM,
 } mc_tmpl_kind;
 
-/* --blas openblas: the fewest multiply-adds a product hands to the BLAS
- * (bench/blas measures where OpenBLAS's sgemm overtakes the tiles). */
-#define MC_BLAS_MIN_MACS 100000
+/* --blas openblas: the products OpenBLAS's sgemm runs faster than the
+ * generated tiles on one core (bench/blas/run, bench/RESULTS.md): at
+ * least 64 rows, 128 columns and a depth of 128 (1.1-1.3x there; fewer
+ * rows lose up to 7x, a thin 3136 x 64 x 64 15%). */
+#define MC_BLAS_MIN_ROWS 64
+#define MC_BLAS_MIN_COLS 128
+#define MC_BLAS_MIN_DEPTH 128
 
 #define MC_KMATH_GATE_CONSTS 23 /* GRU/LSTM_GATES: kmath's constants the micro-kernels keep in registers */
 #define MC_GEMV_BLOCK 8 /* GEMV_F32's rows a block: 8 sums, two k's 16 weights and 8 of x fill the 32 registers */
@@ -466,8 +470,11 @@ typedef struct mc_kb {
 	 * (aot/ksplit.c); 1 for one */
 	int threads;
 	/* --blas openblas: large float products may call cblas_sgemm
-	 * (MC_TMPL_SGEMM, the C target) */
+	 * (MC_TMPL_SGEMM, the C target): those of MC_BLAS_MIN_ROWS rows and
+	 * more (and columns, depth), or with blas_min_macs > 0 those of that
+	 * many multiply-adds */
 	bool blas;
+	int64_t blas_min_macs;
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);

@@ -540,6 +540,7 @@ static int stage_lower(build *b)
 		kb.for_size = b->o->optimize && !strcmp(b->o->optimize, "size");
 		kb.threads = p->threads;
 		kb.blas = p->blas && p->target.activations == MC_FLOAT; /* sgemm's float32 output */
+		kb.blas_min_macs = p->blas_min_macs;
 		kb.input0_dies = for_memory && input0_dies_in(b, group_of, i);
 		const mc_node *an = &g->nodes[gr->anchor];
 		unsigned long errors = mc_error_count();
@@ -1368,6 +1369,7 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	p->macs = mc_graph_macs(g);
 	p->threads = o->threads > 1 ? o->threads : 1;
 	p->blas = o->blas && !strcmp(o->blas, "openblas");
+	p->blas_min_macs = o->blas_min_macs > 0 ? o->blas_min_macs : 0;
 	snprintf(p->weights_section, sizeof p->weights_section, "%s", o->weights_section ? o->weights_section : "");
 	snprintf(p->code_section, sizeof p->code_section, "%s", o->code_section ? o->code_section : "");
 	build b = { .g = g, .o = o, .p = p, .act_store = t->activations,

@@ -116,6 +116,8 @@ typedef struct mc_program {
 	bool io_in_arena;
 	int threads;                /* --threads: > 1, parallel loops through NAME_run_threads' hook */
 	bool blas;                  /* --blas openblas: kernels may call cblas_sgemm (MC_TMPL_SGEMM) */
+	int64_t blas_min_macs;      /* > 0: the products they hand it, from this many multiply-adds
+	                             * (else MC_BLAS_MIN_ROWS... of aot/kir.h) */
 	mc_loc *input_at, *output_at;
 	/* --weights-section, --code-section: linker sections ("" default) */
 	char weights_section[128], code_section[128];

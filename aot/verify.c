@@ -78,18 +78,38 @@ int mc_run_harness(const char *dir, const char *name, const char *cc, const char
 	return mc_run_harness_ex(dir, name, cc, cflags, false, g, in, out, exit_status);
 }
 
+/* What a program linking the library adds (--blas openblas: -lopenblas),
+ * as build.ninja beside it names it (NAME_libs = ...); "" for nothing. */
+static void link_libs(const char *dir, const char *name, char *libs, size_t n)
+{
+	char path[4200], line[512], key[300];
+	snprintf(path, sizeof path, "%s/build.ninja", dir);
+	snprintf(key, sizeof key, "%s_libs = ", name);
+	libs[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, key, strlen(key))) {
+			snprintf(libs, n, " %s", line + strlen(key));
+			libs[strcspn(libs, "\n")] = 0;
+		}
+	fclose(f);
+}
+
 int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const char *cflags, bool one_unit,
                       const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status)
 {
-	char cmd[16384], line[512];
+	char cmd[16384], line[512], libs[256];
 	*exit_status = 0;
+	link_libs(dir, name, libs, sizeof libs);
 	/* the llvm target leaves a library, no sources: link the driver to it */
 	char src[4200], lib[4200];
 	snprintf(src, sizeof src, "%s/%s.c", dir, name);
 	snprintf(lib, sizeof lib, "%s/lib%s.a", dir, name);
 	if (access(src, F_OK) != 0 && access(lib, F_OK) == 0) {
-		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main ./lib%s.a -lm > cc.log 2>&1",
-		         dir, cc, cflags, name, name, name);
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s_main.c -o %s_main ./lib%s.a%s -lm > cc.log 2>&1",
+		         dir, cc, cflags, name, name, name, libs);
 	} else if (one_unit) {
 		/* the harness first: it defines _POSIX_C_SOURCE before any header */
 		char unity[4200], text[4200];
@@ -98,11 +118,11 @@ int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const c
 		                   name, name, name);
 		if (write_file(unity, text, (size_t)len))
 			return -1;
-		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s -I. %s_unity.c -o %s_main -lm > cc.log 2>&1", dir, cc, cflags,
-		         name, name);
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s -I. %s_unity.c -o %s_main%s -lm > cc.log 2>&1", dir, cc,
+		         cflags, name, name, libs);
 	} else {
-		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main -lm > cc.log 2>&1",
-		         dir, cc, cflags, name, name, name, name);
+		snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s.c %s_weights.c %s_main.c -o %s_main%s -lm > cc.log 2>&1",
+		         dir, cc, cflags, name, name, name, name, libs);
 	}
 	if (system(cmd) != 0) {
 		first_log_line(dir, "cc.log", line, sizeof line);

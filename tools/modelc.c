@@ -78,9 +78,11 @@ static void usage(FILE *f)
 	      "                            modelc_threads_pthread.c has one for POSIX threads);\n"
 	      "                            outputs bit-identical to one thread's\n"
 	      "  --blas openblas           the C target's large float MatMul and Gemm call\n"
-	      "                            cblas_sgemm (OpenBLAS; link -lopenblas): from\n"
-	      "                            MC_BLAS_MIN_MACS multiply-adds a product, where it is\n"
+	      "                            cblas_sgemm (OpenBLAS; link -lopenblas): products of\n"
+	      "                            64 rows, 128 columns and depth 128 or more, where it is\n"
 	      "                            faster than the generated tiles; none: never (default)\n"
+	      "  --blas-min-macs N         --blas: the products it takes instead, from N\n"
+	      "                            multiply-adds (bench/blas/run measures where it pays)\n"
 	      "  --io-in-arena             the inputs and outputs live in the arena (as in TFLM), at\n"
 	      "                            NAME_INPUT_i_OFFSET and NAME_OUTPUT_i_OFFSET, so that their\n"
 	      "                            bytes are reused once read; NAME_run copies from and to the\n"
@@ -214,6 +216,11 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--blas-min-macs") == 0 && has_val) {
+		int n;
+		if (count_arg(c, a, argv[++*i], "multiply-add", 2000000000, &n))
+			return -1;
+		o->blas_min_macs = n;
 	} else if (strcmp(a, "--blas") == 0 && has_val) {
 		o->blas = argv[++*i];
 		note_option(c, a, argv[*i]);

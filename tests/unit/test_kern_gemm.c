@@ -190,3 +190,102 @@ Test(kern_gemm, packs_b_and_vectorises)
 	mc_graph_free(gr);
 	mb_free(b);
 }
+
+/* --blas openblas: products of 64 rows, 128 columns and depth 128 call
+ * cblas_sgemm; the model runs against the interpreter (rtol 1e-4). Needs
+ * OpenBLAS (scripts/install-deps installs libopenblas-dev); without it the
+ * test says so and is skipped. */
+static bool have_openblas(void)
+{
+	static int have = -1;
+	if (have < 0) {
+		have = system("printf 'void cblas_sgemm(void);int main(void){cblas_sgemm();return 0;}' | "
+		              "cc -x c - -o /dev/null -lopenblas >/dev/null 2>&1") == 0;
+		if (!have)
+			fprintf(stderr, "SKIP --blas openblas tests: no OpenBLAS to link (libopenblas-dev)\n");
+	}
+	return have;
+}
+
+/* b (input x) compiled with --blas openblas: the calls in its source
+ * (before b runs against the interpreter, which verify takes). */
+static int blas_calls(mb *b, int64_t min_macs)
+{
+	char *dir = make_temp_dir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/m.onnx", dir);
+	cr_assert_eq(mb_write(b, path), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.blas = "openblas";
+	o.blas_min_macs = min_macs;
+	cr_assert_eq(mc_compile(path, dir, &o), 0);
+	char *src = read_file_in(dir, "t.c", NULL);
+	int calls = 0;
+	for (const char *s = src; (s = strstr(s, "cblas_sgemm(")); s++)
+		calls++;
+	cr_assert_eq(!!strstr(src, "#include <cblas.h>"), calls > 0);
+	free(src);
+	rm_tree(dir);
+	free(dir);
+	o.harness = false;
+	cr_assert_eq(verify_model_with(b, &o), 0, "%s", diag_all());
+	return calls;
+}
+
+Test(kern_gemm, blas_matmul_gemm_and_batches)
+{
+	if (!have_openblas())
+		return;
+	/* a batch of rows by a constant, a bias and a Relu fused after it */
+	mb *b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2,64,128");
+	init_random(b, "w", "128,160", 128 * 160, 1);
+	init_random(b, "c", "160", 160, 2);
+	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "p");
+	mb_node(b, mb_main(b), "Add", "add", "p,c", "q");
+	mb_node(b, mb_main(b), "Relu", "relu", "q", "y");
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 1);
+	/* Gemm: B transposed, alpha, beta times a bias by column */
+	b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "64,128");
+	init_random(b, "w", "192,128", 192 * 128, 3);
+	init_random(b, "c", "192", 192, 4);
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "Gemm", "gemm", "x,w,c", "y");
+	mb_attr_int(b, n, "transB", 1);
+	mb_attr_float(b, n, "alpha", 0.5f);
+	mb_attr_float(b, n, "beta", 2.0f);
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 1);
+	/* Gemm: A transposed, a full C */
+	b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "128,64");
+	init_random(b, "w", "128,128", 128 * 128, 5);
+	init_random(b, "c", "64,128", 64 * 128, 6);
+	n = mb_node(b, mb_main(b), "Gemm", "gemm", "x,w,c", "y");
+	mb_attr_int(b, n, "transA", 1);
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 1);
+	/* two inputs, a batch of products: straight into the output */
+	b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,64,128");
+	mb_input(b, mb_main(b), "z", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,128,128");
+	mb_node(b, mb_main(b), "MatMul", "mm", "x,z", "y");
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 1);
+	/* too few rows for the default rule; every product with a floor of 1 */
+	b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "8,128");
+	init_random(b, "w", "128,128", 128 * 128, 7);
+	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "y");
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 0);
+	b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "8,128");
+	init_random(b, "w", "128,128", 128 * 128, 7);
+	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "y");
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, 1), 1);
+}

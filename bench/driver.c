@@ -10,7 +10,13 @@
  *   run N      runs the model N times; answers "ok T1 T2 ..." (ns per call)
  *   write DIR  runs once, writes output k to DIR/k.bin; answers "ok T"
  *   quit       exits
- * A failed run answers "error ..." (the status NAME_run returned). */
+ * A failed run answers "error ..." (the status NAME_run returned).
+ *
+ * Built with -DWORKERS=N -pthread and DIR/modelc_threads_pthread.c (the
+ * model compiled with modelc --threads N; bench/run --threads N), it also
+ * takes "trun N" and "twrite DIR": the same through NAME_run_threads on
+ * runtime-min's pthread pool of N workers, made once at start so that the
+ * timed calls do not pay for thread creation. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +25,9 @@
 #include <time.h>
 
 #include MODEL_HEADER
+#ifdef WORKERS
+#include "modelc_threads_pthread.h"
+#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -29,6 +38,7 @@
 #define NUM_OUTPUTS CAT(UMODEL, _NUM_OUTPUTS)
 #define ARENA_BYTES CAT(UMODEL, _ARENA_BYTES)
 #define ARENA_ALIGN CAT(UMODEL, _ARENA_ALIGN)
+#define RUN_THREADS CAT(MODEL, _run_threads)
 
 /* Bytes of one element of a MODELC_* type (one per element for the
  * sub-byte types, as modelc_rt.h stores them). */
@@ -95,7 +105,22 @@ static void *arena;
 static const void *inputs[NUM_INPUTS > 0 ? NUM_INPUTS : 1];
 static void *outputs[NUM_OUTPUTS > 0 ? NUM_OUTPUTS : 1];
 
-static void cmd_run(long n)
+#ifdef WORKERS
+static modelc_threads threads;
+#endif
+
+/* One call: on one thread, or (threaded) on the pool. */
+static int run_once(int threaded)
+{
+#ifdef WORKERS
+	if (threaded)
+		return RUN_THREADS(arena, inputs, outputs, &threads);
+#endif
+	(void)threaded;
+	return RUN(arena, inputs, outputs);
+}
+
+static void cmd_run(long n, int threaded)
 {
 	int64_t *t = malloc(sizeof *t * (size_t)(n > 0 ? n : 1));
 	if (!t) {
@@ -104,7 +129,7 @@ static void cmd_run(long n)
 	}
 	for (long i = 0; i < n; i++) {
 		int64_t t0 = now_ns();
-		int rc = RUN(arena, inputs, outputs);
+		int rc = run_once(threaded);
 		t[i] = now_ns() - t0;
 		if (rc != MODELC_OK) {
 			printf("error status %d\n", rc);
@@ -119,10 +144,10 @@ static void cmd_run(long n)
 	free(t);
 }
 
-static void cmd_write(const char *dir)
+static void cmd_write(const char *dir, int threaded)
 {
 	int64_t t0 = now_ns();
-	int rc = RUN(arena, inputs, outputs);
+	int rc = run_once(threaded);
 	int64_t t = now_ns() - t0;
 	if (rc != MODELC_OK) {
 		printf("error status %d\n", rc);
@@ -160,18 +185,36 @@ int main(int argc, char **argv)
 	for (int k = 0; k < NUM_OUTPUTS; k++)
 		if (!(outputs[k] = alloc_aligned(desc_bytes(&OUTPUT_DESCS[k]), 64)))
 			return 2;
+#ifdef WORKERS
+	modelc_pthread_pool *pool = modelc_pthread_pool_new(WORKERS);
+	if (!pool) {
+		fprintf(stderr, "driver: cannot start %d workers\n", WORKERS);
+		return 2;
+	}
+	threads = (modelc_threads){ modelc_pthread_parallel_for, pool };
+	const int threaded_ok = 1;
+#else
+	const int threaded_ok = 0;
+#endif
 	char line[4096];
 	while (fgets(line, sizeof line, stdin)) {
 		line[strcspn(line, "\r\n")] = 0;
-		if (!strncmp(line, "run ", 4))
-			cmd_run(strtol(line + 4, NULL, 10));
-		else if (!strncmp(line, "write ", 6))
-			cmd_write(line + 6);
-		else if (!strcmp(line, "quit"))
+		int threaded = line[0] == 't';
+		const char *cmd = line + threaded;
+		if (threaded && !threaded_ok)
+			printf("error '%s': not built with -DWORKERS\n", line);
+		else if (!strncmp(cmd, "run ", 4))
+			cmd_run(strtol(cmd + 4, NULL, 10), threaded);
+		else if (!strncmp(cmd, "write ", 6))
+			cmd_write(cmd + 6, threaded);
+		else if (!threaded && !strcmp(line, "quit"))
 			break;
 		else
 			printf("error unknown command '%s'\n", line);
 		fflush(stdout);
 	}
+#ifdef WORKERS
+	modelc_pthread_pool_free(pool);
+#endif
 	return 0;
 }

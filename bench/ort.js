@@ -7,7 +7,7 @@
 // outputs are compared once. Prints the markdown table.
 //
 // usage: node bench/ort.js PLAN --peak GFLOPS [--peak-cmd PEAK] [--budget S]
-//                 [--reps N] [--min-reps N] [--info KEY=VALUE]...
+//                 [--reps N] [--min-reps N] [--threads N] [--info KEY=VALUE]...
 //                 [--write RESULTS.md] [--json FILE]
 //
 // PLAN: tab-separated lines NAME STATUS DIR MODEL PINS SEED SCALE COMPARE,
@@ -19,6 +19,13 @@
 // --info lines go under the table. --write puts the table into RESULTS.md
 // (its "Latest" section) and appends it to its history. --json writes every
 // figure (per side: min, p10, median, p90 of the per-call times in ns).
+// --threads N (N > 1; the drivers built with -DWORKERS=N): four sides
+// instead of two, all in the same rounds: the driver's NAME_run (one
+// thread) and NAME_run_threads (N workers), ORT with 1 and with N intra-op
+// threads (two sessions); the N-worker outputs must be the same bytes as
+// the one-thread ones, and the table compares the thread counts. There,
+// every batch starts with one untimed call, and after ORT's N-thread
+// batches the harness waits until ORT's spinning workers have stopped.
 // Environment: MODELC_RUN_TIMEOUT, seconds one modelc call may take before
 // its driver counts as hung and is killed (default 300).
 // Exit status: 0 (a model that fails shows in its row), 2 on a harness
@@ -38,7 +45,7 @@ function die(msg, code = 2) {
 }
 
 function parseArgs(argv) {
-	const a = {budget: 2, reps: 0, minReps: 5, peak: 0, peakCmd: null, info: [], write: null, json: null, pos: []};
+	const a = {budget: 2, reps: 0, minReps: 5, threads: 1, peak: 0, peakCmd: null, info: [], write: null, json: null, pos: []};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		const next = () => {
@@ -48,6 +55,7 @@ function parseArgs(argv) {
 		if (arg === '--budget') a.budget = Number(next());
 		else if (arg === '--reps') a.reps = Number(next());
 		else if (arg === '--min-reps') a.minReps = Number(next());
+		else if (arg === '--threads') a.threads = Number(next());
 		else if (arg === '--peak') a.peak = Number(next());
 		else if (arg === '--peak-cmd') a.peakCmd = next();
 		else if (arg === '--info') a.info.push(next());
@@ -56,8 +64,9 @@ function parseArgs(argv) {
 		else if (arg.startsWith('--')) die(`unknown option '${arg}'`);
 		else a.pos.push(arg);
 	}
-	if (a.pos.length !== 1) die('usage: ort.js PLAN --peak GFLOPS [--budget S] [--reps N] [--min-reps N] [--info K=V]... [--write FILE]');
+	if (a.pos.length !== 1) die('usage: ort.js PLAN --peak GFLOPS [--budget S] [--reps N] [--min-reps N] [--threads N] [--info K=V]... [--write FILE]');
 	if (!(a.budget > 0) || !Number.isInteger(a.reps) || a.reps < 0 || !(a.minReps >= 1)) die('bad --budget, --reps or --min-reps');
+	if (!Number.isInteger(a.threads) || a.threads < 1) die('bad --threads');
 	return a;
 }
 
@@ -196,9 +205,10 @@ class Driver {
 		return line.slice(2).trim();
 	}
 
-	// n calls, each given the time limit of one first call.
-	async run(n) {
-		return (await this.ok(`run ${n}`, n * driverTimeoutMs)).split(' ').map(Number);
+	// n calls, each given the time limit of one first call; threaded: on
+	// the driver's pool (NAME_run_threads).
+	async run(n, threaded = false) {
+		return (await this.ok(`${threaded ? 't' : ''}run ${n}`, n * driverTimeoutMs)).split(' ').map(Number);
 	}
 
 	close() {
@@ -308,24 +318,30 @@ function repsFor(opts, t) {
 	return Math.max(opts.minReps, Math.ceil(opts.budget * 1e9 / Math.max(t, 1)));
 }
 
-const sessionOptions = {
-	intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
-	graphOptimizationLevel: 'all', logSeverityLevel: 3,
-};
+// ORT's options for the given intra-op threads: one inter-op thread and
+// sequential execution either way, so that only the intra-op pool (which
+// splits an operator's work, as modelc's workers split a loop) differs.
+function sessionOptions(threads) {
+	return {
+		intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
+		graphOptimizationLevel: 'all', logSeverityLevel: 3,
+	};
+}
 
-// ORT's session and the seeded inputs; row.ortError says why not.
-async function openOrt(ort, m, row) {
+// ORT's session on the given intra-op threads and the seeded inputs;
+// row[errorKey] says why not.
+async function openOrt(ort, m, row, threads = 1, errorKey = 'ortError') {
 	let session;
 	try {
-		session = await ort.InferenceSession.create(m.model, sessionOptions);
+		session = await ort.InferenceSession.create(m.model, sessionOptions(threads));
 	} catch (e) {
-		row.ortError = `ORT cannot load the model: ${e.message.split('\n')[0]}`;
+		row[errorKey] = `ORT cannot load the model: ${e.message.split('\n')[0]}`;
 		return {};
 	}
 	try {
 		return {session, feeds: makeFeeds(ort, session, parsePins(m.pins), Number(m.seed), m.scale)};
 	} catch (e) {
-		row.ortError = e.message;
+		row[errorKey] = e.message;
 		return {session};
 	}
 }
@@ -350,20 +366,21 @@ function startDriver(m, row, feeds) {
 // Warm-up, which also gives the outputs to check and a first estimate of
 // a call (ns); where calls are cheap, the best of three more refines it (a
 // call the scheduler preempted would otherwise cut the reps short).
-async function warmModelc(driver, m, row, opts) {
-	const outDir = path.join(m.dir, 'out');
+// threaded: NAME_run_threads on the driver's pool, its outputs in out-threads.
+async function warmModelc(driver, m, row, opts, threaded = false) {
+	const outDir = path.join(m.dir, threaded ? 'out-threads' : 'out');
 	fs.mkdirSync(outDir, {recursive: true});
 	try {
-		let est = Number(await driver.ok(`write ${outDir}`));
-		if (est < opts.budget * 1e9 / 4) est = Math.min(...await driver.run(3));
+		let est = Number(await driver.ok(`${threaded ? 't' : ''}write ${outDir}`));
+		if (est < opts.budget * 1e9 / 4) est = Math.min(...await driver.run(3, threaded));
 		return {est, outDir};
 	} catch (e) {
-		row.modelcError = `run failed: ${e.message}`;
+		row[threaded ? 'modelcThreadsError' : 'modelcError'] = `run failed: ${e.message}`;
 		return {};
 	}
 }
 
-async function warmOrt(session, feeds, row, opts) {
+async function warmOrt(session, feeds, row, opts, errorKey = 'ortError') {
 	try {
 		const t0 = process.hrtime.bigint();
 		const results = await session.run(feeds);
@@ -371,68 +388,130 @@ async function warmOrt(session, feeds, row, opts) {
 		if (est < opts.budget * 1e9 / 4) est = Math.min(...await timeSession(session, feeds, 3));
 		return {est, results};
 	} catch (e) {
-		row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
+		row[errorKey] = `ORT run failed: ${e.message.split('\n')[0]}`;
 		return {};
 	}
+}
+
+// modelc's N-worker outputs against its one-thread ones, byte for byte:
+// the work is split so that N does not change a bit (issue 23).
+function sameBytes(manifest, oneDir, manyDir) {
+	const bad = [];
+	manifest.outputs.forEach((o, k) => {
+		const a = fs.readFileSync(path.join(oneDir, `${k}.bin`)), b = fs.readFileSync(path.join(manyDir, `${k}.bin`));
+		if (a.length !== b.length) {
+			bad.push(`${o.name}: ${b.length} bytes, one thread ${a.length}`);
+		} else if (!a.equals(b)) {
+			let n = 0;
+			for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++;
+			bad.push(`${o.name}: ${n} of ${a.length} bytes differ`);
+		}
+	});
+	return bad.length ? {same: false, text: bad.join('; ')} : {same: true};
 }
 
 // Rounds of batches: more rounds interleave the sides more finely, against
 // drifting load; each batch still long enough that switching costs nothing.
 const maxRounds = 20;
 
-// Interleaved rounds of batches; the order flips every round so that
-// neither side always runs right after the other. Fills t.
-async function timeRounds(driver, ort, identity, reps, row, t) {
-	const rounds = Math.max(1, Math.min(maxRounds, ...[reps.modelc, reps.ort].filter((r) => r > 0)));
-	const batch = {modelc: Math.ceil(reps.modelc / rounds), ort: Math.ceil(reps.ort / rounds)};
-	batch.identity = Math.max(batch.ort, 50);
-	const steps = {
-		modelc: async () => { if (reps.modelc && !row.modelcError) t.modelc.push(...await driver.run(batch.modelc)); },
-		ort: async () => { if (reps.ort) t.ort.push(...await timeSession(ort.session, ort.feeds, batch.ort)); },
-		identity: async () => { if (reps.ort) t.identity.push(...await timeSession(identity.session, identity.feeds, batch.identity)); },
-	};
+// ORT's intra-op workers spin for a while after a run before they sleep
+// (~50 ms on this machine, a core's worth): the next side's calls would
+// share the cores with them. Waits (at most 1 s) until this process is
+// idle again: under a fifth of a core over 10 ms.
+async function settle() {
+	for (let i = 0; i < 100; i++) {
+		const c = process.cpuUsage();
+		await new Promise((resolve) => setTimeout(resolve, 10));
+		const d = process.cpuUsage(c);
+		if (d.user + d.system < 2000) return;
+	}
+}
+
+// Interleaved rounds of batches over the sides, in their order, reversed
+// every other round so that no side always runs right after another.
+// Each side: {reps, run(n) -> times (ns), fail(error), times}, and
+// optionally warm (a batch starts with one untimed call: a pool's first
+// call after the other sides' runs can take twice as long, its threads
+// placed on one core until the scheduler spreads them) and after (awaited
+// after each batch); a side with batchOf (the Identity model) runs batches
+// as long as that side's (at least 50 calls) while that side runs. A side
+// that fails stops.
+async function timeRounds(sides) {
+	const timed = sides.filter((s) => !s.batchOf);
+	const rounds = Math.max(1, Math.min(maxRounds, ...timed.map((s) => s.reps).filter((r) => r > 0)));
+	for (const s of timed) s.batch = Math.ceil(s.reps / rounds);
+	for (const s of sides) if (s.batchOf) s.batch = Math.max(s.batchOf.batch, 50);
+	const live = (s) => (s.batchOf || s).reps > 0;
 	for (let r = 0; r < rounds; r++) {
-		for (const side of r % 2 ? ['identity', 'ort', 'modelc'] : ['modelc', 'ort', 'identity']) {
+		for (const s of r % 2 ? [...sides].reverse() : sides) {
+			if (!live(s)) continue;
 			try {
-				await steps[side]();
+				if (s.warm) await s.run(1);
+				s.times.push(...await s.run(s.batch));
 			} catch (e) {
-				if (side === 'modelc') row.modelcError = `run failed: ${e.message}`;
-				else {
-					row.ortError = `ORT run failed: ${e.message.split('\n')[0]}`;
-					reps.ort = 0;
-				}
+				s.fail(e);
+				(s.batchOf || s).reps = 0;
 			}
+			if (s.after) await s.after();
 		}
 	}
 }
 
 async function benchModel(ort, identity, m, opts) {
 	const row = {name: m.name, macs: null};
+	const threaded = opts.threads > 1;
 	const manifestPath = path.join(m.dir, `${m.name}.json`);
 	if (fs.existsSync(manifestPath)) row.manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
 	row.macs = row.manifest && typeof row.manifest.macs === 'number' ? row.manifest.macs : null;
 	const {session, feeds} = await openOrt(ort, m, row);
+	const many = threaded ? await openOrt(ort, m, row, opts.threads, 'ortThreadsError') : {};
 	if (m.status !== 'ok') row.modelcError = m.status;
 	else if (!feeds) row.modelcError = 'no inputs (see ORT)';
 	let driver = null;
-	const t = {modelc: [], ort: [], identity: []};
+	const side = (run, fail) => ({reps: 0, run, fail, times: []});
+	const modelc = side((n) => driver.run(n), (e) => { row.modelcError = `run failed: ${e.message}`; });
+	const modelcN = side((n) => driver.run(n, true), (e) => { row.modelcThreadsError = `run failed: ${e.message}`; });
+	const ortFail = (key) => (e) => { row[key] = `ORT run failed: ${e.message.split('\n')[0]}`; };
+	const ort1 = side((n) => timeSession(session, feeds, n), ortFail('ortError'));
+	const ortN = side((n) => timeSession(many.session, many.feeds, n), ortFail('ortThreadsError'));
+	const ident = {...side((n) => timeSession(identity.session, identity.feeds, n), ortFail('ortError')), batchOf: ort1};
 	try {
 		driver = row.modelcError ? null : startDriver(m, row, feeds);
 		const mw = driver ? await warmModelc(driver, m, row, opts) : {};
+		const mwN = threaded && mw.outDir ? await warmModelc(driver, m, row, opts, true) : {};
 		const ow = feeds ? await warmOrt(session, feeds, row, opts) : {};
+		const owN = many.feeds ? await warmOrt(many.session, many.feeds, row, opts, 'ortThreadsError') : {};
+		if (threaded) await settle();
 		await timeSession(identity.session, identity.feeds, 50);
 		if (mw.outDir && ow.results) row.check = checkOutputs(row.manifest, mw.outDir, ow.results, parseMaskFlips(m.compare));
-		const reps = {modelc: row.modelcError ? 0 : repsFor(opts, mw.est), ort: row.ortError || !feeds ? 0 : repsFor(opts, ow.est)};
-		await timeRounds(driver, {session, feeds}, identity, reps, row, t);
+		if (mw.outDir && mwN.outDir) row.identical = sameBytes(row.manifest, mw.outDir, mwN.outDir);
+		modelc.reps = row.modelcError ? 0 : repsFor(opts, mw.est);
+		modelcN.reps = row.modelcError || !mwN.outDir ? 0 : repsFor(opts, mwN.est);
+		ort1.reps = row.ortError || !feeds ? 0 : repsFor(opts, ow.est);
+		ortN.reps = !owN.results ? 0 : repsFor(opts, owN.est);
+		if (threaded) {
+			for (const s of [modelc, ort1, modelcN, ortN]) s.warm = true;
+			ortN.after = settle;
+		}
+		await timeRounds(threaded ? [modelc, ort1, modelcN, ortN, ident] : [modelc, ort1, ident]);
 	} finally {
 		if (driver) driver.close();
 		if (session) await session.release();
+		if (many.session) await many.session.release();
 	}
-	if (t.modelc.length && !row.modelcError) row.modelc = spread(t.modelc);
-	if (t.ort.length) {
-		row.identity = median(t.identity);
-		row.ortRaw = spread(t.ort);
-		row.ort = {median: row.ortRaw.median - row.identity, n: t.ort.length};
+	if (modelc.times.length && !row.modelcError) row.modelc = spread(modelc.times);
+	if (ort1.times.length) {
+		row.identity = median(ident.times);
+		row.ortRaw = spread(ort1.times);
+		row.ort = {median: row.ortRaw.median - row.identity, n: ort1.times.length};
+	}
+	if (threaded) {
+		row.threads = opts.threads;
+		if (modelcN.times.length && !row.modelcError && !row.modelcThreadsError) row.modelcThreads = spread(modelcN.times);
+		if (ortN.times.length) {
+			row.ortThreadsRaw = spread(ortN.times);
+			row.ortThreads = {median: row.ortThreadsRaw.median - row.identity, n: ortN.times.length};
+		}
 	}
 	return row;
 }
@@ -459,6 +538,27 @@ function gflops(macs, ns) {
 	return macs && ns > 0 ? 2 * macs / ns : null;
 }
 
+// An error as one table cell's text.
+function cell(text) {
+	return text.replace(/\|/g, '/').replace(/\s+/g, ' ').slice(0, 200);
+}
+
+// The "outputs vs ORT" cell: modelc's one-thread outputs against ORT's.
+function checkCell(r) {
+	let check;
+	if (r.modelcError) check = `**FAILED: ${cell(r.modelcError)}**`;
+	else if (!r.check) check = `- (${r.ortError || 'not compared'})`;
+	else if (r.check.pass) check = `ok (${r.check.text})`;
+	else check = `**WRONG: ${r.check.text.replace(/\|/g, '/')}**`;
+	if (r.ortError && !r.modelcError && r.check) check += `; ORT: ${r.ortError}`;
+	return check;
+}
+
+// A wrong result must not look fast: its figures are struck out.
+function striker(wrong) {
+	return (s) => wrong && s !== '-' ? `~~${s}~~` : s;
+}
+
 function tableLines(rows, peak) {
 	const lines = [
 		'| model | MACs (M) | modelc median (us) | ORT median - Identity (us) | modelc/ORT | modelc GFLOP/s | ORT GFLOP/s | modelc % peak | ORT % peak | outputs vs ORT | reps modelc/ORT |',
@@ -467,15 +567,8 @@ function tableLines(rows, peak) {
 	for (const r of rows) {
 		const mc = r.modelc ? r.modelc.median : null, or = r.ort ? r.ort.median : null;
 		const gm = gflops(r.macs, mc), go = gflops(r.macs, or);
-		let check;
-		if (r.modelcError) check = `**FAILED: ${r.modelcError.replace(/\|/g, '/').replace(/\s+/g, ' ').slice(0, 200)}**`;
-		else if (!r.check) check = `- (${r.ortError || 'not compared'})`;
-		else if (r.check.pass) check = `ok (${r.check.text})`;
-		else check = `**WRONG: ${r.check.text.replace(/\|/g, '/')}**`;
-		if (r.ortError && !r.modelcError && r.check) check += `; ORT: ${r.ortError}`;
-		// A wrong result must not look fast: its figures are struck out.
-		const wrong = r.check && !r.check.pass;
-		const strike = (s) => wrong && s !== '-' ? `~~${s}~~` : s;
+		const check = checkCell(r);
+		const strike = striker(r.check && !r.check.pass);
 		lines.push(`| ${r.name} | ${fmt(r.macs, 1, 1e6)} | ${strike(fmt(mc, 1, 1e3))} | ${fmt(or, 1, 1e3)} | ` +
 			`${strike(fmt(mc && or ? mc / or : null, 2))} | ${strike(fmt(gm, 1))} | ${fmt(go, 1)} | ` +
 			`${strike(fmt(gm && peak ? 100 * gm / peak : null, 1))} | ${fmt(go && peak ? 100 * go / peak : null, 1)} | ` +
@@ -484,10 +577,65 @@ function tableLines(rows, peak) {
 	return lines;
 }
 
+// The medians of one row under --threads N (ns; null where missing), and
+// whether its N-worker figures stand: outputs right and bit-identical.
+function threadFigures(r) {
+	const med = (x) => x ? x.median : null;
+	return {
+		m1: med(r.modelc), mN: med(r.modelcThreads), o1: med(r.ort), oN: med(r.ortThreads),
+		wrong1: !!(r.check && !r.check.pass), wrongN: !!(r.check && !r.check.pass) || !!(r.identical && !r.identical.same),
+	};
+}
+
+const ratio = (a, b) => a && b ? a / b : null;
+
+// --threads N: each thread count's medians, the speedups N against 1, and
+// modelc against ORT at both.
+function threadsTableLines(rows, n) {
+	const lines = [
+		`| model | MACs (M) | modelc 1 thread (us) | modelc ${n} workers (us) | modelc speedup | ORT 1 thread (us) | ORT ${n} threads (us) | ORT speedup | ` +
+			`modelc/ORT, 1 thread | modelc/ORT, ${n} threads | ${n} workers vs 1 | outputs vs ORT | reps modelc 1/${n}, ORT 1/${n} |`,
+		'|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|',
+	];
+	for (const r of rows) {
+		const f = threadFigures(r);
+		const s1 = striker(f.wrong1), sN = striker(f.wrongN);
+		let same;
+		if (r.modelcError) same = '-';
+		else if (r.modelcThreadsError) same = `**FAILED: ${cell(r.modelcThreadsError)}**`;
+		else if (!r.identical) same = '-';
+		else same = r.identical.same ? 'bit-identical' : `**DIFFERENT: ${cell(r.identical.text)}**`;
+		let check = checkCell(r);
+		if (r.ortThreadsError) check += `; ORT ${n} threads: ${cell(r.ortThreadsError)}`;
+		const reps = [r.modelc, r.modelcThreads, r.ort, r.ortThreads].map((x) => x ? x.n : 0);
+		lines.push(`| ${r.name} | ${fmt(r.macs, 1, 1e6)} | ${s1(fmt(f.m1, 1, 1e3))} | ${sN(fmt(f.mN, 1, 1e3))} | ` +
+			`${sN(fmt(ratio(f.m1, f.mN), 2))} | ${fmt(f.o1, 1, 1e3)} | ${fmt(f.oN, 1, 1e3)} | ${fmt(ratio(f.o1, f.oN), 2)} | ` +
+			`${s1(fmt(ratio(f.m1, f.o1), 2))} | ${sN(fmt(ratio(f.mN, f.oN), 2))} | ${same} | ${check} | ` +
+			`${reps[0]}/${reps[1]}, ${reps[2]}/${reps[3]} |`);
+	}
+	return lines;
+}
+
+// Over the models of more than 100 M MACs (the ones issue 23's acceptance
+// names), the worst and the geometric mean of modelc's speedup and of
+// modelc/ORT at N threads; rows that failed or differ are left out.
+function threadsSummary(rows, n) {
+	const big = rows.map(threadFigures).filter((f, i) => rows[i].macs > 100e6 && !f.wrongN);
+	const speedups = big.map((f) => ratio(f.m1, f.mN)).filter((x) => x);
+	const ratios = big.map((f) => ratio(f.mN, f.oN)).filter((x) => x);
+	const geomean = (xs) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
+	// "min 1.52, geometric mean 1.61 (2 models)", or '-' where none
+	const sum = (xs, worst, what) => xs.length ? `${what} ${fmt(worst(...xs), 2)}, geometric mean ${fmt(geomean(xs), 2)} (${xs.length} models)` : '-';
+	return `- models over 100 M MACs: modelc ${n} workers against 1, speedup ${sum(speedups, Math.min, 'min')}; ` +
+		`modelc/ORT at ${n} threads ${sum(ratios, Math.max, 'max')}`;
+}
+
 function report(rows, opts) {
 	const ids = rows.map((r) => r.identity).filter((x) => x);
-	const lines = tableLines(rows, opts.peak);
+	const threaded = opts.threads > 1;
+	const lines = threaded ? threadsTableLines(rows, opts.threads) : tableLines(rows, opts.peak);
 	lines.push('');
+	if (threaded) lines.push(threadsSummary(rows, opts.threads));
 	lines.push(`- ORT Identity overhead (Node binding, per call, subtracted): ${ids.length ? ids.map((x) => fmt(x, 1, 1e3)).join(', ') + ' us (per model)' : '-'}`);
 	lines.push(`- peak: ${fmt(opts.peak, 1)} GFLOP/s f32 FMA, one core (bench/peak.c; the best of ${opts.peaks.length} ` +
 		`measurements in this run: ${opts.peaks.map((p) => fmt(p, 1)).join(', ')})`);
@@ -499,17 +647,23 @@ function report(rows, opts) {
 }
 
 // RESULTS.md: the latest table between markers, and a history that grows.
-function writeResults(file, table, title) {
-	const begin = '<!-- latest: bench/run --write replaces this section -->';
-	const end = '<!-- end latest -->';
+// threads > 1: a section of its own (the one-thread table stays).
+function writeResults(file, table, title, threads = 1) {
+	const tag = threads > 1 ? ` --threads ${threads}` : '';
+	const begin = `<!-- latest: bench/run${tag} --write replaces this section -->`;
+	const end = `<!-- end latest${tag} -->`;
 	const histHead = '## History';
 	let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n\n';
+	if (threads > 1) title += `, ${threads} threads`;
 	const latest = `${begin}\n## Latest: ${title}\n\n${table}${end}\n`;
 	const a = text.indexOf(begin), b = text.indexOf(end);
 	if (a >= 0 && b > a) text = text.slice(0, a) + latest + text.slice(b + end.length + 1);
 	else {
+		// A first --threads table goes right after the one-thread one.
+		const oneEnd = '<!-- end latest -->\n', o = threads > 1 ? text.indexOf(oneEnd) : -1;
 		const h = text.indexOf(histHead);
-		text = h >= 0 ? text.slice(0, h) + latest + '\n' + text.slice(h) : text + '\n' + latest;
+		if (o >= 0) text = text.slice(0, o + oneEnd.length) + '\n' + latest + text.slice(o + oneEnd.length);
+		else text = h >= 0 ? text.slice(0, h) + latest + '\n' + text.slice(h) : text + '\n' + latest;
 	}
 	if (text.indexOf(histHead) < 0) text += `\n${histHead}\n\nEvery \`bench/run --write\`, oldest first.\n`;
 	text += `\n### ${title}\n\n${table}`;
@@ -529,7 +683,7 @@ async function main() {
 		return {name, status, dir, model, pins, seed, scale, compare};
 	});
 	const identity = {
-		session: await ort.InferenceSession.create(identityModel(), sessionOptions),
+		session: await ort.InferenceSession.create(identityModel(), sessionOptions(1)),
 		feeds: {x: new ort.Tensor('float32', new Float32Array([1]), [1])},
 	};
 	const rows = [];
@@ -553,13 +707,18 @@ async function main() {
 	const table = report(rows, opts);
 	if (opts.json) {
 		const figures = rows.map(({manifest, ...r}) => ({...r, gflopsModelc: r.modelc ? gflops(r.macs, r.modelc.median) : null,
-			gflopsOrt: r.ort ? gflops(r.macs, r.ort.median) : null}));
-		fs.writeFileSync(opts.json, JSON.stringify({peak: opts.peak, info: opts.info, models: figures}, null, 1) + '\n');
+			gflopsOrt: r.ort ? gflops(r.macs, r.ort.median) : null,
+			...(opts.threads > 1 ? {
+				gflopsModelcThreads: r.modelcThreads ? gflops(r.macs, r.modelcThreads.median) : null,
+				gflopsOrtThreads: r.ortThreads ? gflops(r.macs, r.ortThreads.median) : null,
+			} : {})}));
+		const threads = opts.threads > 1 ? {threads: opts.threads} : {};
+		fs.writeFileSync(opts.json, JSON.stringify({peak: opts.peak, ...threads, info: opts.info, models: figures}, null, 1) + '\n');
 	}
 	process.stdout.write('\n' + table);
 	if (opts.write) {
 		const info = Object.fromEntries(opts.info.map((i) => [i.slice(0, i.indexOf('=')), i.slice(i.indexOf('=') + 1)]));
-		writeResults(opts.write, table, `${info.date || new Date().toISOString()}, ${info.revision || 'unknown revision'}`);
+		writeResults(opts.write, table, `${info.date || new Date().toISOString()}, ${info.revision || 'unknown revision'}`, opts.threads);
 		process.stderr.write(`bench: wrote ${path.relative(process.cwd(), opts.write)}\n`);
 	}
 }

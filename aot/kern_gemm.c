@@ -167,13 +167,14 @@ static double bias_at(const void *ctx, int64_t kk, int64_t j)
 }
 
 /* C constant along the rows: a scalar, [n] or [1, n]. */
-static bool bias_by_column(const mc_tensor *t, int64_t n)
+static bool bias_by_column(const mc_shape *s, int64_t n)
 {
-	if (t->numel == 1)
+	int64_t numel = (int64_t)mc_numel(s);
+	if (numel == 1)
 		return true;
-	if ((int64_t)t->numel != n)
+	if (numel != n)
 		return false;
-	return t->shape.rank == 1 || (t->shape.rank == 2 && t->shape.dims[0] == 1);
+	return s->rank == 1 || (s->rank == 2 && s->dims[0] == 1);
 }
 
 /* Packs B (and the bias) and emits the product; 1 where a packed constant
@@ -210,7 +211,7 @@ static int kern_gemm(mc_lower_ctx *c)
 	bias_source cs = { NULL, p->beta };
 	if (cv && p->beta != 0) {
 		cs.c = mc_lower_const(c, 2);
-		if (!mc_is_f32(cv) || !cs.c || !bias_by_column(cs.c, n))
+		if (!mc_is_f32(cv) || !cs.c || !bias_by_column(&cs.c->shape, n))
 			return 1;
 	}
 	return emit_product(c, m, k, n, &bs, cs.c ? &cs : NULL);
@@ -308,7 +309,7 @@ static int kern_blas(mc_lower_ctx *c)
 			int64_t cn = (int64_t)mc_numel(cs);
 			bias_full = cn == m * n && cs->rank == 2 && cs->dims[0] == m;
 			if (!mc_is_f32(cv) || c->in_buf[2] < 0 || (c->gather && c->gather[2] >= 0) ||
-			    !(cn == 1 || bias_full || (cn == n && (cs->rank == 1 || (cs->rank == 2 && cs->dims[0] == 1)))))
+			    !(bias_full || bias_by_column(cs, n)))
 				return 1;
 			bias = c->in_buf[2];
 			beta = p->beta;
@@ -333,7 +334,7 @@ static int kern_blas(mc_lower_ctx *c)
 	}
 	bool large = kb->blas_min_macs > 0 ? t.n * m * n * k >= kb->blas_min_macs
 	                                   : m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS && k >= MC_BLAS_MIN_DEPTH;
-	if (!large || m < 1 || n < 1 || k < 1)
+	if (!large) /* m, n, k >= 1: mc_kern_gemm leaves empty operands to the tiles */
 		return 1;
 	t.cout = m;
 	t.ow = n;

@@ -234,6 +234,17 @@ static int blas_calls(mb *b, int64_t min_macs)
 	return calls;
 }
 
+/* 8 rows by a constant 128 x 128: fewer rows than MC_BLAS_MIN_ROWS. */
+static mb *eight_rows(void)
+{
+	mb *b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "8,128");
+	init_random(b, "w", "128,128", 128 * 128, 7);
+	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "y");
+	mb_output(b, mb_main(b), "y");
+	return b;
+}
+
 Test(kern_gemm, blas_matmul_gemm_and_batches)
 {
 	if (!have_openblas())
@@ -276,16 +287,6 @@ Test(kern_gemm, blas_matmul_gemm_and_batches)
 	mb_output(b, mb_main(b), "y");
 	cr_assert_eq(blas_calls(b, -1), 1);
 	/* too few rows for the default rule; every product with a floor of 1 */
-	b = mb_new(13);
-	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "8,128");
-	init_random(b, "w", "128,128", 128 * 128, 7);
-	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "y");
-	mb_output(b, mb_main(b), "y");
-	cr_assert_eq(blas_calls(b, -1), 0);
-	b = mb_new(13);
-	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "8,128");
-	init_random(b, "w", "128,128", 128 * 128, 7);
-	mb_node(b, mb_main(b), "MatMul", "mm", "x,w", "y");
-	mb_output(b, mb_main(b), "y");
-	cr_assert_eq(blas_calls(b, 1), 1);
+	cr_assert_eq(blas_calls(eight_rows(), -1), 0);
+	cr_assert_eq(blas_calls(eight_rows(), 1), 1);
 }

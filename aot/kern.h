@@ -129,4 +129,23 @@ typedef struct {
 } kt_gemm;
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
 
+/* --blas openblas (aot/kern_gemm.c): whether a batch of m x n x k float
+ * products goes to cblas_sgemm (mc_kb.blas and the size rule of kir.h:
+ * MC_BLAS_MIN_*, or --blas-min-macs), and whether the node's operands are
+ * read as stored (no gather fused in, no ring of output rows). */
+bool kt_blas_takes(const mc_kb *kb, int64_t batch, int64_t m, int64_t n, int64_t k);
+bool kt_blas_operands_plain(const mc_lower_ctx *c);
+/* What the product adds: buf's element per column (full: per element;
+ * one: its only one) times beta; buf -1 none. */
+typedef struct {
+	int buf;
+	bool full, one;
+	double beta;
+} kt_blas_bias;
+/* The MC_TMPL_SGEMM t (every field but out set) into output 0; where a
+ * bias or a fused epilogue follows, into scratch and a nest that adds the
+ * bias and stores through the epilogue (an epilogue's operand may share
+ * the output's storage, read at the element written). */
+void kt_blas_emit(mc_lower_ctx *c, mc_ktemplate *t, const kt_blas_bias *bias);
+
 #endif

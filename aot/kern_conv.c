@@ -326,6 +326,20 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 	int64_t k = cg.h.k * cg.w.k * cg.cin;
 	bool flat = is_pointwise(&g);
 	int64_t rows = flat ? cg.batch * cg.h.out * cg.w.out : cg.w.out;
+	/* a flat GEMM unless the output is to take the input's place as it
+	 * goes (--optimize memory) */
+	bool flat_gemm = flat && !(kb->for_memory && kb->input0_dies);
+	if (flat_gemm && c->in_buf[1] >= 0 && (!bias || c->in_buf[2] >= 0) && kt_blas_operands_plain(c) &&
+	    kt_blas_takes(kb, 1, rows, cg.cout, k)) {
+		/* --blas openblas: the pixels [rows][C] times the weight [M][C]
+		 * read transposed */
+		mc_ktemplate t = { .kind = MC_TMPL_SGEMM, .wt = c->in_buf[0], .x = c->in_buf[1], .scale = 1.0,
+		                   .n = 1, .a_st = { 0, k, 1 }, .b_st = { 0, 1, k }, .cout = rows, .ow = cg.cout,
+		                   .cin = k };
+		kt_blas_bias b = { .buf = bias ? c->in_buf[2] : -1, .beta = 1 };
+		kt_blas_emit(c, &t, &b);
+		return 0;
+	}
 	kt_cols cols;
 	kt_plan(kb->isa, cg.cout, k, rows, &cols);
 	w_source ws = { w, cg.cin, cg.h.k, cg.w.k };
@@ -334,7 +348,7 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 	cg.bias_buf = bias ? kt_pack_bias(kb, &cols, bias_at, bias) : -1;
 	if (cg.w_buf < 0 || (bias && cg.bias_buf < 0))
 		return 1;
-	if (flat && !(kb->for_memory && kb->input0_dies)) {
+	if (flat_gemm) {
 		kt_gemm gm = { .rows = rows, .k = k, .a_buf = c->in_buf[0], .b_buf = cg.w_buf,
 		               .bias_buf = cg.bias_buf, .cols = &cols };
 		kt_gemm_emit(c, &gm);

@@ -274,23 +274,58 @@ static int kern_matmul(mc_lower_ctx *c)
 	return 0;
 }
 
-/* --blas openblas: a large float product (mc_kb.blas) by cblas_sgemm (MC_TMPL_SGEMM). Where a bias or a fused
- * epilogue follows, the product goes to scratch and a nest adds the bias
- * and stores through the epilogue (an epilogue's operand may share the
- * output's storage, read at the element written). 1: not this way (the
- * tiles then run). */
+bool kt_blas_takes(const mc_kb *kb, int64_t batch, int64_t m, int64_t n, int64_t k)
+{
+	if (!kb->blas)
+		return false;
+	return kb->blas_min_macs > 0 ? batch * m * n * k >= kb->blas_min_macs
+	                             : m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS && k >= MC_BLAS_MIN_DEPTH;
+}
+
+bool kt_blas_operands_plain(const mc_lower_ctx *c)
+{
+	return !(c->gather && (c->gather[0] >= 0 || c->gather[1] >= 0)) && c->ring_elems == 0;
+}
+
+void kt_blas_emit(mc_lower_ctx *c, mc_ktemplate *t, const kt_blas_bias *bias)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *os = &c->out[0]->shape;
+	int64_t n = t->ow;
+	bool nest = bias->buf >= 0 || (c->group && c->group->n_epi > 0);
+	t->out = nest ? mc_kb_scratch(kb, MC_FLOAT, (size_t)(t->n * t->cout * n)) : c->out_buf[0];
+	mc_kb_template(kb, t);
+	if (!nest)
+		return;
+	mc_kexpr *row = mc_kb_fori(kb, t->n * t->cout, MC_KF_PARALLEL);
+	mc_kexpr **coords = row_coords(kb, os, row);
+	mc_kexpr *col = mc_kb_fori(kb, n, MC_KF_PARALLEL);
+	coords[os->rank - 1] = col;
+	mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, row, n), col));
+	mc_kexpr *v = mc_k_load(kb, t->out, lin);
+	if (bias->buf >= 0) {
+		mc_kexpr *at = bias->full ? lin : bias->one ? mc_k_index(kb, 0) : col;
+		mc_kexpr *cval = mc_k_load(kb, bias->buf, at);
+		if (bias->beta != 1)
+			cval = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, bias->beta), cval);
+		v = mc_k_add(kb, v, cval);
+	}
+	mc_lower_store(c, 0, coords, lin, v);
+	mc_kb_end(kb);
+	mc_kb_end(kb);
+}
+
+/* --blas openblas: a large float MatMul or Gemm (mc_kb.blas) by cblas_sgemm (kt_blas_emit). 1: not this
+ * way (the tiles then run). */
 static int kern_blas(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *as = &c->in[0]->shape, *bs = &c->in[1]->shape, *os = &c->out[0]->shape;
-	if (!kb->blas || (c->gather && (c->gather[0] >= 0 || c->gather[1] >= 0)) ||
-	    as->rank < 2 || bs->rank < 2 || c->ring_elems > 0)
+	if (!kb->blas || !kt_blas_operands_plain(c) || as->rank < 2 || bs->rank < 2)
 		return 1;
 	mc_ktemplate t = { .kind = MC_TMPL_SGEMM, .wt = c->in_buf[0], .x = c->in_buf[1], .scale = 1.0, .n = 1 };
 	int64_t m, k, n;
-	int bias = -1;
-	double beta = 0;
-	bool bias_full = false; /* C [m][n], not one per column */
+	kt_blas_bias bias = { .buf = -1, .beta = 1 };
 	if (c->node->id == MC_OP_Gemm) {
 		const nn_params *p = c->node->params;
 		if (as->rank != 2 || bs->rank != 2)
@@ -307,12 +342,13 @@ static int kern_blas(mc_lower_ctx *c)
 		if (cv && p->beta != 0) {
 			const mc_shape *cs = &cv->shape;
 			int64_t cn = (int64_t)mc_numel(cs);
-			bias_full = cn == m * n && cs->rank == 2 && cs->dims[0] == m;
+			bias.full = cn == m * n && cs->rank == 2 && cs->dims[0] == m;
+			bias.one = cn == 1;
 			if (!mc_is_f32(cv) || c->in_buf[2] < 0 || (c->gather && c->gather[2] >= 0) ||
-			    !(bias_full || bias_by_column(cs, n)))
+			    !(bias.full || bias_by_column(cs, n)))
 				return 1;
-			bias = c->in_buf[2];
-			beta = p->beta;
+			bias.buf = c->in_buf[2];
+			bias.beta = p->beta;
 		}
 	} else {
 		k = bs->dims[bs->rank - 2];
@@ -332,35 +368,13 @@ static int kern_blas(mc_lower_ctx *c)
 		memcpy(t.a_st, a_st, sizeof a_st);
 		memcpy(t.b_st, b_st, sizeof b_st);
 	}
-	bool large = kb->blas_min_macs > 0 ? t.n * m * n * k >= kb->blas_min_macs
-	                                   : m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS && k >= MC_BLAS_MIN_DEPTH;
-	if (!large) /* m, n, k >= 1: mc_kern_gemm leaves empty operands to the tiles */
+	/* m, n, k >= 1: mc_kern_gemm leaves empty operands to the tiles */
+	if (!kt_blas_takes(kb, t.n, m, n, k))
 		return 1;
 	t.cout = m;
 	t.ow = n;
 	t.cin = k;
-	bool nest = bias >= 0 || (c->group && c->group->n_epi > 0);
-	t.out = nest ? mc_kb_scratch(kb, MC_FLOAT, (size_t)(t.n * m * n)) : c->out_buf[0];
-	mc_kb_template(kb, &t);
-	if (!nest)
-		return 0;
-	mc_kexpr *row = mc_kb_fori(kb, t.n * m, MC_KF_PARALLEL);
-	mc_kexpr **coords = row_coords(kb, os, row);
-	mc_kexpr *col = mc_kb_fori(kb, n, MC_KF_PARALLEL);
-	coords[os->rank - 1] = col;
-	mc_kexpr *lin = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, row, n), col));
-	mc_kexpr *v = mc_k_load(kb, t.out, lin);
-	if (bias >= 0) {
-		const mc_shape *cs = &c->in[2]->shape;
-		mc_kexpr *at = bias_full ? lin : mc_numel(cs) == 1 ? mc_k_index(kb, 0) : col;
-		mc_kexpr *cval = mc_k_load(kb, bias, at);
-		if (beta != 1)
-			cval = mc_k_mul(kb, mc_k_float(kb, MC_KT_F32, beta), cval);
-		v = mc_k_add(kb, v, cval);
-	}
-	mc_lower_store(c, 0, coords, lin, v);
-	mc_kb_end(kb);
-	mc_kb_end(kb);
+	kt_blas_emit(c, &t, &bias);
 	return 0;
 }
 

@@ -24,6 +24,8 @@ Networks (static shapes, batch 1, TorchScript exporter):
   convnext_tiny    torchvision, 1x3x224x224 (7x7 depthwise, LayerNorm over
                    channels, GELU, Linear on channels-last tensors)
   resnet50         torchvision, 1x3x224x224 (bottleneck 1x1 convolutions)
+  resnet18         torchvision, 1x3x224x224 (3x3 convolutions; for --blas
+                   openblas's check)
   bert4            BERT-style encoder, 1x128x256 embeddings in: 4 layers,
                    hidden 256, 4 heads, MLP 1024; opset 17
                    (LayerNormalization; GELU as Erf)
@@ -113,6 +115,7 @@ NETS = {
     "convnext_tiny": (lambda: torchvision.models.convnext_tiny(weights=None), (1, 3, 224, 224), 13,
                       ["output"]),
     "resnet50": (lambda: torchvision.models.resnet50(weights=None), (1, 3, 224, 224), 13, ["output"]),
+    "resnet18": (lambda: torchvision.models.resnet18(weights=None), (1, 3, 224, 224), 13, ["output"]),
     "bert4": (lambda: int8_models.Bert2(d=256, heads=4, ff=1024, layers=4, seq=128), (1, 128, 256), 17,
               ["hidden", "logits"]),
     "vit6": (ViT, (1, 3, 224, 224), 13, ["output"]),

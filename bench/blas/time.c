@@ -10,21 +10,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../bench_time.h"
+
 #include "t.h"
 #include "b.h"
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 #define BATCHES 7
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench_time.h"
+
 #include MODEL_HEADER
 #include "modelc_threads_pthread.h"
 
@@ -44,19 +46,6 @@ static void backwards(void *ctx, modelc_task_fn fn, void *arg, int64_t n)
 	(void)ctx;
 	for (int64_t i = n - 1; i >= 0; i--)
 		fn(arg, i, i + 1);
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)

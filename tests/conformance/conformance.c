@@ -44,6 +44,10 @@ static bool compiled;
 /* --target: what --compiled compiles to (c, or llvm: NAME_main.c linked to libNAME.a) */
 static const char *compile_target = "c";
 static bool keep_dirs;
+/* --threads N (compiled, c target): each test compiled with --threads N;
+ * the harness's N workers are compared with the expected outputs, and a
+ * second run on one worker must give the same bytes. */
+static int threads = 1;
 
 /* Upstream's own overrides (onnx/backend/test: test_dft* gets atol 1e-6 to
  * 1e-3 by runtime): the stored DFT outputs carry float32 FFT noise where
@@ -278,6 +282,54 @@ static int remove_tree(const char *dir)
 	return system(cmd);
 }
 
+/* Whether files a and b hold the same bytes; *at is where they first differ. */
+static bool same_bytes(const char *a, const char *b, long *at)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	*at = 0;
+	while (same) {
+		int ca = fgetc(fa), cb = fgetc(fb);
+		same = ca == cb;
+		if (ca == EOF || !same)
+			break;
+		++*at;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* --threads: the harness in dir, which wrote its outputs with `threads`
+ * workers, runs again on one into dir/one; every output must be the same
+ * bytes. */
+static int same_on_one_worker(const char *dir, int n_in, int n_out, char *msg, size_t n)
+{
+	char cmd[8192];
+	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && mkdir one && ./m_main one --threads 1", dir);
+	for (int i = 0; i < n_in; i++)
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
+	snprintf(cmd + len, sizeof cmd - len, " > one.log 2>&1");
+	int ws = system(cmd);
+	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+		snprintf(msg, n, "the run on one worker failed (status %d)", ws);
+		return ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) <= 128 ? FAIL : CRASH;
+	}
+	for (int k = 0; k < n_out; k++) {
+		char a[4200], b[4200];
+		long at;
+		snprintf(a, sizeof a, "%s/output_%d.bin", dir, k);
+		snprintf(b, sizeof b, "%s/one/output_%d.bin", dir, k);
+		if (!same_bytes(a, b, &at)) {
+			snprintf(msg, n, "output %d on %d workers differs from one worker's at byte %ld", k, threads, at);
+			return FAIL;
+		}
+	}
+	return PASS;
+}
+
 /* Compiles g into a temporary directory, builds the harness with $MODELC_CC
  * (cc) and $MODELC_CFLAGS, runs it on `in`, reads the outputs. */
 static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg, size_t n)
@@ -300,6 +352,7 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	o.layout = getenv("MODELC_LAYOUT"); /* NULL: auto */
 	o.optimize = getenv("MODELC_OPTIMIZE"); /* NULL: speed */
 	o.io_in_arena = getenv("MODELC_IO_IN_ARENA") != NULL; /* the harness copies in and out */
+	o.threads = threads;
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
 		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)
@@ -319,7 +372,7 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 		status = r == MC_HARNESS_RUN && (exit_status > 128 || exit_status < 0) ? CRASH : FAIL;
 		goto done;
 	}
-	status = PASS;
+	status = threads > 1 ? same_on_one_worker(dir, g->n_inputs, g->n_outputs, msg, n) : PASS;
 done:
 	if (!keep_dirs)
 		remove_tree(dir);
@@ -538,13 +591,16 @@ static int cmp_str(const void *a, const void *b)
 
 static void usage(void)
 {
-	fputs("usage: conformance [-v] [-j N] [--compiled [--target c|llvm] [--keep]] [--filter SUBSTR]...\n"
+	fputs("usage: conformance [-v] [-j N] [--compiled [--target c|llvm] [--threads N] [--keep]]\n"
+	      "                   [--filter SUBSTR]...\n"
 	      "                   [--expect FILE] [--write-expect FILE] [--ops] DIR...\n"
 	      "DIR holds test directories (each with model.onnx and test_data_set_0/).\n"
 	      "--compiled compiles each test to C, builds it with $MODELC_CC (cc) and\n"
 	      "$MODELC_CFLAGS (-std=c99 -O1 -Wall -Wextra -Werror), runs and compares;\n"
 	      "--target llvm compiles through the LLVM target instead (libNAME.a, no C\n"
 	      "sources) and links the driver to it;\n"
+	      "--threads N compiles with --threads N (c target): the harness's N workers\n"
+	      "are compared, then its outputs on one worker must be the same bytes;\n"
 	      "--keep leaves the generated directories in $TMPDIR.\n",
 	      stderr);
 }
@@ -562,7 +618,13 @@ int main(int argc, char **argv)
 			compiled = true;
 		else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc)
 			compile_target = argv[++i];
-		else if (strcmp(argv[i], "--keep") == 0)
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+			threads = (int)strtol(argv[++i], NULL, 10);
+			if (threads < 1 || threads > 64) {
+				usage();
+				return 2;
+			}
+		} else if (strcmp(argv[i], "--keep") == 0)
 			keep_dirs = true;
 		else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
 			jobs = strtol(argv[++i], NULL, 10);

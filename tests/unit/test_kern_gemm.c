@@ -290,3 +290,28 @@ Test(kern_gemm, blas_matmul_gemm_and_batches)
 	cr_assert_eq(blas_calls(eight_rows(), -1), 0);
 	cr_assert_eq(blas_calls(eight_rows(), 1), 1);
 }
+
+/* --blas openblas: a channels-last 1x1 convolution of stride 1 is one
+ * product of the pixels by the weight; the bias and a Relu after it. A
+ * 3x3 one and a 1x1 of stride 2 stay with the tiles. */
+Test(kern_gemm, blas_pointwise_convolutions)
+{
+	if (!have_openblas())
+		return;
+	mb *b = mb_new(13);
+	mb_input(b, mb_main(b), "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,128,8,10");
+	init_random(b, "w1", "160,128,1,1", 160 * 128, 1);
+	init_random(b, "b1", "160", 160, 2);
+	init_random(b, "w2", "128,160,3,3", 128 * 160 * 9, 3);
+	init_random(b, "w3", "144,128,1,1", 144 * 128, 4);
+	init_random(b, "w4", "160,144,1,1", 160 * 144, 5);
+	mb_node(b, mb_main(b), "Conv", "c1", "x,w1,b1", "p");
+	mb_node(b, mb_main(b), "Relu", "r1", "p", "q");
+	Onnx__NodeProto *n = mb_node(b, mb_main(b), "Conv", "c2", "q,w2", "s");
+	mb_attr_ints(b, n, "pads", (int64_t[]){ 1, 1, 1, 1 }, 4);
+	mb_node(b, mb_main(b), "Conv", "c3", "s,w3", "t");
+	n = mb_node(b, mb_main(b), "Conv", "c4", "t,w4", "y");
+	mb_attr_ints(b, n, "strides", (int64_t[]){ 2, 2 }, 2);
+	mb_output(b, mb_main(b), "y");
+	cr_assert_eq(blas_calls(b, -1), 2);
+}

@@ -100,14 +100,25 @@ static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t
 		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows);
 }
 
+/* The register tiles' rows. */
+static int64_t tile_rows(const kt_gemm *g)
+{
+	return g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
+}
+
+/* The rows of A a chunk takes: CHUNK_BYTES of it, whole tiles. */
+static int64_t chunk_of(const kt_gemm *g)
+{
+	int64_t mr = tile_rows(g), chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
+	return chunk < mr ? mr : chunk / mr * mr;
+}
+
 /* One product of the batch, its rows in chunks. */
 static void product(mc_lower_ctx *c, const gemm_at *at)
 {
 	mc_kb *kb = c->kb;
 	const kt_gemm *g = at->g;
-	int64_t mr = g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
-	int64_t chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
-	chunk = chunk < mr ? mr : chunk / mr * mr;
+	int64_t chunk = chunk_of(g);
 	if (chunk >= g->rows) {
 		chunk_rows(c, at, mc_k_index(kb, 0), g->rows);
 		return;
@@ -120,6 +131,53 @@ static void product(mc_lower_ctx *c, const gemm_at *at)
 		chunk_rows(c, at, mc_k_index(kb, full * chunk), rest);
 }
 
+/* Product bi of the batch: where it starts. */
+static gemm_at batch_at(mc_kb *kb, const kt_gemm *g, mc_kexpr *bi)
+{
+	gemm_at at = { .g = g };
+	at.a0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->a_batch));
+	at.b0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->b_batch));
+	at.row0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->rows));
+	return at;
+}
+
+/* Pieces of work a batch's loop gives each worker (--threads): as the
+ * splits' own descent (aot/ksplit.c), enough that an uneven last share
+ * costs little. */
+#define PIECES_A_WORKER 8
+
+/* --threads: a batch as one loop over every product's row chunks, then
+ * one over the rows each has left. A loop over the products alone holds
+ * the chunks and the rest of each (two statements: the workers cannot
+ * split below it), and 3 attention heads split 2:1 over 2 workers; here
+ * the chunks are made small enough for PIECES_A_WORKER a worker. Each
+ * row's sums are the same as product()'s: the same bits. */
+static void batch_in_chunks(mc_lower_ctx *c, const kt_gemm *g)
+{
+	mc_kb *kb = c->kb;
+	int64_t mr = tile_rows(g), chunk = chunk_of(g);
+	int64_t per = (PIECES_A_WORKER * kb->threads + g->batch - 1) / g->batch; /* chunks a product */
+	if (g->rows / chunk < per)
+		chunk = g->rows / per / mr * mr;
+	if (chunk < mr)
+		chunk = mr;
+	int64_t full = g->rows / chunk, rest = g->rows % chunk;
+	if (full > 0) {
+		mc_kexpr *bc = mc_kb_fori(kb, g->batch * full, MC_KF_PARALLEL);
+		mc_kexpr *bi = mc_kb_let(kb, mc_k_div(kb, bc, mc_k_index(kb, full)));
+		mc_kexpr *ch = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, bc, mc_k_index(kb, full)));
+		gemm_at at = batch_at(kb, g, bi);
+		chunk_rows(c, &at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+		mc_kb_end(kb);
+	}
+	if (rest > 0) {
+		mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
+		gemm_at at = batch_at(kb, g, bi);
+		chunk_rows(c, &at, mc_k_index(kb, full * chunk), rest);
+		mc_kb_end(kb);
+	}
+}
+
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 {
 	mc_kb *kb = c->kb;
@@ -128,10 +186,12 @@ void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 		product(c, &at);
 		return;
 	}
+	if (kb->threads > 1 && g->batch < PIECES_A_WORKER * kb->threads) {
+		batch_in_chunks(c, g);
+		return;
+	}
 	mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
-	at.a0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->a_batch));
-	at.b0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->b_batch));
-	at.row0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->rows));
+	at = batch_at(kb, g, bi);
 	product(c, &at);
 	mc_kb_end(kb);
 }

@@ -956,3 +956,23 @@ Test(emit_c, threads_split_winograd_blocks_on_scratch_copies)
 		free(src);
 	}
 }
+
+/* Attention's product of two computed tensors over 3 heads: the heads'
+ * row chunks are one loop the workers split evenly (not the heads alone,
+ * 2:1 over 2 workers), the rows left over of each head a second. */
+Test(emit_c, threads_split_a_batch_of_products_in_row_chunks)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,50,16");
+	Onnx__NodeProto *n = mb_node(b, g, "Transpose", "t", "x", "xt");
+	mb_attr_ints(b, n, "perm", (int64_t[]){ 0, 2, 1 }, 3);
+	mb_node(b, g, "MatMul", "qk", "x,xt", "y");
+	mb_output(b, g, "y");
+	char *src = check_threads(b, "generic", 3 * 50 * 16, 3 * 50 * 50);
+	cr_assert_not_null(src);
+	/* 6 chunks of 8 rows a head (the generic tiles' 4 rows twice), then
+	 * each head's last 2 */
+	cr_assert(strstr(src, "thr_k1_qk_t0, &task, 18);") && strstr(src, "thr_k1_qk_t1, &task, 3);"), "%s", src);
+	free(src);
+}

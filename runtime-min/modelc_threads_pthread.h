@@ -25,8 +25,9 @@ typedef struct modelc_pthread_pool modelc_pthread_pool;
  * NULL where a thread or memory cannot be had. */
 modelc_pthread_pool *modelc_pthread_pool_new(int workers);
 void modelc_pthread_pool_free(modelc_pthread_pool *pool);
-/* modelc_threads.parallel_for, ctx the pool: [0, n) in as many contiguous
- * ranges as workers, the caller running the first. */
+/* modelc_threads.parallel_for, ctx the pool: [0, n) in pieces (4 a
+ * worker) that the caller and the workers claim one at a time; returns
+ * when every piece has run. */
 void modelc_pthread_parallel_for(void *ctx, modelc_task_fn fn, void *arg, int64_t n);
 
 #ifdef __cplusplus

@@ -280,10 +280,71 @@ static bool one_reduced_run(const mc_shape *s, const bool *reduced, int64_t *out
 	return true;
 }
 
+/* A long run (a global pool of a large image) is summed in SLICES
+ * contiguous slices of rows, each into scratch, then the slices' sums in
+ * order and the rows left over: the workers (--threads) split the slices,
+ * each reading only rows it holds (the convolution before split the image
+ * by rows too), where a split along the few channel vectors would have
+ * each read every row. Every build sums this way: the same bits on any
+ * number of workers. */
+#define SLICES 16
+#define SLICE_MIN_RUN 2048
+
+/* Vector i of [outer][rows][inner] floats x, summed over rows [r0, r0 +
+ * n) into acc. */
+static void sum_rows(mc_kb *kb, int buf, mc_kexpr *acc, mc_kexpr *at, int64_t inner, int64_t n, int l)
+{
+	mc_kexpr *r = mc_kb_fori(kb, n, MC_KF_REDUCE);
+	mc_kexpr *x = mc_k_vload(kb, buf, mc_k_add(kb, at, mc_k_muli(kb, r, inner)), l);
+	mc_kb_assign(kb, acc, mc_k_add(kb, acc, x));
+	mc_kb_end(kb);
+}
+
+static void reduce_inner_slices(mc_lower_ctx *c, int64_t outer, int64_t run, int64_t inner, int lanes,
+                                reduce_kind kind)
+{
+	mc_kb *kb = c->kb;
+	int64_t rows = run / SLICES, rest = run % SLICES;
+	int part = mc_kb_scratch(kb, MC_FLOAT, (size_t)(outer * SLICES * inner));
+	int depth0 = kb->depth;
+	/* part[o][s][i]: slice s's sums */
+	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
+	mc_kexpr *sl = loop(kb, SLICES, MC_KF_PARALLEL);
+	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, run), mc_k_muli(kb, sl, rows)), inner));
+	mc_kexpr *part_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, SLICES), sl), inner));
+	for (int p = 0; p < mc_lower_vec_parts(inner, lanes); p++) {
+		int l = p ? 1 : lanes;
+		mc_kexpr *i = mc_lower_vec_part_open(kb, p, inner, lanes, MC_KF_PARALLEL);
+		mc_kexpr *acc = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), l));
+		sum_rows(kb, c->in_buf[0], acc, mc_k_add(kb, in_at, i), inner, rows, l);
+		mc_kb_store(kb, part, mc_k_add(kb, part_at, i), acc);
+		mc_kb_end(kb);
+	}
+	close_to(kb, depth0);
+	/* each output: the slices' sums in order, then the rows left over */
+	o = loop(kb, outer, MC_KF_PARALLEL);
+	part_at = mc_kb_let(kb, mc_k_muli(kb, o, SLICES * inner));
+	in_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_addi(kb, mc_k_muli(kb, o, run), SLICES * rows), inner));
+	mc_kexpr *out_at = mc_kb_let(kb, mc_k_muli(kb, o, inner));
+	for (int p = 0; p < mc_lower_vec_parts(inner, lanes); p++) {
+		int l = p ? 1 : lanes;
+		mc_kexpr *i = mc_lower_vec_part_open(kb, p, inner, lanes, MC_KF_PARALLEL);
+		mc_kexpr *acc = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), l));
+		sum_rows(kb, part, acc, mc_k_add(kb, part_at, i), inner, SLICES, l);
+		if (rest > 0)
+			sum_rows(kb, c->in_buf[0], acc, mc_k_add(kb, in_at, i), inner, rest, l);
+		mc_kexpr *v = kind == R_MEAN ? mc_k_div(kb, acc, fconst(kb, MC_KT_F32, (double)run)) : acc;
+		mc_lower_store_vec(c, 0, NULL, mc_kb_let(kb, mc_k_add(kb, out_at, i)), v);
+		mc_kb_end(kb);
+	}
+	close_to(kb, depth0);
+}
+
 /* A float32 ReduceSum or ReduceMean whose reduced dims are one run
  * [a, b) followed by kept dims making `inner` contiguous elements (a
  * channels-last global pool: [N, H, W, C] over H and W): vectors along
- * inner summed over the run. 1 where the shape is not of that form. */
+ * inner summed over the run (in slices where it is long). 1 where the
+ * shape is not of that form. */
 static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind kind)
 {
 	mc_kb *kb = c->kb;
@@ -294,6 +355,10 @@ static int reduce_inner_vec(mc_lower_ctx *c, const bool *reduced, reduce_kind ki
 	int lanes = mc_isa_lanes_upto(kb->isa, inner);
 	if (lanes == 1 || run == 0)
 		return 1;
+	if (run >= SLICE_MIN_RUN) {
+		reduce_inner_slices(c, outer, run, inner, lanes, kind);
+		return 0;
+	}
 	int depth0 = kb->depth;
 	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
 	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, o, run * inner));

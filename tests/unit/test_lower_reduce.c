@@ -383,3 +383,25 @@ Test(lower_reduce, layer_norm_with_mean_and_inv_std_dev)
 	assert_close(inv, want_inv, 2);
 	done(&r, b);
 }
+
+/* A spatial mean and sum of a channels-last [N, H, W, C] value over a
+ * long run (50 x 43 = 2150 rows, 16 slices of 134 and 6 rows left over;
+ * 24 channels: a vector and a tail): the slices' sums, then the rows left
+ * over; compared with the interpreter. */
+Test(lower_reduce, long_spatial_means_in_slices)
+{
+	static const char *const isas[] = { "avx2", "avx512" };
+	for (int i = 0; i < 2; i++) {
+		mb *b = mb_new(12); /* ReduceSum's axes an attribute */
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", F, "2,50,43,24");
+		Onnx__NodeProto *n = mb_node(b, g, "ReduceMean", "mean", "x", "y");
+		mb_attr_ints(b, n, "axes", (int64_t[]){ 1, 2 }, 2);
+		n = mb_node(b, g, "ReduceSum", "sum", "x", "z");
+		mb_attr_ints(b, n, "axes", (int64_t[]){ 1, 2 }, 2);
+		mb_attr_int(b, n, "keepdims", 0);
+		mb_output(b, g, "y");
+		mb_output(b, g, "z");
+		cr_assert_eq(verify_model_isa(b, isas[i]), 0, "%s", isas[i]);
+	}
+}

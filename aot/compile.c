@@ -24,6 +24,7 @@ void mc_compile_opts_init(mc_compile_opts *o)
 	o->fold_limit = MC_DEFAULT_FOLD_LIMIT;
 	o->stack_cc = "cc";
 	o->blas_min_macs = -1;
+	o->threads_min_work = -1;
 }
 
 static bool is_identifier(const char *s)

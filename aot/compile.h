@@ -30,6 +30,9 @@ typedef struct mc_compile_opts {
 	int n_pools;
 	int threads;                /* --threads N: parallel loops through the caller's
 	                             * parallel_for (NAME_run_threads); 0 or 1: none */
+	long long threads_min_work; /* --threads-min-work N: loops of fewer statement runs (the
+	                             * kernel IR's) stay on the calling thread; < 0:
+	                             * MC_SPLIT_MIN_WORK (aot/kir.h) */
 	const char *blas;           /* --blas openblas|none; NULL: none (large float products
 	                             * call cblas_sgemm: the c target) */
 	long long blas_min_macs;    /* --blas-min-macs N: the products the BLAS takes, from N

@@ -113,12 +113,36 @@ static int64_t chunk_of(const kt_gemm *g)
 	return chunk < mr ? mr : chunk / mr * mr;
 }
 
+/* Pieces of work a product's rows give each worker (--threads): as the
+ * splits' own descent (aot/ksplit.c), enough that an uneven last share
+ * costs little. */
+#define PIECES_A_WORKER 8
+
+/* The rows a chunk of one of `products` products takes: chunk_of's, or
+ * with --threads fewer, so that the chunks are PIECES_A_WORKER a worker.
+ * The workers then split the products' rows into contiguous shares, as
+ * the kernels before and after split an image's rows (a core keeps the
+ * rows in its cache), not the few chunks and the columns of the rows left
+ * over. */
+static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
+{
+	int64_t mr = tile_rows(g), chunk = chunk_of(g);
+	if (kb->threads > 1) {
+		int64_t per = (PIECES_A_WORKER * kb->threads + products - 1) / products;
+		if (per > 1 && g->rows / chunk < per)
+			chunk = g->rows / per / mr * mr;
+		if (chunk < mr)
+			chunk = mr;
+	}
+	return chunk;
+}
+
 /* One product of the batch, its rows in chunks. */
 static void product(mc_lower_ctx *c, const gemm_at *at)
 {
 	mc_kb *kb = c->kb;
 	const kt_gemm *g = at->g;
-	int64_t chunk = chunk_of(g);
+	int64_t chunk = chunk_for(kb, g, g->batch > 1 ? g->batch : 1);
 	if (chunk >= g->rows) {
 		chunk_rows(c, at, mc_k_index(kb, 0), g->rows);
 		return;
@@ -141,26 +165,16 @@ static gemm_at batch_at(mc_kb *kb, const kt_gemm *g, mc_kexpr *bi)
 	return at;
 }
 
-/* Pieces of work a batch's loop gives each worker (--threads): as the
- * splits' own descent (aot/ksplit.c), enough that an uneven last share
- * costs little. */
-#define PIECES_A_WORKER 8
-
-/* --threads: a batch as one loop over every product's row chunks, then
- * one over the rows each has left. A loop over the products alone holds
- * the chunks and the rest of each (two statements: the workers cannot
- * split below it), and 3 attention heads split 2:1 over 2 workers; here
- * the chunks are made small enough for PIECES_A_WORKER a worker. Each
- * row's sums are the same as product()'s: the same bits. */
+/* --threads: a batch as one loop over every product's row chunks
+ * (chunk_for), then one over the rows each has left. A loop over the
+ * products alone holds the chunks and the rest of each (two statements:
+ * the workers cannot split below it), and 3 attention heads split 2:1
+ * over 2 workers. Each row's sums are the same as product()'s: the same
+ * bits. */
 static void batch_in_chunks(mc_lower_ctx *c, const kt_gemm *g)
 {
 	mc_kb *kb = c->kb;
-	int64_t mr = tile_rows(g), chunk = chunk_of(g);
-	int64_t per = (PIECES_A_WORKER * kb->threads + g->batch - 1) / g->batch; /* chunks a product */
-	if (g->rows / chunk < per)
-		chunk = g->rows / per / mr * mr;
-	if (chunk < mr)
-		chunk = mr;
+	int64_t chunk = chunk_for(kb, g, g->batch);
 	int64_t full = g->rows / chunk, rest = g->rows % chunk;
 	if (full > 0) {
 		mc_kexpr *bc = mc_kb_fori(kb, g->batch * full, MC_KF_PARALLEL);

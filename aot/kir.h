@@ -552,8 +552,15 @@ void mc_kb_template(mc_kb *kb, const mc_ktemplate *t); /* copies t */
 bool mc_kbody_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored);
 
 /* --threads (aot/ksplit.c): k's splits for `workers` workers (none below
- * two), and its private scratch's copies. */
-void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers);
+ * two), and its private scratch's copies; a loop splits from min_work
+ * statement runs (its iterations' statements, each loop's counted its
+ * trips' times). */
+void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers, int64_t min_work);
+/* The default min_work: a parallel_for costs a pool about 1.5 us (two
+ * cores handing cache lines over, runtime-min's pool on a 2-core host);
+ * a loop of fewer statement runs (a few microseconds) gains less than
+ * that from a second worker. */
+#define MC_SPLIT_MIN_WORK 16384
 /* A parallel loop of constant bounds [*from, *from + *count). */
 bool mc_ksplit_const_parallel(const mc_kstmt *s, int64_t *from, int64_t *count);
 /* Marks in loaded[] the buffers expression x loads. */

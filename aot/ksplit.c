@@ -1,6 +1,7 @@
 /* --threads: which of a kernel's loops the workers split, decided once
  * after lowering (the plan sizes the scratch copies it asks for; the C
- * emitter prints the ranges).
+ * emitter prints the ranges). A loop of less work than min_work (its
+ * statement runs) stays on the calling thread.
  *
  * A top-level parallel loop of constant bounds splits where its
  * iterations share nothing but what they read: no failure or break out of
@@ -59,6 +60,40 @@ static bool split_nest(const mc_kernel *k, const mc_kstmt *s, int workers, mc_ks
 	return sp->count >= 2;
 }
 
+/* The statements statement s runs, each loop's body counted its trips'
+ * times (SPLIT_GUESS_TRIPS where its bounds are not constants), capped at
+ * WORK_CAP. */
+#define SPLIT_GUESS_TRIPS 16
+#define WORK_CAP ((int64_t)1 << 40)
+static int64_t list_work(const mc_kstmt *s);
+static int64_t stmt_work(const mc_kstmt *s)
+{
+	int64_t from, to;
+	switch (s->kind) {
+	case MC_KS_FOR: {
+		int64_t trips = mc_k_is_const(s->a, &from) && mc_k_is_const(s->b, &to) ? to - from : SPLIT_GUESS_TRIPS;
+		int64_t body = list_work(s->body);
+		return trips > 0 && body > WORK_CAP / trips ? WORK_CAP : 1 + trips * body;
+	}
+	case MC_KS_IF: {
+		int64_t a = list_work(s->body), b = list_work(s->orelse);
+		return 1 + (a > b ? a : b);
+	}
+	case MC_KS_TEMPLATE:
+		return WORK_CAP; /* a library's product, a micro-kernel: large */
+	default:
+		return 1;
+	}
+}
+
+static int64_t list_work(const mc_kstmt *s)
+{
+	int64_t w = 0;
+	for (; s && w < WORK_CAP; s = s->next)
+		w += stmt_work(s);
+	return w < WORK_CAP ? w : WORK_CAP;
+}
+
 static void mark_list(const mc_kstmt *s, bool *loaded, bool *stored);
 
 /* Marks the buffers statement s loads and stores. */
@@ -84,9 +119,12 @@ enum { NOT_STORED, SLOTS, PRIVATE };
 
 /* Whether top-level loop s splits (sp), and where it does, what it does
  * with each scratch buffer (use, n_bufs: SLOTS, PRIVATE or NOT_STORED). */
-static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, mc_ksplit *sp, int *use)
+static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, int64_t min_work, mc_ksplit *sp,
+                       int *use)
 {
 	if (!split_nest(k, s, workers, sp))
+		return false;
+	if (stmt_work(s) < min_work) /* a hand-over to the workers would cost more */
 		return false;
 	for (const mc_kstmt *t = k->body; t != s; t = t->next)
 		if (t->kind == MC_KS_DECL && k->vars[t->var].mutable_)
@@ -153,7 +191,7 @@ static void flatten_single_loops(mc_kernel *k)
 	}
 }
 
-void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers)
+void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers, int64_t min_work)
 {
 	k->n_splits = 0;
 	k->splits = NULL;
@@ -169,7 +207,7 @@ void mc_ksplit_plan(mc_kpool *pool, mc_kernel *k, int workers)
 	int *use = mc_xcalloc((size_t)k->n_bufs + 1, sizeof(int));
 	for (const mc_kstmt *s = k->body; s; s = s->next) {
 		mc_ksplit *sp = &splits[k->n_splits];
-		if (!split_loop(k, s, workers, sp, use))
+		if (!split_loop(k, s, workers, min_work, sp, use))
 			continue;
 		k->n_splits++;
 		for (int i = 0; i < k->n_bufs; i++) {

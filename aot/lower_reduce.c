@@ -288,7 +288,7 @@ static bool one_reduced_run(const mc_shape *s, const bool *reduced, int64_t *out
  * each read every row. Every build sums this way: the same bits on any
  * number of workers. */
 #define SLICES 16
-#define SLICE_MIN_RUN 2048
+#define SLICE_MIN_RUN 256
 
 /* Vector i of [outer][rows][inner] floats x, summed over rows [r0, r0 +
  * n) into acc. */

@@ -567,7 +567,7 @@ static int stage_lower(build *b)
 	/* --threads: the loops the workers split, before the plan sizes the
 	 * scratch copies they ask for (aot/ksplit.c) */
 	for (int s = 0; s < p->n_kernels; s++)
-		mc_ksplit_plan(p->pool, p->kernels[s], p->threads);
+		mc_ksplit_plan(p->pool, p->kernels[s], p->threads, p->threads_min_work);
 	return mc_program_check(p);
 }
 
@@ -1368,6 +1368,7 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	p->target = *t;
 	p->macs = mc_graph_macs(g);
 	p->threads = o->threads > 1 ? o->threads : 1;
+	p->threads_min_work = o->threads_min_work >= 0 ? o->threads_min_work : MC_SPLIT_MIN_WORK;
 	p->blas = o->blas && !strcmp(o->blas, "openblas");
 	p->blas_min_macs = o->blas_min_macs > 0 ? o->blas_min_macs : 0;
 	snprintf(p->weights_section, sizeof p->weights_section, "%s", o->weights_section ? o->weights_section : "");

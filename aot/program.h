@@ -115,6 +115,7 @@ typedef struct mc_program {
 	 * input_at[i] and output_at[j] (MC_LOC_ARENA: pool, offset) */
 	bool io_in_arena;
 	int threads;                /* --threads: > 1, parallel loops through NAME_run_threads' hook */
+	int64_t threads_min_work;   /* the work (statement runs) from which a loop splits */
 	bool blas;                  /* --blas openblas: kernels may call cblas_sgemm (MC_TMPL_SGEMM) */
 	int64_t blas_min_macs;      /* > 0: the products they hand it, from this many multiply-adds
 	                             * (else MC_BLAS_MIN_ROWS... of aot/kir.h) */

@@ -1,8 +1,8 @@
 /* modelc_threads_pthread.h's pool.
  *
  * A run hands over one loop after another, microseconds apart. Each
- * parallel_for cuts [0, n) into pieces (PIECES_A_WORKER a worker), the
- * pieces into one contiguous share a worker (the caller's the first), and
+ * parallel_for cuts [0, n) into one even contiguous share a worker (the
+ * caller's the first), each share into pieces (PIECES_A_WORKER), and
  * publishes them under a new generation number. Each thread runs the
  * pieces of its own share first, claiming the next with one
  * compare-and-swap of the share's word (generation, next piece), then
@@ -42,8 +42,7 @@ struct modelc_pthread_pool {
 	/* the current generation's loop, written while its shares' words say
 	 * WRITING */
 	atomic_uintptr_t fn, arg; /* modelc_task_fn, void * */
-	atomic_llong n, piece;
-	atomic_uint pieces;
+	atomic_llong n;
 	atomic_uint generation; /* what idle workers watch */
 	atomic_uint finished;   /* pieces of this generation run to their end */
 	atomic_int sleepers;
@@ -54,6 +53,15 @@ typedef struct {
 	modelc_pthread_pool *pool;
 	int index;
 } worker_arg;
+
+/* Share s of [0, n): iterations [*lo, *lo + *len), the workers' even
+ * parts; returns its pieces, PIECES_A_WORKER or one an iteration. */
+static unsigned share_of(const modelc_pthread_pool *p, int64_t n, int s, int64_t *lo, int64_t *len)
+{
+	*lo = n * s / p->workers;
+	*len = n * (s + 1) / p->workers - *lo;
+	return (unsigned)(*len < PIECES_A_WORKER ? *len : PIECES_A_WORKER);
+}
 
 /* A share's next piece while a new generation's loop is being written:
  * nothing to claim yet. */
@@ -78,21 +86,18 @@ static bool run_share(modelc_pthread_pool *p, unsigned gen, int s)
 			word = atomic_load_explicit(w, memory_order_acquire);
 			continue;
 		}
-		unsigned pieces = atomic_load_explicit(&p->pieces, memory_order_relaxed);
 		modelc_task_fn fn = (modelc_task_fn)atomic_load_explicit(&p->fn, memory_order_relaxed);
 		void *arg = (void *)atomic_load_explicit(&p->arg, memory_order_relaxed);
 		int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-		int64_t piece = atomic_load_explicit(&p->piece, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
-		/* share s: pieces [s * pieces / workers, (s + 1) * pieces / workers) */
-		unsigned at = (unsigned)((uint64_t)s * pieces / (unsigned)p->workers) + next;
-		if (at >= (uint64_t)(s + 1) * pieces / (unsigned)p->workers)
+		int64_t lo, len;
+		unsigned count = share_of(p, n, s, &lo, &len);
+		if (next >= count)
 			return true;
 		if (!atomic_compare_exchange_weak_explicit(w, &word, word + 1, memory_order_acq_rel,
 		                                           memory_order_acquire))
 			continue; /* word reloaded */
-		int64_t begin = (int64_t)at * piece, end = begin + piece < n ? begin + piece : n;
-		fn(arg, begin, end);
+		fn(arg, lo + len * next / count, lo + len * (next + 1) / count);
 		atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel);
 		word = atomic_load_explicit(w, memory_order_acquire);
 	}
@@ -196,9 +201,11 @@ void modelc_pthread_parallel_for(void *ctx, modelc_task_fn fn, void *arg, int64_
 		fn(arg, 0, n);
 		return;
 	}
-	int64_t want = (int64_t)p->workers * PIECES_A_WORKER;
-	int64_t piece = (n + want - 1) / want;
-	unsigned pieces = (unsigned)((n + piece - 1) / piece);
+	unsigned pieces = 0;
+	for (int s = 0; s < p->workers; s++) {
+		int64_t lo, len;
+		pieces += share_of(p, n, s, &lo, &len);
+	}
 	/* the last generation is over (each piece finished): the new one's
 	 * words say WRITING while its loop is written (run_share) */
 	unsigned gen = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1;
@@ -209,8 +216,6 @@ void modelc_pthread_parallel_for(void *ctx, modelc_task_fn fn, void *arg, int64_
 	atomic_store_explicit(&p->fn, (uintptr_t)fn, memory_order_relaxed);
 	atomic_store_explicit(&p->arg, (uintptr_t)arg, memory_order_relaxed);
 	atomic_store_explicit(&p->n, n, memory_order_relaxed);
-	atomic_store_explicit(&p->piece, piece, memory_order_relaxed);
-	atomic_store_explicit(&p->pieces, pieces, memory_order_relaxed);
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
 	for (int s = 0; s < p->workers; s++)
 		atomic_store_explicit(&p->shares[s].word, (unsigned long long)gen << 32, memory_order_release);

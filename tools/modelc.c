@@ -77,7 +77,10 @@ static void usage(FILE *f)
 	      "                            the caller passes to NAME_run_threads (runtime-min's\n"
 	      "                            modelc_threads_pthread.c has one for POSIX threads);\n"
 	      "                            outputs bit-identical to one thread's\n"
-	      "  --blas openblas           the C target's large float MatMul and Gemm call\n"
+	      "  --threads-min-work N      --threads: a loop splits from N statement runs of the\n"
+	      "                            kernel IR (default 16384: a few microseconds, what a\n"
+	      "                            hand-over to the workers costs); 1: every loop\n"
+	      "  --blas openblas           the C target's large float MatMul, Gemm and 1x1 convolutions call\n"
 	      "                            cblas_sgemm (OpenBLAS; link -lopenblas): products of\n"
 	      "                            64 rows, 128 columns and depth 128 or more, where it is\n"
 	      "                            faster than the generated tiles; none: never (default)\n"
@@ -216,6 +219,11 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--no-fuse") == 0) {
 		o->no_fuse = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--threads-min-work") == 0 && has_val) {
+		int n;
+		if (count_arg(c, a, argv[++*i], "statement run", 2000000000, &n))
+			return -1;
+		o->threads_min_work = n;
 	} else if (strcmp(a, "--blas-min-macs") == 0 && has_val) {
 		int n;
 		if (count_arg(c, a, argv[++*i], "multiply-add", 2000000000, &n))

@@ -353,6 +353,7 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 	o.optimize = getenv("MODELC_OPTIMIZE"); /* NULL: speed */
 	o.io_in_arena = getenv("MODELC_IO_IN_ARENA") != NULL; /* the harness copies in and out */
 	o.threads = threads;
+	o.threads_min_work = 1; /* the tests' small loops split too */
 	if (mc_compile_graph(g, NULL, dir, &o)) {
 		snprintf(msg, n, "%s", first_error);
 		status = strstr(first_error, "has no lowering") || is_unsupported_message(first_error)

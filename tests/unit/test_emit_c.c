@@ -869,6 +869,7 @@ static char *check_threads(mb *b, const char *isa, int in_n, int out_n)
 	o.name = "thr";
 	o.isa = isa;
 	o.threads = 2;
+	o.threads_min_work = 1; /* these small models' loops split too */
 	o.no_stack_usage = true;
 	cr_assert_eq(mc_compile(model, dir, &o), 0);
 	char main_c[sizeof threads_main + 64];

@@ -352,8 +352,10 @@ bool kt_blas_takes(const mc_kb *kb, int64_t batch, int64_t m, int64_t n, int64_t
 {
 	if (!kb->blas)
 		return false;
-	return kb->blas_min_macs > 0 ? batch * m * n * k >= kb->blas_min_macs
-	                             : m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS && k >= MC_BLAS_MIN_DEPTH;
+	if (kb->blas_min_macs > 0)
+		return batch * m * n * k >= kb->blas_min_macs;
+	return kb->isa->max_lanes <= MC_BLAS_MAX_LANES && m >= MC_BLAS_MIN_ROWS && n >= MC_BLAS_MIN_COLS &&
+	       k >= MC_BLAS_MIN_DEPTH;
 }
 
 bool kt_blas_operands_plain(const mc_lower_ctx *c)

@@ -131,8 +131,9 @@ void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
 
 /* --blas openblas (aot/kern_gemm.c): whether a batch of m x n x k float
  * products goes to cblas_sgemm (mc_kb.blas and the rule of kir.h:
- * MC_BLAS_MAX_LANES and MC_BLAS_MIN_*, or --blas-min-macs), and whether the node's operands are
- * read as stored (no gather fused in, no ring of output rows). */
+ * MC_BLAS_MAX_LANES and MC_BLAS_MIN_*, or --blas-min-macs), and whether
+ * the node's operands are read as stored (no gather fused in, no ring of
+ * output rows). */
 bool kt_blas_takes(const mc_kb *kb, int64_t batch, int64_t m, int64_t n, int64_t k);
 bool kt_blas_operands_plain(const mc_lower_ctx *c);
 /* What the product adds: buf's element per column (full: per element;

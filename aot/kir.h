@@ -249,7 +249,7 @@ typedef enum {
  * generated tiles on one core (bench/blas/run, bench/RESULTS.md): with
  * 8-lane vectors (AVX2) at least 64 rows, 128 columns and a depth of 128
  * (1.1-1.3x there; fewer rows lose up to 7x, a thin 3136 x 64 x 64 15%);
- * with 16 lanes (AVX-512: MC_BLAS_MAX_LANES) none, the tiles 1.05-2x
+ * with 16 lanes (AVX-512: MC_BLAS_MAX_LANES) none, the tiles 1.02-2x
  * faster at every size measured. */
 #define MC_BLAS_MAX_LANES 8
 #define MC_BLAS_MIN_ROWS 64

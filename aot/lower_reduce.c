@@ -310,7 +310,8 @@ static void reduce_inner_slices(mc_lower_ctx *c, int64_t outer, int64_t run, int
 	/* part[o][s][i]: slice s's sums */
 	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
 	mc_kexpr *sl = loop(kb, SLICES, MC_KF_PARALLEL);
-	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, run), mc_k_muli(kb, sl, rows)), inner));
+	mc_kexpr *first = mc_k_add(kb, mc_k_muli(kb, o, run), mc_k_muli(kb, sl, rows)); /* the slice's first row */
+	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, first, inner));
 	mc_kexpr *part_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, SLICES), sl), inner));
 	for (int p = 0; p < mc_lower_vec_parts(inner, lanes); p++) {
 		int l = p ? 1 : lanes;

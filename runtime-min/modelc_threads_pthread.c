@@ -72,7 +72,7 @@ static unsigned share_of(const modelc_pthread_pool *p, int64_t n, int s, int64_t
  * acquire fence between (parallel_for writes them between WRITING words,
  * a release fence, and the open ones). A claim that succeeds found the
  * word still at gen with pieces left in the share, so the generation had
- * not ended and the fields read were gen's. 0 once the generation is
+ * not ended and the fields read were gen's. False once the generation is
  * over. */
 static bool run_share(modelc_pthread_pool *p, unsigned gen, int s)
 {

@@ -246,15 +246,11 @@ static void gen_row(dw_gen *d)
 	border_pixels(d, hi, d->g.w.out);
 }
 
-/* Output rows [lo, hi): interior ones read every kernel row (a range known
+/* Output row d->oh: an interior one reads every kernel row (a range known
  * now, which blocks unroll), the others their own range of kernel rows. */
-static void rows(dw_gen *d, int64_t lo, int64_t hi, bool interior)
+static void row(dw_gen *d, bool interior)
 {
-	if (lo >= hi)
-		return;
 	mc_kb *kb = d->c->kb;
-	int depth = 0;
-	d->oh = mc_nhwc_range(kb, idx(kb, lo), idx(kb, hi), MC_KF_PARALLEL, &depth);
 	if (interior)
 		d->th = (mc_nhwc_taps){ mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, d->oh, d->g.h.s),
 		                                                -d->g.h.pb)),
@@ -262,6 +258,34 @@ static void rows(dw_gen *d, int64_t lo, int64_t hi, bool interior)
 	else
 		mc_nhwc_taps_at(kb, &d->g.h, d->oh, &d->th);
 	gen_row(d);
+}
+
+/* Output rows [lo, hi), all interior or all not. */
+static void rows(dw_gen *d, int64_t lo, int64_t hi, bool interior)
+{
+	if (lo >= hi)
+		return;
+	mc_kb *kb = d->c->kb;
+	int depth = 0;
+	d->oh = mc_nhwc_range(kb, idx(kb, lo), idx(kb, hi), MC_KF_PARALLEL, &depth);
+	row(d, interior);
+	mc_kb_end_n(kb, depth);
+}
+
+/* --threads: every output row in one loop, each an interior row [lo, hi)
+ * or a border one: one hand-over to the workers, not three, and their
+ * shares of rows those of the kernels around (the same sums as rows()'s). */
+static void all_rows(dw_gen *d, int64_t lo, int64_t hi)
+{
+	mc_kb *kb = d->c->kb;
+	int depth = 0;
+	d->oh = mc_nhwc_range(kb, idx(kb, 0), idx(kb, d->g.h.out), MC_KF_PARALLEL, &depth);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, d->oh, idx(kb, lo)),
+	                      mc_k_bin(kb, MC_KB_LT, d->oh, idx(kb, hi))));
+	row(d, true);
+	mc_kb_else(kb);
+	row(d, false);
+	mc_kb_end(kb);
 	mc_kb_end_n(kb, depth);
 }
 
@@ -301,9 +325,13 @@ int mc_kern_dwconv_nhwc(mc_lower_ctx *c)
 	d.n = mc_nhwc_range(kb, idx(kb, 0), idx(kb, g.n), MC_KF_PARALLEL, &depth);
 	int64_t lo, hi;
 	mc_nhwc_interior(&g.h, &lo, &hi);
-	rows(&d, 0, lo, false);
-	rows(&d, lo, hi, true);
-	rows(&d, hi, g.h.out, false);
+	if (kb->threads > 1 && lo < hi && (lo > 0 || hi < g.h.out)) {
+		all_rows(&d, lo, hi);
+	} else {
+		rows(&d, 0, lo, false);
+		rows(&d, lo, hi, true);
+		rows(&d, hi, g.h.out, false);
+	}
 	mc_kb_end_n(kb, depth);
 	return 0;
 }

@@ -53,7 +53,10 @@ static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kex
 	int64_t n = g->cols->n;
 	panel.b0 = mc_kb_let(kb, mc_k_add(kb, at->b0, panel.b0));
 	kt_tile t = { .panel = panel, .mr = mr, .a_buf = g->a_buf, .b_buf = g->b_buf };
-	t.sets = kt_sets(kb->isa, mr, panel.shape->nvec, g->k);
+	/* the panel's sets, not the tile's: a row's sums do not depend on
+	 * whether it falls in a full tile or the last rows of a chunk (the
+	 * chunks differ with --threads) */
+	t.sets = panel.shape->sets;
 	mc_kexpr *lin[KT_MAX_MR], **coords[KT_MAX_MR];
 	for (int r = 0; r < mr; r++) {
 		mc_kexpr *row = mc_kb_let(kb, mc_k_addi(kb, r0, r));

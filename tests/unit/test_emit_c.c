@@ -977,3 +977,57 @@ Test(emit_c, threads_split_a_batch_of_products_in_row_chunks)
 	cr_assert(strstr(src, "thr_k1_qk_t0, &task, 18);") && strstr(src, "thr_k1_qk_t1, &task, 3);"), "%s", src);
 	free(src);
 }
+
+/* --threads against no --threads: the same model compiled both ways gives
+ * the same bytes. With --threads a product's rows come in smaller chunks
+ * (a share a worker), so each row must sum alike wherever its tile falls:
+ * products of 300 and 257 rows whose columns leave a tail panel. */
+Test(emit_c, threads_build_gives_the_plain_builds_bytes)
+{
+	if (!host_runs_isa("avx2"))
+		return;
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "300,72");
+	static float w1[72 * 44], w2[44 * 100];
+	for (int i = 0; i < 72 * 44; i++)
+		w1[i] = (float)((i * 7) % 23 - 11) / 32;
+	for (int i = 0; i < 44 * 100; i++)
+		w2[i] = (float)((i * 5) % 19 - 9) / 16;
+	mb_init_floats(b, g, "w1", "72,44", w1, 72 * 44);
+	mb_init_floats(b, g, "w2", "44,100", w2, 44 * 100);
+	mb_node(b, g, "MatMul", "m1", "x,w1", "h");
+	mb_node(b, g, "MatMul", "m2", "h,w2", "y");
+	mb_output(b, g, "y");
+	char *dir = make_temp_dir();
+	char *model = save_model(b, dir, "m.onnx");
+	const char *names[2] = { "one", "thr" };
+	for (int k = 0; k < 2; k++) {
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = names[k];
+		o.isa = "avx2";
+		o.threads = k ? 2 : 0;
+		o.no_stack_usage = true;
+		cr_assert_eq(mc_compile(model, dir, &o), 0, "%s", diag_all());
+	}
+	write_text(dir, "main.c",
+	           "#include \"one.h\"\n#include \"thr.h\"\n#include \"modelc_threads_pthread.c\"\n#include <string.h>\n"
+	           "static float x[300 * 72], y0[300 * 100], y1[300 * 100];\n"
+	           "static _Alignas(64) unsigned char a0[ONE_ARENA_BYTES + 1], a1[THR_ARENA_BYTES + 1];\n"
+	           "int main(void)\n{\n"
+	           "\tfor (int i = 0; i < 300 * 72; i++)\n\t\tx[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;\n"
+	           "\tconst void *in[1] = { x };\n\tvoid *o0[1] = { y0 }, *o1[1] = { y1 };\n"
+	           "\tmodelc_pthread_pool *pool = modelc_pthread_pool_new(2);\n"
+	           "\tmodelc_threads t = { modelc_pthread_parallel_for, pool };\n"
+	           "\tif (!pool || one_run(a0, in, o0) || thr_run_threads(a1, in, o1, &t))\n\t\treturn 2;\n"
+	           "\tmodelc_pthread_pool_free(pool);\n"
+	           "\treturn memcmp(y0, y1, sizeof y0) ? 3 : 0;\n}\n");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -O1 -march=native -Wall -Wextra -Werror -pthread -o t one.c "
+	                          "one_weights.c thr.c thr_weights.c main.c -lm && ./t", dir);
+	cr_assert_eq(system(cmd), 0, "in %s", dir);
+	rm_tree(dir);
+	free(dir);
+	free(model);
+}

@@ -282,34 +282,14 @@ static int remove_tree(const char *dir)
 	return system(cmd);
 }
 
-/* Whether files a and b hold the same bytes; *at is where they first differ. */
-static bool same_bytes(const char *a, const char *b, long *at)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	bool same = fa && fb;
-	*at = 0;
-	while (same) {
-		int ca = fgetc(fa), cb = fgetc(fb);
-		same = ca == cb;
-		if (ca == EOF || !same)
-			break;
-		++*at;
-	}
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
-/* --threads: the harness in dir, which wrote its outputs with `threads`
- * workers, runs again on one into dir/one; every output must be the same
+/* --threads: the harness in dir, whose outputs on `threads` workers are
+ * out, runs again on one into dir/one; every output must be the same
  * bytes. */
-static int same_on_one_worker(const char *dir, int n_in, int n_out, char *msg, size_t n)
+static int same_on_one_worker(const char *dir, const mc_graph *g, mc_tensor **out, char *msg, size_t n)
 {
 	char cmd[8192];
 	size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && mkdir one && ./m_main one --threads 1", dir);
-	for (int i = 0; i < n_in; i++)
+	for (int i = 0; i < g->n_inputs; i++)
 		len += (size_t)snprintf(cmd + len, sizeof cmd - len, " input_%d.bin", i);
 	snprintf(cmd + len, sizeof cmd - len, " > one.log 2>&1");
 	int ws = system(cmd);
@@ -317,13 +297,19 @@ static int same_on_one_worker(const char *dir, int n_in, int n_out, char *msg, s
 		snprintf(msg, n, "the run on one worker failed (status %d)", ws);
 		return ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) <= 128 ? FAIL : CRASH;
 	}
-	for (int k = 0; k < n_out; k++) {
-		char a[4200], b[4200];
-		long at;
-		snprintf(a, sizeof a, "%s/output_%d.bin", dir, k);
-		snprintf(b, sizeof b, "%s/one/output_%d.bin", dir, k);
-		if (!same_bytes(a, b, &at)) {
-			snprintf(msg, n, "output %d on %d workers differs from one worker's at byte %ld", k, threads, at);
+	for (int k = 0; k < g->n_outputs; k++) {
+		const mc_value *v = &g->values[g->outputs[k]];
+		char path[4200];
+		snprintf(path, sizeof path, "%s/one/output_%d.bin", dir, k);
+		mc_tensor *one = mc_tensor_read_file(path, v->dtype, &v->shape);
+		size_t at = 0;
+		const unsigned char *a = out[k]->data, *b = one ? one->data : NULL;
+		while (b && at < out[k]->nbytes && a[at] == b[at])
+			at++;
+		bool same = b && at == out[k]->nbytes;
+		mc_tensor_free(one);
+		if (!same) {
+			snprintf(msg, n, "output %d on %d workers differs from one worker's at byte %zu", k, threads, at);
 			return FAIL;
 		}
 	}
@@ -373,7 +359,7 @@ static int compiled_run(mc_graph *g, mc_tensor **in, mc_tensor **out, char *msg,
 		status = r == MC_HARNESS_RUN && (exit_status > 128 || exit_status < 0) ? CRASH : FAIL;
 		goto done;
 	}
-	status = threads > 1 ? same_on_one_worker(dir, g->n_inputs, g->n_outputs, msg, n) : PASS;
+	status = threads > 1 ? same_on_one_worker(dir, g, out, msg, n) : PASS;
 done:
 	if (!keep_dirs)
 		remove_tree(dir);

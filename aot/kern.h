@@ -105,6 +105,20 @@ void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
  * of them). */
 int64_t kt_packed_cols(const kt_cols *cols);
 
+/* Loop order by B's size. Each block of rows (pixels) reads all of B
+ * once. B up to KT_BIG_B_BYTES stays in a core's L2 from one block to the
+ * next; a larger one does not, and the kernels then take up to
+ * KT_BIG_B_A_BYTES of A a block, panel by panel (A read from L2 once a
+ * panel, B once a block from memory). resnet50's last 1x1 convolutions (49
+ * rows, 4 MB of B) had read B 9 times a call, ConvNeXt's last MLPs 9. */
+#define KT_BIG_B_BYTES (512 * 1024)
+#define KT_BIG_B_A_BYTES (1024 * 1024)
+/* Whether a B of this many packed bytes is big (above). */
+static inline bool kt_b_is_big(int64_t b_bytes)
+{
+	return b_bytes > KT_BIG_B_BYTES;
+}
+
 /* One row: out[j] = bias[j] + sum over kk < k of a[a_at + kk] * B[kk][j] for
  * the columns j of cols (B packed by kt_pack, bias by kt_pack_bias or -1),
  * stored as whole vectors into the f32 buffer out_buf at j: it holds

@@ -218,12 +218,46 @@ static void ring_copy_out(mc_lower_ctx *c, const row_ring *r, mc_kexpr *g)
 	}
 }
 
+/* Every output row of one panel. */
+static void panel_of_every_row(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel)
+{
+	mc_kb *kb = c->kb;
+	int nb_depth = 0, oh_depth = 0;
+	mc_kexpr *nb = range(kb, idx(kb, 0), idx(kb, cg->batch), MC_KF_PARALLEL, &nb_depth);
+	mc_kexpr *oh = range(kb, idx(kb, 0), idx(kb, cg->h.out), MC_KF_PARALLEL, &oh_depth);
+	taps th;
+	fwd_taps(kb, &cg->h, oh, &th);
+	row_panel(c, cg, panel, nb, oh, &th);
+	mc_kb_end_n(kb, oh_depth + nb_depth);
+}
+
+/* A big weight (kern.h: kt_b_is_big) over an input that stays in L2:
+ * panel by panel, each over every output row, so that each panel is read
+ * from memory once, not once an output row. */
+static bool panels_outside(const conv_geom *cg)
+{
+	int64_t in_bytes = 4 * cg->batch * cg->h.in * cg->w.in * cg->cin;
+	int64_t w_bytes = 4 * cg->h.k * cg->w.k * cg->cin * kt_packed_cols(cg->cols);
+	return kt_b_is_big(w_bytes) && in_bytes <= KT_BIG_B_A_BYTES;
+}
+
 static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)
 {
 	mc_kb *kb = c->kb;
 	const kt_cols *cols = cg->cols;
 	row_ring ring;
 	bool ringed = ring_of(c, cg, &ring);
+	if (!ringed && panels_outside(cg)) {
+		if (cols->n_main > 0) {
+			int pd = 0;
+			mc_kexpr *p = range(kb, idx(kb, 0), idx(kb, cols->n_main), MC_KF_PARALLEL, &pd);
+			panel_of_every_row(c, cg, kt_main_panel(kb, cols, p));
+			mc_kb_end_n(kb, pd);
+		}
+		if (cols->tail.nvec > 0)
+			panel_of_every_row(c, cg, kt_tail_panel(kb, cols));
+		return;
+	}
 	/* the ring's rows go in order */
 	unsigned rows = ringed ? 0 : MC_KF_PARALLEL;
 	int nb_depth = 0, oh_depth = 0;

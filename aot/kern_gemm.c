@@ -11,6 +11,7 @@
  * first panel is still in L1/L2 for the next ones. */
 #define CHUNK_BYTES 32768
 
+
 /* The output coords of row `row` (its dims but the last; extent-1 dims
  * at 0), the last left for the store to fill. */
 static mc_kexpr **row_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *row)
@@ -109,10 +110,18 @@ static int64_t tile_rows(const kt_gemm *g)
 	return g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
 }
 
-/* The rows of A a chunk takes: CHUNK_BYTES of it, whole tiles. */
+/* B's bytes as the panels hold them. */
+static int64_t b_bytes(const kt_gemm *g)
+{
+	return 4 * g->k * kt_packed_cols(g->cols);
+}
+
+/* The rows of A a chunk takes: CHUNK_BYTES of it (KT_BIG_B_A_BYTES where
+ * B is big, kern.h), whole tiles. */
 static int64_t chunk_of(const kt_gemm *g)
 {
-	int64_t mr = tile_rows(g), chunk = CHUNK_BYTES / 4 / (g->k > 0 ? g->k : 1);
+	int64_t bytes = kt_b_is_big(b_bytes(g)) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
+	int64_t mr = tile_rows(g), chunk = bytes / 4 / (g->k > 0 ? g->k : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
 }
 
@@ -130,7 +139,9 @@ static int64_t chunk_of(const kt_gemm *g)
 static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 {
 	int64_t mr = tile_rows(g), chunk = chunk_of(g);
-	if (kb->threads > 1) {
+	/* a big B: the workers split the panels (each reads its own share of
+	 * B), not the rows (each would read all of it) */
+	if (kb->threads > 1 && !kt_b_is_big(b_bytes(g))) {
 		int64_t per = (PIECES_A_WORKER * kb->threads + products - 1) / products;
 		if (per > 1 && g->rows / chunk < per)
 			chunk = g->rows / per / mr * mr;

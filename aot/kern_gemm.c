@@ -38,54 +38,130 @@ static mc_kexpr **row_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *row)
 	return co;
 }
 
-/* One product of a batch: where its A, B and output rows start. */
+/* One product of a batch: where its A, B and output rows start; and how
+ * its main panels' reductions go (k_block_of). */
 typedef struct {
 	const kt_gemm *g;
 	mc_kexpr *a0, *b0;       /* element offsets into A and B */
 	mc_kexpr *row0;          /* the output row of its row 0 */
+	int64_t kc;              /* > 0: main panels in blocks of kc steps */
+	int part_buf;            /* then: a chunk's partial sums, [row][main width] */
 } gemm_at;
 
-/* One tile: rows [r0, r0 + mr) of a panel. */
-static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0, int mr)
+/* A block of a tile's reduction (K-blocking): steps [k0, k0 + len), the
+ * sums carried from block to block in at->part_buf, whose row 0 is the
+ * chunk's row chunk_r0; the last block stores through the output. */
+typedef struct {
+	mc_kexpr *k0;
+	int64_t len;
+	mc_kexpr *chunk_r0;
+	bool last;
+} k_part;
+
+/* Where row `row`'s vector at column offset `off` of the panel lies in
+ * part_buf. */
+static mc_kexpr *part_at(mc_kb *kb, const gemm_at *at, const k_part *kp, mc_kexpr *row, int64_t off)
+{
+	int64_t w = at->g->cols->main.width;
+	return mc_k_addi(kb, mc_k_muli(kb, mc_k_sub(kb, row, kp->chunk_r0), w), off);
+}
+
+/* One tile: rows [r0, r0 + mr) of a panel, its whole reduction (kp NULL)
+ * or one block of it. */
+static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0, int mr,
+                      const k_part *kp)
 {
 	mc_kb *kb = c->kb;
 	const kt_gemm *g = at->g;
+	const kt_shape *s = panel.shape;
 	const mc_shape *os = &c->out[0]->shape;
 	int64_t n = g->cols->n;
-	panel.b0 = mc_kb_let(kb, mc_k_add(kb, at->b0, panel.b0));
+	mc_kexpr *k0 = kp ? kp->k0 : mc_k_index(kb, 0);
+	panel.b0 = mc_kb_let(kb, mc_k_add(kb, mc_k_add(kb, at->b0, panel.b0),
+	                                  mc_k_muli(kb, k0, panel.b_stride)));
 	kt_tile t = { .panel = panel, .mr = mr, .a_buf = g->a_buf, .b_buf = g->b_buf };
 	/* the panel's sets, not the tile's: a row's sums do not depend on
 	 * whether it falls in a full tile or the last rows of a chunk (the
 	 * chunks differ with --threads) */
-	t.sets = panel.shape->sets;
-	mc_kexpr *lin[KT_MAX_MR], **coords[KT_MAX_MR];
+	t.sets = s->sets;
+	mc_kexpr *rows[KT_MAX_MR], *lin[KT_MAX_MR], **coords[KT_MAX_MR];
 	for (int r = 0; r < mr; r++) {
-		mc_kexpr *row = mc_kb_let(kb, mc_k_addi(kb, r0, r));
-		mc_kexpr *orow = mc_kb_let(kb, mc_k_add(kb, at->row0, row));
-		t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, at->a0, mc_k_muli(kb, row, g->k)));
+		rows[r] = mc_kb_let(kb, mc_k_addi(kb, r0, r));
+		mc_kexpr *orow = mc_kb_let(kb, mc_k_add(kb, at->row0, rows[r]));
+		t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, mc_k_add(kb, at->a0, mc_k_muli(kb, rows[r], g->k)),
+		                                    k0));
 		lin[r] = mc_k_muli(kb, orow, n);
 		coords[r] = row_coords(kb, os, orow);
 	}
-	kt_tile_init(kb, &t, g->bias_buf);
-	kt_tile_reduce(kb, &t, g->k, 1);
-	kt_tile_store(c, &t, lin, coords);
+	if (!kp) {
+		kt_tile_init(kb, &t, g->bias_buf);
+		kt_tile_reduce(kb, &t, g->k, 1);
+		kt_tile_store(c, &t, lin, coords);
+		return;
+	}
+	/* one set (k_block_of): the sums so far are its accumulators */
+	for (int r = 0; r < mr; r++)
+		for (int v = 0, off = 0; v < s->nvec; off += s->lanes[v++])
+			t.acc[0][r][v] = mc_kb_local(kb, mc_k_vload(kb, at->part_buf,
+			                                            part_at(kb, at, kp, rows[r], off),
+			                                            s->lanes[v]));
+	kt_tile_reduce(kb, &t, kp->len, 1);
+	if (kp->last) {
+		kt_tile_store(c, &t, lin, coords);
+		return;
+	}
+	for (int r = 0; r < mr; r++)
+		for (int v = 0, off = 0; v < s->nvec; off += s->lanes[v++])
+			mc_kb_store(kb, at->part_buf, part_at(kb, at, kp, rows[r], off), t.acc[0][r][v]);
 }
 
-/* Rows [r0, r0 + nrows) of one panel: full tiles in a loop, then the rest. */
+/* Rows [r0, r0 + nrows) of one panel: full tiles in a loop, then the
+ * rest; their whole reductions (kp NULL) or one block. */
 static void panel_rows(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
-                       int64_t nrows)
+                       int64_t nrows, const k_part *kp)
 {
 	mc_kb *kb = c->kb;
 	int mr = panel.shape->mr;
 	int64_t blocks = nrows / mr, rest = nrows % mr;
+	/* inside a block loop the tiles share part_buf's rows: one worker's */
+	unsigned flags = kp ? 0 : MC_KF_PARALLEL;
 	if (blocks > 0) {
-		mc_kexpr *b = blocks == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, blocks, MC_KF_PARALLEL);
-		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr);
+		mc_kexpr *b = blocks == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, blocks, flags);
+		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr, kp);
 		if (blocks > 1)
 			mc_kb_end(kb);
 	}
 	if (rest > 0)
-		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_addi(kb, r0, blocks * mr)), (int)rest);
+		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_addi(kb, r0, blocks * mr)), (int)rest, kp);
+}
+
+/* Rows [r0, r0 + nrows) of one main panel, K-blocked: part_buf's rows
+ * start as the bias (or zero), then every tile takes the panel's first kc
+ * rows of B, every tile the next kc, ...: a block of B (KBLOCK_BYTES)
+ * stays in L1 while all the chunk's rows use it. Each sum still adds its
+ * products in k order from the bias: the same bits as one pass. */
+static void panel_rows_blocked(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
+                               int64_t nrows)
+{
+	mc_kb *kb = c->kb;
+	const kt_shape *s = panel.shape;
+	const kt_gemm *g = at->g;
+	k_part kp = { .chunk_r0 = r0, .len = at->kc };
+	mc_kexpr *r = mc_kb_let(kb, mc_k_add(kb, r0, mc_kb_fori(kb, nrows, 0)));
+	for (int v = 0, off = 0; v < s->nvec; off += s->lanes[v++]) {
+		mc_kexpr *init = g->bias_buf >= 0
+		                         ? mc_k_vload(kb, g->bias_buf, mc_k_addi(kb, panel.col0, off), s->lanes[v])
+		                         : mc_k_splat(kb, mc_k_float(kb, MC_KT_F32, 0), s->lanes[v]);
+		mc_kb_store(kb, at->part_buf, part_at(kb, at, &kp, r, off), init);
+	}
+	mc_kb_end(kb);
+	int64_t nblocks = g->k / at->kc;
+	kp.k0 = mc_kb_let(kb, mc_k_muli(kb, mc_kb_fori(kb, nblocks - 1, 0), at->kc));
+	panel_rows(c, at, panel, r0, nrows, &kp);
+	mc_kb_end(kb);
+	kp.k0 = mc_k_index(kb, (nblocks - 1) * at->kc);
+	kp.last = true;
+	panel_rows(c, at, panel, r0, nrows, &kp);
 }
 
 /* Rows [r0, r0 + nrows) of every panel. */
@@ -96,12 +172,16 @@ static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t
 	if (cols->n_main > 0) {
 		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0)
 		                                : mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
-		panel_rows(c, at, kt_main_panel(kb, cols, p), r0, nrows);
+		kt_panel panel = kt_main_panel(kb, cols, p);
+		if (at->kc > 0)
+			panel_rows_blocked(c, at, panel, r0, nrows);
+		else
+			panel_rows(c, at, panel, r0, nrows, NULL);
 		if (cols->n_main > 1)
 			mc_kb_end(kb);
 	}
 	if (cols->tail.nvec > 0)
-		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows);
+		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows, NULL);
 }
 
 /* The register tiles' rows. */
@@ -169,10 +249,11 @@ static void product(mc_lower_ctx *c, const gemm_at *at)
 		chunk_rows(c, at, mc_k_index(kb, full * chunk), rest);
 }
 
-/* Product bi of the batch: where it starts. */
-static gemm_at batch_at(mc_kb *kb, const kt_gemm *g, mc_kexpr *bi)
+/* Product bi of the batch: where it starts (how it goes: from `how`). */
+static gemm_at batch_at(mc_kb *kb, const gemm_at *how, mc_kexpr *bi)
 {
-	gemm_at at = { .g = g };
+	const kt_gemm *g = how->g;
+	gemm_at at = *how;
 	at.a0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->a_batch));
 	at.b0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->b_batch));
 	at.row0 = mc_kb_let(kb, mc_k_muli(kb, bi, g->rows));
@@ -185,41 +266,67 @@ static gemm_at batch_at(mc_kb *kb, const kt_gemm *g, mc_kexpr *bi)
  * the workers cannot split below it), and 3 attention heads split 2:1
  * over 2 workers. Each row's sums are the same as product()'s: the same
  * bits. */
-static void batch_in_chunks(mc_lower_ctx *c, const kt_gemm *g)
+static void batch_in_chunks(mc_lower_ctx *c, const gemm_at *how)
 {
 	mc_kb *kb = c->kb;
+	const kt_gemm *g = how->g;
 	int64_t chunk = chunk_for(kb, g, g->batch);
 	int64_t full = g->rows / chunk, rest = g->rows % chunk;
 	if (full > 0) {
 		mc_kexpr *bc = mc_kb_fori(kb, g->batch * full, MC_KF_PARALLEL);
 		mc_kexpr *bi = mc_kb_let(kb, mc_k_div(kb, bc, mc_k_index(kb, full)));
 		mc_kexpr *ch = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, bc, mc_k_index(kb, full)));
-		gemm_at at = batch_at(kb, g, bi);
+		gemm_at at = batch_at(kb, how, bi);
 		chunk_rows(c, &at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
 		mc_kb_end(kb);
 	}
 	if (rest > 0) {
 		mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
-		gemm_at at = batch_at(kb, g, bi);
+		gemm_at at = batch_at(kb, how, bi);
 		chunk_rows(c, &at, mc_k_index(kb, full * chunk), rest);
 		mc_kb_end(kb);
 	}
 }
 
+/* K-blocking (panel_rows_blocked) for a big B (kern.h), whose panels
+ * would otherwise stream from L2 for every tile: blocks of kc rows of a
+ * panel, at most KBLOCK_BYTES (L1 holds one with room for A's rows), kc a
+ * divisor of k. Panels of one accumulator set only; none on scalar ISAs
+ * or where memory counts (the partial sums take scratch). 0: none. */
+#define KBLOCK_BYTES (32 * 1024)
+static int64_t k_block_of(const mc_kb *kb, const kt_gemm *g)
+{
+	const kt_shape *s = &g->cols->main;
+	if (!kt_b_is_big(b_bytes(g)) || kb->for_memory || kb->for_size || kb->isa->max_lanes == 1 ||
+	    g->cols->direct || s->nvec == 0 || s->sets != 1)
+		return 0;
+	int64_t most = KBLOCK_BYTES / 4 / s->width;
+	for (int64_t kc = most; kc >= most / 2 && kc > 0; kc--)
+		if (g->k % kc == 0 && g->k / kc >= 2)
+			return kc;
+	return 0;
+}
+
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 {
 	mc_kb *kb = c->kb;
-	gemm_at at = { g, mc_k_index(kb, 0), mc_k_index(kb, 0), mc_k_index(kb, 0) };
+	gemm_at at = { g, mc_k_index(kb, 0), mc_k_index(kb, 0), mc_k_index(kb, 0), 0, -1 };
+	at.kc = k_block_of(kb, g);
+	if (at.kc > 0) {
+		/* a chunk's rows (chunk_for's at most) */
+		int64_t chunk = chunk_of(g) < g->rows ? chunk_of(g) : g->rows;
+		at.part_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(chunk * g->cols->main.width));
+	}
 	if (g->batch <= 1) {
 		product(c, &at);
 		return;
 	}
 	if (kb->threads > 1 && g->batch < PIECES_A_WORKER * kb->threads) {
-		batch_in_chunks(c, g);
+		batch_in_chunks(c, &at);
 		return;
 	}
 	mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
-	at = batch_at(kb, g, bi);
+	at = batch_at(kb, &at, bi);
 	product(c, &at);
 	mc_kb_end(kb);
 }

@@ -136,6 +136,43 @@ Test(kern_gemm, rows_in_chunks)
 	check_gemm(31, 600);
 }
 
+/* A big B (over KT_BIG_B_BYTES packed, aot/kern.h): 13 rows (two tiles
+ * and a rest) in K blocks (aot/kern_gemm.c: k_block_of), the partial sums
+ * in scratch, 300 columns (main panels and a tail), a residual Add and a
+ * Relu fused after the last block. */
+Test(kern_gemm, big_b_in_k_blocks)
+{
+	for (size_t i = 0; i < sizeof isas / sizeof *isas + 1; i++) {
+		mb *b = mb_new(13);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "a", MC_FLOAT, "13,512");
+		mb_input(b, g, "r", MC_FLOAT, "13,300");
+		init_random(b, "w", "512,300", 512 * 300, 1);
+		init_random(b, "c", "300", 300, 2);
+		mb_node(b, g, "Gemm", "gemm", "a,w,c", "y");
+		mb_node(b, g, "Add", "res", "y,r", "s");
+		mb_node(b, g, "Relu", "relu", "s", "o");
+		mb_output(b, g, "o");
+		if (i < sizeof isas / sizeof *isas) {
+			cr_expect_eq(verify_isa(b, isas[i]), 0, "--isa %s", isas[i]);
+			continue;
+		}
+		/* avx512: the blocked kernel, its one scratch the partial sums */
+		mc_program p;
+		mc_graph *gr = program_isa(b, "avx512", &p);
+		cr_assert_eq(p.n_kernels, 1);
+		int scratch = 0;
+		for (int j = 0; j < p.kernels[0]->n_bufs; j++)
+			scratch += p.kernels[0]->bufs[j].value < 0 && !p.kernels[0]->bufs[j].packed;
+		char *text = kernel_text(p.kernels[0]);
+		cr_expect_eq(scratch, 1, "one scratch buffer, the partial sums:\n%s", text);
+		free(text);
+		mc_program_free(&p);
+		mc_graph_free(gr);
+		mb_free(b);
+	}
+}
+
 /* MatMul: melspectrogram's [1,1,5,257] x [257,32]; batched A with a fused
  * Relu; a 1-D A; a runtime B (the plain lowering). */
 static mb *matmul_model(void)

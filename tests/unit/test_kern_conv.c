@@ -338,6 +338,53 @@ Test(kern_conv, winograd_chosen)
 	}
 }
 
+/* Big weights (over KT_BIG_B_BYTES packed, aot/kern.h) over small images:
+ * 3x3 convolutions panel by panel over every output row (stride 1 on 7x7,
+ * where Winograd's U would be big for 16 tiles, and stride 2), a strided
+ * 1x1, and a flat 1x1 in K blocks with a residual Add after the last. */
+static const conv_case big_weights[] = {
+	{ 1, 7, 7, 64, 300, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Relu" },
+	{ 1, 9, 8, 64, 300, 3, 3, 2, 2, 1, 1, { 1, 1, 1, 1 }, NULL, true, NULL },
+	{ 1, 6, 6, 512, 300, 1, 1, 2, 2, 1, 1, { 0 }, NULL, true, "Add" },
+	{ 1, 5, 5, 512, 300, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, "Add" },
+};
+
+Test(kern_conv, big_weights_small_images)
+{
+	check_all_isas(big_weights, N_OF(big_weights));
+}
+
+/* The 7x7 one is not Winograd on avx512 (no transform scratch), the flat
+ * 1x1 is K-blocked (one scratch: the partial sums). */
+Test(kern_conv, big_weights_kernels)
+{
+	static const int cases[] = { 0, 3 };
+	for (int i = 0; i < 2; i++) {
+		mb *b = mb_new(17);
+		add_case(b, 0, &big_weights[cases[i]]);
+		mc_graph *g = mb_import(b, ".", NULL);
+		cr_assert_not_null(g);
+		to_internal(g);
+		cr_assert_eq(mc_infer_graph(g), 0);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.isa = "avx512";
+		mc_program p;
+		mc_target_config t;
+		cr_assert_eq(mc_target_resolve(&o, &t), 0);
+		cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
+		const mc_kernel *k = p.kernels[0];
+		int scratch = 0;
+		for (int j = 0; j < k->n_bufs; j++)
+			scratch += k->bufs[j].value < 0 && !k->bufs[j].packed;
+		cr_expect_eq(scratch, i, "case %d: %d scratch buffer(s), not %d", cases[i], scratch, i);
+		mc_program_free(&p);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+}
+
 /* ---- --optimize memory: outputs written over a dying input ---- */
 
 /* x [2, 10, 12, 8] channels-last, through

@@ -205,6 +205,9 @@ static int64_t chunk_of(const kt_gemm *g)
 	return chunk < mr ? mr : chunk / mr * mr;
 }
 
+/* --threads: the largest B whose rows the workers split (chunk_for). */
+#define SPLIT_ROWS_B_BYTES (2 * 1024 * 1024)
+
 /* Pieces of work a product's rows give each worker (--threads): as the
  * splits' own descent (aot/ksplit.c), enough that an uneven last share
  * costs little. */
@@ -219,9 +222,13 @@ static int64_t chunk_of(const kt_gemm *g)
 static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 {
 	int64_t mr = tile_rows(g), chunk = chunk_of(g);
-	/* a big B: the workers split the panels (each reads its own share of
-	 * B), not the rows (each would read all of it) */
-	if (kb->threads > 1 && !kt_b_is_big(b_bytes(g))) {
+	/* a B over a core's L2 (SPLIT_ROWS_B_BYTES): the workers split the
+	 * panels (each reads its own share of B from memory), not the rows
+	 * (each would read all of it). Under that, rows: each core keeps its
+	 * rows of A and of the output in its cache, for the kernels before
+	 * and after (vit6's MLPs, 1 MB of B: 1.9x on 2 workers by rows, 1.4x
+	 * by panels). */
+	if (kb->threads > 1 && b_bytes(g) <= SPLIT_ROWS_B_BYTES) {
 		int64_t per = (PIECES_A_WORKER * kb->threads + products - 1) / products;
 		if (per > 1 && g->rows / chunk < per)
 			chunk = g->rows / per / mr * mr;
@@ -232,6 +239,18 @@ static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 }
 
 /* One product of the batch, its rows in chunks. */
+/* --threads: the rows left after the full chunks on partial sums of their
+ * own (K-blocking), so that the chunks' loop alone touches its scratch and
+ * splits over the workers, each on a copy (aot/ksplit.c); scratch touched
+ * by two loops keeps both serial. */
+static gemm_at rest_at(mc_kb *kb, const gemm_at *at, int64_t rows)
+{
+	gemm_at r = *at;
+	if (kb->threads > 1 && at->kc > 0)
+		r.part_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(rows * at->g->cols->main.width));
+	return r;
+}
+
 static void product(mc_lower_ctx *c, const gemm_at *at)
 {
 	mc_kb *kb = c->kb;
@@ -245,8 +264,10 @@ static void product(mc_lower_ctx *c, const gemm_at *at)
 	mc_kexpr *ch = mc_kb_fori(kb, full, MC_KF_PARALLEL);
 	chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
 	mc_kb_end(kb);
-	if (rest > 0)
-		chunk_rows(c, at, mc_k_index(kb, full * chunk), rest);
+	if (rest > 0) {
+		gemm_at r = rest_at(kb, at, rest);
+		chunk_rows(c, &r, mc_k_index(kb, full * chunk), rest);
+	}
 }
 
 /* Product bi of the batch: where it starts (how it goes: from `how`). */
@@ -281,8 +302,9 @@ static void batch_in_chunks(mc_lower_ctx *c, const gemm_at *how)
 		mc_kb_end(kb);
 	}
 	if (rest > 0) {
+		gemm_at r = full > 0 ? rest_at(kb, how, rest) : *how;
 		mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
-		gemm_at at = batch_at(kb, how, bi);
+		gemm_at at = batch_at(kb, &r, bi);
 		chunk_rows(c, &at, mc_k_index(kb, full * chunk), rest);
 		mc_kb_end(kb);
 	}
@@ -291,14 +313,17 @@ static void batch_in_chunks(mc_lower_ctx *c, const gemm_at *how)
 /* K-blocking (panel_rows_blocked) for a big B (kern.h), whose panels
  * would otherwise stream from L2 for every tile: blocks of kc rows of a
  * panel, at most KBLOCK_BYTES (L1 holds one with room for A's rows), kc a
- * divisor of k. Panels of one accumulator set only; none on scalar ISAs
- * or where memory counts (the partial sums take scratch). 0: none. */
+ * divisor of k, for chunks of KBLOCK_MIN_TILES tiles or more (fewer reuse
+ * a block too little to pay for storing the sums). Panels of one
+ * accumulator set only; none on scalar ISAs or where memory counts (the
+ * partial sums take scratch). 0: none. */
 #define KBLOCK_BYTES (32 * 1024)
-static int64_t k_block_of(const mc_kb *kb, const kt_gemm *g)
+#define KBLOCK_MIN_TILES 4
+static int64_t k_block_of(const mc_kb *kb, const kt_gemm *g, int64_t chunk)
 {
 	const kt_shape *s = &g->cols->main;
 	if (!kt_b_is_big(b_bytes(g)) || kb->for_memory || kb->for_size || kb->isa->max_lanes == 1 ||
-	    g->cols->direct || s->nvec == 0 || s->sets != 1)
+	    g->cols->direct || s->nvec == 0 || s->sets != 1 || chunk < KBLOCK_MIN_TILES * s->mr)
 		return 0;
 	int64_t most = KBLOCK_BYTES / 4 / s->width;
 	for (int64_t kc = most; kc >= most / 2 && kc > 0; kc--)
@@ -311,12 +336,13 @@ void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 {
 	mc_kb *kb = c->kb;
 	gemm_at at = { g, mc_k_index(kb, 0), mc_k_index(kb, 0), mc_k_index(kb, 0), 0, -1 };
-	at.kc = k_block_of(kb, g);
-	if (at.kc > 0) {
-		/* a chunk's rows (chunk_for's at most) */
-		int64_t chunk = chunk_of(g) < g->rows ? chunk_of(g) : g->rows;
+	/* the rows a chunk takes (product(), batch_in_chunks()) */
+	int64_t chunk = chunk_for(kb, g, g->batch > 1 ? g->batch : 1);
+	if (chunk > g->rows)
+		chunk = g->rows;
+	at.kc = k_block_of(kb, g, chunk);
+	if (at.kc > 0)
 		at.part_buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(chunk * g->cols->main.width));
-	}
 	if (g->batch <= 1) {
 		product(c, &at);
 		return;

@@ -346,7 +346,7 @@ static const conv_case big_weights[] = {
 	{ 1, 7, 7, 64, 300, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true, "Relu" },
 	{ 1, 9, 8, 64, 300, 3, 3, 2, 2, 1, 1, { 1, 1, 1, 1 }, NULL, true, NULL },
 	{ 1, 6, 6, 512, 300, 1, 1, 2, 2, 1, 1, { 0 }, NULL, true, "Add" },
-	{ 1, 5, 5, 512, 300, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, "Add" },
+	{ 1, 7, 7, 512, 300, 1, 1, 1, 1, 1, 1, { 0 }, NULL, true, "Add" },
 };
 
 Test(kern_conv, big_weights_small_images)

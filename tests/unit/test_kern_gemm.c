@@ -136,8 +136,8 @@ Test(kern_gemm, rows_in_chunks)
 	check_gemm(31, 600);
 }
 
-/* A big B (over KT_BIG_B_BYTES packed, aot/kern.h): 13 rows (two tiles
- * and a rest) in K blocks (aot/kern_gemm.c: k_block_of), the partial sums
+/* A big B (over KT_BIG_B_BYTES packed, aot/kern.h): 40 rows (four tiles
+ * of 9 and a rest) in K blocks (aot/kern_gemm.c: k_block_of), the partial sums
  * in scratch, 300 columns (main panels and a tail), a residual Add and a
  * Relu fused after the last block. */
 Test(kern_gemm, big_b_in_k_blocks)
@@ -145,8 +145,8 @@ Test(kern_gemm, big_b_in_k_blocks)
 	for (size_t i = 0; i < sizeof isas / sizeof *isas + 1; i++) {
 		mb *b = mb_new(13);
 		Onnx__GraphProto *g = mb_main(b);
-		mb_input(b, g, "a", MC_FLOAT, "13,512");
-		mb_input(b, g, "r", MC_FLOAT, "13,300");
+		mb_input(b, g, "a", MC_FLOAT, "40,512");
+		mb_input(b, g, "r", MC_FLOAT, "40,300");
 		init_random(b, "w", "512,300", 512 * 300, 1);
 		init_random(b, "c", "300", 300, 2);
 		mb_node(b, g, "Gemm", "gemm", "a,w,c", "y");

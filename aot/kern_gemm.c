@@ -11,7 +11,6 @@
  * first panel is still in L1/L2 for the next ones. */
 #define CHUNK_BYTES 32768
 
-
 /* The output coords of row `row` (its dims but the last; extent-1 dims
  * at 0), the last left for the store to fill. */
 static mc_kexpr **row_coords(mc_kb *kb, const mc_shape *os, mc_kexpr *row)
@@ -238,7 +237,6 @@ static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 	return chunk;
 }
 
-/* One product of the batch, its rows in chunks. */
 /* --threads: the rows left after the full chunks on partial sums of their
  * own (K-blocking), so that the chunks' loop alone touches its scratch and
  * splits over the workers, each on a copy (aot/ksplit.c); scratch touched
@@ -251,6 +249,7 @@ static gemm_at rest_at(mc_kb *kb, const gemm_at *at, int64_t rows)
 	return r;
 }
 
+/* One product of the batch, its rows in chunks. */
 static void product(mc_lower_ctx *c, const gemm_at *at)
 {
 	mc_kb *kb = c->kb;

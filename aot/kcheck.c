@@ -839,7 +839,7 @@ static void check_block(checker *c, const mc_kstmt *s);
 
 static void check_for(checker *c, const mc_kstmt *s)
 {
-	unsigned known = MC_KF_UNROLL | MC_KF_VECTOR | MC_KF_PARALLEL | MC_KF_REDUCE;
+	unsigned known = MC_KF_UNROLL | MC_KF_VECTOR | MC_KF_PARALLEL | MC_KF_REDUCE | MC_KF_SPLIT_ANY;
 	check_expr(c, s->a);
 	check_expr(c, s->b);
 	if (c->failed || !var_ok(c, s->var, "a loop over"))
@@ -857,6 +857,8 @@ static void check_for(checker *c, const mc_kstmt *s)
 		fail(c, "loop v%d has unknown flags %#x", s->var, s->flags & ~known);
 	else if ((s->flags & MC_KF_PARALLEL) && (s->flags & MC_KF_REDUCE))
 		fail(c, "loop v%d is marked both parallel and a reduction", s->var);
+	else if ((s->flags & MC_KF_SPLIT_ANY) && !(s->flags & MC_KF_PARALLEL))
+		fail(c, "loop v%d is to split but not parallel", s->var);
 	if (c->failed)
 		return;
 	range begin = range_of(c, s->a), end = range_of(c, s->b);

@@ -299,6 +299,10 @@ enum {
 	MC_KF_VECTOR = 1u << 1,
 	MC_KF_PARALLEL = 1u << 2, /* iterations independent (CUDA grid, threads) */
 	MC_KF_REDUCE = 1u << 3,   /* reduction loop */
+	/* --threads: a parallel loop the workers split whatever its work
+	 * (aot/ksplit.c): it reads rows the kernel before left in each
+	 * worker's cache, a transfer its statement count does not show */
+	MC_KF_SPLIT_ANY = 1u << 4,
 };
 
 typedef struct mc_kstmt {

@@ -124,7 +124,8 @@ static bool split_loop(const mc_kernel *k, const mc_kstmt *s, int workers, int64
 {
 	if (!split_nest(k, s, workers, sp))
 		return false;
-	if (stmt_work(s) < min_work) /* a hand-over to the workers would cost more */
+	/* a hand-over to the workers would cost more */
+	if (!(s->flags & MC_KF_SPLIT_ANY) && stmt_work(s) < min_work)
 		return false;
 	for (const mc_kstmt *t = k->body; t != s; t = t->next)
 		if (t->kind == MC_KS_DECL && k->vars[t->var].mutable_)

@@ -288,7 +288,7 @@ static bool one_reduced_run(const mc_shape *s, const bool *reduced, int64_t *out
  * each read every row. Every build sums this way: the same bits on any
  * number of workers. */
 #define SLICES 16
-#define SLICE_MIN_RUN 256
+#define SLICE_MIN_RUN 128
 
 /* Vector i of [outer][rows][inner] floats x, summed over rows [r0, r0 +
  * n) into acc. */
@@ -308,8 +308,9 @@ static void reduce_inner_slices(mc_lower_ctx *c, int64_t outer, int64_t run, int
 	int part = mc_kb_scratch(kb, MC_FLOAT, (size_t)(outer * SLICES * inner));
 	int depth0 = kb->depth;
 	/* part[o][s][i]: slice s's sums */
-	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL);
-	mc_kexpr *sl = loop(kb, SLICES, MC_KF_PARALLEL);
+	/* split even where small: a worker's slices are the rows it holds */
+	mc_kexpr *o = loop(kb, outer, MC_KF_PARALLEL | MC_KF_SPLIT_ANY);
+	mc_kexpr *sl = loop(kb, SLICES, MC_KF_PARALLEL | MC_KF_SPLIT_ANY);
 	mc_kexpr *first = mc_k_add(kb, mc_k_muli(kb, o, run), mc_k_muli(kb, sl, rows)); /* the slice's first row */
 	mc_kexpr *in_at = mc_kb_let(kb, mc_k_muli(kb, first, inner));
 	mc_kexpr *part_at = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, SLICES), sl), inner));

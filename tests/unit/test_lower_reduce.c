@@ -405,3 +405,39 @@ Test(lower_reduce, long_spatial_means_in_slices)
 		cr_assert_eq(verify_model_isa(b, isas[i]), 0, "%s", isas[i]);
 	}
 }
+
+/* --threads 2 with the default least work: a squeeze-and-excitation sized
+ * mean (14 x 14 rows of 32 channels, little work) still splits its slices
+ * (MC_KF_SPLIT_ANY: each worker reads the rows it holds); a mean of 49
+ * rows (no slices) does not. */
+Test(lower_reduce, small_sliced_means_split_over_the_workers)
+{
+	static const char *const shapes[] = { "1,14,14,32", "1,7,7,32" };
+	for (int i = 0; i < 2; i++) {
+		mb *b = mb_new(12);
+		Onnx__GraphProto *g = mb_main(b);
+		mb_input(b, g, "x", F, shapes[i]);
+		Onnx__NodeProto *n = mb_node(b, g, "ReduceMean", "mean", "x", "y");
+		mb_attr_ints(b, n, "axes", (int64_t[]){ 1, 2 }, 2);
+		mb_output(b, g, "y");
+		mc_graph *gr = mb_import(b, ".", NULL);
+		cr_assert_not_null(gr);
+		cr_assert_eq(mc_infer_graph(gr), 0);
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		o.isa = "avx512";
+		o.threads = 2;
+		mc_target_config t;
+		cr_assert_eq(mc_target_resolve(&o, &t), 0);
+		mc_program p;
+		cr_assert_eq(mc_build_program(gr, &t, &o, &p), 0);
+		int splits = 0;
+		for (int k = 0; k < p.n_kernels; k++)
+			splits += p.kernels[k]->n_splits;
+		cr_expect_eq(splits, i == 0 ? 1 : 0, "%s: %d split loop(s)", shapes[i], splits);
+		mc_program_free(&p);
+		mc_graph_free(gr);
+		mb_free(b);
+	}
+}

@@ -1,7 +1,8 @@
 /* --threads: which of a kernel's loops the workers split, decided once
  * after lowering (the plan sizes the scratch copies it asks for; the C
  * emitter prints the ranges). A loop of less work than min_work (its
- * statement runs) stays on the calling thread.
+ * statement runs) stays on the calling thread, unless marked
+ * MC_KF_SPLIT_ANY (kir.h).
  *
  * A top-level parallel loop of constant bounds splits where its
  * iterations share nothing but what they read: no failure or break out of

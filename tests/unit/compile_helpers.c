@@ -69,16 +69,29 @@ int verify_model_cflags(mb *b, const mc_compile_opts *o, const char *cflags)
 
 mc_graph *program_of(mb *b, mc_program *p)
 {
-	mc_graph *g = mb_import(b, ".", NULL);
-	cr_assert_not_null(g);
-	cr_assert_eq(mc_infer_graph(g), 0);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
+	return program_with(b, &o, p);
+}
+
+mc_graph *program_with(mb *b, const mc_compile_opts *o, mc_program *p)
+{
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
 	mc_target_config t;
-	cr_assert_eq(mc_target_resolve(&o, &t), 0);
-	cr_assert_eq(mc_build_program(g, &t, &o, p), 0);
+	cr_assert_eq(mc_target_resolve(o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, o, p), 0);
 	return g;
+}
+
+int scratch_buffers(const mc_kernel *k)
+{
+	int n = 0;
+	for (int i = 0; i < k->n_bufs; i++)
+		n += k->bufs[i].value < 0 && !k->bufs[i].packed;
+	return n;
 }
 
 char *kernel_text(const mc_kernel *k)

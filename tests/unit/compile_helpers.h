@@ -20,6 +20,11 @@ int verify_model_isa(mb *b, const char *isa);
 int verify_model_isa_with(mb *b, const mc_compile_opts *o);
 /* Imports, infers and builds the program of b's model (b stays). */
 mc_graph *program_of(mb *b, mc_program *p);
+/* The same with o's compile options (ISA, --threads...). */
+mc_graph *program_with(mb *b, const mc_compile_opts *o, mc_program *p);
+/* A kernel's scratch buffers: its own arena areas (not graph values, not
+ * packed constants). */
+int scratch_buffers(const mc_kernel *k);
 /* True if this machine runs code built for isa with -march=native (tests
  * skip the vector ISAs it lacks: a CI machine may have no AVX-512). */
 bool host_runs_isa(const char *isa);

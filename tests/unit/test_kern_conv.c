@@ -196,6 +196,27 @@ static void check_all_isas(const conv_case *cases, int n)
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof *(a)))
 
+/* The program of case cc alone for isa, its Conv channels-last; *bp is
+ * the model, for the caller to free with the graph and the program. */
+static mc_graph *case_program(const conv_case *cc, const char *isa, mb **bp, mc_program *p)
+{
+	mb *b = mb_new(17);
+	add_case(b, 0, cc);
+	mc_graph *g = mb_import(b, ".", NULL);
+	cr_assert_not_null(g);
+	to_internal(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.isa = isa;
+	mc_target_config t;
+	cr_assert_eq(mc_target_resolve(&o, &t), 0);
+	cr_assert_eq(mc_build_program(g, &t, &o, p), 0);
+	*bp = b;
+	return g;
+}
+
 /* 2-D windows: pads, strides, dilations, odd kernels and channel counts. */
 Test(kern_conv, windows_2d)
 {
@@ -249,20 +270,9 @@ Test(kern_conv, packs_weights_and_vectorises)
 {
 	static const conv_case cc = { 1, 6, 6, 8, 32, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true,
 	                              NULL };
-	mb *b = mb_new(17);
-	add_case(b, 0, &cc);
-	mc_graph *g = mb_import(b, ".", NULL);
-	cr_assert_not_null(g);
-	to_internal(g);
-	cr_assert_eq(mc_infer_graph(g), 0);
-	mc_compile_opts o;
-	mc_compile_opts_init(&o);
-	o.name = "t";
-	o.isa = "avx512";
+	mb *b;
 	mc_program p;
-	mc_target_config t;
-	cr_assert_eq(mc_target_resolve(&o, &t), 0);
-	cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
+	mc_graph *g = case_program(&cc, "avx512", &b, &p);
 	cr_assert_eq(p.n_kernels, 1);
 	const mc_kernel *k = p.kernels[0];
 	char *text = kernel_text(k);
@@ -304,28 +314,15 @@ Test(kern_conv, winograd_chosen)
 	                              NULL };
 	static const char *const names[] = { "avx512", "generic" };
 	for (int i = 0; i < 2; i++) {
-		mb *b = mb_new(17);
-		add_case(b, 0, &cc);
-		mc_graph *g = mb_import(b, ".", NULL);
-		cr_assert_not_null(g);
-		to_internal(g);
-		cr_assert_eq(mc_infer_graph(g), 0);
-		mc_compile_opts o;
-		mc_compile_opts_init(&o);
-		o.name = "t";
-		o.isa = names[i];
+		mb *b;
 		mc_program p;
-		mc_target_config t;
-		cr_assert_eq(mc_target_resolve(&o, &t), 0);
-		cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
+		mc_graph *g = case_program(&cc, names[i], &b, &p);
 		const mc_kernel *k = p.kernels[0];
-		int scratch = 0;
+		int scratch = scratch_buffers(k);
 		size_t packed = 0;
-		for (int j = 0; j < k->n_bufs; j++) {
-			scratch += k->bufs[j].value < 0 && !k->bufs[j].packed;
+		for (int j = 0; j < k->n_bufs; j++)
 			if (k->bufs[j].packed)
 				packed = k->bufs[j].count;
-		}
 		if (i == 0) {
 			cr_expect_eq(scratch, 2, "input and product blocks");
 			cr_expect_eq(packed, (size_t)(16 * 16 * 24), "U packed: 16 x C rows of 16 + 8 columns");
@@ -360,24 +357,10 @@ Test(kern_conv, big_weights_kernels)
 {
 	static const int cases[] = { 0, 3 };
 	for (int i = 0; i < 2; i++) {
-		mb *b = mb_new(17);
-		add_case(b, 0, &big_weights[cases[i]]);
-		mc_graph *g = mb_import(b, ".", NULL);
-		cr_assert_not_null(g);
-		to_internal(g);
-		cr_assert_eq(mc_infer_graph(g), 0);
-		mc_compile_opts o;
-		mc_compile_opts_init(&o);
-		o.name = "t";
-		o.isa = "avx512";
+		mb *b;
 		mc_program p;
-		mc_target_config t;
-		cr_assert_eq(mc_target_resolve(&o, &t), 0);
-		cr_assert_eq(mc_build_program(g, &t, &o, &p), 0);
-		const mc_kernel *k = p.kernels[0];
-		int scratch = 0;
-		for (int j = 0; j < k->n_bufs; j++)
-			scratch += k->bufs[j].value < 0 && !k->bufs[j].packed;
+		mc_graph *g = case_program(&big_weights[cases[i]], "avx512", &b, &p);
+		int scratch = scratch_buffers(p.kernels[0]);
 		cr_expect_eq(scratch, i, "case %d: %d scratch buffer(s), not %d", cases[i], scratch, i);
 		mc_program_free(&p);
 		mc_graph_free(g);

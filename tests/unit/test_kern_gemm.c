@@ -40,17 +40,11 @@ static int verify_isa(mb *b, const char *isa)
 /* The program of b's model for isa (b stays). */
 static mc_graph *program_isa(mb *b, const char *isa, mc_program *p)
 {
-	mc_graph *g = mb_import(b, ".", NULL);
-	cr_assert_not_null(g);
-	cr_assert_eq(mc_infer_graph(g), 0);
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.isa = isa;
-	mc_target_config t;
-	cr_assert_eq(mc_target_resolve(&o, &t), 0);
-	cr_assert_eq(mc_build_program(g, &t, &o, p), 0);
-	return g;
+	return program_with(b, &o, p);
 }
 
 static char *dims2(int64_t a, int64_t b)
@@ -161,9 +155,7 @@ Test(kern_gemm, big_b_in_k_blocks)
 		mc_program p;
 		mc_graph *gr = program_isa(b, "avx512", &p);
 		cr_assert_eq(p.n_kernels, 1);
-		int scratch = 0;
-		for (int j = 0; j < p.kernels[0]->n_bufs; j++)
-			scratch += p.kernels[0]->bufs[j].value < 0 && !p.kernels[0]->bufs[j].packed;
+		int scratch = scratch_buffers(p.kernels[0]);
 		char *text = kernel_text(p.kernels[0]);
 		cr_expect_eq(scratch, 1, "one scratch buffer, the partial sums:\n%s", text);
 		free(text);

@@ -420,18 +420,13 @@ Test(lower_reduce, small_sliced_means_split_over_the_workers)
 		Onnx__NodeProto *n = mb_node(b, g, "ReduceMean", "mean", "x", "y");
 		mb_attr_ints(b, n, "axes", (int64_t[]){ 1, 2 }, 2);
 		mb_output(b, g, "y");
-		mc_graph *gr = mb_import(b, ".", NULL);
-		cr_assert_not_null(gr);
-		cr_assert_eq(mc_infer_graph(gr), 0);
 		mc_compile_opts o;
 		mc_compile_opts_init(&o);
 		o.name = "t";
 		o.isa = "avx512";
 		o.threads = 2;
-		mc_target_config t;
-		cr_assert_eq(mc_target_resolve(&o, &t), 0);
 		mc_program p;
-		cr_assert_eq(mc_build_program(gr, &t, &o, &p), 0);
+		mc_graph *gr = program_with(b, &o, &p);
 		int splits = 0;
 		for (int k = 0; k < p.n_kernels; k++)
 			splits += p.kernels[k]->n_splits;

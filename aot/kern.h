@@ -113,10 +113,12 @@ int64_t kt_packed_cols(const kt_cols *cols);
  * rows, 4 MB of B) had read B 9 times a call, ConvNeXt's last MLPs 9. */
 #define KT_BIG_B_BYTES (512 * 1024)
 #define KT_BIG_B_A_BYTES (1024 * 1024)
-/* Whether a B of this many packed bytes is big (above). */
-static inline bool kt_b_is_big(int64_t b_bytes)
+/* The bytes of cols' packed B: k rows of kt_packed_cols(cols) floats. */
+int64_t kt_packed_bytes(const kt_cols *cols);
+/* Whether that B is big (above). */
+static inline bool kt_b_is_big(const kt_cols *cols)
 {
-	return b_bytes > KT_BIG_B_BYTES;
+	return kt_packed_bytes(cols) > KT_BIG_B_BYTES;
 }
 
 /* One row: out[j] = bias[j] + sum over kk < k of a[a_at + kk] * B[kk][j] for

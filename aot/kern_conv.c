@@ -237,8 +237,7 @@ static void panel_of_every_row(mc_lower_ctx *c, const conv_geom *cg, kt_panel pa
 static bool panels_outside(const conv_geom *cg)
 {
 	int64_t in_bytes = 4 * cg->batch * cg->h.in * cg->w.in * cg->cin;
-	int64_t w_bytes = 4 * cg->h.k * cg->w.k * cg->cin * kt_packed_cols(cg->cols);
-	return kt_b_is_big(w_bytes) && in_bytes <= KT_BIG_B_A_BYTES;
+	return kt_b_is_big(cg->cols) && in_bytes <= KT_BIG_B_A_BYTES;
 }
 
 static void implicit_gemm(mc_lower_ctx *c, const conv_geom *cg)

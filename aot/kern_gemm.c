@@ -189,17 +189,11 @@ static int64_t tile_rows(const kt_gemm *g)
 	return g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
 }
 
-/* B's bytes as the panels hold them. */
-static int64_t b_bytes(const kt_gemm *g)
-{
-	return 4 * g->k * kt_packed_cols(g->cols);
-}
-
 /* The rows of A a chunk takes: CHUNK_BYTES of it (KT_BIG_B_A_BYTES where
  * B is big, kern.h), whole tiles. */
 static int64_t chunk_of(const kt_gemm *g)
 {
-	int64_t bytes = kt_b_is_big(b_bytes(g)) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
+	int64_t bytes = kt_b_is_big(g->cols) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
 	int64_t mr = tile_rows(g), chunk = bytes / 4 / (g->k > 0 ? g->k : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
 }
@@ -227,7 +221,7 @@ static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 	 * rows of A and of the output in its cache, for the kernels before
 	 * and after (vit6's MLPs, 1 MB of B: 1.9x on 2 workers by rows, 1.4x
 	 * by panels). */
-	if (kb->threads > 1 && b_bytes(g) <= SPLIT_ROWS_B_BYTES) {
+	if (kb->threads > 1 && kt_packed_bytes(g->cols) <= SPLIT_ROWS_B_BYTES) {
 		int64_t per = (PIECES_A_WORKER * kb->threads + products - 1) / products;
 		if (per > 1 && g->rows / chunk < per)
 			chunk = g->rows / per / mr * mr;
@@ -321,7 +315,7 @@ static void batch_in_chunks(mc_lower_ctx *c, const gemm_at *how)
 static int64_t k_block_of(const mc_kb *kb, const kt_gemm *g, int64_t chunk)
 {
 	const kt_shape *s = &g->cols->main;
-	if (!kt_b_is_big(b_bytes(g)) || kb->for_memory || kb->for_size || kb->isa->max_lanes == 1 ||
+	if (!kt_b_is_big(g->cols) || kb->for_memory || kb->for_size || kb->isa->max_lanes == 1 ||
 	    g->cols->direct || s->nvec == 0 || s->sets != 1 || chunk < KBLOCK_MIN_TILES * s->mr)
 		return 0;
 	int64_t most = KBLOCK_BYTES / 4 / s->width;

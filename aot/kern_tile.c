@@ -159,6 +159,11 @@ int64_t kt_packed_cols(const kt_cols *cols)
 	return cols->n_main * cols->main.width + cols->tail.width;
 }
 
+int64_t kt_packed_bytes(const kt_cols *cols)
+{
+	return 4 * cols->k * kt_packed_cols(cols);
+}
+
 int kt_pack(mc_kb *kb, const kt_cols *cols, kt_get_fn get, const void *ctx)
 {
 	mc_tensor *t = new_floats(cols->k * kt_packed_cols(cols));

@@ -331,7 +331,7 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 	 * big (kern.h) and an image has less than a block of tiles, that read
 	 * costs more than the saved multiply-adds (resnet18's 7x7 layers of
 	 * 512 channels: 16 tiles, 16 MB of U; 2.4 ms, the direct kernel 2.1) */
-	if (kt_b_is_big(4 * 16 * w.cin * kt_packed_cols(&cols)) && w.th * w.tw < BLOCK_TILES)
+	if (kt_b_is_big(&cols) && w.th * w.tw < BLOCK_TILES)
 		return 1;
 	int mr = cols.n_main > 0 ? cols.main.mr : cols.tail.mr;
 	w.tb = (BLOCK_TILES + mr - 1) / mr * mr;

@@ -135,6 +135,19 @@ void kt_gemv(mc_kb *kb, const kt_cols *cols, int a_buf, mc_kexpr *a_at, int b_bu
  * `batch` such products one after the other in the output (rows each), A's
  * and B's moving on by a_batch and b_batch elements (0: the same operand
  * for every batch). */
+/* An A that is not stored as a matrix (kern_conv: the input pixels under
+ * each output pixel's window): row `row` starts at row_at(ctx, row), and
+ * reduction step kk lies k_at(ctx, kk) past that; k_at is kk itself
+ * within runs of `run` steps (a kernel row's taps and channels), each run
+ * starting at k_at of its first step. */
+typedef struct {
+	mc_kexpr *(*row_at)(mc_kb *kb, const void *ctx, mc_kexpr *row);
+	mc_kexpr *(*k_at)(mc_kb *kb, const void *ctx, mc_kexpr *kk);
+	int64_t run;
+	int64_t bytes;           /* of what the rows read, all of them */
+	const void *ctx;
+} kt_implicit_a;
+
 typedef struct {
 	int64_t rows, k;
 	int a_buf;               /* A: rows x k floats, row-major */
@@ -142,6 +155,7 @@ typedef struct {
 	                          * (cols->direct); bias -1: none */
 	const kt_cols *cols;
 	int64_t batch, a_batch, b_batch;
+	const kt_implicit_a *implicit; /* NULL: A as above; else (batch 1) A so */
 } kt_gemm;
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
 

@@ -163,6 +163,158 @@ static void row_panel(mc_lower_ctx *c, const conv_geom *cg, kt_panel panel, mc_k
 	border_pixels(c, cg, panel, nb, oh, th, hi, cg->w.out);
 }
 
+/* ---- short rows: tiles over the flat index of output pixels ----
+ * Where output rows are short (resnet50's 7x7 and 14x14 stages), tiles of
+ * one row leave a rest tile in every row and take the border pixels one at
+ * a time: each such tile reads its whole panel for the work of a few rows.
+ * Over an input that stays in L2 the tiles instead run over the flat index
+ * (n, oh, ow) of every output pixel, each row of a tile with its own input
+ * corner; the padding comes from a copy of the input with zeros around it,
+ * so every pixel takes every tap (the zero taps add nothing: the sums are
+ * those of the row tiles). */
+typedef struct {
+	int buf;          /* the input, or its padded copy */
+	conv_geom g;      /* the geometry over it: no padding */
+} flat_input;
+
+/* The extent of input positions that the windows along one dim read,
+ * counted from the first padded position. */
+static int64_t read_extent(const dim_geom *d)
+{
+	return (d->out - 1) * d->s + (d->k - 1) * d->d + 1;
+}
+
+static bool needs_padding(const dim_geom *d)
+{
+	return d->pb > 0 || read_extent(d) - d->pb > d->in;
+}
+
+static int64_t flat_input_bytes(const conv_geom *cg)
+{
+	if (needs_padding(&cg->h) || needs_padding(&cg->w))
+		return 4 * cg->batch * read_extent(&cg->h) * read_extent(&cg->w) * cg->cin;
+	/* windows that skip pixels (a strided 1x1) read fewer than all */
+	int64_t all = 4 * cg->batch * cg->h.in * cg->w.in * cg->cin;
+	int64_t windows = 4 * cg->batch * cg->h.out * cg->w.out * cg->h.k * cg->w.k * cg->cin;
+	return windows < all ? windows : all;
+}
+
+/* Tiles a row of `width` output pixels takes, tiled row by row (the inner
+ * pixels in tiles of mr and one rest tile, each border pixel one tile). */
+static int64_t row_tiles(const dim_geom *w, int mr)
+{
+	int64_t lo, hi;
+	inner_range(w, &lo, &hi);
+	int64_t inner = hi - lo;
+	return inner / mr + (inner % mr > 0) + (w->out - inner);
+}
+
+/* Flat tiles where row tiles would take a quarter more tiles, over an
+ * input (padded) that stays in L2. */
+#define FLAT_TILE_GAIN 1.25
+static bool flat_pays(const mc_kb *kb, const conv_geom *cg, const kt_cols *row_cols,
+                      const kt_cols *flat_cols)
+{
+	if (kb->isa->max_lanes <= 1 || kb->for_memory)
+		return false;
+	if (flat_input_bytes(cg) > KT_BIG_B_A_BYTES)
+		return false;
+	int row_mr = row_cols->n_main > 0 ? row_cols->main.mr : row_cols->tail.mr;
+	int flat_mr = flat_cols->n_main > 0 ? flat_cols->main.mr : flat_cols->tail.mr;
+	double by_rows = (double)row_tiles(&cg->w, row_mr);
+	double flat = (double)cg->w.out / flat_mr;
+	return by_rows > FLAT_TILE_GAIN * flat;
+}
+
+/* The padded copy (where padding is needed) and the geometry over it. */
+static void flat_input_of(mc_lower_ctx *c, const conv_geom *cg, flat_input *fi)
+{
+	mc_kb *kb = c->kb;
+	fi->g = *cg;
+	fi->buf = c->in_buf[0];
+	if (!needs_padding(&cg->h) && !needs_padding(&cg->w))
+		return;
+	int64_t hp = read_extent(&cg->h), wp = read_extent(&cg->w), C = cg->cin;
+	fi->buf = mc_kb_scratch(kb, MC_FLOAT, (size_t)(cg->batch * hp * wp * C));
+	int depth = 0;
+	mc_kexpr *nb = range(kb, idx(kb, 0), idx(kb, cg->batch), MC_KF_PARALLEL, &depth);
+	mc_kexpr *y = range(kb, idx(kb, 0), idx(kb, hp), MC_KF_PARALLEL, &depth);
+	mc_kexpr *x = range(kb, idx(kb, 0), idx(kb, wp), MC_KF_PARALLEL, &depth);
+	mc_kexpr *iy = mc_kb_let(kb, mc_k_addi(kb, y, -cg->h.pb));
+	mc_kexpr *ix = mc_kb_let(kb, mc_k_addi(kb, x, -cg->w.pb));
+	mc_kexpr *inside = mc_kb_let(kb,
+		mc_k_bin(kb, MC_KB_AND,
+		         mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, iy, idx(kb, 0)),
+		                  mc_k_bin(kb, MC_KB_LT, iy, idx(kb, cg->h.in))),
+		         mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GE, ix, idx(kb, 0)),
+		                  mc_k_bin(kb, MC_KB_LT, ix, idx(kb, cg->w.in)))));
+	mc_kexpr *from = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb,
+	                           mc_k_muli(kb, nb, cg->h.in), iy), cg->w.in), ix), C));
+	mc_kexpr *to = mc_kb_let(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb,
+	                         mc_k_muli(kb, nb, hp), y), wp), x), C));
+	int lanes = mc_isa_lanes_upto(kb->isa, C);
+	for (int part = 0; part < mc_lower_vec_parts(C, lanes); part++) {
+		mc_kexpr *i = mc_lower_vec_part_open(kb, part, C, lanes, 0);
+		bool vec = part == 0 && lanes > 1;
+		mc_kexpr *zero = mc_k_float(kb, MC_KT_F32, 0);
+		mc_kexpr *v = vec ? mc_k_vload(kb, c->in_buf[0], mc_k_add(kb, from, i), lanes)
+		                  : mc_k_load(kb, c->in_buf[0], mc_k_add(kb, from, i));
+		/* the select evaluates only the side it takes: no load outside */
+		mc_kexpr *val = mc_k_select(kb, inside, v, vec ? mc_k_splat(kb, zero, lanes) : zero);
+		mc_kb_store(kb, fi->buf, mc_k_add(kb, to, i), val);
+		mc_kb_end(kb);
+	}
+	mc_kb_end_n(kb, depth);
+	fi->g.h.in = hp;
+	fi->g.w.in = wp;
+	fi->g.h.pb = 0;
+	fi->g.w.pb = 0;
+}
+
+/* The implicit A of the flat tiles (kt_implicit_a): output pixel `row`
+ * (over the batch) reads from its window's corner, step kk (tap row,
+ * then tap column and channel) from there. */
+static mc_kexpr *flat_row_at(mc_kb *kb, const void *ctx, mc_kexpr *row)
+{
+	const conv_geom *g = &((const flat_input *)ctx)->g;
+	mc_kexpr *ow = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, row, idx(kb, g->w.out)));
+	mc_kexpr *q = mc_kb_let(kb, mc_k_div(kb, row, idx(kb, g->w.out)));
+	mc_kexpr *oh = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, q, idx(kb, g->h.out)));
+	mc_kexpr *nb = mc_kb_let(kb, mc_k_div(kb, q, idx(kb, g->h.out)));
+	mc_kexpr *in_row = mc_k_add(kb, mc_k_muli(kb, nb, g->h.in), mc_k_muli(kb, oh, g->h.s));
+	return mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, in_row, g->w.in), mc_k_muli(kb, ow, g->w.s)),
+	                 g->cin);
+}
+
+/* kk = (tap_h * kW + tap_w) * C + c as packed (w_at); with dilation 1
+ * along W a tap row's taps and channels are one run of the input. */
+static mc_kexpr *flat_k_at(mc_kb *kb, const void *ctx, mc_kexpr *kk)
+{
+	const conv_geom *g = &((const flat_input *)ctx)->g;
+	int64_t C = g->cin, row = g->w.k * C;
+	mc_kexpr *th = mc_k_div(kb, kk, idx(kb, row));
+	mc_kexpr *at_h = mc_k_muli(kb, th, g->h.d * g->w.in * C);
+	mc_kexpr *in_row = mc_k_bin(kb, MC_KB_REM, kk, idx(kb, row));
+	if (g->w.d == 1)
+		return mc_k_add(kb, at_h, in_row);
+	mc_kexpr *tw = mc_k_div(kb, in_row, idx(kb, C));
+	return mc_k_add(kb, at_h, mc_k_add(kb, mc_k_muli(kb, tw, g->w.d * C),
+	                                   mc_k_bin(kb, MC_KB_REM, kk, idx(kb, C))));
+}
+
+/* Every output pixel as one GEMM over the implicit A. */
+static void flat_pixels(mc_lower_ctx *c, const conv_geom *cg)
+{
+	flat_input fi;
+	flat_input_of(c, cg, &fi);
+	kt_implicit_a ia = { flat_row_at, flat_k_at, cg->w.d == 1 ? cg->w.k * cg->cin : cg->cin,
+	                     flat_input_bytes(cg), &fi };
+	kt_gemm gm = { .rows = cg->batch * cg->h.out * cg->w.out, .k = cg->h.k * cg->w.k * cg->cin,
+	               .a_buf = fi.buf, .b_buf = cg->w_buf, .bias_buf = cg->bias_buf, .cols = cg->cols,
+	               .implicit = &ia };
+	kt_gemm_emit(c, &gm);
+}
+
 /* ---- writing the output over the input: a ring of rows ----
  * With --optimize memory, where the input dies at this kernel, output rows
  * go into a ring of scratch rows and are copied out once no later row reads
@@ -375,6 +527,14 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 	}
 	kt_cols cols;
 	kt_plan(kb->isa, cg.cout, k, rows, &cols);
+	bool flat_tiles = false;
+	if (!flat_gemm) {
+		kt_cols flat_cols;
+		kt_plan(kb->isa, cg.cout, k, cg.batch * cg.h.out * cg.w.out, &flat_cols);
+		flat_tiles = flat_pays(kb, &cg, &cols, &flat_cols);
+		if (flat_tiles)
+			cols = flat_cols;
+	}
 	w_source ws = { w, cg.cin, cg.h.k, cg.w.k };
 	cg.cols = &cols;
 	cg.w_buf = kt_pack(kb, &cols, w_at, &ws);
@@ -387,6 +547,9 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 		kt_gemm_emit(c, &gm);
 		return 0;
 	}
-	implicit_gemm(c, &cg);
+	if (flat_tiles)
+		flat_pixels(c, &cg);
+	else
+		implicit_gemm(c, &cg);
 	return 0;
 }

@@ -83,18 +83,35 @@ static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kex
 	 * whether it falls in a full tile or the last rows of a chunk (the
 	 * chunks differ with --threads) */
 	t.sets = s->sets;
+	const kt_implicit_a *ia = g->implicit;
 	mc_kexpr *rows[KT_MAX_MR], *lin[KT_MAX_MR], **coords[KT_MAX_MR];
+	mc_kexpr *k0_at = ia ? mc_kb_let(kb, ia->k_at(kb, ia->ctx, k0)) : k0;
 	for (int r = 0; r < mr; r++) {
 		rows[r] = mc_kb_let(kb, mc_k_addi(kb, r0, r));
 		mc_kexpr *orow = mc_kb_let(kb, mc_k_add(kb, at->row0, rows[r]));
-		t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, mc_k_add(kb, at->a0, mc_k_muli(kb, rows[r], g->k)),
-		                                    k0));
+		mc_kexpr *base = ia ? ia->row_at(kb, ia->ctx, orow)
+		                    : mc_k_add(kb, at->a0, mc_k_muli(kb, rows[r], g->k));
+		t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, base, k0_at));
 		lin[r] = mc_k_muli(kb, orow, n);
 		coords[r] = row_coords(kb, os, orow);
 	}
 	if (!kp) {
 		kt_tile_init(kb, &t, g->bias_buf);
-		kt_tile_reduce(kb, &t, g->k, 1);
+		if (ia && ia->run < g->k) {
+			/* run by run, each from where k_at puts it */
+			mc_kexpr *base[KT_MAX_MR], *b0 = panel.b0;
+			memcpy(base, t.a_row, sizeof base);
+			mc_kexpr *k = mc_kb_let(kb, mc_k_muli(kb, mc_kb_fori(kb, g->k / ia->run, MC_KF_REDUCE),
+			                                      ia->run));
+			mc_kexpr *k_at = mc_kb_let(kb, ia->k_at(kb, ia->ctx, k));
+			for (int r = 0; r < mr; r++)
+				t.a_row[r] = mc_kb_let(kb, mc_k_add(kb, base[r], k_at));
+			t.panel.b0 = mc_kb_let(kb, mc_k_add(kb, b0, mc_k_muli(kb, k, panel.b_stride)));
+			kt_tile_reduce(kb, &t, ia->run, 1);
+			mc_kb_end(kb);
+		} else {
+			kt_tile_reduce(kb, &t, g->k, 1);
+		}
 		kt_tile_store(c, &t, lin, coords);
 		return;
 	}
@@ -194,7 +211,9 @@ static int64_t tile_rows(const kt_gemm *g)
 static int64_t chunk_of(const kt_gemm *g)
 {
 	int64_t bytes = kt_b_is_big(g->cols) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
-	int64_t mr = tile_rows(g), chunk = bytes / 4 / (g->k > 0 ? g->k : 1);
+	/* an implicit A's rows share what they read (overlapping windows) */
+	int64_t row_bytes = g->implicit ? g->implicit->bytes / g->rows : 4 * g->k;
+	int64_t mr = tile_rows(g), chunk = bytes / (row_bytes > 0 ? row_bytes : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
 }
 
@@ -319,8 +338,10 @@ static int64_t k_block_of(const mc_kb *kb, const kt_gemm *g, int64_t chunk)
 	    g->cols->direct || s->nvec == 0 || s->sets != 1 || chunk < KBLOCK_MIN_TILES * s->mr)
 		return 0;
 	int64_t most = KBLOCK_BYTES / 4 / s->width;
+	/* an implicit A's runs: a block inside one */
+	int64_t run = g->implicit ? g->implicit->run : g->k;
 	for (int64_t kc = most; kc >= most / 2 && kc > 0; kc--)
-		if (g->k % kc == 0 && g->k / kc >= 2)
+		if (run % kc == 0 && g->k / kc >= 2)
 			return kc;
 	return 0;
 }

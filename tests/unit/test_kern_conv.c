@@ -335,6 +335,30 @@ Test(kern_conv, winograd_chosen)
 	}
 }
 
+/* A big U (16 x 64 x 160 packed: 768 KB) over an image of 49 tiles: one
+ * block takes them all (U read once), the transforms' scratch sized for
+ * 49 tiles rounded up to whole register tiles, not a 40-tile block. */
+Test(kern_conv, winograd_whole_image)
+{
+	static const conv_case cc = { 1, 14, 14, 64, 160, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL, true,
+	                              "Relu" };
+	check_all_isas(&cc, 1);
+	mb *b;
+	mc_program p;
+	mc_graph *g = case_program(&cc, "avx512", &b, &p);
+	const mc_kernel *k = p.kernels[0];
+	size_t v_count = 0; /* the first scratch: V, 16 x tiles x 64 */
+	for (int j = 0; j < k->n_bufs && !v_count; j++)
+		if (k->bufs[j].value < 0 && !k->bufs[j].packed)
+			v_count = k->bufs[j].count;
+	cr_expect_eq(scratch_buffers(k), 2, "V and X");
+	cr_expect_geq(v_count, (size_t)(16 * 49 * 64), "V holds every tile: %zu", v_count);
+	cr_expect_lt(v_count, (size_t)(16 * 60 * 64), "V holds one block: %zu", v_count);
+	mc_program_free(&p);
+	mc_graph_free(g);
+	mb_free(b);
+}
+
 /* Big weights (over KT_BIG_B_BYTES packed, aot/kern.h) over small images:
  * 3x3 convolutions panel by panel over every output row (stride 1 on 7x7,
  * where Winograd's U would be big for 16 tiles, and stride 2), a strided
@@ -351,17 +375,68 @@ Test(kern_conv, big_weights_small_images)
 	check_all_isas(big_weights, N_OF(big_weights));
 }
 
-/* The 7x7 one is not Winograd on avx512 (no transform scratch), the flat
- * 1x1 is K-blocked (one scratch: the partial sums). */
+/* The 7x7 one is not Winograd on avx512: it takes every output pixel in
+ * flat tiles, over a padded copy of its input in K blocks (two scratch
+ * areas: the copy and the partial sums, no transforms); the flat 1x1 is
+ * K-blocked (one scratch: the partial sums). */
 Test(kern_conv, big_weights_kernels)
 {
-	static const int cases[] = { 0, 3 };
+	static const int cases[] = { 0, 3 }, want[] = { 2, 1 };
 	for (int i = 0; i < 2; i++) {
 		mb *b;
 		mc_program p;
 		mc_graph *g = case_program(&big_weights[cases[i]], "avx512", &b, &p);
 		int scratch = scratch_buffers(p.kernels[0]);
-		cr_expect_eq(scratch, i, "case %d: %d scratch buffer(s), not %d", cases[i], scratch, i);
+		cr_expect_eq(scratch, want[i], "case %d: %d scratch buffer(s), not %d", cases[i], scratch,
+		             want[i]);
+		mc_program_free(&p);
+		mc_graph_free(g);
+		mb_free(b);
+	}
+}
+
+/* Short output rows over a small input: tiles over the flat index of
+ * every output pixel (rows of a tile in different output rows and
+ * images), padding from a zeroed copy: dilation along W (runs of one
+ * channel vector), a batch of two with stride 2 and uneven pads, a
+ * big weight with dilation in K blocks of one tap's channels, 1-D. */
+static const conv_case flat_cases[] = {
+	{ 1, 8, 7, 8, 40, 3, 3, 1, 1, 2, 2, { 2, 2, 2, 2 }, NULL, true, "Relu" },
+	{ 2, 9, 9, 24, 36, 3, 3, 2, 2, 1, 1, { 1, 0, 0, 1 }, NULL, true, "Add" },
+	{ 1, 7, 7, 64, 300, 3, 3, 1, 1, 2, 2, { 2, 2, 2, 2 }, NULL, true, NULL },
+	{ 2, 0, 9, 16, 20, 1, 3, 1, 2, 1, 1, { 0, 1, 0, 1 }, NULL, true, "Relu" },
+};
+
+Test(kern_conv, flat_pixels)
+{
+	check_all_isas(flat_cases, N_OF(flat_cases));
+}
+
+/* Which takes a row (8 input channels: not Winograd): flat tiles on
+ * avx512 (a padded copy; a 7-pixel row by rows would be a tile of 3 and
+ * four of one), rows of tiles where the rows are long (200 pixels: a
+ * rest tile and 2 border pixels are few beside the full tiles; no copy)
+ * and on the scalar ISA. */
+Test(kern_conv, flat_pixels_chosen)
+{
+	static const conv_case long_rows = { 1, 3, 200, 8, 40, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, NULL,
+	                                     true, NULL };
+	static const struct {
+		const conv_case *cc;
+		const char *isa;
+		int scratch;
+	} checks[] = {
+		{ &flat_cases[0], "avx512", 1 },
+		{ &flat_cases[0], "generic", 0 },
+		{ &long_rows, "avx512", 0 },
+	};
+	for (size_t i = 0; i < N_OF(checks); i++) {
+		mb *b;
+		mc_program p;
+		mc_graph *g = case_program(checks[i].cc, checks[i].isa, &b, &p);
+		int scratch = scratch_buffers(p.kernels[0]);
+		cr_expect_eq(scratch, checks[i].scratch, "check %zu: %d scratch buffer(s), not %d", i,
+		             scratch, checks[i].scratch);
 		mc_program_free(&p);
 		mc_graph_free(g);
 		mb_free(b);

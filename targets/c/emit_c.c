@@ -129,6 +129,8 @@ static void put_part(emitter *e, const mc_ksplit *sp, int m)
 			if (e->buf_uses[i] && k->bufs[i].copies > 1) {
 				mc_sb_puts(e->sb, "\t");
 				put_buffer_ptr(e, i, "c", &ua, &ui, &uo);
+				/* the copies of another part's loop too */
+				mc_sb_printf(e->sb, "\t\t(void)b%d;\n", i);
 			}
 		mc_sb_printf(e->sb, "\t\tfor (int64_t f = c * %lld / %d; f < (c + 1) * %lld / %d; f++) {\n",
 		             (long long)sp->count, sp->chunks, (long long)sp->count, sp->chunks);

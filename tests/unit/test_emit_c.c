@@ -978,6 +978,29 @@ Test(emit_c, threads_split_a_batch_of_products_in_row_chunks)
 	free(src);
 }
 
+/* A product whose B (1536 x 384: 2.4 MB) is split by panels and whose
+ * rows are a chunk in K blocks and a rest on partial sums of their own:
+ * two split loops, each declaring the scratch copies of both (convnext's
+ * MLPs), and built with -Werror. */
+Test(emit_c, threads_split_big_b_chunk_and_rest)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "196,1536");
+	static float w[1536 * 384];
+	for (int i = 0; i < 1536 * 384; i++)
+		w[i] = (float)((i * 7) % 23 - 11) / 256;
+	mb_init_floats(b, g, "w", "1536,384", w, 1536 * 384);
+	mb_node(b, g, "MatMul", "mlp", "x,w", "h");
+	mb_node(b, g, "Softmax", "softmax", "h", "y"); /* a third split loop */
+	mb_output(b, g, "y");
+	char *src = check_threads(b, "avx2", 196 * 1536, 196 * 384);
+	if (!src)
+		return;
+	cr_assert(strstr(src, "thr_k0_mlp_t1"), "two split loops");
+	free(src);
+}
+
 /* --threads against no --threads: the same model compiled both ways gives
  * the same bytes. With --threads a product's rows come in smaller chunks
  * (a share a worker), so each row must sum alike wherever its tile falls:

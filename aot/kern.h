@@ -128,13 +128,6 @@ static inline bool kt_b_is_big(const kt_cols *cols)
 void kt_gemv(mc_kb *kb, const kt_cols *cols, int a_buf, mc_kexpr *a_at, int b_buf, int bias_buf,
              int out_buf);
 
-/* A whole product C[rows][n] = A[rows][k] * B (+ bias) stored through the
- * node's output 0 (laid out [rows][n], row-major): the rows in chunks that
- * stay in cache, each chunk panel by panel, each panel tile by tile.
- * Shared by Gemm, MatMul and 1x1 convolutions. With batch > 1 there are
- * `batch` such products one after the other in the output (rows each), A's
- * and B's moving on by a_batch and b_batch elements (0: the same operand
- * for every batch). */
 /* An A that is not stored as a matrix (kern_conv: the input pixels under
  * each output pixel's window): row `row` starts at row_at(ctx, row), and
  * reduction step kk lies k_at(ctx, kk) past that; k_at is kk itself
@@ -148,6 +141,13 @@ typedef struct {
 	const void *ctx;
 } kt_implicit_a;
 
+/* A whole product C[rows][n] = A[rows][k] * B (+ bias) stored through the
+ * node's output 0 (laid out [rows][n], row-major): the rows in chunks that
+ * stay in cache, each chunk panel by panel, each panel tile by tile.
+ * Shared by Gemm, MatMul and 1x1 convolutions. With batch > 1 there are
+ * `batch` such products one after the other in the output (rows each), A's
+ * and B's moving on by a_batch and b_batch elements (0: the same operand
+ * for every batch). */
 typedef struct {
 	int64_t rows, k;
 	int a_buf;               /* A: rows x k floats, row-major */
@@ -155,7 +155,8 @@ typedef struct {
 	                          * (cols->direct); bias -1: none */
 	const kt_cols *cols;
 	int64_t batch, a_batch, b_batch;
-	const kt_implicit_a *implicit; /* NULL: A as above; else (batch 1) A so */
+	const kt_implicit_a *implicit; /* NULL: A is a_buf as above; else A is
+	                                * implicit (batch 1), read from a_buf */
 } kt_gemm;
 void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g);
 

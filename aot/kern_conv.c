@@ -9,7 +9,9 @@
  * pixels of the row whose taps along W all lie inside the input go in
  * register tiles of mr pixels; the border pixels go one by one with their
  * own tap ranges (computed per pixel: the reduction loops never branch).
- * Along H the tap range is computed once per row and serves every tile. */
+ * Along H the tap range is computed once per row and serves every tile.
+ * Where the rows are short and the input small, every output pixel goes
+ * in flat tiles instead, as a GEMM over an implicit A (flat_pixels). */
 #include <string.h>
 
 #include "kern.h"

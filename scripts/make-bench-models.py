@@ -13,9 +13,10 @@ writes
                           16 or more elements removed: its doc_string says
                           "modelc-fill normal MEAN STD" (that tensor's own
                           mean and standard deviation), and
-                          tests/models/inflate refills it with seeded normal
-                          values (bench/models/README.md says how), so that
-                          a 20 MB network is committed as a few tens of KB
+                          build/inflate (tests/models/inflate.c; run by
+                          tests/models/fetch) refills it with seeded normal
+                          values, so that a 20 MB network is committed as a
+                          few tens of KB
   OUTDIR/summary.json     per model: input shape, opset, ops, sizes
 
 Networks (static shapes, batch 1, TorchScript exporter):
@@ -35,6 +36,17 @@ Networks (static shapes, batch 1, TorchScript exporter):
   gru_kws          keyword spotter: 2-layer GRU 40 -> 128 over 98 frames,
                    Linear to 12 classes on the last frame
   lstm_kws         the same with a 2-layer LSTM
+
+Networks with dynamic axes (issue 24; made only when named with --only, and
+not in tests/models/models.tsv, whose models have static shapes; refill one
+with `build/inflate bench/models/NAME.skel.onnx NAME.onnx`):
+  resnet18_dynbatch  resnet18 with the batch dynamic ("batch", exported at 2)
+  bert4_dynseq       bert4 with the sequence dynamic ("seq", exported at 64;
+                     its position table of 128 sliced to the sequence: Shape,
+                     Gather, Slice chains in the graph)
+  ssdlite320         torchvision's ssdlite320_mobilenet_v3_large (random
+                     weights): a detector with NonMaxSuppression in its graph,
+                     boxes, scores and labels of a data-dependent count
 """
 import argparse
 import importlib.util
@@ -97,6 +109,27 @@ class ViT(nn.Module):
         return self.head(self.ln(x)[:, 0])
 
 
+class BertDynSeq(nn.Module):
+    """bert4 whose position table (128 rows) is sliced to the input's length."""
+
+    def __init__(self):
+        super().__init__()
+        self.bert = int8_models.Bert2(d=256, heads=4, ff=1024, layers=4, seq=128)
+
+    def forward(self, x):
+        b = self.bert
+        x = b.ln(x + b.pos[:, : x.shape[1]])
+        for layer in b.layers:
+            x = layer(x)
+        return x, b.cls(torch.tanh(b.pool(x[:, 0])))
+
+
+def ssdlite():
+    m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+    int8_models.calibrate_bn(m.backbone, (1, 3, 320, 320))  # the detector's train mode wants targets
+    return m
+
+
 class RecurrentKWS(nn.Module):
     def __init__(self, cell, feat=40, hidden=128, layers=2, classes=12):
         super().__init__()
@@ -121,6 +154,17 @@ NETS = {
     "vit6": (ViT, (1, 3, 224, 224), 13, ["output"]),
     "gru_kws": (lambda: RecurrentKWS(nn.GRU), (1, 98, 40), 14, ["output"]),
     "lstm_kws": (lambda: RecurrentKWS(nn.LSTM), (1, 98, 40), 14, ["output"]),
+}
+
+# name -> (constructor, export shape, opset, output names, dynamic axes);
+# made only when named with --only
+DYNAMIC_NETS = {
+    "resnet18_dynbatch": (lambda: torchvision.models.resnet18(weights=None), (2, 3, 224, 224), 13, ["output"],
+                          {"input": {0: "batch"}, "output": {0: "batch"}}),
+    "bert4_dynseq": (BertDynSeq, (1, 64, 256), 17, ["hidden", "logits"],
+                     {"input": {1: "seq"}, "hidden": {1: "seq"}}),
+    "ssdlite320": (ssdlite, (1, 3, 320, 320), 17, ["boxes", "scores", "labels"],
+                   {"boxes": {0: "detections"}, "scores": {0: "detections"}, "labels": {0: "detections"}}),
 }
 
 
@@ -164,18 +208,25 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     only = [n for n in args.only.split(",") if n]
     summary = {"torch": torch.__version__, "onnx": onnx.__version__, "models": {}}
-    for name, (ctor, shape, opset, outs) in NETS.items():
+    nets = {name: spec + (None,) for name, spec in NETS.items()}
+    nets.update({name: spec for name, spec in DYNAMIC_NETS.items() if name in only})
+    for name, (ctor, shape, opset, outs, dynamic) in nets.items():
         if only and name not in only:
             continue
         torch.manual_seed(SEED)
         model = ctor()
-        int8_models.calibrate_bn(model, shape)
+        if name != "ssdlite320":
+            int8_models.calibrate_bn(model, shape)
         model.eval()
         full = os.path.join(args.outdir, f"{name}.full.onnx")
         skel = os.path.join(args.outdir, f"{name}.skel.onnx")
+        # the dynamic ones are traced on a random input: a detector traced on
+        # zeros keeps no box, and its NonMaxSuppression is traced away
+        example = torch.zeros(shape) if dynamic is None else torch.rand(shape, generator=torch.Generator().manual_seed(SEED))
         try:
-            torch.onnx.export(model, (torch.zeros(shape),), full, opset_version=opset, dynamo=False,
-                              do_constant_folding=True, input_names=["input"], output_names=outs)
+            torch.onnx.export(model, (example,), full, opset_version=opset, dynamo=False,
+                              do_constant_folding=True, input_names=["input"], output_names=outs,
+                              dynamic_axes=dynamic)
             onnx.checker.check_model(full)
             stats = skeleton(full, skel)
         except Exception as e:  # report and go on with the next network

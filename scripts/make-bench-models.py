@@ -220,8 +220,9 @@ def main():
         model.eval()
         full = os.path.join(args.outdir, f"{name}.full.onnx")
         skel = os.path.join(args.outdir, f"{name}.skel.onnx")
-        # the dynamic ones are traced on a random input: a detector traced on
-        # zeros keeps no box, and its NonMaxSuppression is traced away
+        # the dynamic ones are traced on a seeded random input, as a user
+        # would (the detector's NonMaxSuppression is scripted into an If
+        # either way: its graph was the same traced on zeros)
         example = torch.zeros(shape) if dynamic is None else torch.rand(shape, generator=torch.Generator().manual_seed(SEED))
         try:
             torch.onnx.export(model, (example,), full, opset_version=opset, dynamo=False,

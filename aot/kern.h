@@ -104,6 +104,9 @@ void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
 /* Elements of one packed row of B (every panel's width; packed, B holds k
  * of them). */
 int64_t kt_packed_cols(const kt_cols *cols);
+/* The rows of cols' register tiles: the main panels', or the tail's where
+ * there is no main panel. */
+int kt_tile_rows(const kt_cols *cols);
 
 /* Loop order by B's size. Each block of rows (pixels) reads all of B
  * once. B up to KT_BIG_B_BYTES stays in a core's L2 from one block to the

@@ -221,10 +221,8 @@ static bool flat_pays(const mc_kb *kb, const conv_geom *cg, const kt_cols *row_c
 		return false;
 	if (flat_input_bytes(cg) > KT_BIG_B_A_BYTES)
 		return false;
-	int row_mr = row_cols->n_main > 0 ? row_cols->main.mr : row_cols->tail.mr;
-	int flat_mr = flat_cols->n_main > 0 ? flat_cols->main.mr : flat_cols->tail.mr;
-	double by_rows = (double)row_tiles(&cg->w, row_mr);
-	double flat = (double)cg->w.out / flat_mr;
+	double by_rows = (double)row_tiles(&cg->w, kt_tile_rows(row_cols));
+	double flat = (double)cg->w.out / kt_tile_rows(flat_cols);
 	return by_rows > FLAT_TILE_GAIN * flat;
 }
 

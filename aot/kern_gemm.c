@@ -200,12 +200,6 @@ static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t
 		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows, NULL);
 }
 
-/* The register tiles' rows. */
-static int64_t tile_rows(const kt_gemm *g)
-{
-	return g->cols->main.nvec ? g->cols->main.mr : g->cols->tail.mr;
-}
-
 /* The rows of A a chunk takes: CHUNK_BYTES of it (KT_BIG_B_A_BYTES where
  * B is big, kern.h), whole tiles. */
 static int64_t chunk_of(const kt_gemm *g)
@@ -213,7 +207,7 @@ static int64_t chunk_of(const kt_gemm *g)
 	int64_t bytes = kt_b_is_big(g->cols) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
 	/* an implicit A's rows share what they read (overlapping windows) */
 	int64_t row_bytes = g->implicit ? g->implicit->bytes / g->rows : 4 * g->k;
-	int64_t mr = tile_rows(g), chunk = bytes / (row_bytes > 0 ? row_bytes : 1);
+	int64_t mr = kt_tile_rows(g->cols), chunk = bytes / (row_bytes > 0 ? row_bytes : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
 }
 
@@ -233,7 +227,7 @@ static int64_t chunk_of(const kt_gemm *g)
  * over. */
 static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 {
-	int64_t mr = tile_rows(g), chunk = chunk_of(g);
+	int64_t mr = kt_tile_rows(g->cols), chunk = chunk_of(g);
 	/* a B over a core's L2 (SPLIT_ROWS_B_BYTES): the workers split the
 	 * panels (each reads its own share of B from memory), not the rows
 	 * (each would read all of it). Under that, rows: each core keeps its

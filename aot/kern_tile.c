@@ -159,6 +159,11 @@ int64_t kt_packed_cols(const kt_cols *cols)
 	return cols->n_main * cols->main.width + cols->tail.width;
 }
 
+int kt_tile_rows(const kt_cols *cols)
+{
+	return cols->n_main > 0 ? cols->main.mr : cols->tail.mr;
+}
+
 int64_t kt_packed_bytes(const kt_cols *cols)
 {
 	return 4 * cols->k * kt_packed_cols(cols);

@@ -337,8 +337,8 @@ int mc_kern_wino_nhwc(mc_lower_ctx *c)
 	int64_t tiles = w.th * w.tw;
 	if (kt_b_is_big(&cols) && tiles < BLOCK_TILES)
 		return 1;
-	int mr = cols.n_main > 0 ? cols.main.mr : cols.tail.mr;
-	w.mpad = cols.n_main * cols.main.width + (cols.tail.nvec ? cols.tail.width : 0);
+	int mr = kt_tile_rows(&cols);
+	w.mpad = kt_packed_cols(&cols);
 	w.tb = (BLOCK_TILES + mr - 1) / mr * mr;
 	/* a big U is read from memory once a block: where an image's tiles
 	 * fit, one block takes them all (resnet50's 14x14 layers of 256

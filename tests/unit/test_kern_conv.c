@@ -375,6 +375,19 @@ Test(kern_conv, big_weights_small_images)
 	check_all_isas(big_weights, N_OF(big_weights));
 }
 
+/* The scratch buffers of case cc's kernel for isa. */
+static int case_scratch(const conv_case *cc, const char *isa)
+{
+	mb *b;
+	mc_program p;
+	mc_graph *g = case_program(cc, isa, &b, &p);
+	int scratch = scratch_buffers(p.kernels[0]);
+	mc_program_free(&p);
+	mc_graph_free(g);
+	mb_free(b);
+	return scratch;
+}
+
 /* The 7x7 one is not Winograd on avx512: it takes every output pixel in
  * flat tiles, over a padded copy of its input in K blocks (two scratch
  * areas: the copy and the partial sums, no transforms); the flat 1x1 is
@@ -383,15 +396,9 @@ Test(kern_conv, big_weights_kernels)
 {
 	static const int cases[] = { 0, 3 }, want[] = { 2, 1 };
 	for (int i = 0; i < 2; i++) {
-		mb *b;
-		mc_program p;
-		mc_graph *g = case_program(&big_weights[cases[i]], "avx512", &b, &p);
-		int scratch = scratch_buffers(p.kernels[0]);
+		int scratch = case_scratch(&big_weights[cases[i]], "avx512");
 		cr_expect_eq(scratch, want[i], "case %d: %d scratch buffer(s), not %d", cases[i], scratch,
 		             want[i]);
-		mc_program_free(&p);
-		mc_graph_free(g);
-		mb_free(b);
 	}
 }
 
@@ -431,15 +438,9 @@ Test(kern_conv, flat_pixels_chosen)
 		{ &long_rows, "avx512", 0 },
 	};
 	for (size_t i = 0; i < N_OF(checks); i++) {
-		mb *b;
-		mc_program p;
-		mc_graph *g = case_program(checks[i].cc, checks[i].isa, &b, &p);
-		int scratch = scratch_buffers(p.kernels[0]);
+		int scratch = case_scratch(checks[i].cc, checks[i].isa);
 		cr_expect_eq(scratch, checks[i].scratch, "check %zu: %d scratch buffer(s), not %d", i,
 		             scratch, checks[i].scratch);
-		mc_program_free(&p);
-		mc_graph_free(g);
-		mb_free(b);
 	}
 }
 

@@ -975,6 +975,72 @@ static int commit_stage(const char *stage, const char *out_dir, const char *name
 	return rc;
 }
 
+int mc_freeze_and_build(mc_graph *g, const mc_compile_opts *o, const mc_target_config *target,
+                        mc_program *p)
+{
+	mc_freeze_opts fo = { .fold_limit = o->fold_limit, .unroll_limit = o->unroll_limit,
+	                      .dump_after = o->dump_after,
+	                      .dump_dir = o->dump_dir, .stats = o->stats ? stderr : NULL,
+	                      .layout = target->layout, .quantized_io = o->quantized_io,
+	                      .no_quantize = o->no_quantize,
+	                      .fuse_attention = target->desc && target->desc->gpu,
+	                      .merge_sibling_convs = target->desc && target->desc->gpu };
+	double t0 = now_ms();
+	memset(p, 0, sizeof *p);
+	if (mc_freeze(g, &fo))
+		return -1;
+	double t_freeze = now_ms();
+	if (o->stats)
+		mc_quant_islands(g, stderr, "modelc: stats: ");
+	if (mc_build_program(g, target, o, p))
+		return -1;
+	if (mc_dump_after(o, 90, "kernels", mc_program_dump_kernels, p))
+		return -1;
+	if (o->stats) {
+		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t0, g->n_nodes);
+		fprintf(stderr, "modelc: stats: fusion+lowering+plan %.1f ms, %d kernels\n", now_ms() - t_freeze,
+		        p->n_kernels);
+	}
+	return 0;
+}
+
+int mc_emit_program(const mc_program *p, const mc_target_config *target, const mc_compile_opts *o,
+                    const char *model_abs, const char *sha, const char *out_dir)
+{
+	double t0 = now_ms();
+	char stage[4200];
+	if (make_stage(out_dir, stage, sizeof stage))
+		return -1;
+	bool emitted = !target->desc->emit(p, o, stage) &&
+	               !write_json(p, o, model_abs ? model_abs : "", sha, stage) &&
+	               !(model_abs && write_ninja(target, o, model_abs, stage, out_dir)) &&
+	               !(o->harness && mc_emit_harness(p, o, stage));
+	bool committed = emitted && !commit_stage(stage, out_dir, o->name);
+	remove_stage(stage);
+	if (!committed)
+		return -1;
+	if (o->stats) {
+		fprintf(stderr, "modelc: stats: arena %zu bytes, lower bound %zu bytes (%.3fx), weights %zu bytes in %d arrays\n",
+		        p->arena_bytes, p->lower_bound,
+		        p->lower_bound ? (double)p->arena_bytes / (double)p->lower_bound : 1.0, p->weight_bytes,
+		        p->n_weights);
+		fprintf(stderr, "modelc: stats: kernels in the graph's order: arena %zu bytes, lower bound %zu bytes%s\n",
+		        p->arena_in_order, p->lower_bound_in_order,
+		        p->arena_bytes < p->arena_in_order ? " (reordered)" : "");
+		fprintf(stderr, "modelc: stats: emission %.1f ms\n", now_ms() - t0);
+	}
+	return 0;
+}
+
+/* --dump-after without --dump-dir: OUT/debug (dump_dir: its storage) */
+void mc_default_dump_dir(mc_compile_opts *o, const char *out_dir, char *dump_dir, size_t n)
+{
+	if (o->dump_after && !o->dump_dir) {
+		snprintf(dump_dir, n, "%s/debug", out_dir);
+		o->dump_dir = dump_dir;
+	}
+}
+
 int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
                      const mc_compile_opts *o_in)
 {
@@ -982,62 +1048,17 @@ int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
 	if (check_opts(&o))
 		return -1;
 	char dump_dir[4096];
-	if (o.dump_after && !o.dump_dir) {
-		snprintf(dump_dir, sizeof dump_dir, "%s/debug", out_dir);
-		o.dump_dir = dump_dir;
-	}
-	double t0 = now_ms();
+	mc_default_dump_dir(&o, out_dir, dump_dir, sizeof dump_dir);
 	int rc = -1;
 	mc_program p = { 0 };
 	mc_target_config target;
-	if (mc_target_resolve(&o, &target))
-		goto out;
-	mc_freeze_opts fo = { .fold_limit = o.fold_limit, .unroll_limit = o.unroll_limit,
-	                      .dump_after = o.dump_after,
-	                      .dump_dir = o.dump_dir, .stats = o.stats ? stderr : NULL,
-	                      .layout = target.layout, .quantized_io = o.quantized_io,
-	                      .no_quantize = o.no_quantize,
-	                      .fuse_attention = target.desc && target.desc->gpu,
-	                      .merge_sibling_convs = target.desc && target.desc->gpu };
-	if (mc_freeze(g, &fo))
-		goto out;
-	double t_freeze = now_ms();
-	if (o.stats)
-		mc_quant_islands(g, stderr, "modelc: stats: ");
-	if (mc_build_program(g, &target, &o, &p))
-		goto out;
-	double t_build = now_ms();
-	if (mc_dump_after(&o, 90, "kernels", mc_program_dump_kernels, &p))
-		goto out;
-	char sha[65] = "", stage[4200];
 	/* The fingerprint of the bytes imported (the file may have changed
 	 * since); empty for a graph that did not come from a file. */
+	char sha[65];
 	memcpy(sha, g->sha256, sizeof sha);
-	if (make_stage(out_dir, stage, sizeof stage))
-		goto out;
-	bool emitted = !target.desc->emit(&p, &o, stage) &&
-	               !write_json(&p, &o, model_abs ? model_abs : "", sha, stage) &&
-	               !(model_abs && write_ninja(&target, &o, model_abs, stage, out_dir)) &&
-	               !(o.harness && mc_emit_harness(&p, &o, stage));
-	bool committed = emitted && !commit_stage(stage, out_dir, o.name);
-	remove_stage(stage);
-	if (!committed)
-		goto out;
-	if (o.stats) {
-		fprintf(stderr, "modelc: stats: freezing %.1f ms, %d nodes left\n", t_freeze - t0, g->n_nodes);
-		fprintf(stderr, "modelc: stats: fusion+lowering+plan %.1f ms, %d kernels\n", t_build - t_freeze,
-		        p.n_kernels);
-		fprintf(stderr, "modelc: stats: arena %zu bytes, lower bound %zu bytes (%.3fx), weights %zu bytes in %d arrays\n",
-		        p.arena_bytes, p.lower_bound,
-		        p.lower_bound ? (double)p.arena_bytes / (double)p.lower_bound : 1.0, p.weight_bytes,
-		        p.n_weights);
-		fprintf(stderr, "modelc: stats: kernels in the graph's order: arena %zu bytes, lower bound %zu bytes%s\n",
-		        p.arena_in_order, p.lower_bound_in_order,
-		        p.arena_bytes < p.arena_in_order ? " (reordered)" : "");
-		fprintf(stderr, "modelc: stats: emission %.1f ms\n", now_ms() - t_build);
-	}
-	rc = 0;
-out:
+	if (!mc_target_resolve(&o, &target) && !mc_freeze_and_build(g, &o, &target, &p) &&
+	    !mc_emit_program(&p, &target, &o, model_abs, sha, out_dir))
+		rc = 0;
 	mc_program_free(&p);
 	return rc;
 }
@@ -1051,6 +1072,9 @@ int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opt
 		mc_error("cannot open model '%s': %s", model_path, strerror(errno));
 		return -1;
 	}
+	for (int i = 0; i < o->import.n_dim_pins; i++)
+		if (o->import.dim_pins[i].hi > o->import.dim_pins[i].value)
+			return mc_compile_dynamic(model_path, model_abs, out_dir, o, i);
 	double t0 = now_ms();
 	mc_graph *g = mc_import_file(model_path, &o->import);
 	if (!g)

@@ -71,6 +71,20 @@ int mc_pool_specs(const mc_compile_opts *o, mc_pool_spec *specs);
 /* model -> output directory. 0 on success; -1 after reporting. */
 int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opts *o);
 
+/* The stages of mc_compile_graph: freezing and the program for target
+ * (mc_target_resolve), then its output directory (sha: the model's
+ * digest, "" if none). 0, or -1 after reporting. */
+int mc_freeze_and_build(mc_graph *g, const mc_compile_opts *o, const mc_target_config *target,
+                        mc_program *p);
+int mc_emit_program(const mc_program *p, const mc_target_config *target, const mc_compile_opts *o,
+                    const char *model_abs, const char *sha, const char *out_dir);
+/* --dump-after without --dump-dir: OUT/debug, kept in dump_dir (n bytes). */
+void mc_default_dump_dir(mc_compile_opts *o, const char *out_dir, char *dump_dir, size_t n);
+/* --dim NAME=LO..HI (aot/dynamic.c): model -> one output directory
+ * serving every size of that dimension; the pin is o->import.dim_pins[pin]. */
+int mc_compile_dynamic(const char *model_path, const char *model_abs, const char *out_dir,
+                       const mc_compile_opts *o, int pin);
+
 /* Applies o's --bind options to an imported graph (before inference). */
 int mc_apply_binds(mc_graph *g, const mc_compile_opts *o);
 /* The pipeline from an inferred graph (after import, --bind and

@@ -23,8 +23,18 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	bool cuda = p->target.desc && p->target.desc->gpu; /* the NAME_cuda_* API */
 	bool threads = !cuda && p->threads > 1; /* NAME_run_threads on runtime-min's pthread pool */
 	upper(n, up, sizeof up);
-	char run_fn[300], no_pdl[300], sms[300];
-	snprintf(run_fn, sizeof run_fn, "%s_run", n);
+	char run_fn[300], no_pdl[300], sms[300], dim_opt[600] = "";
+	snprintf(run_fn, sizeof run_fn, p->dyn ? "%s_run_dims" : "%s_run", n);
+	if (p->dyn) /* --dim NAME=V */
+		snprintf(dim_opt, sizeof dim_opt,
+		         "\t\tif (argc > a + 1 && strcmp(argv[a], \"--dim\") == 0) {\n"
+		         "\t\t\tconst char *eq = strchr(argv[a + 1], '=');\n"
+		         "\t\t\tif (!eq || (size_t)(eq - argv[a + 1]) != strlen(%s_DIM_0_NAME) ||\n"
+		         "\t\t\t    strncmp(argv[a + 1], %s_DIM_0_NAME, strlen(%s_DIM_0_NAME)) != 0) {\n"
+		         "\t\t\t\tfprintf(stderr, \"--dim: %%s names no dynamic dimension (%%s)\\n\", argv[a + 1], %s_DIM_0_NAME);\n"
+		         "\t\t\t\treturn 100;\n\t\t\t}\n"
+		         "\t\t\tdims[0] = atoll(eq + 1);\n\t\t\ta += 2;\n\t\t\tcontinue;\n\t\t}\n",
+		         up, up, up, up);
 	/* --no-pdl: the init flag of the cuda target's header (the C target's run takes none) */
 	snprintf(no_pdl, sizeof no_pdl, cuda ? "%s_CUDA_NO_PDL" : "0u", up);
 	/* --sms N: the K splits planned for N multiprocessors (cuda) */
@@ -41,10 +51,11 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
 	    "#include \"%s.h\"\n", MC_VERSION, cuda ? "the cuda target's API" : run_fn, n, n);
 	mc_sb_puts(&b, threads ? "#include \"modelc_threads_pthread.c\"\n\n" : "\n");
-	mc_sb_puts(&b, "static const size_t in_bytes[] = {");
+	const char *sizes_const = p->dyn ? "" : "const "; /* --dim LO..HI: the size's, at run time */
+	mc_sb_printf(&b, "static %ssize_t in_bytes[] = {", sizes_const);
 	for (int i = 0; i < p->n_inputs; i++)
 		mc_sb_printf(&b, "%zu, ", mc_numel(&p->inputs[i].shape) * mc_dtype_size(p->inputs[i].dtype));
-	mc_sb_puts(&b, "0};\nstatic const size_t out_bytes[] = {");
+	mc_sb_printf(&b, "0};\nstatic %ssize_t out_bytes[] = {", sizes_const);
 	for (int i = 0; i < p->n_outputs; i++)
 		mc_sb_printf(&b, "%zu, ", mc_numel(&p->outputs[i].shape) * mc_dtype_size(p->outputs[i].dtype));
 	mc_sb_puts(&b, "0};\nstatic const char *const out_files[] = {");
@@ -54,6 +65,35 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		mc_sb_printf(&b, "\"%s\", ", file);
 	}
 	mc_sb_printf(&b, "0};\n#define N_IN %d\n#define N_OUT %d\n\n", p->n_inputs, p->n_outputs);
+	if (p->dyn) {
+		/* --dim NAME=V: the size to run at; the files' bytes are that size's */
+		mc_sb_puts(&b, "static const size_t in_elt[] = {");
+		for (int i = 0; i < p->n_inputs; i++)
+			mc_sb_printf(&b, "%zu, ", mc_dtype_size(p->inputs[i].dtype));
+		mc_sb_puts(&b, "0}, out_elt[] = {");
+		for (int i = 0; i < p->n_outputs; i++)
+			mc_sb_printf(&b, "%zu, ", mc_dtype_size(p->outputs[i].dtype));
+		mc_sb_puts(&b, "0};\nstatic const int in_rank[] = {");
+		for (int i = 0; i < p->n_inputs; i++)
+			mc_sb_printf(&b, "%d, ", p->inputs[i].shape.rank);
+		mc_sb_puts(&b, "0}, out_rank[] = {");
+		for (int i = 0; i < p->n_outputs; i++)
+			mc_sb_printf(&b, "%d, ", p->outputs[i].shape.rank);
+		mc_sb_printf(&b, "0};\nstatic int64_t dims[%s_NUM_DIMS] = {%s_DIM_0_MAX};\n\n"
+		                 "/* Each input's and output's bytes at dims (a size out of bounds keeps\n"
+		                 " * the largest: the run then says so). */\n"
+		                 "static void sizes_at_dims(void)\n{\n"
+		                 "\tfor (int t = 0; t < 2; t++)\n"
+		                 "\t\tfor (int i = 0; i < (t ? N_OUT : N_IN); i++) {\n"
+		                 "\t\t\tint64_t shape[16];\n"
+		                 "\t\t\tif ((t ? %s_output_shape : %s_input_shape)(i, dims, shape) != MODELC_OK)\n"
+		                 "\t\t\t\treturn;\n"
+		                 "\t\t\tsize_t n = t ? out_elt[i] : in_elt[i];\n"
+		                 "\t\t\tfor (int j = 0; j < (t ? out_rank[i] : in_rank[i]); j++)\n"
+		                 "\t\t\t\tn *= (size_t)shape[j];\n"
+		                 "\t\t\t*(t ? &out_bytes[i] : &in_bytes[i]) = n;\n"
+		                 "\t\t}\n}\n\n", up, up, n, n);
+	}
 	if (cuda) /* --profile: where the time of one run goes, launch by launch */
 		mc_sb_printf(&b,
 		    "static int profile_launches(%s_cuda *m)\n{\n"
@@ -90,9 +130,11 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\t\t\tflags |= %s;\n\t\t\ta += 2;\n\t\t\tcontinue;\n\t\t}\n"
 	    "\t\tif (argc > a + 1 && strcmp(argv[a], \"--threads\") == 0) { /* --threads: workers */\n"
 	    "\t\t\tworkers = atol(argv[a + 1]);\n\t\t\ta += 2;\n\t\t\tcontinue;\n\t\t}\n"
+	    "%s"
 	    "\t\tif (argc > a + 1 && strcmp(argv[a], \"--repeat\") == 0) {\n\t\t\trepeat = atol(argv[a + 1]);\n\t\t\ta += 2;\n"
 	    "\t\t} else if (argc > a && strcmp(argv[a], \"--names\") == 0) {\n\t\t\tnames = 1;\n\t\t\ta++;\n"
 	    "\t\t} else {\n\t\t\tbreak;\n\t\t}\n\t}\n"
+	    "%s"
 	    "\tif (argc - a != N_IN) {\n"
 	    "\t\tfprintf(stderr, \"usage: %%s OUTDIR [--repeat N] and %%d input files\\n\", argv[0], N_IN);\n"
 	    "\t\treturn 100;\n\t}\n"
@@ -107,7 +149,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\t\tin[i] = q;\n\t}\n"
 	    "\tfor (int i = 0; i < N_OUT; i++)\n"
 	    "\t\tif (!(out[i] = zalloc(out_bytes[i])))\n\t\t\treturn 100;\n", p->threads > 1 ? p->threads : 1,
-	    no_pdl, sms);
+	    no_pdl, sms, dim_opt, p->dyn ? "\tsizes_at_dims();\n" : "");
 	if (!threads)
 		mc_sb_puts(&b, "\t(void)workers;\n");
 	if (cuda)
@@ -160,7 +202,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "%s"
 	    "\tint st = 0;\n"
 	    "\tfor (long r = 0; r < repeat && st == 0; r++)\n"
-	    "\t\tst = %s%s(arena, in, out%s);\n"
+	    "\t\tst = %s%s(arena, in, out%s%s);\n"
 	    "%s"
 	    "\tfree(arena);\n"
 	    "\t(void)profile;\n\t(void)flags;\n",
@@ -169,7 +211,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		              "\tif (!arena || !pool)\n\t\treturn 100;\n"
 		              "\tmodelc_threads threads = { modelc_pthread_parallel_for, pool };\n"
 		            : "\tif (!arena)\n\t\treturn 100;\n",
-		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "",
+		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "", p->dyn ? ", dims" : "",
 		    threads ? "\tmodelc_pthread_pool_free(pool);\n" : "");
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"

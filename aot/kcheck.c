@@ -775,8 +775,9 @@ static bool shape_ok(checker *c, const mc_kexpr *e)
 		[MC_KE_CONST] = 0, [MC_KE_VAR] = 0, [MC_KE_LOAD] = 1, [MC_KE_UN] = 1, [MC_KE_BIN] = 2,
 		[MC_KE_SELECT] = 3, [MC_KE_CAST] = 1, [MC_KE_FMA] = 3, [MC_KE_SPLAT] = 1, [MC_KE_LANE] = 1,
 		[MC_KE_DOT2] = 3, [MC_KE_RQ32] = 3, [MC_KE_DOT4] = 3, [MC_KE_BITS] = 1, [MC_KE_SPLITS] = 0,
+		[MC_KE_DIM] = 0,
 	};
-	if ((unsigned)e->kind > MC_KE_SPLITS) {
+	if ((unsigned)e->kind > MC_KE_DIM) {
 		fail(c, "an expression of unknown kind %d", e->kind);
 		return false;
 	}

@@ -776,6 +776,7 @@ static void dump_expr(const mc_kexpr *e, FILE *f)
 		break;
 	case MC_KE_VAR: fprintf(f, "v%d", e->var); break;
 	case MC_KE_SPLITS: fprintf(f, "splits(b%d)", e->buf); break;
+	case MC_KE_DIM: fputs("dim", f); break;
 	case MC_KE_LOAD:
 		fprintf(f, "b%d[", e->buf);
 		dump_expr(e->a, f);
@@ -1021,4 +1022,63 @@ static bool body_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stor
 bool mc_kbody_closed(const mc_kstmt *s, bool *inner, bool *loaded, bool *stored)
 {
 	return body_closed(s, inner, loaded, stored, 0);
+}
+
+/* ---- deep copy ---- */
+static mc_kexpr *clone_expr(mc_kpool *pool, const mc_kexpr *e)
+{
+	if (!e)
+		return NULL;
+	mc_kexpr *c = mc_kpool_alloc(pool, sizeof *c);
+	*c = *e;
+	c->a = clone_expr(pool, e->a);
+	c->b = clone_expr(pool, e->b);
+	c->c = clone_expr(pool, e->c);
+	return c;
+}
+
+static mc_kstmt *clone_block(mc_kpool *pool, const mc_kstmt *s)
+{
+	mc_kstmt *head = NULL, **tail = &head;
+	for (; s; s = s->next) {
+		mc_kstmt *c = mc_kpool_alloc(pool, sizeof *c);
+		*c = *s;
+		c->next = NULL;
+		c->a = clone_expr(pool, s->a);
+		c->b = clone_expr(pool, s->b);
+		c->c = clone_expr(pool, s->c);
+		c->body = clone_block(pool, s->body);
+		c->orelse = clone_block(pool, s->orelse);
+		if (s->tmpl) {
+			mc_ktemplate *t = mc_kpool_alloc(pool, sizeof *t);
+			*t = *s->tmpl;
+			t->y_at = clone_expr(pool, s->tmpl->y_at);
+			t->wt_at = clone_expr(pool, s->tmpl->wt_at);
+			t->x_at = clone_expr(pool, s->tmpl->x_at);
+			c->tmpl = t;
+		}
+		*tail = c;
+		tail = &c->next;
+	}
+	return head;
+}
+
+mc_kernel *mc_kernel_clone(mc_kpool *pool, const mc_kernel *k)
+{
+	mc_kernel *c = mc_kpool_alloc(pool, sizeof *c);
+	*c = *k;
+	c->name = mc_kpool_strdup(pool, k->name);
+	c->comment = k->comment ? mc_kpool_strdup(pool, k->comment) : NULL;
+	c->bufs = mc_kpool_alloc(pool, sizeof *c->bufs * (size_t)(k->n_bufs + 1));
+	memcpy(c->bufs, k->bufs, sizeof *c->bufs * (size_t)k->n_bufs);
+	for (int i = 0; i < k->n_bufs; i++)
+		c->bufs[i].packed = NULL;
+	c->cap_bufs = k->n_bufs;
+	c->vars = mc_kpool_alloc(pool, sizeof *c->vars * (size_t)(k->n_vars + 1));
+	memcpy(c->vars, k->vars, sizeof *c->vars * (size_t)k->n_vars);
+	c->cap_vars = k->n_vars;
+	c->body = clone_block(pool, k->body);
+	c->n_splits = 0;
+	c->splits = NULL;
+	return c;
 }

@@ -72,6 +72,10 @@ typedef enum {
 	 * target's kernel parameter: the plan NAME_cuda_init made for the
 	 * device's multiprocessors, aot/kern_cuda.c) */
 	MC_KE_SPLITS,
+	/* index: the run-time size of the program's dynamic dimension
+	 * (--dim NAME=LO..HI, aot/dynamic.c), a parameter of every kernel of
+	 * such a program; in [LO, HI] */
+	MC_KE_DIM,
 } mc_kexpr_kind;
 
 typedef enum {
@@ -578,6 +582,10 @@ void mc_kexpr_mark_loads(const mc_kexpr *x, bool *loaded);
 void mc_kb_template_open(mc_kb *kb, const mc_ktemplate *t);
 int64_t mc_dot2_kp_multiple(int64_t tm); /* DOT2_TILES: kp's multiple for tiles of tm channels */
 
+/* A deep copy of k in pool (expressions shared in k are copied apart;
+ * packed constants and splits are left out: the copy is IR only). */
+mc_kernel *mc_kernel_clone(mc_kpool *pool, const mc_kernel *k);
+
 /* Readable text of a kernel (--dump-after, tests). */
 void mc_kernel_dump(const mc_kernel *k, FILE *f);
 
@@ -598,6 +606,7 @@ enum {
 	                                 * not to its element's size */
 	MC_STATUS_BAD_INDEX = 3,      /* an index input out of range (Gather, ...) */
 	MC_STATUS_BAD_INPUT = 4,      /* other invalid input data */
+	MC_STATUS_BAD_DIM = 6,        /* a dynamic dimension's size outside its bounds */
 };
 
 #endif

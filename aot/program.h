@@ -86,6 +86,36 @@ typedef struct {
 	size_t align;
 } mc_weight;
 
+/* --dim NAME=LO..HI (aot/dynamic.c): one program for every size d in
+ * [lo, hi] of one symbolic dimension. A number that depends on d is
+ * (c[2] d^2 + c[1] d + c[0]) / den, the division exact at every d it
+ * serves. */
+typedef struct {
+	int64_t c[3], den;
+} mc_dyn_poly;
+
+/* What a kernel of the program built at hi became: its versions,
+ * kernels[first .. first + n_versions), and the one each size runs. */
+typedef struct {
+	int first, n_versions;
+	unsigned char *version_of; /* per d - lo (n_versions > 1; else NULL) */
+} mc_dyn_kernel;
+
+typedef struct mc_dynamic {
+	char *name;                 /* the dim_param */
+	int64_t lo, hi;
+	int n_of;                   /* the kernels of the program built at hi */
+	mc_dyn_kernel *of;          /* steps' kernel indices index this */
+	/* each input's and output's dims (MC_MAX_RANK a tensor), as run-time
+	 * numbers; their shapes in the program are those at hi */
+	mc_dyn_poly *in_dims, *out_dims;
+} mc_dynamic;
+
+/* The poly's value at d (exact where it serves d). */
+int64_t mc_dyn_poly_at(const mc_dyn_poly *q, int64_t d);
+/* True if the poly is a constant. */
+bool mc_dyn_poly_const(const mc_dyn_poly *q);
+
 /* --pool: the arena split into named pools, each its own memory */
 #define MC_MAX_POOLS 8
 #define MC_POOL_NAME 32
@@ -128,6 +158,9 @@ typedef struct mc_program {
 	double macs;                /* multiply-accumulates of one run (Conv, Gemm, MatMul...) */
 	int n_owned, cap_owned;
 	mc_tensor **owned;          /* weights the program made (float32 ones stored as float16) */
+	/* --dim NAME=LO..HI: the sizes it serves (kernels are then the
+	 * versions, steps name dyn->of); NULL: every shape fixed */
+	const mc_dynamic *dyn;
 } mc_program;
 
 void mc_program_free(mc_program *p);

@@ -304,6 +304,9 @@ typedef struct {
 typedef struct {
 	const char *param;
 	int64_t value;
+	/* > value: --dim NAME=LO..HI, a dimension that stays dynamic within
+	 * [value, hi] (aot/dynamic.c builds the program at each size) */
+	int64_t hi;
 } mc_dim_pin;
 
 typedef struct {

@@ -29,7 +29,10 @@ enum {
 	                               * output not to its element's size (bytes: any address) */
 	MODELC_ERR_BAD_INDEX = 3,     /* an index input out of range (Gather, ...) */
 	MODELC_ERR_BAD_INPUT = 4,     /* other invalid input data */
-	MODELC_ERR_CUDA = 5           /* a CUDA call failed (cuda target: NAME_cuda.error says which) */
+	MODELC_ERR_CUDA = 5,          /* a CUDA call failed (cuda target: NAME_cuda.error says which) */
+	MODELC_ERR_BAD_DIM = 6        /* a dynamic dimension's size outside its bounds (--dim
+	                               * NAME=LO..HI: NAME_DIM_<k>_MIN..MAX), or dims NULL;
+	                               * nothing is read or written */
 };
 
 /* ---- several cores: NAME_run_threads (modelc --threads N) ----

@@ -358,13 +358,23 @@ static int parse_args(int argc, char **argv, cli *c, int want_io)
 			}
 			if (split_eq(argv[++i], "--dim", &name, &value))
 				return -1;
-			long long x = strtoll(value, &end, 10);
+			long long x = strtoll(value, &end, 10), hi = 0;
+			if (end != value && strncmp(end, "..", 2) == 0) { /* LO..HI: dynamic */
+				const char *h = end + 2;
+				hi = strtoll(h, &end, 10);
+				if (end == h || *end || hi <= x) {
+					mc_error("--dim %s: '%s' is not a range LO..HI of non-negative integers, LO < HI",
+					         name, value);
+					free(name);
+					return -1;
+				}
+			}
 			if (end == value || *end || x < 0) {
 				mc_error("--dim %s: '%s' is not a non-negative integer", name, value);
 				free(name);
 				return -1;
 			}
-			c->dim_pins[c->n_dim_pins++] = (mc_dim_pin){name, x};
+			c->dim_pins[c->n_dim_pins++] = (mc_dim_pin){name, x, hi};
 			note_option(c, "--dim", argv[i]);
 		} else if (want_io && strcmp(a, "--input") == 0 && has_val) {
 			char *name;

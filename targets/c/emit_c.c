@@ -186,7 +186,11 @@ static void put_kernel(emitter *e, const mc_kernel *k)
 	bool threads = e->p->threads > 1;
 	mc_sb_puts(e->sb, pools ? "(unsigned char *const *pool, const void *const *in, void *const *out"
 	                        : "(unsigned char *arena, const void *const *in, void *const *out");
+	if (e->p->dyn) /* --dim NAME=LO..HI: the size, MC_KE_DIM */
+		mc_sb_printf(e->sb, ", const %s dim", e->idx_type);
 	mc_sb_puts(e->sb, threads ? ", const modelc_threads *threads)\n{\n" : ")\n{\n");
+	if (e->p->dyn)
+		mc_sb_puts(e->sb, "\t(void)dim;\n");
 	bool uses_arena = parts > 0, uses_in = parts > 0, uses_out = parts > 0;
 	put_buffer_ptrs(e, &uses_arena, &uses_in, &uses_out, parts > 0, false);
 	if (!uses_arena)
@@ -247,6 +251,86 @@ static void put_cond(emitter *e, const mc_loc *l)
 	mc_ce_fail(e, "If step: condition without a valid location");
 }
 
+/* --dim NAME=LO..HI: kernel i of the program built at HI, through the
+ * version its size runs (NAME_kI_version, a table by size). */
+static void put_dyn_call(emitter *e, int i, int depth)
+{
+	const mc_dynamic *dyn = e->p->dyn;
+	const mc_dyn_kernel *of = &dyn->of[i];
+	if (of->n_versions > 1) {
+		mc_ce_indent(e, depth);
+		mc_sb_printf(e->sb, "switch (%s_version_%d[dim - %lld]) {\n", e->name, i, (long long)dyn->lo);
+	}
+	for (int v = 0; v < of->n_versions; v++) {
+		int ind = depth + (of->n_versions > 1);
+		if (of->n_versions > 1) {
+			mc_ce_indent(e, depth);
+			mc_sb_printf(e->sb, v + 1 < of->n_versions ? "case %d:\n" : "default: /* %d */\n", v);
+		}
+		mc_ce_indent(e, ind);
+		mc_sb_puts(e->sb, "status = ");
+		mc_ce_kernel_name(e, e->p->kernels[of->first + v]);
+		mc_sb_puts(e->sb, "((unsigned char *)arena, inputs, outputs, dim);\n");
+		if (of->n_versions > 1) {
+			mc_ce_indent(e, ind);
+			mc_sb_puts(e->sb, "break;\n");
+		}
+	}
+	if (of->n_versions > 1) {
+		mc_ce_indent(e, depth);
+		mc_sb_puts(e->sb, "}\n");
+	}
+	mc_ce_indent(e, depth);
+	mc_sb_puts(e->sb, "if (status != MODELC_OK)\n");
+	mc_ce_indent(e, depth + 1);
+	mc_sb_puts(e->sb, "return status;\n");
+}
+
+/* --dim NAME=LO..HI: the version tables, and NAME_input_shape and
+ * NAME_output_shape (each dim a polynomial of the size). */
+static void put_dyn_tables(emitter *e)
+{
+	const mc_dynamic *dyn = e->p->dyn;
+	int64_t n = dyn->hi - dyn->lo + 1;
+	mc_sb_printf(e->sb, "/* --dim %s=%lld..%lld: the version of each kernel that each size runs. */\n",
+	             dyn->name, (long long)dyn->lo, (long long)dyn->hi);
+	for (int i = 0; i < dyn->n_of; i++) {
+		if (dyn->of[i].n_versions < 2)
+			continue;
+		mc_sb_printf(e->sb, "static const unsigned char %s_version_%d[%lld] = {", e->name, i, (long long)n);
+		for (int64_t d = 0; d < n; d++)
+			mc_sb_printf(e->sb, "%s%d", d % 32 ? ", " : "\n\t", dyn->of[i].version_of[d]);
+		mc_sb_puts(e->sb, "\n};\n");
+	}
+	for (int t = 0; t < 2; t++) {
+		const mc_io_desc *io = t ? e->p->outputs : e->p->inputs;
+		const mc_dyn_poly *polys = t ? dyn->out_dims : dyn->in_dims;
+		int count = t ? e->p->n_outputs : e->p->n_inputs;
+		put_section(e);
+		mc_sb_printf(e->sb, "\nint %s_%s_shape(int i, const int64_t dims[], int64_t shape[])\n{\n"
+		                    "\tif (dims == NULL || shape == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n"
+		                    "\tif (dims[0] < %s_DIM_0_MIN || dims[0] > %s_DIM_0_MAX)\n"
+		                    "\t\treturn MODELC_ERR_BAD_DIM;\n\tconst int64_t d = dims[0];\n\t(void)d;\n"
+		                    "\tswitch (i) {\n", e->name, t ? "output" : "input", e->upper, e->upper);
+		for (int i = 0; i < count; i++) {
+			mc_sb_printf(e->sb, "\tcase %d:\n", i);
+			for (int j = 0; j < io[i].shape.rank; j++) {
+				const mc_dyn_poly *q = &polys[i * MC_MAX_RANK + j];
+				mc_sb_printf(e->sb, "\t\tshape[%d] = ", j);
+				if (mc_dyn_poly_const(q)) {
+					mc_sb_printf(e->sb, "%lld;\n", (long long)q->c[0]);
+					continue;
+				}
+				mc_sb_printf(e->sb, "(%lld * d * d + %lld * d + %lld) / %lld;\n", (long long)q->c[2],
+				             (long long)q->c[1], (long long)q->c[0], (long long)q->den);
+			}
+			mc_sb_puts(e->sb, "\t\treturn MODELC_OK;\n");
+		}
+		mc_sb_puts(e->sb, "\tdefault:\n\t\treturn MODELC_ERR_BAD_INDEX;\n\t}\n}\n");
+	}
+	mc_sb_puts(e->sb, "\n");
+}
+
 static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
 {
 	for (int i = 0; i < n; i++) {
@@ -269,6 +353,10 @@ static void put_steps(emitter *e, const mc_step *steps, int n, int depth)
 		if (s->kind != MC_STEP_KERNEL || s->kernel < 0 || s->kernel >= e->p->n_kernels) {
 			mc_ce_fail(e, "step names no kernel");
 			return;
+		}
+		if (e->p->dyn) {
+			put_dyn_call(e, s->kernel, depth);
+			continue;
 		}
 		mc_ce_indent(e, depth);
 		mc_sb_puts(e->sb, "status = ");
@@ -385,8 +473,15 @@ static void put_run(emitter *e)
 		if (!steps_call_kernels(p->steps, p->n_steps))
 			mc_sb_puts(e->sb, "\t(void)threads;\n");
 	}
+	else if (p->dyn)
+		mc_sb_printf(e->sb, "int %s_run_dims(void *arena, const void *const inputs[], void *const outputs[],\n"
+		                    "                const int64_t dims[])\n{\n", e->name);
 	else
 		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
+	if (p->dyn) /* the size first: out of bounds, nothing is touched */
+		mc_sb_printf(e->sb, "\tif (dims == NULL || dims[0] < %s_DIM_0_MIN || dims[0] > %s_DIM_0_MAX)\n"
+		                    "\t\treturn MODELC_ERR_BAD_DIM;\n"
+		                    "\tconst %s dim = (%s)dims[0];\n", e->upper, e->upper, e->idx_type, e->idx_type);
 	if (steps_call_kernels(p->steps, p->n_steps))
 		mc_sb_puts(e->sb, "\tint status;\n\n");
 	if (pools) {
@@ -467,6 +562,8 @@ static void put_source(emitter *e)
 		                 "\tvoid *const *out;\n} %s_task;\n\n", e->name);
 	for (int i = 0; i < p->n_kernels && !e->err; i++)
 		put_kernel(e, p->kernels[i]);
+	if (!e->err && p->dyn)
+		put_dyn_tables(e);
 	if (!e->err)
 		put_run(e);
 }

@@ -1010,6 +1010,9 @@ void mc_ce_expr(emitter *e, const mc_kexpr *x, bool top)
 		}
 		mc_ce_fail(e, "a device's K splits off the cuda target");
 		return;
+	case MC_KE_DIM: /* the kernel's parameter (aot/dynamic.c) */
+		mc_sb_puts(e->sb, "dim");
+		return;
 	case MC_KE_SPLAT:
 		break;
 	}
@@ -1367,6 +1370,45 @@ static const char run_doc_io_in_arena[] =
 	" * outputs are then unspecified). Never aborts. Reentrant: no global mutable\n"
 	" * state, no heap, no I/O; concurrent runs need their own arenas. */\n";
 
+/* --dim NAME=LO..HI (aot/dynamic.c): the dimension, its bounds, the
+ * shape functions and NAME_run_dims. */
+static void put_dyn_header(emitter *e)
+{
+	const mc_dynamic *dyn = e->p->dyn;
+	mc_strbuf *sb = e->sb;
+	mc_sb_printf(sb, "\n/* The dynamic dimension (--dim %s=%lld..%lld): every size in [MIN, MAX]\n"
+	                 " * runs, each with the code compiled for that size. The SHAPE, NUMEL and\n"
+	                 " * BYTES above are at MAX, what the caller's buffers must hold; the\n"
+	                 " * shapes at a size are %s_input_shape's and %s_output_shape's. */\n",
+	             dyn->name, (long long)dyn->lo, (long long)dyn->hi, e->name, e->name);
+	mc_sb_printf(sb, "#define %s_NUM_DIMS 1\n#define %s_DIM_0_NAME ", e->upper, e->upper);
+	mc_ce_c_string(sb, dyn->name);
+	mc_sb_printf(sb, "\n#define %s_DIM_0_MIN %lld\n#define %s_DIM_0_MAX %lld\n\n", e->upper, (long long)dyn->lo,
+	             e->upper, (long long)dyn->hi);
+	mc_sb_printf(sb, "/* Input or output i's shape (its rank's dims) when the dims are\n"
+	                 " * dims[%s_NUM_DIMS]: MODELC_OK, MODELC_ERR_BAD_DIM (a size outside its\n"
+	                 " * bounds), MODELC_ERR_NULL_ARGUMENT or MODELC_ERR_BAD_INDEX (no such i). */\n"
+	                 "int %s_input_shape(int i, const int64_t dims[], int64_t shape[]);\n"
+	                 "int %s_output_shape(int i, const int64_t dims[], int64_t shape[]);\n",
+	             e->upper, e->name, e->name);
+	mc_sb_printf(sb, "\n/* Runs the model once at the sizes dims[%s_NUM_DIMS].\n"
+	                 " *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN (the\n"
+	                 " *            largest size's), owned by the caller; garbage on return.\n"
+	                 " *   inputs:  %s_NUM_INPUTS pointers to input i's elements at these sizes\n"
+	                 " *            (%s_input_shape), dense and row-major, aligned to their\n"
+	                 " *            element's size; outputs[i] likewise (%s_output_shape),\n"
+	                 " *            which the run fills. Nothing may overlap.\n"
+	                 " * Returns MODELC_OK (0), or MODELC_ERR_BAD_DIM (dims NULL or a size\n"
+	                 " * outside [%s_DIM_<k>_MIN, %s_DIM_<k>_MAX]; nothing is read or written),\n"
+	                 " * MODELC_ERR_NULL_ARGUMENT, MODELC_ERR_MISALIGNED (nothing is read or\n"
+	                 " * written), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT (invalid input\n"
+	                 " * data; outputs are then unspecified). Never aborts. Reentrant: no global\n"
+	                 " * mutable state, no heap, no I/O. */\n"
+	                 "int %s_run_dims(void *arena, const void *const inputs[], void *const outputs[],\n"
+	                 "                const int64_t dims[]);\n\n",
+	             e->upper, e->upper, e->upper, e->upper, e->name, e->name, e->upper, e->upper, e->name);
+}
+
 void mc_ce_header(emitter *e)
 {
 	const mc_program *p = e->p;
@@ -1409,9 +1451,14 @@ void mc_ce_header(emitter *e)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_inputs[%s_NUM_INPUTS];\n", e->name, e->upper);
 	if (p->n_outputs > 0)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", e->name, e->upper);
-	mc_sb_printf(sb, p->io_in_arena ? run_doc_io_in_arena : run_doc, e->upper, e->upper, e->upper, e->upper,
-	             e->upper, e->upper);
-	mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n", e->name);
+	if (p->dyn) {
+		put_dyn_header(e);
+	} else {
+		mc_sb_printf(sb, p->io_in_arena ? run_doc_io_in_arena : run_doc, e->upper, e->upper, e->upper,
+		             e->upper, e->upper, e->upper);
+		mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n",
+		             e->name);
+	}
 	if (p->threads > 1)
 		mc_sb_printf(sb,
 			"/* The same with the model's parallel loops handed to threads->parallel_for\n"

@@ -822,6 +822,7 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 	case MC_KE_RQ32:
 		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), (int)x->i);
 	case MC_KE_SPLITS: /* the cuda target's alone */
+	case MC_KE_DIM:    /* --dim LO..HI: the c target's alone, for now */
 		break;
 	}
 	fail(e, "unknown expression kind", NULL);

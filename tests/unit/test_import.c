@@ -564,7 +564,7 @@ Test(import, dim_pins_by_name)
 	mb_input(b, mb_main(b), "x", MC_FLOAT, "batch,3");
 	mb_input(b, mb_main(b), "y", MC_FLOAT, "batch,seq");
 	mb_output(b, mb_main(b), "x");
-	mc_dim_pin dims[] = {{"batch", 2}, {"seq", 9}};
+	mc_dim_pin dims[] = {{"batch", 2, 0}, {"seq", 9, 0}};
 	mc_import_opts opts = {.dim_pins = dims, .n_dim_pins = 2};
 	mc_graph *g = import_ok(b, NULL, &opts);
 	const mc_value *x = value(g, "x"), *y = value(g, "y");
@@ -581,7 +581,7 @@ Test(import, negative_dim_pin_refused)
 	mb *b = mb_new(OPSET);
 	mb_input(b, mb_main(b), "x", MC_FLOAT, "batch,3");
 	mb_output(b, mb_main(b), "x");
-	mc_dim_pin dims[] = {{"batch", -3}};
+	mc_dim_pin dims[] = {{"batch", -3, 0}};
 	mc_import_opts opts = {.dim_pins = dims, .n_dim_pins = 1};
 	cr_assert_null(mb_import(b, NULL, &opts));
 	cr_assert_eq(diag_count(), 1, "%s", diag_all());

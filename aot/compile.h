@@ -43,6 +43,7 @@ typedef struct mc_compile_opts {
 	const char *code_section;    /* --code-section: the kernels' and run functions'; NULL: .text */
 	bool quantized_io;          /* --quantized-io: int8 inputs/outputs at a Q or DQ (mc_quantized_io) */
 	bool no_quantize;           /* --no-quantize: QDQ regions run as float, weights dequantized */
+	bool sizes_vary;            /* set by --dim NAME=LO..HI (aot/dynamic.c): mc_kb.sizes_vary */
 	mc_import_opts import;
 	const char **bind_names;    /* --bind NAME=FILE|VALUE */
 	const char **bind_values;

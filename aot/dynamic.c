@@ -367,6 +367,7 @@ static int build_at(merge *m, int64_t d, mc_graph **g, mc_program *p, const char
 	pins[m->pin].value = d;
 	pins[m->pin].hi = 0;
 	o.import.dim_pins = pins;
+	o.sizes_vary = true;
 	if (d != m->hi) { /* dumps and stats: the upper bound's */
 		o.dump_after = NULL;
 		o.stats = false;
@@ -518,24 +519,33 @@ static void fit_group(const merge *m, entry *e, int gi)
 		free(mem);
 		return;
 	}
-	/* runs of members in the order they came, each as long as it fits */
+	/* runs of consecutive sizes, each as long as it fits (members are
+	 * in the order they came: the upper bound first) */
+	int *by_size = mc_xmalloc((size_t)g->n * sizeof *by_size);
+	for (int k = 0; k < g->n; k++) {
+		int j = k;
+		for (; j > 0 && g->sizes[by_size[j - 1]] > g->sizes[k]; j--)
+			by_size[j] = by_size[j - 1];
+		by_size[j] = k;
+	}
 	int start = 0;
 	while (start < g->n) {
 		int n = 1;
 		while (start + n < g->n) {
 			for (int k = 0; k <= n; k++)
-				mem[k] = start + k;
+				mem[k] = by_size[start + k];
 			if (!fit_class(m, g, mem, n + 1, polys))
 				break;
 			n++;
 		}
 		for (int k = 0; k < n; k++)
-			mem[k] = start + k;
+			mem[k] = by_size[start + k];
 		mc_dyn_poly *q = mc_xmalloc(poly_bytes);
 		fit_class(m, g, mem, n, q);
 		add_version(e, g, gi, mem, n, q);
 		start += n;
 	}
+	free(by_size);
 	free(polys);
 	free(mem);
 }
@@ -760,6 +770,37 @@ int mc_compile_dynamic(const char *model_path, const char *model_abs, const char
 			goto out;
 	}
 	/* the versions */
+	if (getenv("MODELC_DYN_DEBUG")) /* TEMP */
+		for (int i = 0; i < h->n_kernels; i++)
+			if (!strcmp(m.e[i].hi->name, getenv("MODELC_DYN_DEBUG"))) {
+				group *g = &m.e[i].groups[0];
+				int64_t *v = mc_xmalloc(sizeof *v * (size_t)g->n);
+				for (int j = 0; j < g->n_slots; j++) {
+					mc_dyn_poly q;
+					for (int k = 0; k < g->n; k++)
+						v[k] = g->vals[(size_t)k * (size_t)g->n_slots + (size_t)j];
+					if (!fit(g->sizes, v, g->n, m.limit, &q)) {
+						fprintf(stderr, "slot %d:", j);
+						for (int k = 0; k < g->n; k++)
+							fprintf(stderr, " %lld@%lld", (long long)v[k], (long long)g->sizes[k]);
+						fprintf(stderr, "\n");
+					}
+				}
+			}
+	if (getenv("MODELC_DYN_DEBUG")) /* TEMP */
+		for (int i = 0; i < h->n_kernels; i++)
+			if (m.e[i].n_groups > 1 && !strcmp(m.e[i].hi->name, getenv("MODELC_DYN_DEBUG")))
+				for (int gi = 0; gi < m.e[i].n_groups && gi < 4; gi++) {
+					char path[64];
+					snprintf(path, sizeof path, "/tmp/dyn_g%d.txt", gi);
+					FILE *f = fopen(path, "w");
+					fprintf(f, "sizes:");
+					for (int k = 0; k < m.e[i].groups[gi].n; k++)
+						fprintf(f, " %lld", (long long)m.e[i].groups[gi].sizes[k]);
+					fprintf(f, "\n");
+					mc_kernel_dump(m.e[i].groups[gi].rep, f);
+					fclose(f);
+				}
 	int n_kernels = 0;
 	for (int i = 0; i < h->n_kernels; i++) {
 		entry *e = &m.e[i];

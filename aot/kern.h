@@ -42,6 +42,11 @@ typedef struct {
 /* Chooses panels and tile rows for n columns, `rows` rows (an upper bound
  * on the rows one tile may take) and a reduction of length k on isa. */
 void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
+/* The rows to plan a product of `rows` rows with: rows, or where sizes
+ * vary (--dim LO..HI, mc_kb.sizes_vary) no bound, so that the tile rows
+ * (and the accumulator sets with them) do not change with a dynamic
+ * row count; fewer rows then go in the rest tiles. */
+int64_t kt_plan_rows(const mc_kb *kb, int64_t rows);
 /* The same for a B that is not packed (a tensor computed at run time): no
  * padded vector, since it would read past B's rows; the columns a vector
  * leaves go one by one. */

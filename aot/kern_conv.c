@@ -219,7 +219,10 @@ static bool flat_pays(const mc_kb *kb, const conv_geom *cg, const kt_cols *row_c
 {
 	if (kb->isa->max_lanes <= 1 || kb->for_memory)
 		return false;
-	if (flat_input_bytes(cg) > KT_BIG_B_A_BYTES)
+	/* sizes_vary (--dim LO..HI): one image's, so that a dynamic batch
+	 * takes the same tiles at every size */
+	int64_t bytes = flat_input_bytes(cg) / (kb->sizes_vary && cg->batch > 0 ? cg->batch : 1);
+	if (bytes > KT_BIG_B_A_BYTES)
 		return false;
 	double by_rows = (double)row_tiles(&cg->w, kt_tile_rows(row_cols));
 	double flat = (double)cg->w.out / kt_tile_rows(flat_cols);
@@ -526,11 +529,11 @@ int mc_kern_conv_nhwc(mc_lower_ctx *c)
 		return 0;
 	}
 	kt_cols cols;
-	kt_plan(kb->isa, cg.cout, k, rows, &cols);
+	kt_plan(kb->isa, cg.cout, k, kt_plan_rows(kb, rows), &cols);
 	bool flat_tiles = false;
 	if (!flat_gemm) {
 		kt_cols flat_cols;
-		kt_plan(kb->isa, cg.cout, k, cg.batch * cg.h.out * cg.w.out, &flat_cols);
+		kt_plan(kb->isa, cg.cout, k, kt_plan_rows(kb, cg.batch * cg.h.out * cg.w.out), &flat_cols);
 		flat_tiles = flat_pays(kb, &cg, &cols, &flat_cols);
 		if (flat_tiles)
 			cols = flat_cols;

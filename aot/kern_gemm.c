@@ -132,15 +132,33 @@ static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kex
 }
 
 /* Rows [r0, r0 + nrows) of one panel: full tiles in a loop, then the
- * rest; their whole reductions (kp NULL) or one block. */
+ * rest; their whole reductions (kp NULL) or one block. Where nrows_e is
+ * not NULL it holds nrows at run time (fewer than nrows + 1): the full
+ * tiles' count is computed and each possible rest has its own tile behind
+ * a test, so that the statements are the same at every size (--dim
+ * LO..HI, mc_kb.sizes_vary). */
 static void panel_rows(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
-                       int64_t nrows, const k_part *kp)
+                       int64_t nrows, mc_kexpr *nrows_e, const k_part *kp)
 {
 	mc_kb *kb = c->kb;
 	int mr = panel.shape->mr;
-	int64_t blocks = nrows / mr, rest = nrows % mr;
 	/* inside a block loop the tiles share part_buf's rows: one worker's */
 	unsigned flags = kp ? 0 : MC_KF_PARALLEL;
+	if (nrows_e) {
+		mc_kexpr *blocks = mc_kb_let(kb, mc_k_div(kb, nrows_e, mc_k_index(kb, mr)));
+		mc_kexpr *b = mc_kb_for(kb, mc_k_index(kb, 0), blocks, flags);
+		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr, kp);
+		mc_kb_end(kb);
+		mc_kexpr *done = mc_kb_let(kb, mc_k_muli(kb, blocks, mr));
+		mc_kexpr *rest = mc_kb_let(kb, mc_k_sub(kb, nrows_e, done));
+		for (int r = 1; r < mr && r <= nrows; r++) {
+			mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, rest, mc_k_index(kb, r)));
+			gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, done)), r, kp);
+			mc_kb_end(kb);
+		}
+		return;
+	}
+	int64_t blocks = nrows / mr, rest = nrows % mr;
 	if (blocks > 0) {
 		mc_kexpr *b = blocks == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, blocks, flags);
 		gemm_tile(c, at, panel, mc_kb_let(kb, mc_k_add(kb, r0, mc_k_muli(kb, b, mr))), mr, kp);
@@ -155,15 +173,17 @@ static void panel_rows(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_ke
  * start as the bias (or zero), then every tile takes the panel's first kc
  * rows of B, every tile the next kc, ...: a block of B (KBLOCK_BYTES)
  * stays in L1 while all the chunk's rows use it. Each sum still adds its
- * products in k order from the bias: the same bits as one pass. */
+ * products in k order from the bias: the same bits as one pass. nrows_e:
+ * as panel_rows'. */
 static void panel_rows_blocked(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
-                               int64_t nrows)
+                               int64_t nrows, mc_kexpr *nrows_e)
 {
 	mc_kb *kb = c->kb;
 	const kt_shape *s = panel.shape;
 	const kt_gemm *g = at->g;
 	k_part kp = { .chunk_r0 = r0, .len = at->kc };
-	mc_kexpr *r = mc_kb_let(kb, mc_k_add(kb, r0, mc_kb_fori(kb, nrows, 0)));
+	mc_kexpr *row = nrows_e ? mc_kb_for(kb, mc_k_index(kb, 0), nrows_e, 0) : mc_kb_fori(kb, nrows, 0);
+	mc_kexpr *r = mc_kb_let(kb, mc_k_add(kb, r0, row));
 	for (int v = 0, off = 0; v < s->nvec; off += s->lanes[v++]) {
 		mc_kexpr *init = g->bias_buf >= 0
 		                         ? mc_k_vload(kb, g->bias_buf, mc_k_addi(kb, panel.col0, off), s->lanes[v])
@@ -173,15 +193,15 @@ static void panel_rows_blocked(mc_lower_ctx *c, const gemm_at *at, kt_panel pane
 	mc_kb_end(kb);
 	int64_t nblocks = g->k / at->kc;
 	kp.k0 = mc_kb_let(kb, mc_k_muli(kb, mc_kb_fori(kb, nblocks - 1, 0), at->kc));
-	panel_rows(c, at, panel, r0, nrows, &kp);
+	panel_rows(c, at, panel, r0, nrows, nrows_e, &kp);
 	mc_kb_end(kb);
 	kp.k0 = mc_k_index(kb, (nblocks - 1) * at->kc);
 	kp.last = true;
-	panel_rows(c, at, panel, r0, nrows, &kp);
+	panel_rows(c, at, panel, r0, nrows, nrows_e, &kp);
 }
 
-/* Rows [r0, r0 + nrows) of every panel. */
-static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t nrows)
+/* Rows [r0, r0 + nrows) of every panel (nrows_e: as panel_rows'). */
+static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t nrows, mc_kexpr *nrows_e)
 {
 	mc_kb *kb = c->kb;
 	const kt_cols *cols = at->g->cols;
@@ -190,23 +210,32 @@ static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t
 		                                : mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
 		kt_panel panel = kt_main_panel(kb, cols, p);
 		if (at->kc > 0)
-			panel_rows_blocked(c, at, panel, r0, nrows);
+			panel_rows_blocked(c, at, panel, r0, nrows, nrows_e);
 		else
-			panel_rows(c, at, panel, r0, nrows, NULL);
+			panel_rows(c, at, panel, r0, nrows, nrows_e, NULL);
 		if (cols->n_main > 1)
 			mc_kb_end(kb);
 	}
 	if (cols->tail.nvec > 0)
-		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows, NULL);
+		panel_rows(c, at, kt_tail_panel(kb, cols), r0, nrows, nrows_e, NULL);
 }
 
 /* The rows of A a chunk takes: CHUNK_BYTES of it (KT_BIG_B_A_BYTES where
  * B is big, kern.h), whole tiles. */
-static int64_t chunk_of(const kt_gemm *g)
+static int64_t chunk_of(const mc_kb *kb, const kt_gemm *g)
 {
 	int64_t bytes = kt_b_is_big(g->cols) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
 	/* an implicit A's rows share what they read (overlapping windows) */
 	int64_t row_bytes = g->implicit ? g->implicit->bytes / g->rows : 4 * g->k;
+	/* sizes_vary: a row's bytes rounded up to a power of two, so that a
+	 * depth that is the dynamic size changes the chunk at a few sizes
+	 * only (each change is a version of the kernel, aot/dynamic.c) */
+	if (kb->sizes_vary)
+		for (int64_t p = 1; p < INT64_MAX / 2; p *= 2)
+			if (p >= row_bytes) {
+				row_bytes = p;
+				break;
+			}
 	int64_t mr = kt_tile_rows(g->cols), chunk = bytes / (row_bytes > 0 ? row_bytes : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
 }
@@ -227,7 +256,7 @@ static int64_t chunk_of(const kt_gemm *g)
  * over. */
 static int64_t chunk_for(const mc_kb *kb, const kt_gemm *g, int64_t products)
 {
-	int64_t mr = kt_tile_rows(g->cols), chunk = chunk_of(g);
+	int64_t mr = kt_tile_rows(g->cols), chunk = chunk_of(kb, g);
 	/* a B over a core's L2 (SPLIT_ROWS_B_BYTES): the workers split the
 	 * panels (each reads its own share of B from memory), not the rows
 	 * (each would read all of it). Under that, rows: each core keeps its
@@ -262,17 +291,29 @@ static void product(mc_lower_ctx *c, const gemm_at *at)
 	mc_kb *kb = c->kb;
 	const kt_gemm *g = at->g;
 	int64_t chunk = chunk_for(kb, g, g->batch > 1 ? g->batch : 1);
+	if (kb->sizes_vary) {
+		/* the rows in a variable, the chunks' count and the rest computed:
+		 * one statement list for every size (--dim LO..HI) */
+		mc_kexpr *rows = mc_kb_local(kb, mc_k_index(kb, g->rows));
+		mc_kexpr *full = mc_kb_let(kb, mc_k_div(kb, rows, mc_k_index(kb, chunk)));
+		mc_kexpr *ch = mc_kb_for(kb, mc_k_index(kb, 0), full, MC_KF_PARALLEL);
+		chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk, NULL);
+		mc_kb_end(kb);
+		mc_kexpr *r0 = mc_kb_let(kb, mc_k_muli(kb, full, chunk));
+		chunk_rows(c, at, r0, chunk - 1, mc_kb_let(kb, mc_k_sub(kb, rows, r0)));
+		return;
+	}
 	if (chunk >= g->rows) {
-		chunk_rows(c, at, mc_k_index(kb, 0), g->rows);
+		chunk_rows(c, at, mc_k_index(kb, 0), g->rows, NULL);
 		return;
 	}
 	int64_t full = g->rows / chunk, rest = g->rows % chunk;
 	mc_kexpr *ch = mc_kb_fori(kb, full, MC_KF_PARALLEL);
-	chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+	chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk, NULL);
 	mc_kb_end(kb);
 	if (rest > 0) {
 		gemm_at r = rest_at(kb, at, rest);
-		chunk_rows(c, &r, mc_k_index(kb, full * chunk), rest);
+		chunk_rows(c, &r, mc_k_index(kb, full * chunk), rest, NULL);
 	}
 }
 
@@ -304,14 +345,14 @@ static void batch_in_chunks(mc_lower_ctx *c, const gemm_at *how)
 		mc_kexpr *bi = mc_kb_let(kb, mc_k_div(kb, bc, mc_k_index(kb, full)));
 		mc_kexpr *ch = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, bc, mc_k_index(kb, full)));
 		gemm_at at = batch_at(kb, how, bi);
-		chunk_rows(c, &at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk);
+		chunk_rows(c, &at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk, NULL);
 		mc_kb_end(kb);
 	}
 	if (rest > 0) {
 		gemm_at r = full > 0 ? rest_at(kb, how, rest) : *how;
 		mc_kexpr *bi = mc_kb_fori(kb, g->batch, MC_KF_PARALLEL);
 		gemm_at at = batch_at(kb, &r, bi);
-		chunk_rows(c, &at, mc_k_index(kb, full * chunk), rest);
+		chunk_rows(c, &at, mc_k_index(kb, full * chunk), rest, NULL);
 		mc_kb_end(kb);
 	}
 }
@@ -346,7 +387,7 @@ void kt_gemm_emit(mc_lower_ctx *c, const kt_gemm *g)
 	gemm_at at = { g, mc_k_index(kb, 0), mc_k_index(kb, 0), mc_k_index(kb, 0), 0, -1 };
 	/* the rows a chunk takes (product(), batch_in_chunks()) */
 	int64_t chunk = chunk_for(kb, g, g->batch > 1 ? g->batch : 1);
-	if (chunk > g->rows)
+	if (chunk > g->rows && !kb->sizes_vary) /* sizes_vary: the same at every size */
 		chunk = g->rows;
 	at.kc = k_block_of(kb, g, chunk);
 	if (at.kc > 0)
@@ -413,7 +454,7 @@ static int emit_product(mc_lower_ctx *c, int64_t rows, int64_t k, int64_t n, con
 {
 	mc_kb *kb = c->kb;
 	kt_cols cols;
-	kt_plan(kb->isa, n, k, rows, &cols);
+	kt_plan(kb->isa, n, k, kt_plan_rows(kb, rows), &cols);
 	kt_gemm g = { .rows = rows, .k = k, .a_buf = c->in_buf[0], .bias_buf = -1, .cols = &cols };
 	g.b_buf = kt_pack(kb, &cols, b_at, bs);
 	if (g.b_buf < 0)
@@ -498,7 +539,7 @@ static int kern_matmul(mc_lower_ctx *c)
 		g.rows = m * batch;
 		g.batch = 1;
 	}
-	kt_plan_direct(c->kb->isa, n, k, g.rows, &cols);
+	kt_plan_direct(c->kb->isa, n, k, kt_plan_rows(c->kb, g.rows), &cols);
 	kt_gemm_emit(c, &g);
 	return 0;
 }

@@ -106,6 +106,11 @@ static void plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, bool dir
 	finish_shape(isa, &cols->tail, k, rows);
 }
 
+int64_t kt_plan_rows(const mc_kb *kb, int64_t rows)
+{
+	return kb->sizes_vary ? INT64_MAX / 4 : rows;
+}
+
 void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
 {
 	plan(isa, n, k, rows, false, cols);
@@ -272,6 +277,27 @@ void kt_tile_step(mc_kb *kb, kt_tile *t, int set, mc_kexpr *a_off, mc_kexpr *b_k
 void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step)
 {
 	int sets = t->sets;
+	if (kb->sizes_vary) {
+		/* the length in a variable (it may be the dynamic size): the
+		 * loop's count computed and each step past the last full round
+		 * behind a test, the same sums in the same order */
+		mc_kexpr *n = mc_kb_local(kb, mc_k_index(kb, len));
+		mc_kexpr *full = mc_kb_let(kb, mc_k_div(kb, n, mc_k_index(kb, sets)));
+		mc_kexpr *kk = mc_kb_for(kb, mc_k_index(kb, 0), full, MC_KF_REDUCE);
+		for (int set = 0; set < sets; set++) {
+			mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, kk, sets), set));
+			kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
+		}
+		mc_kb_end(kb);
+		mc_kexpr *k0 = mc_kb_let(kb, mc_k_muli(kb, full, sets));
+		for (int set = 0; set + 1 < sets; set++) {
+			mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, k0, set));
+			mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, k, n));
+			kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
+			mc_kb_end(kb);
+		}
+		return;
+	}
 	int64_t full = len / sets;
 	if (full > 0) {
 		mc_kexpr *kk = full == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, full, MC_KF_REDUCE);

@@ -486,6 +486,11 @@ typedef struct mc_kb {
 	 * many multiply-adds */
 	bool blas;
 	int64_t blas_min_macs;
+	/* --dim NAME=LO..HI: the program is built at every size and the
+	 * kernels merged (aot/dynamic.c), so a lowering keeps its statements
+	 * the same at every size where that costs little: counts that depend
+	 * on a shape computed at run time from a variable, not folded */
+	bool sizes_vary;
 } mc_kb;
 
 void mc_kb_begin(mc_kb *kb, mc_kpool *pool, mc_kernel *k);

@@ -537,6 +537,7 @@ static int stage_lower(build *b)
 		kb.isa = p->target.isa;
 		kb.target = p->target.desc;
 		kb.for_memory = for_memory;
+		kb.sizes_vary = b->o->sizes_vary;
 		kb.for_size = b->o->optimize && !strcmp(b->o->optimize, "size");
 		kb.threads = p->threads;
 		kb.blas = p->blas && p->target.activations == MC_FLOAT; /* sgemm's float32 output */

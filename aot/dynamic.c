@@ -26,7 +26,7 @@
 
 /* More versions than this for one kernel is refused: its lowering depends
  * on the size in a way the merge cannot express (the message names it). */
-#define MAX_VERSIONS 2400
+#define MAX_VERSIONS 24
 
 /* realloc that aborts on OOM, as mc_xmalloc (IR-sized, never model data) */
 static void *xrealloc(void *p, size_t n)
@@ -222,7 +222,7 @@ static bool fit_through(const int64_t *s, const int64_t *v, int n, int n_pts, in
 	return true;
 }
 
-static bool fit(const int64_t *s, const int64_t *v, int n, int64_t limit, mc_dyn_poly *q)
+bool mc_dyn_fit(const int64_t *s, const int64_t *v, int n, int64_t limit, mc_dyn_poly *q)
 {
 	for (int k = 1; k <= 3 && k <= n; k++)
 		if (fit_through(s, v, n, k, limit, q))
@@ -458,7 +458,7 @@ static bool fit_class(const merge *m, const group *g, const int *mem, int n, mc_
 	for (int j = 0; j < g->n_slots && ok; j++) {
 		for (int k = 0; k < n; k++)
 			v[k] = g->vals[(size_t)mem[k] * (size_t)g->n_slots + (size_t)j];
-		ok = fit(s, v, n, m->limit, &polys[j]);
+		ok = mc_dyn_fit(s, v, n, m->limit, &polys[j]);
 	}
 	free(s);
 	free(v);
@@ -770,37 +770,6 @@ int mc_compile_dynamic(const char *model_path, const char *model_abs, const char
 			goto out;
 	}
 	/* the versions */
-	if (getenv("MODELC_DYN_DEBUG")) /* TEMP */
-		for (int i = 0; i < h->n_kernels; i++)
-			if (!strcmp(m.e[i].hi->name, getenv("MODELC_DYN_DEBUG"))) {
-				group *g = &m.e[i].groups[0];
-				int64_t *v = mc_xmalloc(sizeof *v * (size_t)g->n);
-				for (int j = 0; j < g->n_slots; j++) {
-					mc_dyn_poly q;
-					for (int k = 0; k < g->n; k++)
-						v[k] = g->vals[(size_t)k * (size_t)g->n_slots + (size_t)j];
-					if (!fit(g->sizes, v, g->n, m.limit, &q)) {
-						fprintf(stderr, "slot %d:", j);
-						for (int k = 0; k < g->n; k++)
-							fprintf(stderr, " %lld@%lld", (long long)v[k], (long long)g->sizes[k]);
-						fprintf(stderr, "\n");
-					}
-				}
-			}
-	if (getenv("MODELC_DYN_DEBUG")) /* TEMP */
-		for (int i = 0; i < h->n_kernels; i++)
-			if (m.e[i].n_groups > 1 && !strcmp(m.e[i].hi->name, getenv("MODELC_DYN_DEBUG")))
-				for (int gi = 0; gi < m.e[i].n_groups && gi < 4; gi++) {
-					char path[64];
-					snprintf(path, sizeof path, "/tmp/dyn_g%d.txt", gi);
-					FILE *f = fopen(path, "w");
-					fprintf(f, "sizes:");
-					for (int k = 0; k < m.e[i].groups[gi].n; k++)
-						fprintf(f, " %lld", (long long)m.e[i].groups[gi].sizes[k]);
-					fprintf(f, "\n");
-					mc_kernel_dump(m.e[i].groups[gi].rep, f);
-					fclose(f);
-				}
 	int n_kernels = 0;
 	for (int i = 0; i < h->n_kernels; i++) {
 		entry *e = &m.e[i];
@@ -825,7 +794,7 @@ int mc_compile_dynamic(const char *model_path, const char *model_abs, const char
 			s[d] = m.lo + d;
 			v[d] = m.io_vals[(size_t)d * (size_t)n_io * MC_MAX_RANK + (size_t)c];
 		}
-		io_ok = fit(s, v, (int)n_sizes, INT64_MAX / 4, &m.io_polys[c]);
+		io_ok = mc_dyn_fit(s, v, (int)n_sizes, INT64_MAX / 4, &m.io_polys[c]);
 		if (!io_ok) {
 			int t = c / MC_MAX_RANK;
 			mc_error("--dim %s: dimension %d of %s is not a polynomial of %s", m.param, c % MC_MAX_RANK,

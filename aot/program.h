@@ -113,6 +113,10 @@ typedef struct mc_dynamic {
 
 /* The poly's value at d (exact where it serves d). */
 int64_t mc_dyn_poly_at(const mc_dyn_poly *q, int64_t d);
+/* The polynomial of degree 2 at most, rational, that gives vals[i] at
+ * sizes[i] for every i < n exactly, its coefficients and partial sums
+ * within [-limit, limit] there: true and *q, or false. */
+bool mc_dyn_fit(const int64_t *sizes, const int64_t *vals, int n, int64_t limit, mc_dyn_poly *q);
 /* True if the poly is a constant. */
 bool mc_dyn_poly_const(const mc_dyn_poly *q);
 

@@ -107,6 +107,8 @@ static void usage(FILE *f)
 	      "shape options fix dimensions the model leaves symbolic:\n"
 	      "  --input-shape NAME=DIMS   the whole shape of input NAME\n"
 	      "  --dim PARAM=N             every input dimension named PARAM (dim_param)\n"
+	      "  --dim PARAM=LO..HI        compile: one library for every size in [LO, HI] (C target;\n"
+	      "                            NAME_run_dims takes the size, NAME_DIM_0_MIN/MAX bound it)\n"
 	      "\n"
 	      "DIMS is like 1x3x224x224. Input files are raw little-endian tensors of the\n"
 	      "input's dtype and shape, or .npy files. run writes one raw file per output,\n"
@@ -509,8 +511,23 @@ static int print_quantized(mc_graph *g)
 	return 0;
 }
 
+/* --dim NAME=LO..HI serves compile alone: the others run one size. */
+static int one_size_only(const cli *c, const char *cmd)
+{
+	for (int i = 0; i < c->n_dim_pins; i++)
+		if (c->dim_pins[i].hi > c->dim_pins[i].value) {
+			mc_error("--dim %s=%lld..%lld: %s takes one size (--dim %s=N); a range is for compile",
+			         c->dim_pins[i].param, (long long)c->dim_pins[i].value, (long long)c->dim_pins[i].hi, cmd,
+			         c->dim_pins[i].param);
+			return -1;
+		}
+	return 0;
+}
+
 static int cmd_inspect(cli *c)
 {
+	if (one_size_only(c, "inspect"))
+		return 2;
 	mc_import_opts opts = {.pins = c->pins, .n_pins = c->n_pins, .dim_pins = c->dim_pins,
 	                       .n_dim_pins = c->n_dim_pins, .allow_unsupported = true};
 	mc_graph *g = mc_import_file(c->model, &opts);
@@ -586,6 +603,8 @@ static int cmd_compile(cli *c)
 
 static int cmd_verify(cli *c)
 {
+	if (one_size_only(c, "verify"))
+		return 2;
 	if (!c->model) {
 		mc_error("verify needs MODEL");
 		return 2;
@@ -597,6 +616,8 @@ static int cmd_verify(cli *c)
 /* ---- run ---- */
 static int cmd_run(cli *c)
 {
+	if (one_size_only(c, "run"))
+		return 2;
 	if (!c->output_dir) {
 		mc_error("run needs --output-dir DIR");
 		return 2;

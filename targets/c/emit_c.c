@@ -299,7 +299,7 @@ static void put_dyn_tables(emitter *e)
 			continue;
 		mc_sb_printf(e->sb, "static const unsigned char %s_version_%d[%lld] = {", e->name, i, (long long)n);
 		for (int64_t d = 0; d < n; d++)
-			mc_sb_printf(e->sb, "%s%d", d % 32 ? ", " : "\n\t", dyn->of[i].version_of[d]);
+			mc_sb_printf(e->sb, "%s%d", d == 0 ? "\n\t" : d % 32 ? ", " : ",\n\t", dyn->of[i].version_of[d]);
 		mc_sb_puts(e->sb, "\n};\n");
 	}
 	for (int t = 0; t < 2; t++) {

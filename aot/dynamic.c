@@ -66,10 +66,9 @@ static bool same_expr(const mc_kexpr *a, const mc_kexpr *b, slots *out)
 	if (a->kind != b->kind || a->type != b->type || a->op != b->op || a->var != b->var ||
 	    a->buf != b->buf || a->lanes != b->lanes || a->stride != b->stride)
 		return false;
-	if (is_slot(a)) {
-		if (out)
-			push_slot(out, b->i);
-	} else if (a->i != b->i || memcmp(&a->f, &b->f, sizeof a->f) != 0) {
+	if (is_slot(a))
+		push_slot(out, b->i);
+	else if (a->i != b->i || memcmp(&a->f, &b->f, sizeof a->f) != 0) {
 		return false;
 	}
 	return same_expr(a->a, b->a, out) && same_expr(a->b, b->b, out) && same_expr(a->c, b->c, out);
@@ -224,7 +223,16 @@ static bool fit_through(const int64_t *s, const int64_t *v, int n, int n_pts, in
 
 bool mc_dyn_fit(const int64_t *s, const int64_t *v, int n, int64_t limit, mc_dyn_poly *q)
 {
-	for (int k = 1; k <= 3 && k <= n; k++)
+	/* the same at every size: the number stays the literal it is (in its
+	 * own type, however large), no arithmetic in the index type */
+	int same = 1;
+	while (same < n && v[same] == v[0])
+		same++;
+	if (same == n) {
+		*q = (mc_dyn_poly){ { n > 0 ? v[0] : 0, 0, 0 }, 1 };
+		return true;
+	}
+	for (int k = 2; k <= 3 && k <= n; k++)
 		if (fit_through(s, v, n, k, limit, q))
 			return true;
 	return false;
@@ -305,7 +313,10 @@ static int check_places(const merge *m, const mc_program *p, const mc_kernel *k,
 		size_t xb = mc_kbuf_storage_count(x) * mc_dtype_size(x->dtype);
 		size_t yb = mc_kbuf_storage_count(y) * mc_dtype_size(y->dtype);
 		const char *why = NULL;
-		switch (x->loc.kind) {
+		if (x->loc.kind != y->loc.kind || x->dtype != y->dtype || x->written != y->written ||
+		    x->transient != y->transient || x->copies != y->copies)
+			why = "is another kind of buffer than at the upper bound";
+		else switch (x->loc.kind) {
 		case MC_LOC_ARENA:
 			if (xb > yb)
 				why = "is larger than at the upper bound";
@@ -446,12 +457,12 @@ static int merge_size(merge *m, int64_t d, const mc_program *p)
 	return 0;
 }
 
-/* A group's members in classes whose every slot fits one polynomial:
- * all of them, or by the size modulo the smallest m that does, or runs
- * of consecutive sizes. Appends the versions to e. */
-static bool fit_class(const merge *m, const group *g, const int *mem, int n, mc_dyn_poly *polys)
+/* The polys of every slot over the members mem[0 .. n) of g (malloc'd),
+ * or NULL where a slot fits none. */
+static mc_dyn_poly *class_polys(const merge *m, const group *g, const int *mem, int n)
 {
 	int64_t *s = mc_xmalloc((size_t)n * sizeof *s), *v = mc_xmalloc((size_t)n * sizeof *v);
+	mc_dyn_poly *polys = mc_xmalloc((size_t)(g->n_slots + 1) * sizeof *polys);
 	bool ok = true;
 	for (int k = 0; k < n; k++)
 		s[k] = g->sizes[mem[k]];
@@ -462,7 +473,11 @@ static bool fit_class(const merge *m, const group *g, const int *mem, int n, mc_
 	}
 	free(s);
 	free(v);
-	return ok;
+	if (!ok) {
+		free(polys);
+		return NULL;
+	}
+	return polys;
 }
 
 static void add_version(entry *e, const group *g, int gi, const int *mem, int n, mc_dyn_poly *polys)
@@ -480,47 +495,51 @@ static void add_version(entry *e, const group *g, int gi, const int *mem, int n,
 	e->version_polys[k] = polys;
 }
 
+/* A group's members in classes whose every slot fits one polynomial:
+ * all of them, or by the size modulo the smallest m that does, or runs
+ * of consecutive sizes. Appends the versions to e. */
+#define MAX_MODULUS 64
 static void fit_group(const merge *m, entry *e, int gi)
 {
 	const group *g = &e->groups[gi];
 	int *mem = mc_xmalloc((size_t)g->n * sizeof *mem);
-	size_t poly_bytes = (size_t)(g->n_slots + 1) * sizeof(mc_dyn_poly);
-	mc_dyn_poly *polys = mc_xmalloc(poly_bytes);
 	for (int k = 0; k < g->n; k++)
 		mem[k] = k;
-	if (fit_class(m, g, mem, g->n, polys)) {
-		add_version(e, g, gi, mem, g->n, polys);
+	mc_dyn_poly *all = class_polys(m, g, mem, g->n);
+	if (all) {
+		add_version(e, g, gi, mem, g->n, all);
 		free(mem);
 		return;
 	}
-	for (int mod = 2; mod <= 64; mod++) {
+	/* members by residue: class r's at mem[at[r] .. at[r + 1]) */
+	int at[MAX_MODULUS + 1];
+	mc_dyn_poly *polys[MAX_MODULUS];
+	for (int mod = 2; mod <= MAX_MODULUS; mod++) {
+		int r = 0, n = 0;
 		bool ok = true;
-		for (int r = 0; r < mod && ok; r++) {
-			int n = 0;
+		for (; r < mod && ok; r++) {
+			at[r] = n;
 			for (int k = 0; k < g->n; k++)
 				if (((g->sizes[k] % mod) + mod) % mod == r)
 					mem[n++] = k;
-			ok = n == 0 || fit_class(m, g, mem, n, polys);
+			polys[r] = n > at[r] ? class_polys(m, g, mem + at[r], n - at[r]) : NULL;
+			ok = n == at[r] || polys[r];
 		}
-		if (!ok)
-			continue;
-		for (int r = 0; r < mod; r++) {
-			int n = 0;
-			for (int k = 0; k < g->n; k++)
-				if (((g->sizes[k] % mod) + mod) % mod == r)
-					mem[n++] = k;
-			if (n == 0)
-				continue;
-			mc_dyn_poly *q = mc_xmalloc(poly_bytes);
-			fit_class(m, g, mem, n, q);
-			add_version(e, g, gi, mem, n, q);
+		at[r] = n;
+		for (int c = 0; c < r; c++) {
+			if (ok && polys[c])
+				add_version(e, g, gi, mem + at[c], at[c + 1] - at[c], polys[c]);
+			else
+				free(polys[c]);
 		}
-		free(polys);
-		free(mem);
-		return;
+		if (ok) {
+			free(mem);
+			return;
+		}
 	}
 	/* runs of consecutive sizes, each as long as it fits (members are
-	 * in the order they came: the upper bound first) */
+	 * in the order they came: the upper bound first); one member always
+	 * fits (its numbers are constants) */
 	int *by_size = mc_xmalloc((size_t)g->n * sizeof *by_size);
 	for (int k = 0; k < g->n; k++) {
 		int j = k;
@@ -528,25 +547,21 @@ static void fit_group(const merge *m, entry *e, int gi)
 			by_size[j] = by_size[j - 1];
 		by_size[j] = k;
 	}
-	int start = 0;
-	while (start < g->n) {
+	for (int start = 0; start < g->n;) {
+		mem[0] = by_size[start];
+		mc_dyn_poly *q = class_polys(m, g, mem, 1), *longer;
 		int n = 1;
-		while (start + n < g->n) {
-			for (int k = 0; k <= n; k++)
-				mem[k] = by_size[start + k];
-			if (!fit_class(m, g, mem, n + 1, polys))
+		for (; start + n < g->n; n++) {
+			mem[n] = by_size[start + n];
+			if (!(longer = class_polys(m, g, mem, n + 1)))
 				break;
-			n++;
+			free(q);
+			q = longer;
 		}
-		for (int k = 0; k < n; k++)
-			mem[k] = by_size[start + k];
-		mc_dyn_poly *q = mc_xmalloc(poly_bytes);
-		fit_class(m, g, mem, n, q);
 		add_version(e, g, gi, mem, n, q);
 		start += n;
 	}
 	free(by_size);
-	free(polys);
 	free(mem);
 }
 

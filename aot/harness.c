@@ -85,14 +85,14 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		                 "static void sizes_at_dims(void)\n{\n"
 		                 "\tfor (int t = 0; t < 2; t++)\n"
 		                 "\t\tfor (int i = 0; i < (t ? N_OUT : N_IN); i++) {\n"
-		                 "\t\t\tint64_t shape[16];\n"
+		                 "\t\t\tint64_t shape[%d];\n"
 		                 "\t\t\tif ((t ? %s_output_shape : %s_input_shape)(i, dims, shape) != MODELC_OK)\n"
 		                 "\t\t\t\treturn;\n"
 		                 "\t\t\tsize_t n = t ? out_elt[i] : in_elt[i];\n"
 		                 "\t\t\tfor (int j = 0; j < (t ? out_rank[i] : in_rank[i]); j++)\n"
 		                 "\t\t\t\tn *= (size_t)shape[j];\n"
 		                 "\t\t\t*(t ? &out_bytes[i] : &in_bytes[i]) = n;\n"
-		                 "\t\t}\n}\n\n", up, up, n, n);
+		                 "\t\t}\n}\n\n", up, up, MC_MAX_RANK, n, n);
 	}
 	if (cuda) /* --profile: where the time of one run goes, launch by launch */
 		mc_sb_printf(&b,

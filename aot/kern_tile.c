@@ -274,6 +274,16 @@ void kt_tile_step(mc_kb *kb, kt_tile *t, int set, mc_kexpr *a_off, mc_kexpr *b_k
 	}
 }
 
+/* Round kk of a reduction: step kk * sets + set on accumulator set `set`,
+ * for every set. */
+static void reduce_round(mc_kb *kb, kt_tile *t, mc_kexpr *kk, int64_t a_step)
+{
+	for (int set = 0; set < t->sets; set++) {
+		mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, kk, t->sets), set));
+		kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
+	}
+}
+
 void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step)
 {
 	int sets = t->sets;
@@ -283,11 +293,7 @@ void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step)
 		 * behind a test, the same sums in the same order */
 		mc_kexpr *n = mc_kb_local(kb, mc_k_index(kb, len));
 		mc_kexpr *full = mc_kb_let(kb, mc_k_div(kb, n, mc_k_index(kb, sets)));
-		mc_kexpr *kk = mc_kb_for(kb, mc_k_index(kb, 0), full, MC_KF_REDUCE);
-		for (int set = 0; set < sets; set++) {
-			mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, kk, sets), set));
-			kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
-		}
+		reduce_round(kb, t, mc_kb_for(kb, mc_k_index(kb, 0), full, MC_KF_REDUCE), a_step);
 		mc_kb_end(kb);
 		mc_kexpr *k0 = mc_kb_let(kb, mc_k_muli(kb, full, sets));
 		for (int set = 0; set + 1 < sets; set++) {
@@ -300,11 +306,7 @@ void kt_tile_reduce(mc_kb *kb, kt_tile *t, int64_t len, int64_t a_step)
 	}
 	int64_t full = len / sets;
 	if (full > 0) {
-		mc_kexpr *kk = full == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, full, MC_KF_REDUCE);
-		for (int set = 0; set < sets; set++) {
-			mc_kexpr *k = mc_kb_let(kb, mc_k_addi(kb, mc_k_muli(kb, kk, sets), set));
-			kt_tile_step(kb, t, set, mc_k_muli(kb, k, a_step), k);
-		}
+		reduce_round(kb, t, full == 1 ? mc_k_index(kb, 0) : mc_kb_fori(kb, full, MC_KF_REDUCE), a_step);
 		if (full > 1)
 			mc_kb_end(kb);
 	}

@@ -286,6 +286,34 @@ static void put_dyn_call(emitter *e, int i, int depth)
 	mc_sb_puts(e->sb, "return status;\n");
 }
 
+/* A dim as C over int64_t d: its nonzero terms, then / den. */
+static void put_poly(emitter *e, const mc_dyn_poly *q)
+{
+	static const char *const power[3] = { "", "d", "d * d" };
+	bool any = false;
+	if (q->den != 1)
+		mc_sb_puts(e->sb, "(");
+	for (int k = 2; k >= 0; k--) {
+		long long c = (long long)q->c[k];
+		if (c == 0 && (k > 0 || any))
+			continue;
+		if (any)
+			mc_sb_puts(e->sb, c < 0 ? " - " : " + ");
+		else if (c < 0)
+			mc_sb_puts(e->sb, "-");
+		c = c < 0 ? -c : c;
+		if (k == 0)
+			mc_sb_printf(e->sb, "%lld", c);
+		else if (c == 1)
+			mc_sb_puts(e->sb, power[k]);
+		else
+			mc_sb_printf(e->sb, "%lld * %s", c, power[k]);
+		any = true;
+	}
+	if (q->den != 1)
+		mc_sb_printf(e->sb, ") / %lld", (long long)q->den);
+}
+
 /* --dim NAME=LO..HI: the version tables, and NAME_input_shape and
  * NAME_output_shape (each dim a polynomial of the size). */
 static void put_dyn_tables(emitter *e)
@@ -317,12 +345,8 @@ static void put_dyn_tables(emitter *e)
 			for (int j = 0; j < io[i].shape.rank; j++) {
 				const mc_dyn_poly *q = &polys[i * MC_MAX_RANK + j];
 				mc_sb_printf(e->sb, "\t\tshape[%d] = ", j);
-				if (mc_dyn_poly_const(q)) {
-					mc_sb_printf(e->sb, "%lld;\n", (long long)q->c[0]);
-					continue;
-				}
-				mc_sb_printf(e->sb, "(%lld * d * d + %lld * d + %lld) / %lld;\n", (long long)q->c[2],
-				             (long long)q->c[1], (long long)q->c[0], (long long)q->den);
+				put_poly(e, q);
+				mc_sb_puts(e->sb, ";\n");
 			}
 			mc_sb_puts(e->sb, "\t\treturn MODELC_OK;\n");
 		}

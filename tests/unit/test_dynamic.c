@@ -40,6 +40,11 @@ Test(dynamic, poly_fit)
 		v[i] = 77;
 	cr_assert(mc_dyn_fit(s, v, 40, INT32_MAX, &q));
 	cr_expect(mc_dyn_poly_const(&q) && q.c[0] == 77);
+	/* a constant past the index type stays the literal it is */
+	for (int i = 0; i < 40; i++)
+		v[i] = INT64_C(1) << 40;
+	cr_assert(mc_dyn_fit(s, v, 40, INT32_MAX, &q));
+	cr_expect(mc_dyn_poly_const(&q) && q.c[0] == INT64_C(1) << 40);
 	/* no polynomial: a chunk of 8192 / d rows, a remainder */
 	for (int i = 0; i < 40; i++)
 		v[i] = 8192 / s[i];

@@ -16,6 +16,7 @@
 #define KT_MAX_MR 12    /* rows of a tile */
 #define KT_MAX_VEC 8    /* vectors of a panel */
 #define KT_MAX_SETS 4   /* accumulator sets (independent chains along K) */
+#define KT_MAX_PARTS 8  /* panels a run-time rest of columns is cut into */
 
 /* How one panel is cut into vectors, and the rows of its full tiles. */
 typedef struct {
@@ -37,6 +38,16 @@ typedef struct {
 	/* Packed for the GEMV_F32 template (kir.h; kt_gemv only): panels of
 	 * MC_GEMV_BLOCK columns, one vector each, the last zero padded. */
 	bool gemv_f32;
+	/* Direct where sizes vary (--dim LO..HI, mc_kb.sizes_vary): n may be
+	 * the dynamic size, so the panels are counted at run time (the
+	 * statements then do not change with n): n / main.width panels
+	 * shaped `main`, then the rest cut in binary, parts[i] (parts[i].width
+	 * columns, a power of two) where the rest has that bit, then the rest
+	 * & single_mask columns one by one (shaped `single`); tail unused. */
+	bool n_vary;
+	int n_parts;
+	kt_shape parts[KT_MAX_PARTS], single;
+	int64_t single_mask;
 } kt_cols;
 
 /* Chooses panels and tile rows for n columns, `rows` rows (an upper bound
@@ -49,8 +60,9 @@ void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *col
 int64_t kt_plan_rows(const mc_kb *kb, int64_t rows);
 /* The same for a B that is not packed (a tensor computed at run time): no
  * padded vector, since it would read past B's rows; the columns a vector
- * leaves go one by one. */
-void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
+ * leaves go one by one. Where sizes vary, kt_cols.n_vary's panels, and
+ * accumulator sets that do not change with a depth k under 32. */
+void kt_plan_direct(const mc_kb *kb, int64_t n, int64_t k, int64_t rows, kt_cols *cols);
 
 /* Columns for kt_gemv alone: on a target with the Cortex-M micro-kernels
  * (mc_target.mcu_templates) on --isa cortex-m, the GEMV_F32 template's
@@ -81,6 +93,8 @@ typedef struct {
 /* The main panel number `p` (an index expression), or the tail. */
 kt_panel kt_main_panel(mc_kb *kb, const kt_cols *cols, mc_kexpr *p);
 kt_panel kt_tail_panel(mc_kb *kb, const kt_cols *cols);
+/* The panel shaped s of a direct B whose first column is col0. */
+kt_panel kt_direct_panel(const kt_cols *cols, const kt_shape *s, mc_kexpr *col0);
 
 /* One register tile: mr rows of a panel. */
 typedef struct {
@@ -110,7 +124,8 @@ void kt_tile_store(mc_lower_ctx *c, kt_tile *t, mc_kexpr *const *row_lin,
  * of them). */
 int64_t kt_packed_cols(const kt_cols *cols);
 /* The rows of cols' register tiles: the main panels', or the tail's where
- * there is no main panel. */
+ * there is no main panel; with n_vary, the least multiple of every
+ * panel's (a chunk of such rows leaves no panel a rest). */
 int kt_tile_rows(const kt_cols *cols);
 
 /* Loop order by B's size. Each block of rows (pixels) reads all of B

@@ -136,7 +136,8 @@ static void gemm_tile(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kex
  * not NULL it holds nrows at run time (fewer than nrows + 1): the full
  * tiles' count is computed and each possible rest has its own tile behind
  * a test, so that the statements are the same at every size (--dim
- * LO..HI, mc_kb.sizes_vary). */
+ * LO..HI, mc_kb.sizes_vary); nrows 0 with nrows_e: a multiple of the tile
+ * rows, no rest. */
 static void panel_rows(mc_lower_ctx *c, const gemm_at *at, kt_panel panel, mc_kexpr *r0,
                        int64_t nrows, mc_kexpr *nrows_e, const k_part *kp)
 {
@@ -200,11 +201,50 @@ static void panel_rows_blocked(mc_lower_ctx *c, const gemm_at *at, kt_panel pane
 	panel_rows(c, at, panel, r0, nrows, nrows_e, &kp);
 }
 
+/* Rows [r0, r0 + nrows) of every panel of a direct B whose column count
+ * may be the dynamic size (kt_cols.n_vary): the main panels counted at
+ * run time, then each part of the rest behind a test of its bit, then the
+ * rest's single columns in a loop. */
+static void chunk_rows_vary(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t nrows,
+                            mc_kexpr *nrows_e)
+{
+	mc_kb *kb = c->kb;
+	const kt_cols *cols = at->g->cols;
+	int64_t w = cols->main.width;
+	mc_kexpr *n = mc_kb_local(kb, mc_k_index(kb, cols->n));
+	mc_kexpr *n_main = mc_kb_let(kb, mc_k_div(kb, n, mc_k_index(kb, w)));
+	mc_kexpr *p = mc_kb_for(kb, mc_k_index(kb, 0), n_main, MC_KF_PARALLEL);
+	kt_panel main = kt_direct_panel(cols, &cols->main, mc_kb_let(kb, mc_k_muli(kb, p, w)));
+	panel_rows(c, at, main, r0, nrows, nrows_e, NULL);
+	mc_kb_end(kb);
+	mc_kexpr *col = mc_kb_let(kb, mc_k_muli(kb, n_main, w));
+	mc_kexpr *rest = mc_kb_let(kb, mc_k_sub(kb, n, col));
+	for (int i = 0; i < cols->n_parts; i++) {
+		const kt_shape *s = &cols->parts[i];
+		mc_kexpr *bit = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, rest, mc_k_index(kb, s->width)));
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, bit, mc_k_index(kb, 0)));
+		panel_rows(c, at, kt_direct_panel(cols, s, col), r0, nrows, nrows_e, NULL);
+		mc_kb_end(kb);
+		col = mc_kb_let(kb, mc_k_add(kb, col, bit));
+	}
+	if (cols->single.nvec > 0) {
+		mc_kexpr *left = mc_kb_let(kb, mc_k_bin(kb, MC_KB_AND, rest, mc_k_index(kb, cols->single_mask)));
+		mc_kexpr *j = mc_kb_for(kb, mc_k_index(kb, 0), left, MC_KF_PARALLEL);
+		panel_rows(c, at, kt_direct_panel(cols, &cols->single, mc_kb_let(kb, mc_k_add(kb, col, j))), r0,
+		           nrows, nrows_e, NULL);
+		mc_kb_end(kb);
+	}
+}
+
 /* Rows [r0, r0 + nrows) of every panel (nrows_e: as panel_rows'). */
 static void chunk_rows(mc_lower_ctx *c, const gemm_at *at, mc_kexpr *r0, int64_t nrows, mc_kexpr *nrows_e)
 {
 	mc_kb *kb = c->kb;
 	const kt_cols *cols = at->g->cols;
+	if (cols->n_vary) {
+		chunk_rows_vary(c, at, r0, nrows, nrows_e);
+		return;
+	}
 	if (cols->n_main > 0) {
 		mc_kexpr *p = cols->n_main == 1 ? mc_k_index(kb, 0)
 		                                : mc_kb_fori(kb, cols->n_main, MC_KF_PARALLEL);
@@ -238,6 +278,20 @@ static int64_t chunk_of(const mc_kb *kb, const kt_gemm *g)
 			}
 	int64_t mr = kt_tile_rows(g->cols), chunk = bytes / (row_bytes > 0 ? row_bytes : 1);
 	return chunk < mr ? mr : chunk / mr * mr;
+}
+
+/* chunk_of's rows for a direct B where sizes vary, computed at run time
+ * from the depth held in a variable (it may be the dynamic size), so that
+ * the statements do not change with it. */
+static mc_kexpr *run_time_chunk(mc_kb *kb, const kt_gemm *g)
+{
+	int64_t bytes = kt_b_is_big(g->cols) ? KT_BIG_B_A_BYTES : CHUNK_BYTES;
+	int64_t mr = kt_tile_rows(g->cols);
+	mc_kexpr *row_bytes = mc_kb_local(kb, mc_k_index(kb, 4 * (g->k > 0 ? g->k : 1)));
+	mc_kexpr *tiles = mc_kb_let(kb, mc_k_div(kb, mc_k_div(kb, mc_k_index(kb, bytes), row_bytes),
+	                                         mc_k_index(kb, mr)));
+	tiles = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, tiles, mc_k_index(kb, 1)));
+	return mc_kb_let(kb, mc_k_muli(kb, tiles, mr));
 }
 
 /* --threads: the largest B whose rows the workers split (chunk_for). */
@@ -293,14 +347,20 @@ static void product(mc_lower_ctx *c, const gemm_at *at)
 	int64_t chunk = chunk_for(kb, g, g->batch > 1 ? g->batch : 1);
 	if (kb->sizes_vary) {
 		/* the rows in a variable, the chunks' count and the rest computed:
-		 * one statement list for every size (--dim LO..HI) */
+		 * one statement list for every size (--dim LO..HI). A direct B's
+		 * depth may be the dynamic size: its chunk is computed too, a
+		 * multiple of the tile rows (no rest tiles in a full chunk) */
 		mc_kexpr *rows = mc_kb_local(kb, mc_k_index(kb, g->rows));
-		mc_kexpr *full = mc_kb_let(kb, mc_k_div(kb, rows, mc_k_index(kb, chunk)));
+		mc_kexpr *ch_rows = g->cols->direct ? run_time_chunk(kb, g) : mc_k_index(kb, chunk);
+		int64_t most = g->cols->direct ? 0 : chunk;
+		mc_kexpr *full = mc_kb_let(kb, mc_k_div(kb, rows, ch_rows));
 		mc_kexpr *ch = mc_kb_for(kb, mc_k_index(kb, 0), full, MC_KF_PARALLEL);
-		chunk_rows(c, at, mc_kb_let(kb, mc_k_muli(kb, ch, chunk)), chunk, NULL);
+		chunk_rows(c, at, mc_kb_let(kb, mc_k_mul(kb, ch, ch_rows)), most,
+		           g->cols->direct ? ch_rows : NULL);
 		mc_kb_end(kb);
-		mc_kexpr *r0 = mc_kb_let(kb, mc_k_muli(kb, full, chunk));
-		chunk_rows(c, at, r0, chunk - 1, mc_kb_let(kb, mc_k_sub(kb, rows, r0)));
+		mc_kexpr *r0 = mc_kb_let(kb, mc_k_mul(kb, full, ch_rows));
+		chunk_rows(c, at, r0, g->cols->direct ? INT64_MAX / 4 : chunk - 1,
+		           mc_kb_let(kb, mc_k_sub(kb, rows, r0)));
 		return;
 	}
 	if (chunk >= g->rows) {
@@ -539,7 +599,7 @@ static int kern_matmul(mc_lower_ctx *c)
 		g.rows = m * batch;
 		g.batch = 1;
 	}
-	kt_plan_direct(c->kb->isa, n, k, kt_plan_rows(c->kb, g.rows), &cols);
+	kt_plan_direct(c->kb, n, k, kt_plan_rows(c->kb, g.rows), &cols);
 	kt_gemm_emit(c, &g);
 	return 0;
 }

@@ -116,9 +116,53 @@ void kt_plan(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *col
 	plan(isa, n, k, rows, false, cols);
 }
 
-void kt_plan_direct(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+/* Direct columns where sizes vary (kt_cols.n_vary): main panels of 4
+ * full vectors (4 columns on scalar ISAs), then the parts of a rest below
+ * that, halving: each part its full vectors, or one narrower vector the
+ * ISA has (4 lanes or more); what the parts leave goes one by one. Nothing
+ * here depends on n but n_main, which the kernel recomputes at run time. */
+static void plan_vary(const mc_isa *isa, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
 {
-	plan(isa, n, k, rows, true, cols);
+	memset(cols, 0, sizeof *cols);
+	cols->n = n;
+	cols->k = k;
+	cols->direct = true;
+	cols->n_vary = true;
+	int lanes = isa->max_lanes;
+	for (int j = 0; j < 4; j++)
+		add_vec(&cols->main, lanes, lanes);
+	cols->n_main = n / cols->main.width;
+	int64_t below = cols->main.width; /* the rest's bits below this: no part yet */
+	for (int w = (int)cols->main.width / 2; w >= 1 && cols->n_parts < KT_MAX_PARTS; w /= 2) {
+		kt_shape *s = &cols->parts[cols->n_parts];
+		if (w >= lanes)
+			for (int j = 0; j < w / lanes; j++)
+				add_vec(s, lanes, lanes);
+		else if (w >= 4 && mc_isa_has_lanes(isa, w))
+			add_vec(s, w, w);
+		else
+			break;
+		cols->n_parts++;
+		below = w;
+	}
+	cols->single_mask = below - 1;
+	if (cols->single_mask > 0)
+		add_vec(&cols->single, 1, 1);
+	/* the sets at a depth under 32 as at 32, so that a depth that is the
+	 * dynamic size does not change them (kt_tile_reduce takes any) */
+	int64_t k_sets = k < 32 ? 32 : k;
+	finish_shape(isa, &cols->main, k_sets, rows);
+	for (int i = 0; i < cols->n_parts; i++)
+		finish_shape(isa, &cols->parts[i], k_sets, rows);
+	finish_shape(isa, &cols->single, k_sets, rows);
+}
+
+void kt_plan_direct(const mc_kb *kb, int64_t n, int64_t k, int64_t rows, kt_cols *cols)
+{
+	if (kb->sizes_vary)
+		plan_vary(kb->isa, n, k, rows, cols);
+	else
+		plan(kb->isa, n, k, rows, true, cols);
 }
 
 void kt_plan_gemv(const mc_kb *kb, int64_t n, int64_t k, kt_cols *cols)
@@ -161,12 +205,32 @@ static mc_tensor *new_floats(int64_t n)
 
 int64_t kt_packed_cols(const kt_cols *cols)
 {
+	if (cols->n_vary)
+		return cols->n;
 	return cols->n_main * cols->main.width + cols->tail.width;
+}
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
 }
 
 int kt_tile_rows(const kt_cols *cols)
 {
-	return cols->n_main > 0 ? cols->main.mr : cols->tail.mr;
+	if (!cols->n_vary)
+		return cols->n_main > 0 ? cols->main.mr : cols->tail.mr;
+	int64_t m = cols->main.mr;
+	for (int i = 0; i <= cols->n_parts; i++) {
+		const kt_shape *s = i < cols->n_parts ? &cols->parts[i] : &cols->single;
+		if (s->nvec > 0)
+			m = m / gcd(m, s->mr) * s->mr;
+	}
+	return (int)m;
 }
 
 int64_t kt_packed_bytes(const kt_cols *cols)
@@ -224,6 +288,11 @@ kt_panel kt_tail_panel(mc_kb *kb, const kt_cols *cols)
 		return (kt_panel){ &cols->tail, mc_k_index(kb, col0), mc_k_index(kb, col0), cols->n };
 	return (kt_panel){ &cols->tail, mc_k_index(kb, col0), mc_k_index(kb, col0 * cols->k),
 	                   cols->tail.width };
+}
+
+kt_panel kt_direct_panel(const kt_cols *cols, const kt_shape *s, mc_kexpr *col0)
+{
+	return (kt_panel){ s, col0, col0, cols->n };
 }
 
 /* Offset of vector v within its panel. */

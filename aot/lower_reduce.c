@@ -580,6 +580,53 @@ static mc_kexpr *lanes_combined(mc_kb *kb, mc_kbinop op, mc_kexpr *v, int lanes)
 	return acc;
 }
 
+/* A row's length in vectors: n and its full vectors, held in variables
+ * where sizes vary (--dim LO..HI: n may be the dynamic size), so that
+ * the statements do not change with n; the elements past the full
+ * vectors then go in a loop rather than one by one. */
+typedef struct {
+	int64_t n, full;
+	int lanes;
+	mc_kexpr *n_e, *full_e; /* NULL: n and full as constants */
+} row_len;
+
+static row_len row_len_of(mc_kb *kb, int64_t n, int lanes)
+{
+	row_len r = { n, n / lanes, lanes, NULL, NULL };
+	if (kb->sizes_vary) {
+		r.n_e = mc_kb_local(kb, mc_k_index(kb, n));
+		r.full_e = mc_kb_let(kb, mc_k_div(kb, r.n_e, mc_k_index(kb, lanes)));
+	}
+	return r;
+}
+
+/* The loop over full vectors [from, full). */
+static mc_kexpr *row_vectors(mc_kb *kb, const row_len *r, int64_t from, unsigned flags)
+{
+	mc_kexpr *end = r->full_e ? r->full_e : mc_k_index(kb, r->full);
+	return mc_kb_for(kb, mc_k_index(kb, from), end, flags);
+}
+
+/* The elements past the full vectors: tail_steps(r) steps, step s at
+ * tail_at(r, s), closed by tail_close (a run-time loop where n varies). */
+static int64_t tail_steps(const row_len *r)
+{
+	return r->n_e ? 1 : r->n - r->full * r->lanes;
+}
+
+static mc_kexpr *tail_at(mc_kb *kb, const row_len *r, int64_t s, unsigned flags)
+{
+	if (!r->n_e)
+		return mc_k_index(kb, r->full * r->lanes + s);
+	return mc_kb_for(kb, mc_kb_let(kb, mc_k_muli(kb, r->full_e, r->lanes)), r->n_e, flags);
+}
+
+static void tail_close(mc_kb *kb, const row_len *r)
+{
+	if (r->n_e)
+		mc_kb_end(kb);
+}
+
 /* Softmax or LogSoftmax of the contiguous f32 row [base, base + n) in
  * vectors of `lanes` (n >= lanes), the rest one element at a time. A NaN
  * the vector max passes over still makes every output NaN, through the
@@ -588,41 +635,47 @@ static void softmax_row_vec(mc_lower_ctx *c, bool log_softmax, mc_kexpr *base, i
 {
 	mc_kb *kb = c->kb;
 	int in = c->in_buf[0];
-	int64_t full = n / lanes;
+	row_len r = row_len_of(kb, n, lanes);
 	mc_kexpr *vm = mc_kb_local(kb, mc_k_vload(kb, in, base, lanes));
-	if (full > 1) {
-		mc_kexpr *k = mc_kb_for(kb, mc_k_index(kb, 1), mc_k_index(kb, full), MC_KF_REDUCE);
+	if (r.full > 1 || r.full_e) {
+		mc_kexpr *k = row_vectors(kb, &r, 1, MC_KF_REDUCE);
 		mc_kexpr *x = mc_k_vload(kb, in, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)), lanes);
 		mc_kb_assign(kb, vm, mc_k_bin(kb, MC_KB_MAX, vm, x));
 		mc_kb_end(kb);
 	}
 	mc_kexpr *mx = mc_kb_local(kb, lanes_combined(kb, MC_KB_MAX, vm, lanes));
-	for (int64_t k = full * lanes; k < n; k++)
-		assign_extreme(kb, mx, mc_kb_let(kb, mc_k_load(kb, in, mc_k_addi(kb, base, k))), true);
+	for (int64_t s = 0; s < tail_steps(&r); s++) {
+		mc_kexpr *t = tail_at(kb, &r, s, MC_KF_REDUCE);
+		assign_extreme(kb, mx, mc_kb_let(kb, mc_k_load(kb, in, mc_k_add(kb, base, t))), true);
+		tail_close(kb, &r);
+	}
 	mx = mc_kb_let(kb, mx);
 	mc_kexpr *vs = mc_kb_local(kb, mc_k_splat(kb, fconst(kb, MC_KT_F32, 0), lanes));
-	mc_kexpr *k = mc_kb_fori(kb, full, MC_KF_REDUCE);
+	mc_kexpr *k = r.full_e ? row_vectors(kb, &r, 0, MC_KF_REDUCE) : mc_kb_fori(kb, r.full, MC_KF_REDUCE);
 	mc_kexpr *x = mc_k_vload(kb, in, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)), lanes);
 	mc_kb_assign(kb, vs, mc_k_add(kb, vs, mc_k_un(kb, MC_KU_EXP, mc_k_sub(kb, x, mx))));
 	mc_kb_end(kb);
 	mc_kexpr *sum = mc_kb_local(kb, lanes_combined(kb, MC_KB_ADD, vs, lanes));
-	for (int64_t t = full * lanes; t < n; t++) {
-		mc_kexpr *d = mc_k_sub(kb, mc_k_load(kb, in, mc_k_addi(kb, base, t)), mx);
+	for (int64_t s = 0; s < tail_steps(&r); s++) {
+		mc_kexpr *t = tail_at(kb, &r, s, MC_KF_REDUCE);
+		mc_kexpr *d = mc_k_sub(kb, mc_k_load(kb, in, mc_k_add(kb, base, t)), mx);
 		mc_kb_assign(kb, sum, mc_k_add(kb, sum, mc_k_un(kb, MC_KU_EXP, d)));
+		tail_close(kb, &r);
 	}
 	mc_kexpr *scale = log_softmax ? mc_kb_let(kb, mc_k_un(kb, MC_KU_LOG, sum))
 	                              : mc_kb_let(kb, mc_k_div(kb, fconst(kb, MC_KT_F32, 1), sum));
-	k = mc_kb_fori(kb, full, MC_KF_PARALLEL);
+	k = r.full_e ? row_vectors(kb, &r, 0, MC_KF_PARALLEL) : mc_kb_fori(kb, r.full, MC_KF_PARALLEL);
 	mc_kexpr *at = mc_kb_let(kb, mc_k_add(kb, base, mc_k_muli(kb, k, lanes)));
 	mc_kexpr *d = mc_k_sub(kb, mc_k_vload(kb, in, at, lanes), mx);
 	mc_lower_store_vec(c, 0, NULL, at,
 	                   log_softmax ? mc_k_sub(kb, d, scale) : mc_k_mul(kb, mc_k_un(kb, MC_KU_EXP, d), scale));
 	mc_kb_end(kb);
-	for (int64_t t = full * lanes; t < n; t++) {
-		mc_kexpr *tat = mc_kb_let(kb, mc_k_addi(kb, base, t));
+	for (int64_t s = 0; s < tail_steps(&r); s++) {
+		mc_kexpr *tat = mc_kb_let(kb, mc_k_add(kb, base, tail_at(kb, &r, s, MC_KF_PARALLEL)));
 		mc_kexpr *td = mc_k_sub(kb, mc_k_load(kb, in, tat), mx);
 		mc_lower_store(c, 0, NULL, tat,
 		               log_softmax ? mc_k_sub(kb, td, scale) : mc_k_mul(kb, mc_k_un(kb, MC_KU_EXP, td), scale));
+		tail_close(kb, &r);
 	}
 }
 
@@ -654,6 +707,13 @@ static int lower_softmax(mc_lower_ctx *c)
 	 * classifier's head) keeps the scalar form, whose sum runs in one
 	 * order on every ISA, so its result is the same bits everywhere */
 	int lanes = v.n >= SOFTMAX_VECTOR_MIN ? mc_isa_lanes_upto(kb->isa, v.n) : 1;
+	if (kb->sizes_vary) {
+		/* n may be the dynamic size: the widest vectors wherever one
+		 * fits, so that the statements change at one size at most */
+		lanes = mc_isa_lanes_upto(kb->isa, INT64_MAX);
+		if (v.n < lanes)
+			lanes = 1;
+	}
 	if (v.inner == 1 && lanes > 1 && c->in[0]->dtype == MC_FLOAT && c->out[0]->dtype == MC_FLOAT) {
 		softmax_row_vec(c, p->kind == SM_LOGSOFTMAX, mc_kb_let(kb, mc_k_muli(kb, o, v.n)), v.n, lanes);
 		close_to(kb, depth0);

@@ -82,15 +82,17 @@ static Onnx__TensorProto *weights(mb *b, Onnx__GraphProto *g, const char *name, 
 
 /* An encoder layer of a dynamic sequence [1, seq, 16]: a position table
  * sliced to the sequence through Shape and Gather, projections, scores
- * [1, seq, seq], softmax over the keys, and their product with V. */
+ * [1, seq, seq], softmax over the keys, and their product with V. The
+ * queries and keys are 256 wide, so that the scores' rows come in several
+ * chunks (aot/kern_gemm.c) from 24 rows on. */
 static mb *encoder(void)
 {
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,seq,16");
 	weights(b, g, "pos", "40,16", 40 * 16, 1);
-	weights(b, g, "wq", "16,16", 256, 2);
-	weights(b, g, "wk", "16,16", 256, 3);
+	weights(b, g, "wq", "16,256", 16 * 256, 2);
+	weights(b, g, "wk", "16,256", 16 * 256, 3);
 	weights(b, g, "wv", "16,24", 16 * 24, 4);
 	weights(b, g, "bv", "24", 24, 5);
 	int64_t one = 1, zero = 0;
@@ -249,11 +251,12 @@ static void remove_case(dyn_case *c)
 Test(dynamic, encoder_sequence_every_size_served, .timeout = 240)
 {
 	dyn_case c;
-	/* to 20: the scores' columns are the sequence, and their vector tail
-	 * still takes a version per size (aot/dynamic.c's MAX_VERSIONS) */
-	if (compile_dynamic(&c, encoder(), "seq", 3, 20))
+	/* the scores' columns, the softmax's rows and probs x V's depth are
+	 * the sequence: each binary part of the columns, the vector tails and
+	 * a chunk of rows full or not are each met at some of these sizes */
+	if (compile_dynamic(&c, encoder(), "seq", 3, 40))
 		return;
-	int64_t sizes[] = { 3, 4, 5, 11, 16, 17, 19, 20 };
+	int64_t sizes[] = { 3, 4, 5, 11, 16, 17, 19, 24, 25, 31, 36, 40 };
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
 		check_size(&c, sizes[i]);
 	remove_case(&c);

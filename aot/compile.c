@@ -1008,6 +1008,16 @@ int mc_emit_program(const mc_program *p, const mc_target_config *target, const m
                     const char *model_abs, const char *sha, const char *out_dir)
 {
 	double t0 = now_ms();
+	if (mc_program_counted(p) && (target->desc != &mc_target_c || p->n_pools > 1 || p->threads > 1 ||
+	                              p->io_in_arena || p->dyn)) {
+		/* NAME_run_counted is the C target's, on one arena and thread */
+		for (int i = 0; i < p->n_outputs; i++)
+			if (p->outputs[i].counted)
+				return mc_error("output '%s' has a data-dependent extent (a count made at run time), "
+				                "which --target %s, --pool, --threads, --io-in-arena and --dim ranges "
+				                "do not support yet: compile for --target c without them",
+				                p->outputs[i].name, target->desc->name), -1;
+	}
 	char stage[4200];
 	if (make_stage(out_dir, stage, sizeof stage))
 		return -1;

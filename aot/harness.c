@@ -24,7 +24,8 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	bool threads = !cuda && p->threads > 1; /* NAME_run_threads on runtime-min's pthread pool */
 	upper(n, up, sizeof up);
 	char run_fn[300], no_pdl[300], sms[300], dim_opt[600] = "";
-	snprintf(run_fn, sizeof run_fn, p->dyn ? "%s_run_dims" : "%s_run", n);
+	bool counted = mc_program_counted(p); /* NAME_run_counted; the files hold the counted entries */
+	snprintf(run_fn, sizeof run_fn, p->dyn ? "%s_run_dims" : counted ? "%s_run_counted" : "%s_run", n);
 	if (p->dyn) /* --dim NAME=V */
 		snprintf(dim_opt, sizeof dim_opt,
 		         "\t\tif (argc > a + 1 && strcmp(argv[a], \"--dim\") == 0) {\n"
@@ -65,6 +66,45 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		mc_sb_printf(&b, "\"%s\", ", file);
 	}
 	mc_sb_printf(&b, "0};\n#define N_IN %d\n#define N_OUT %d\n\n", p->n_inputs, p->n_outputs);
+	if (counted)
+		mc_sb_puts(&b, "static void *out[N_OUT + 1];\n");
+	if (counted) {
+		/* per output: its counted axis (-1: none), the blocks before it,
+		 * its bound, and the bytes of one entry of it */
+		mc_sb_puts(&b, "static const int count_axis[] = {");
+		for (int i = 0; i < p->n_outputs; i++)
+			mc_sb_printf(&b, "%d, ", p->outputs[i].counted ? p->outputs[i].count_axis : -1);
+		mc_sb_puts(&b, "0};\nstatic const size_t count_outer[] = {");
+		for (int i = 0; i < p->n_outputs; i++) {
+			size_t outer = 1;
+			for (int d = 0; p->outputs[i].counted && d < p->outputs[i].count_axis; d++)
+				outer *= (size_t)p->outputs[i].shape.dims[d];
+			mc_sb_printf(&b, "%zu, ", outer);
+		}
+		mc_sb_puts(&b, "0}, count_bound[] = {");
+		for (int i = 0; i < p->n_outputs; i++)
+			mc_sb_printf(&b, "%lld, ", p->outputs[i].counted
+			                            ? (long long)p->outputs[i].shape.dims[p->outputs[i].count_axis] : 0LL);
+		mc_sb_puts(&b, "0}, count_entry[] = {");
+		for (int i = 0; i < p->n_outputs; i++) {
+			size_t inner = mc_dtype_size(p->outputs[i].dtype);
+			for (int d = p->outputs[i].count_axis + 1; p->outputs[i].counted && d < p->outputs[i].shape.rank; d++)
+				inner *= (size_t)p->outputs[i].shape.dims[d];
+			mc_sb_printf(&b, "%zu, ", inner);
+		}
+		mc_sb_puts(&b, "0};\nstatic int64_t counts[N_OUT + 1];\n\n"
+		               "/* Output i's meaningful part: the first counts[i] entries of its\n"
+		               " * counted axis in each block before it (all of it uncounted). */\n"
+		               "static int write_output(FILE *f, int i)\n{\n"
+		               "\tif (count_axis[i] < 0)\n"
+		               "\t\treturn fwrite(out[i], 1, out_bytes[i], f) == out_bytes[i];\n"
+		               "\tif (counts[i] < 0 || (size_t)counts[i] > count_bound[i])\n\t\treturn 0;\n"
+		               "\tsize_t part = (size_t)counts[i] * count_entry[i];\n"
+		               "\tfor (size_t o = 0; o < count_outer[i]; o++)\n"
+		               "\t\tif (fwrite((const char *)out[i] + o * count_bound[i] * count_entry[i], 1, part, f) != part)\n"
+		               "\t\t\treturn 0;\n"
+		               "\treturn 1;\n}\n\n");
+	}
 	if (p->dyn) {
 		/* --dim NAME=V: the size to run at; the files' bytes are that size's */
 		mc_sb_puts(&b, "static const size_t in_elt[] = {");
@@ -120,7 +160,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\tif (posix_memalign(&q, 64, n ? n : 1) != 0)\n\t\treturn NULL;\n"
 	    "\tmemset(q, 0, n ? n : 1);\n\treturn q;\n}\n\n"
 	    "int main(int argc, char **argv)\n{\n"
-	    "\tconst void *in[N_IN + 1];\n\tvoid *out[N_OUT + 1];\n"
+	    "%s"
 	    "\tlong repeat = 1, workers = %d;\n\tint a = 2, names = 0, profile = 0;\n\tunsigned flags = 0;\n"
 	    "\tfor (;;) {\n"
 	    "\t\tif (argc > a && strcmp(argv[a], \"--profile\") == 0) {\n\t\t\tprofile = 1;\n\t\t\ta++;\n\t\t\tcontinue;\n\t\t}\n"
@@ -148,7 +188,9 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\t\t\tfprintf(stderr, \"%%s: expected %%zu bytes\\n\", argv[a + i], in_bytes[i]);\n\t\t\treturn 100;\n\t\t}\n"
 	    "\t\tin[i] = q;\n\t}\n"
 	    "\tfor (int i = 0; i < N_OUT; i++)\n"
-	    "\t\tif (!(out[i] = zalloc(out_bytes[i])))\n\t\t\treturn 100;\n", p->threads > 1 ? p->threads : 1,
+	    "\t\tif (!(out[i] = zalloc(out_bytes[i])))\n\t\t\treturn 100;\n",
+	    counted ? "\tconst void *in[N_IN + 1];\n" : "\tconst void *in[N_IN + 1];\n\tvoid *out[N_OUT + 1];\n",
+	    p->threads > 1 ? p->threads : 1,
 	    no_pdl, sms, dim_opt, p->dyn ? "\tsizes_at_dims();\n" : "");
 	if (!threads)
 		mc_sb_puts(&b, "\t(void)workers;\n");
@@ -211,7 +253,8 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		              "\tif (!arena || !pool)\n\t\treturn 100;\n"
 		              "\tmodelc_threads threads = { modelc_pthread_parallel_for, pool };\n"
 		            : "\tif (!arena)\n\t\treturn 100;\n",
-		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "", p->dyn ? ", dims" : "",
+		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "",
+		    p->dyn ? ", dims" : counted ? ", counts" : "",
 		    threads ? "\tmodelc_pthread_pool_free(pool);\n" : "");
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"
@@ -219,13 +262,13 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	    "\t\tif (names)\n\t\t\tsnprintf(path, sizeof path, \"%%s/%%s\", argv[1], out_files[i]);\n"
 	    "\t\telse\n\t\t\tsnprintf(path, sizeof path, \"%%s/output_%%d.bin\", argv[1], i);\n"
 	    "\t\tFILE *f = fopen(path, \"wb\");\n"
-	    "\t\tif (!f || fwrite(out[i], 1, out_bytes[i], f) != out_bytes[i] || fclose(f) != 0) {\n"
+	    "\t\tif (!f || !%s || fclose(f) != 0) {\n"
 	    "\t\t\tfprintf(stderr, \"cannot write %%s\\n\", path);\n\t\t\treturn 100;\n\t\t}\n\t}\n"
 	    "\tfor (int i = 0; i < N_IN; i++)\n\t\tfree((void *)in[i]);\n"
 	    "\tfor (int i = 0; i < N_OUT; i++)\n\t\tfree(out[i]);\n"
 	    "\tif (st != 0)\n\t\tfprintf(stderr, \"%s: status %%d\\n\", st);\n"
 	    "\treturn st;\n}\n",
-	    cuda ? n : run_fn);
+	    counted ? "write_output(f, i)" : "(fwrite(out[i], 1, out_bytes[i], f) == out_bytes[i])", cuda ? n : run_fn);
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s_main.c", dir, n);
 	int rc = mc_write_if_changed(path, b.data, b.len);

@@ -1933,6 +1933,135 @@ static int lower_attention(mc_lower_ctx *c)
 	return 0;
 }
 
+/* ---- NonMaxSuppression on values known at run time ----
+ * Output 0 is counted (libcore/counted.c): the selected rows from row 0,
+ * then zero rows to its bound; output 1 (the importer's) the count. Per
+ * batch and class, the best live candidate is kept and every live one
+ * that overlaps it too much dies, until cap boxes are kept or none lives:
+ * the same boxes, in the same order, as the reference's sort by score
+ * (ties by index) and greedy pass over it (libcore/ops/extra.c), since a
+ * box dies there exactly when a better kept one overlaps it. In double,
+ * as the reference computes. */
+
+/* Box `at` (element index into boxes) as (y_min, x_min, y_max, x_max). */
+static void nms_corners_ir(mc_lower_ctx *c, mc_kexpr *at, bool center, mc_kexpr **out)
+{
+	mc_kb *kb = c->kb;
+	mc_kexpr *v[4];
+	for (int k = 0; k < 4; k++)
+		v[k] = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 0, mc_k_addi(kb, at, k))));
+	if (center) { /* [x_center, y_center, width, height] */
+		mc_kexpr *hh = mc_kb_let(kb, mc_k_div(kb, v[3], fconst(kb, MC_KT_F64, 2)));
+		mc_kexpr *hw = mc_kb_let(kb, mc_k_div(kb, v[2], fconst(kb, MC_KT_F64, 2)));
+		out[0] = mc_kb_let(kb, mc_k_sub(kb, v[1], hh));
+		out[2] = mc_kb_let(kb, mc_k_add(kb, v[1], hh));
+		out[1] = mc_kb_let(kb, mc_k_sub(kb, v[0], hw));
+		out[3] = mc_kb_let(kb, mc_k_add(kb, v[0], hw));
+		return;
+	}
+	for (int k = 0; k < 2; k++) { /* either diagonal */
+		out[k] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MIN, v[k], v[k + 2]));
+		out[k + 2] = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, v[k], v[k + 2]));
+	}
+}
+
+/* Whether boxes a and b overlap by more than iou (extra.c: nms_suppress). */
+static mc_kexpr *nms_overlap_ir(mc_kb *kb, mc_kexpr *const *a, mc_kexpr *const *b, mc_kexpr *iou)
+{
+	mc_kexpr *zero = fconst(kb, MC_KT_F64, 0);
+	mc_kexpr *ih = mc_kb_let(kb, mc_k_sub(kb, mc_k_bin(kb, MC_KB_MIN, a[2], b[2]),
+	                                      mc_k_bin(kb, MC_KB_MAX, a[0], b[0])));
+	mc_kexpr *iw = mc_kb_let(kb, mc_k_sub(kb, mc_k_bin(kb, MC_KB_MIN, a[3], b[3]),
+	                                      mc_k_bin(kb, MC_KB_MAX, a[1], b[1])));
+	mc_kexpr *inter = mc_kb_let(kb, mc_k_mul(kb, ih, iw));
+	mc_kexpr *area_a = mc_kb_let(kb, mc_k_mul(kb, mc_k_sub(kb, a[2], a[0]), mc_k_sub(kb, a[3], a[1])));
+	mc_kexpr *area_b = mc_kb_let(kb, mc_k_mul(kb, mc_k_sub(kb, b[2], b[0]), mc_k_sub(kb, b[3], b[1])));
+	mc_kexpr *uni = mc_kb_let(kb, mc_k_sub(kb, mc_k_add(kb, area_a, area_b), inter));
+	mc_kexpr *ok = mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_GT, ih, zero), mc_k_bin(kb, MC_KB_GT, iw, zero));
+	ok = mc_k_bin(kb, MC_KB_AND, ok, mc_k_bin(kb, MC_KB_GT, area_a, zero));
+	ok = mc_k_bin(kb, MC_KB_AND, ok, mc_k_bin(kb, MC_KB_GT, area_b, zero));
+	ok = mc_k_bin(kb, MC_KB_AND, ok, mc_k_bin(kb, MC_KB_GT, uni, zero));
+	return mc_k_bin(kb, MC_KB_AND, ok, mc_k_bin(kb, MC_KB_GT, mc_k_div(kb, inter, uni), iou));
+}
+
+static int lower_nms(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *bs = &c->in[0]->shape, *ss = &c->in[1]->shape;
+	if (!c->out[0]->counted)
+		return mc_lower_error(c, "NonMaxSuppression without its count (made by the importer)");
+	int64_t center;
+	if (mc_attr_int(c->node, "center_point_box", 0, &center))
+		return -1;
+	int64_t nb = bs->dims[0], nbox = bs->dims[1], ncls = ss->dims[1];
+	int64_t bound = c->out[0]->shape.dims[0];
+	mc_kexpr *zero = mc_k_index(kb, 0);
+	/* the run-time parameters; absent: no box kept, no overlap, no floor */
+	mc_kexpr *cap = zero, *iou = fconst(kb, MC_KT_F64, 0), *thr = NULL;
+	if (c->n_in > 2 && c->in[2] && mc_numel(&c->in[2]->shape) > 0) {
+		cap = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, mc_lower_load(c, 2, zero)));
+		cap = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, zero,
+		                             mc_k_bin(kb, MC_KB_MIN, cap, mc_k_index(kb, nbox))));
+	}
+	if (c->n_in > 3 && c->in[3] && mc_numel(&c->in[3]->shape) > 0)
+		iou = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 3, zero)));
+	if (c->n_in > 4 && c->in[4] && mc_numel(&c->in[4]->shape) > 0)
+		thr = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 4, zero)));
+	int alive = mc_kb_scratch(kb, MC_BOOL, (size_t)(nbox > 0 ? nbox : 1));
+	mc_kexpr *t = mc_k_int(kb, MC_KT_BOOL, 1), *f = mc_k_int(kb, MC_KT_BOOL, 0);
+	mc_kexpr *count = mc_kb_local(kb, zero);
+	mc_kexpr *b = mc_kb_fori(kb, nb, 0);
+	mc_kexpr *cl = mc_kb_fori(kb, ncls, 0);
+	mc_kexpr *sbase = mc_kb_let(kb, mad(kb, mad(kb, b, ncls, cl), nbox, zero));
+	mc_kexpr *bbase = mc_kb_let(kb, mc_k_muli(kb, b, nbox * 4));
+	mc_kexpr *i = mc_kb_fori(kb, nbox, 0);
+	mc_kexpr *score = mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 1, mc_k_add(kb, sbase, i)));
+	mc_kb_store(kb, alive, i, thr ? mc_k_bin(kb, MC_KB_GT, score, thr) : t);
+	mc_kb_end(kb);
+	mc_kexpr *kept = mc_kb_local(kb, zero);
+	mc_kb_fori(kb, nbox, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GE, kept, cap));
+	mc_kb_break(kb);
+	mc_kb_end(kb);
+	/* the best live candidate: the highest score, the lowest index of equals */
+	mc_kexpr *best = mc_kb_local(kb, mc_k_index(kb, -1));
+	mc_kexpr *best_score = mc_kb_local(kb, fconst(kb, MC_KT_F64, 0));
+	i = mc_kb_fori(kb, nbox, 0);
+	mc_kexpr *s = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 1, mc_k_add(kb, sbase, i))));
+	mc_kexpr *better = mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, best, zero),
+	                            mc_k_bin(kb, MC_KB_GT, s, best_score));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, mc_k_load(kb, alive, i), f), better));
+	mc_kb_assign(kb, best, i);
+	mc_kb_assign(kb, best_score, s);
+	mc_kb_end_n(kb, 2);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, best, zero));
+	mc_kb_break(kb);
+	mc_kb_end(kb);
+	mc_kb_store(kb, alive, best, f);
+	mc_kexpr *row = mc_kb_let(kb, mc_k_muli(kb, count, 3));
+	mc_kexpr *sel[3] = { b, cl, best };
+	for (int k = 0; k < 3; k++)
+		mc_lower_store(c, 0, NULL, mc_k_addi(kb, row, k), mc_k_cast(kb, MC_KT_I64, sel[k]));
+	mc_kb_assign(kb, count, mc_k_addi(kb, count, 1));
+	mc_kb_assign(kb, kept, mc_k_addi(kb, kept, 1));
+	mc_kexpr *a[4], *o[4];
+	nms_corners_ir(c, mc_k_add(kb, bbase, mc_k_muli(kb, best, 4)), center != 0, a);
+	i = mc_kb_fori(kb, nbox, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, mc_k_load(kb, alive, i), f));
+	nms_corners_ir(c, mc_k_add(kb, bbase, mc_k_muli(kb, i, 4)), center != 0, o);
+	mc_kb_if(kb, nms_overlap_ir(kb, a, o, iou));
+	mc_kb_store(kb, alive, i, f);
+	mc_kb_end_n(kb, 3);
+	mc_kb_end_n(kb, 3); /* picks, classes, batches */
+	/* zero rows to the bound: the padding every later op computes over */
+	mc_kexpr *r = mc_kb_for(kb, mc_k_muli(kb, count, 3), mc_k_index(kb, bound * 3), 0);
+	mc_lower_store(c, 0, NULL, r, mc_k_int(kb, MC_KT_I64, 0));
+	mc_kb_end(kb);
+	if (c->n_out > 1 && c->out[1])
+		mc_lower_store(c, 1, NULL, zero, mc_k_cast(kb, MC_KT_I64, count));
+	return 0;
+}
+
 /* Ops whose output shape depends on data: only constant inputs, which fold. */
 static int lower_data_shaped(mc_lower_ctx *c)
 {
@@ -1950,7 +2079,7 @@ static const mc_lowering l_roi_align = { MC_OP_RoiAlign, lower_roi_align, NULL, 
 static const mc_lowering l_attention = { MC_OP_Attention, lower_attention, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_nonzero = { MC_OP_NonZero, lower_data_shaped, NULL, 0 };
 static const mc_lowering l_unique = { MC_OP_Unique, lower_data_shaped, NULL, 0 };
-static const mc_lowering l_nms = { MC_OP_NonMaxSuppression, lower_data_shaped, NULL, 0 };
+static const mc_lowering l_nms = { MC_OP_NonMaxSuppression, lower_nms, NULL, 0 };
 
 const mc_lowering *const mc_lower_misc[] = {
 	&l_rnn,

@@ -55,6 +55,14 @@ size_t mc_program_arena_offset(const mc_program *p, const mc_loc *at)
 	return (p->n_pools > 1 ? p->pool_at[at->index] : 0) + at->offset;
 }
 
+bool mc_program_counted(const mc_program *p)
+{
+	for (int i = 0; i < p->n_outputs; i++)
+		if (p->outputs[i].counted)
+			return true;
+	return false;
+}
+
 /* An If whose condition is known only at run time: both branches are
  * inlined, their nodes guarded by the condition; the program runs one or
  * the other (MC_STEP_IF). Nested ones are not supported yet. */
@@ -646,6 +654,12 @@ static int stage_liveness(build *b)
 			if (s > b->last[r])
 				b->last[r] = s;
 		}
+	}
+	/* a counted output's count is read after the last kernel */
+	for (int j = 0; j < b->g->n_outputs; j++) {
+		const mc_value *ov = &b->g->values[b->g->outputs[j]];
+		if (ov->counted)
+			b->last[b->m.root[ov->count_value]] = b->p->n_kernels > 0 ? b->p->n_kernels - 1 : 0;
 	}
 	if (b->o->io_in_arena) {
 		/* the caller writes the inputs before the run (each gets a place,
@@ -1247,13 +1261,19 @@ static int stage_steps(build *b)
 	p->outputs = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *p->outputs);
 	for (int i = 0; i < g->n_inputs; i++) {
 		const mc_value *v = &g->values[g->inputs[i]];
-		p->inputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape, v->io_scale,
-		                             v->io_zero_point };
+		p->inputs[i] = (mc_io_desc){ .name = mc_xstrdup(v->name), .dtype = v->dtype, .shape = v->shape,
+		                             .scale = v->io_scale, .zero_point = v->io_zero_point };
 	}
 	for (int i = 0; i < g->n_outputs; i++) {
 		const mc_value *v = &g->values[g->outputs[i]];
-		p->outputs[i] = (mc_io_desc){ mc_xstrdup(v->name), v->dtype, v->shape, v->io_scale,
-		                              v->io_zero_point };
+		p->outputs[i] = (mc_io_desc){ .name = mc_xstrdup(v->name), .dtype = v->dtype, .shape = v->shape,
+		                              .scale = v->io_scale, .zero_point = v->io_zero_point };
+		if (v->counted) {
+			p->outputs[i].counted = true;
+			p->outputs[i].count_axis = v->count_axis;
+			if (value_loc(b, v->count_value, &p->outputs[i].count_at))
+				return -1;
+		}
 	}
 	if (!b->o->io_in_arena)
 		return 0;

@@ -79,6 +79,13 @@ typedef struct {
 	mc_shape shape;
 	double scale;               /* quantized (--quantized-io): real = (q - zero_point) * scale; else 0 */
 	int64_t zero_point;
+	/* An output whose extent on count_axis depends on the data (mc_value.
+	 * counted): shape holds the bound, and after a run the int64 at
+	 * count_at (in the arena) says how many entries of that axis are the
+	 * result */
+	bool counted;
+	int count_axis;
+	mc_loc count_at;
 } mc_io_desc;
 
 typedef struct {
@@ -171,6 +178,9 @@ void mc_program_free(mc_program *p);
 /* The byte in the one arena (NAME_run's) of an arena place: with pools,
  * its pool's place plus its offset in it. */
 size_t mc_program_arena_offset(const mc_program *p, const mc_loc *at);
+/* Whether an output of p is counted (mc_io_desc.counted): the run then
+ * gives the counts (NAME_run_counted). */
+bool mc_program_counted(const mc_program *p);
 /* mc_kernel_check on every kernel of p: 0, or -1 after reporting an
  * internal error (a bug in a lowering, not in the model). */
 int mc_program_check(const mc_program *p);

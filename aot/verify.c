@@ -72,6 +72,27 @@ static void first_log_line(const char *dir, const char *file, char *buf, size_t 
 	fclose(f);
 }
 
+/* A counted output's file holds the entries its run filled (the harness's
+ * write_output): its shape, the count read off the file's size. */
+static int counted_shape(const char *path, const mc_value *v, mc_shape *s)
+{
+	FILE *f = fopen(path, "rb");
+	long bytes = -1;
+	if (f && fseek(f, 0, SEEK_END) == 0)
+		bytes = ftell(f);
+	if (f)
+		fclose(f);
+	size_t per = mc_dtype_size(v->dtype); /* bytes of one count */
+	for (int d = 0; d < s->rank; d++)
+		if (d != v->count_axis)
+			per *= (size_t)s->dims[d];
+	if (bytes < 0 || (per > 0 && (size_t)bytes % per != 0) ||
+	    (per > 0 && (int64_t)((size_t)bytes / per) > s->dims[v->count_axis]))
+		return mc_error("'%s': %ld bytes are no count of output '%s''s entries", path, bytes, v->name), -1;
+	s->dims[v->count_axis] = per > 0 ? (int64_t)((size_t)bytes / per) : 0;
+	return 0;
+}
+
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
                    const mc_graph *g, mc_tensor *const *in, mc_tensor **out, int *exit_status)
 {
@@ -150,7 +171,10 @@ int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const c
 		const mc_value *v = &g->values[g->outputs[k]];
 		char path[4200];
 		snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
-		if (!(out[k] = mc_tensor_read_file(path, v->dtype, &v->shape)))
+		mc_shape s = v->shape;
+		if (v->counted && counted_shape(path, v, &s))
+			return -1;
+		if (!(out[k] = mc_tensor_read_file(path, v->dtype, &s)))
 			return -1;
 	}
 	return 0;

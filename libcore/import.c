@@ -89,6 +89,25 @@ static int add_named(scope *s, const char *name, mc_value_kind kind)
 	return v;
 }
 
+/* The hidden last output of an op whose output 0's extent depends on the
+ * data (MC_OP_COUNTED): "<output 0>/count", made unique. */
+static void add_count_output(scope *s, mc_node *n, int node)
+{
+	const char *base = s->g->values[n->outputs[0]].name;
+	char name[512];
+	snprintf(name, sizeof name, "%s/count", base);
+	for (int k = 1; index_get(&s->ix, s->g, name) >= 0; k++)
+		snprintf(name, sizeof name, "%s/count_%d", base, k);
+	int v = add_named(s, name, MC_VAL_NODE);
+	s->g->values[v].producer = node;
+	n->outputs = realloc(n->outputs, (size_t)(n->n_outputs + 1) * sizeof *n->outputs);
+	if (!n->outputs) {
+		mc_error("out of memory");
+		exit(3);
+	}
+	n->outputs[n->n_outputs++] = v;
+}
+
 /* ---- tensors ---- */
 static int check_dtype(const char *what, const char *name, int32_t dt)
 {
@@ -951,6 +970,8 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 			}
 		if (!rc && n->op->parse)
 			rc = n->op->parse(n);
+		if (!rc && (n->op->flags & MC_OP_COUNTED) && n->outputs[0] >= 0)
+			add_count_output(&s, n, i);
 	}
 
 	/* Drop the Constant nodes turned into values, renumbering producers. */

@@ -187,8 +187,11 @@ int mc_infer_node(mc_graph *g, int i)
 		if (in[k] && !in[k]->typed)
 			return mc_node_error(n, "input '%s' has no known type", in[k]->name);
 	}
-	for (int k = 0; k < n->n_outputs; k++)
+	for (int k = 0; k < n->n_outputs; k++) {
 		out[k] = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
+		if (out[k])
+			out[k]->counted = false; /* inference may run again */
+	}
 	mc_infer_ctx c = {.node = n, .graph = g, .n_in = n->n_inputs, .n_out = n->n_outputs,
 	                  .in = in, .out = out};
 	if (n->op->infer(&c))
@@ -209,6 +212,8 @@ int mc_infer_node(mc_graph *g, int i)
 			                     mc_shape_str(&out[k]->shape, buf, sizeof buf));
 		}
 	}
+	if (mc_count_propagate(g, n))
+		return -1;
 	size_t bytes;
 	if (mc_fold_policy(g, n, &mc_infer_fold_rule, true, &bytes) == MC_FOLD_YES && fold(g, n))
 		return -1;
@@ -234,5 +239,11 @@ int mc_infer_graph(mc_graph *g)
 	for (int i = 0; i < g->n_nodes; i++)
 		if (mc_infer_node(g, i))
 			return -1;
+	for (int i = 0; i < g->n_outputs && g->parent; i++)
+		if (g->values[g->outputs[i]].counted) {
+			mc_error("subgraph output '%s' has a data-dependent extent: not supported",
+			         g->values[g->outputs[i]].name);
+			return -1;
+		}
 	return 0;
 }

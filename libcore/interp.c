@@ -96,8 +96,12 @@ int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outpu
 		for (int k = 0; k < n->n_implicit; k++)
 			last_use[n->implicit[k]] = i;
 	}
-	for (int i = 0; i < g->n_outputs; i++)
+	for (int i = 0; i < g->n_outputs; i++) {
+		const mc_value *ov = &g->values[g->outputs[i]];
 		last_use[g->outputs[i]] = g->n_nodes;
+		if (ov->counted) /* read at the end, to trim the output */
+			last_use[ov->count_value] = g->n_nodes;
+	}
 
 	for (int i = 0; i < g->n_inputs && !rc; i++) {
 		int v = g->inputs[i];
@@ -145,7 +149,13 @@ int mc_interp_run(const mc_graph *g, mc_tensor *const *inputs, mc_tensor **outpu
 		}
 	}
 	for (int i = 0; i < g->n_outputs && !rc; i++) {
-		outputs[i] = env[g->outputs[i]] ? mc_tensor_clone(env[g->outputs[i]]) : NULL;
+		const mc_value *ov = &g->values[g->outputs[i]];
+		const mc_tensor *t = env[g->outputs[i]], *count = ov->counted ? env[ov->count_value] : NULL;
+		/* a counted output: its meaningful entries only, as a runtime
+		 * that sizes tensors by their data gives them */
+		outputs[i] = !t ? NULL
+		           : count ? mc_count_trim(t, ov->count_axis, *(const int64_t *)count->data)
+		                   : mc_tensor_clone(t);
 		if (!outputs[i]) {
 			mc_error("output '%s' was not computed", g->values[g->outputs[i]].name);
 			for (int k = 0; k < i; k++)

@@ -234,6 +234,13 @@ typedef struct mc_value {
 	 * real = (q - io_zero_point) * io_scale; io_scale 0 otherwise. */
 	double io_scale;
 	int64_t io_zero_point;
+	/* A data-dependent extent (NonMaxSuppression on values known only at
+	 * run time; libcore/counted.c): the shape holds its bound on axis
+	 * count_axis, and at run time only the first n entries of that axis
+	 * are meaningful, n the int64 scalar value count_value; the rest is
+	 * padding that every op computes over harmlessly. */
+	bool counted;
+	int count_axis, count_value;
 } mc_value;
 
 typedef struct mc_node {
@@ -337,6 +344,12 @@ int mc_infer_graph(mc_graph *g);
 /* Types node i's outputs from its typed inputs (and folds it as
  * mc_infer_graph does): a pass that adds nodes types them with it. */
 int mc_infer_node(mc_graph *g, int i);
+/* After node n's inference: its outputs counted where a counted input's
+ * axis lands on one of theirs; an error naming n where n would read the
+ * padding as data (libcore/counted.c). */
+int mc_count_propagate(mc_graph *g, mc_node *n);
+/* A copy of t with the first count entries of axis only. */
+mc_tensor *mc_count_trim(const mc_tensor *t, int axis, int64_t count);
 /* Compile-time evaluation (inference and the freezing passes) shares one
  * budget per model, 256 MiB plus four times the model's own constant
  * bytes, so that a small file cannot make modelc evaluate gigabytes (a
@@ -463,6 +476,11 @@ enum {
 	/* Made by modelc's own passes (NhwcConv...), never by a model:
 	 * mc_registry_find skips it, mc_registry_find_internal finds it. */
 	MC_OP_INTERNAL = 1u << 4,
+	/* Output 0's extent depends on the data: the importer gives the node
+	 * one more output than the model's, an int64 scalar, the count of
+	 * output 0's meaningful entries when its inputs are known only at run
+	 * time (output 0 is then counted, padded to its bound). */
+	MC_OP_COUNTED = 1u << 5,
 };
 
 /* Finds the entry for op_type at the given opset; NULL if none. Sets

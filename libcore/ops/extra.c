@@ -1767,6 +1767,22 @@ static int nms_compute(const mc_node *n, const mc_tensor *const *in, int n_in, m
 	return res[0] ? 0 : mc_node_error(n, "cannot allocate the result");
 }
 
+/* Rows output 0 may take: batches x classes x min(max_output_boxes_per_class, boxes),
+ * the boxes alone where that input is known only at run time. */
+static int64_t nms_bound(mc_infer_ctx *c)
+{
+	const mc_shape *bs = &c->in[NMS_BOXES]->shape, *ss = &c->in[NMS_SCORES]->shape;
+	const mc_value *mv = c->n_in > NMS_MAX_OUT ? c->in[NMS_MAX_OUT] : NULL;
+	int64_t cap = bs->dims[1];
+	if (!mv || (mv->konst && mv->konst->numel == 0))
+		cap = 0;
+	else if (mv->konst && mc_get_i(mv->konst, 0) < cap)
+		cap = mc_get_i(mv->konst, 0);
+	if (cap < 0)
+		cap = 0;
+	return bs->dims[0] * ss->dims[1] * cap;
+}
+
 static int nms_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
@@ -1783,8 +1799,23 @@ static int nms_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "needs boxes [B, N, 4] and scores [B, classes, N]");
 	if (check_float(n, "boxes", c->in[NMS_BOXES]) || check_float(n, "scores", c->in[NMS_SCORES]))
 		return -1;
-	if (need_constant_inputs(c))
-		return -1;
+	mc_shape scalar = {0, {0}};
+	bool known = true;
+	for (int k = 0; k < c->n_in; k++)
+		known = known && (!c->in[k] || c->in[k]->konst);
+	if (c->n_out > 1 && c->out[1])
+		mc_set_out(c, 1, MC_INT64, &scalar);
+	if (!known) {
+		/* padded to the bound; the count says how many rows are boxes */
+		if (c->n_out < 2 || !c->out[1])
+			return need_constant_inputs(c);
+		mc_shape s = {2, {nms_bound(c), 3}};
+		mc_set_out(c, 0, MC_INT64, &s);
+		c->out[0]->counted = true;
+		c->out[0]->count_axis = 0;
+		c->out[0]->count_value = n->outputs[1];
+		return 0;
+	}
 	const mc_tensor *in[5] = {NULL};
 	for (int k = 0; k < c->n_in && k < 5; k++)
 		in[k] = c->in[k] ? c->in[k]->konst : NULL;
@@ -1796,12 +1827,26 @@ static int nms_infer(mc_infer_ctx *c)
 	return 0;
 }
 
+/* The selected rows, then zero rows to output 0's (inferred) bound; the
+ * count in output 1 where the node has it. */
 static int nms_eval(mc_eval_ctx *c)
 {
 	mc_tensor *res[1] = {NULL};
 	if (nms_compute(c->node, c->in, c->n_in, res))
 		return -1;
-	return deliver(c, res, 1);
+	mc_tensor *o = mc_opt_out(c, 0);
+	int rc = 0;
+	if (o && (o->dtype != MC_INT64 || o->nbytes < res[0]->nbytes))
+		rc = mc_node_error(c->node, "output 0 does not match its inferred shape");
+	else if (o) {
+		memcpy(o->data, res[0]->data, res[0]->nbytes);
+		memset((char *)o->data + res[0]->nbytes, 0, o->nbytes - res[0]->nbytes);
+	}
+	mc_tensor *count = c->n_out > 1 ? mc_opt_out(c, 1) : NULL;
+	if (count && !rc)
+		*(int64_t *)count->data = res[0]->shape.dims[0];
+	mc_tensor_free(res[0]);
+	return rc;
 }
 
 /* ---- registry ---- */
@@ -1882,7 +1927,7 @@ static const mc_op op_unique = {
 static const mc_op op_non_max_suppression = {
 	.name = "NonMaxSuppression", .min_opset = 10, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
-	.infer = nms_infer, .eval = nms_eval,
+	.infer = nms_infer, .eval = nms_eval, .flags = MC_OP_COUNTED,
 };
 
 const mc_op *const mc_ops_extra[] = {

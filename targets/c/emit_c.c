@@ -478,10 +478,26 @@ static void put_run_one_arena(emitter *e)
 	mc_sb_printf(e->sb, "\treturn %s_run_pools(pools, inputs, outputs);\n}\n\n", e->name);
 }
 
+/* NAME_run_counted's counts: each counted output's, read from the arena
+ * where its count op left it; -1 for the others. */
+static void put_counts(emitter *e)
+{
+	const mc_program *p = e->p;
+	for (int i = 0; i < p->n_outputs; i++) {
+		const mc_io_desc *d = &p->outputs[i];
+		if (!d->counted) {
+			mc_sb_printf(e->sb, "\tcounts[%d] = -1;\n", i);
+			continue;
+		}
+		mc_sb_printf(e->sb, "\tcounts[%d] = *(const int64_t *)(const void *)((const unsigned char *)arena + %zuu);\n",
+		             i, mc_program_arena_offset(p, &d->count_at));
+	}
+}
+
 static void put_run(emitter *e)
 {
 	const mc_program *p = e->p;
-	bool pools = p->n_pools > 1;
+	bool pools = p->n_pools > 1, counted = mc_program_counted(p);
 	if (pools)
 		put_run_one_arena(e);
 	put_section(e);
@@ -500,6 +516,10 @@ static void put_run(emitter *e)
 	else if (p->dyn)
 		mc_sb_printf(e->sb, "int %s_run_dims(void *arena, const void *const inputs[], void *const outputs[],\n"
 		                    "                const int64_t dims[])\n{\n", e->name);
+	else if (counted)
+		mc_sb_printf(e->sb, "int %s_run_counted(void *arena, const void *const inputs[], void *const outputs[],\n"
+		                    "                   int64_t counts[])\n{\n"
+		                    "\tif (counts == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->name);
 	else
 		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n", e->name);
 	if (p->dyn) /* the size first: out of bounds, nothing is touched */
@@ -552,6 +572,8 @@ static void put_run(emitter *e)
 	put_steps(e, p->steps, p->n_steps, 1);
 	if (p->io_in_arena)
 		put_io_copies(e, true);
+	if (counted)
+		put_counts(e);
 	mc_sb_puts(e->sb, "\treturn MODELC_OK;\n}\n");
 }
 

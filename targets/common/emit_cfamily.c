@@ -1409,6 +1409,37 @@ static void put_dyn_header(emitter *e)
 	             e->upper, e->upper, e->upper, e->upper, e->name, e->name, e->upper, e->upper, e->name);
 }
 
+/* Outputs whose extent depends on the data (NonMaxSuppression...): which
+ * axis, and NAME_run_counted, which says how much of it each run filled. */
+static void put_counted_header(emitter *e)
+{
+	const mc_program *p = e->p;
+	mc_strbuf *sb = e->sb;
+	mc_sb_puts(sb, "\n/* Outputs whose extent on one axis depends on the data (the count of a\n"
+	               " * NonMaxSuppression, ...): their SHAPE above is the bound, and after a run\n"
+	               " * only the first counts[i] entries of axis COUNTED_AXIS are the result\n"
+	               " * (the rest is padding); the other outputs have no COUNTED_AXIS. */\n");
+	for (int i = 0; i < p->n_outputs; i++)
+		if (p->outputs[i].counted)
+			mc_sb_printf(sb, "#define %s_OUTPUT_%d_COUNTED_AXIS %d\n", e->upper, i, p->outputs[i].count_axis);
+	mc_sb_printf(sb, "\n/* Runs the model once.\n"
+	                 " *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
+	                 " *            caller; garbage on return.\n"
+	                 " *   inputs:  %s_NUM_INPUTS pointers to input i's %s_INPUT_<i>_BYTES,\n"
+	                 " *            aligned to their element's size; outputs likewise, at their\n"
+	                 " *            bound (%s_OUTPUT_<i>_BYTES). Nothing may overlap.\n"
+	                 " *   counts:  %s_NUM_OUTPUTS entries: counts[i] is how many entries of\n"
+	                 " *            output i's COUNTED_AXIS the run filled, -1 for an output\n"
+	                 " *            without one.\n"
+	                 " * Returns MODELC_OK (0), MODELC_ERR_NULL_ARGUMENT, MODELC_ERR_MISALIGNED\n"
+	                 " * (nothing is read or written), MODELC_ERR_BAD_INDEX or MODELC_ERR_BAD_INPUT\n"
+	                 " * (invalid input data; outputs and counts are then unspecified). Never\n"
+	                 " * aborts. Reentrant: no global mutable state, no heap, no I/O. */\n"
+	                 "int %s_run_counted(void *arena, const void *const inputs[], void *const outputs[],\n"
+	                 "                   int64_t counts[]);\n\n",
+	             e->upper, e->upper, e->upper, e->upper, e->upper, e->upper, e->name);
+}
+
 void mc_ce_header(emitter *e)
 {
 	const mc_program *p = e->p;
@@ -1453,6 +1484,8 @@ void mc_ce_header(emitter *e)
 		mc_sb_printf(sb, "extern const modelc_tensor_desc %s_outputs[%s_NUM_OUTPUTS];\n", e->name, e->upper);
 	if (p->dyn) {
 		put_dyn_header(e);
+	} else if (mc_program_counted(p)) {
+		put_counted_header(e);
 	} else {
 		mc_sb_printf(sb, p->io_in_arena ? run_doc_io_in_arena : run_doc, e->upper, e->upper, e->upper,
 		             e->upper, e->upper, e->upper);

@@ -1999,9 +1999,11 @@ static int lower_nms(mc_lower_ctx *c)
 	/* the run-time parameters; absent: no box kept, no overlap, no floor */
 	mc_kexpr *cap = zero, *iou = fconst(kb, MC_KT_F64, 0), *thr = NULL;
 	if (c->n_in > 2 && c->in[2] && mc_numel(&c->in[2]->shape) > 0) {
-		cap = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, mc_lower_load(c, 2, zero)));
-		cap = mc_kb_let(kb, mc_k_bin(kb, MC_KB_MAX, zero,
-		                             mc_k_bin(kb, MC_KB_MIN, cap, mc_k_index(kb, nbox))));
+		/* clamped in 64 bits, then an index (torchvision gives INT64_MAX) */
+		mc_kexpr *m = mc_k_cast(kb, MC_KT_I64, mc_lower_load(c, 2, zero));
+		m = mc_k_bin(kb, MC_KB_MAX, mc_k_int(kb, MC_KT_I64, 0),
+		             mc_k_bin(kb, MC_KB_MIN, m, mc_k_int(kb, MC_KT_I64, nbox)));
+		cap = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, m));
 	}
 	if (c->n_in > 3 && c->in[3] && mc_numel(&c->in[3]->shape) > 0)
 		iou = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 3, zero)));

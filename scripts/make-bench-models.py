@@ -44,6 +44,9 @@ with `build/inflate bench/models/NAME.skel.onnx NAME.onnx`):
   bert4_dynseq       bert4 with the sequence dynamic ("seq", exported at 64;
                      its position table of 128 sliced to the sequence: Shape,
                      Gather, Slice chains in the graph)
+  tinydet_nms        a small single-shot detector (64x64, 192 boxes, 4
+                     classes) ending in torchvision's batched_nms: boxes,
+                     scores and labels of a data-dependent count
   ssdlite320         torchvision's ssdlite320_mobilenet_v3_large (random
                      weights): a detector with NonMaxSuppression in its graph,
                      boxes, scores and labels of a data-dependent count
@@ -124,6 +127,44 @@ class BertDynSeq(nn.Module):
         return x, b.cls(torch.tanh(b.pool(x[:, 0])))
 
 
+class TinyDet(nn.Module):
+    """A small single-shot detector: 64x64 image, three stride-2 convolutions
+    to an 8x8 grid, 3 anchors a cell (192 boxes), 4 classes; the boxes
+    decoded from the anchors, each box's best class, then torchvision's
+    batched_nms (its ONNX form: NonMaxSuppression, the indices gathered);
+    boxes, scores and labels of the kept ones, a data-dependent count."""
+
+    def __init__(self, classes=4, anchors=3):
+        super().__init__()
+        self.a, self.c = anchors, classes
+        self.backbone = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, 2, 1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 32, 3, 2, 1), nn.BatchNorm2d(32), nn.ReLU())
+        self.box = nn.Conv2d(32, anchors * 4, 3, 1, 1)
+        self.cls = nn.Conv2d(32, anchors * classes, 3, 1, 1)
+        ys, xs = torch.meshgrid(torch.arange(8.0), torch.arange(8.0), indexing="ij")
+        sizes = torch.tensor([12.0, 20.0, 32.0])
+        cx = ((xs + 0.5) * 8).reshape(8, 8, 1).expand(8, 8, anchors)
+        cy = ((ys + 0.5) * 8).reshape(8, 8, 1).expand(8, 8, anchors)
+        wh = sizes.reshape(1, 1, anchors).expand(8, 8, anchors)
+        self.register_buffer("anchors", torch.stack([cx, cy, wh, wh], -1).reshape(-1, 4))
+
+    def forward(self, x):
+        f = self.backbone(x)
+        d = self.box(f).permute(0, 2, 3, 1).reshape(-1, 4)
+        logits = self.cls(f).permute(0, 2, 3, 1).reshape(-1, self.c)
+        an = self.anchors
+        cx = an[:, 0] + d[:, 0] * an[:, 2]
+        cy = an[:, 1] + d[:, 1] * an[:, 3]
+        w = an[:, 2] * torch.exp(d[:, 2].clamp(max=4.0))
+        h = an[:, 3] * torch.exp(d[:, 3].clamp(max=4.0))
+        boxes = torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
+        scores, labels = torch.softmax(logits, -1).max(-1)
+        keep = torchvision.ops.batched_nms(boxes, scores, labels, 0.3)
+        return boxes[keep], scores[keep], labels[keep]
+
+
 def ssdlite():
     m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
     int8_models.calibrate_bn(m.backbone, (1, 3, 320, 320))  # the detector's train mode wants targets
@@ -163,6 +204,8 @@ DYNAMIC_NETS = {
                           {"input": {0: "batch"}, "output": {0: "batch"}}),
     "bert4_dynseq": (BertDynSeq, (1, 64, 256), 17, ["hidden", "logits"],
                      {"input": {1: "seq"}, "hidden": {1: "seq"}}),
+    "tinydet_nms": (TinyDet, (1, 3, 64, 64), 17, ["boxes", "scores", "labels"],
+                    {"boxes": {0: "detections"}, "scores": {0: "detections"}, "labels": {0: "detections"}}),
     "ssdlite320": (ssdlite, (1, 3, 320, 320), 17, ["boxes", "scores", "labels"],
                    {"boxes": {0: "detections"}, "scores": {0: "detections"}, "labels": {0: "detections"}}),
 }
@@ -215,7 +258,9 @@ def main():
             continue
         torch.manual_seed(SEED)
         model = ctor()
-        if name != "ssdlite320":
+        if name == "tinydet_nms":  # the backbone alone: the head's boxes are one image's
+            int8_models.calibrate_bn(model.backbone, shape)
+        elif name != "ssdlite320":
             int8_models.calibrate_bn(model, shape)
         model.eval()
         full = os.path.join(args.outdir, f"{name}.full.onnx")

@@ -134,6 +134,8 @@ static void json_io(mc_strbuf *b, const mc_program *p, const mc_io_desc *d, cons
 		if (d[i].scale > 0)
 			mc_sb_printf(b, ", \"scale\": %.9g, \"zero_point\": %lld", d[i].scale,
 			             (long long)d[i].zero_point);
+		if (d[i].counted) /* shape holds the bound there; the run gives the count */
+			mc_sb_printf(b, ", \"counted_axis\": %d", d[i].count_axis);
 		if (at)
 			mc_sb_printf(b, ", \"arena_offset\": %zu", mc_program_arena_offset(p, &at[i]));
 		if (at && p->n_pools > 1)
@@ -247,7 +249,7 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	else if (o->no_stack_usage)
 		snprintf(stack.note, sizeof stack.note, "not measured (--no-stack-usage)");
 	else
-		mc_stack_measure(dir, o->name, o->stack_cc, &stack);
+		mc_stack_measure_run(dir, o->name, mc_program_run_name(p), o->stack_cc, &stack);
 	if (o->stats)
 		stats_stack(o, &stack);
 	mc_strbuf b = { 0 };
@@ -1008,15 +1010,16 @@ int mc_emit_program(const mc_program *p, const mc_target_config *target, const m
                     const char *model_abs, const char *sha, const char *out_dir)
 {
 	double t0 = now_ms();
-	if (mc_program_counted(p) && (target->desc != &mc_target_c || p->n_pools > 1 || p->threads > 1 ||
-	                              p->io_in_arena || p->dyn)) {
-		/* NAME_run_counted is the C target's, on one arena and thread */
+	if (mc_program_counted(p) && (target->desc->gpu || p->n_pools > 1 || p->io_in_arena || p->dyn ||
+	                              (p->threads > 1 && target->desc != &mc_target_c))) {
+		/* NAME_run_counted: the CPU targets', on one arena */
 		for (int i = 0; i < p->n_outputs; i++)
 			if (p->outputs[i].counted)
-				return mc_error("output '%s' has a data-dependent extent (a count made at run time), "
-				                "which --target %s, --pool, --threads, --io-in-arena and --dim ranges "
-				                "do not support yet: compile for --target c without them",
-				                p->outputs[i].name, target->desc->name), -1;
+				return mc_error("output '%s' has a data-dependent extent (a count made at run time): "
+				                "only the C and llvm targets on one arena give the counts yet (this is "
+				                "--target %s%s%s%s)",
+				                p->outputs[i].name, target->desc->name, p->n_pools > 1 ? " --pool" : "",
+				                p->io_in_arena ? " --io-in-arena" : "", p->dyn ? " --dim LO..HI" : ""), -1;
 	}
 	char stage[4200];
 	if (make_stage(out_dir, stage, sizeof stage))

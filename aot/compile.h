@@ -181,6 +181,9 @@ typedef struct {
  * (dir/NAME.stack-tmp.*) are removed. Never fails: u->note says why when
  * nothing was measured. */
 void mc_stack_measure(const char *dir, const char *name, const char *cc, mc_stack_usage *u);
+/* The same for NAME_<run> (run: "run", "run_counted", ...). */
+void mc_stack_measure_run(const char *dir, const char *name, const char *run, const char *cc,
+                          mc_stack_usage *u);
 void mc_stack_usage_free(mc_stack_usage *u);
 
 /* modelc verify (aot/verify.c). */

@@ -25,7 +25,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	upper(n, up, sizeof up);
 	char run_fn[300], no_pdl[300], sms[300], dim_opt[600] = "";
 	bool counted = mc_program_counted(p); /* NAME_run_counted; the files hold the counted entries */
-	snprintf(run_fn, sizeof run_fn, p->dyn ? "%s_run_dims" : counted ? "%s_run_counted" : "%s_run", n);
+	snprintf(run_fn, sizeof run_fn, "%s_%s", n, mc_program_run_name(p));
 	if (p->dyn) /* --dim NAME=V */
 		snprintf(dim_opt, sizeof dim_opt,
 		         "\t\tif (argc > a + 1 && strcmp(argv[a], \"--dim\") == 0) {\n"
@@ -253,8 +253,8 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 		              "\tif (!arena || !pool)\n\t\treturn 100;\n"
 		              "\tmodelc_threads threads = { modelc_pthread_parallel_for, pool };\n"
 		            : "\tif (!arena)\n\t\treturn 100;\n",
-		    run_fn, threads ? "_threads" : "", threads ? ", &threads" : "",
-		    p->dyn ? ", dims" : counted ? ", counts" : "",
+		    run_fn, threads ? "_threads" : "", p->dyn ? ", dims" : counted ? ", counts" : "",
+		    threads ? ", &threads" : "",
 		    threads ? "\tmodelc_pthread_pool_free(pool);\n" : "");
 	mc_sb_printf(&b,
 	    "\tfor (int i = 0; i < N_OUT && st == 0; i++) {\n"

@@ -63,6 +63,11 @@ bool mc_program_counted(const mc_program *p)
 	return false;
 }
 
+const char *mc_program_run_name(const mc_program *p)
+{
+	return p->dyn ? "run_dims" : mc_program_counted(p) ? "run_counted" : "run";
+}
+
 /* An If whose condition is known only at run time: both branches are
  * inlined, their nodes guarded by the condition; the program runs one or
  * the other (MC_STEP_IF). Nested ones are not supported yet. */

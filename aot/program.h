@@ -181,6 +181,9 @@ size_t mc_program_arena_offset(const mc_program *p, const mc_loc *at);
 /* Whether an output of p is counted (mc_io_desc.counted): the run then
  * gives the counts (NAME_run_counted). */
 bool mc_program_counted(const mc_program *p);
+/* The suffix of p's plain run function: "run", "run_counted" (counted
+ * outputs) or "run_dims" (--dim LO..HI). */
+const char *mc_program_run_name(const mc_program *p);
 /* mc_kernel_check on every kernel of p: 0, or -1 after reporting an
  * internal error (a bug in a lowering, not in the model). */
 int mc_program_check(const mc_program *p);

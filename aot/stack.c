@@ -673,6 +673,12 @@ static double now_ms(void)
 
 void mc_stack_measure(const char *dir, const char *name, const char *cc, mc_stack_usage *u)
 {
+	mc_stack_measure_run(dir, name, "run", cc, u);
+}
+
+void mc_stack_measure_run(const char *dir, const char *name, const char *run, const char *cc,
+                          mc_stack_usage *u)
+{
 	memset(u, 0, sizeof *u);
 	double t0 = now_ms();
 	cc_words w;
@@ -685,7 +691,7 @@ void mc_stack_measure(const char *dir, const char *name, const char *cc, mc_stac
 	if (identify(dir, name, &w, &id, u) || compile_and_parse(dir, name, &w, &id, u, &g))
 		goto out;
 	char root[300];
-	snprintf(root, sizeof root, "%s_run", name);
+	snprintf(root, sizeof root, "%s_%s", name, run);
 	if (mc_stack_worst(&g, root, &u->bound)) {
 		snprintf(u->note, sizeof u->note, "%s", u->bound.why);
 		goto out;

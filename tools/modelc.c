@@ -487,7 +487,11 @@ static void print_value(const mc_value *v)
 	}
 	if (symbolic && off < sizeof buf)
 		snprintf(buf + off, sizeof buf - off, "]");
-	printf("  %-32s %-8s %s\n", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
+	printf("  %-32s %-8s %s", v->name, mc_dtype_name(v->dtype), v->shape.rank ? buf : "scalar");
+	if (v->counted) /* NonMaxSuppression's and what follows: the bound, the count at run time */
+		printf("  (axis %d: up to %lld, a count made at run time)", v->count_axis,
+		       (long long)v->shape.dims[v->count_axis]);
+	printf("\n");
 }
 
 /* Quantized models: what the quantize pass makes integer, what stays float.

@@ -504,6 +504,18 @@ static void put_run(emitter *e)
 	if (pools)
 		mc_sb_printf(e->sb, "int %s_run_pools(void *const pools[], const void *const inputs[], "
 		                    "void *const outputs[])\n{\n", e->name);
+	else if (p->threads > 1 && counted) {
+		mc_sb_printf(e->sb, "int %s_run_counted(void *arena, const void *const inputs[], void *const outputs[],\n"
+		                    "                   int64_t counts[])\n{\n"
+		                    "\treturn %s_run_counted_threads(arena, inputs, outputs, counts, NULL);\n}\n\n",
+		             e->name, e->name);
+		put_section(e);
+		mc_sb_printf(e->sb, "int %s_run_counted_threads(void *arena, const void *const inputs[], void *const outputs[],\n"
+		                    "                           int64_t counts[], const modelc_threads *threads)\n{\n"
+		                    "\tif (counts == NULL)\n\t\treturn MODELC_ERR_NULL_ARGUMENT;\n", e->name);
+		if (!steps_call_kernels(p->steps, p->n_steps))
+			mc_sb_puts(e->sb, "\t(void)threads;\n");
+	}
 	else if (p->threads > 1) {
 		mc_sb_printf(e->sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[])\n{\n"
 		                    "\treturn %s_run_threads(arena, inputs, outputs, NULL);\n}\n\n", e->name, e->name);

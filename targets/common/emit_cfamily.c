@@ -1492,7 +1492,14 @@ void mc_ce_header(emitter *e)
 		mc_sb_printf(sb, "int %s_run(void *arena, const void *const inputs[], void *const outputs[]);\n\n",
 		             e->name);
 	}
-	if (p->threads > 1)
+	if (p->threads > 1 && mc_program_counted(p))
+		mc_sb_printf(sb,
+			"/* The same with the model's parallel loops handed to threads->parallel_for\n"
+			" * (modelc_rt.h; NULL: one thread). The outputs and counts are bit-identical\n"
+			" * to %s_run_counted's however the hook splits and orders the work. */\n"
+			"int %s_run_counted_threads(void *arena, const void *const inputs[], void *const outputs[],\n"
+			"                           int64_t counts[], const modelc_threads *threads);\n\n", e->name, e->name);
+	else if (p->threads > 1)
 		mc_sb_printf(sb,
 			"/* The same with the model's parallel loops handed to threads->parallel_for\n"
 			" * (modelc_rt.h; NULL: one thread). The outputs are bit-identical to\n"

@@ -1271,8 +1271,10 @@ static LLVMValueRef run_function(lemit *e, const char *suffix)
 {
 	char name[300];
 	snprintf(name, sizeof name, "%s_%s", e->ce.name, suffix);
-	LLVMTypeRef params[3] = { e->ptr, e->ptr, e->ptr };
-	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, 3, 0));
+	/* NAME_run_counted: the counts array after the outputs */
+	LLVMTypeRef params[4] = { e->ptr, e->ptr, e->ptr, e->ptr };
+	unsigned n_params = strcmp(suffix, "run_counted") == 0 ? 4 : 3;
+	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, n_params, 0));
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
 	if (e->p->code_section[0])
 		LLVMSetSection(fn, e->p->code_section);
@@ -1308,10 +1310,12 @@ static void build_run_one_arena(lemit *e, LLVMValueRef run_pools)
 static void build_run(lemit *e, const kernel_fn *kf)
 {
 	const mc_program *p = e->p;
-	bool pools = p->n_pools > 1;
-	LLVMValueRef fn = run_function(e, pools ? "run_pools" : "run");
+	bool pools = p->n_pools > 1, counted = mc_program_counted(p);
+	LLVMValueRef fn = run_function(e, pools ? "run_pools" : counted ? "run_counted" : "run");
 	LLVMValueRef first = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2);
 	LLVMValueRef null_arg = LLVMConstInt(e->i32, MC_STATUS_NULL_ARGUMENT, 0);
+	if (counted)
+		ret_if(e, LLVMBuildIsNull(e->b, LLVMGetParam(fn, 3), ""), null_arg);
 	LLVMValueRef base[MC_MAX_POOLS] = { first };
 	if (pools) {
 		ret_if(e, LLVMBuildIsNull(e->b, first, ""), null_arg);
@@ -1346,6 +1350,14 @@ static void build_run(lemit *e, const kernel_fn *kf)
 	run_steps(e, p->steps, p->n_steps, kf, base, in, out);
 	if (p->io_in_arena)
 		io_copies(e, base, out, true);
+	for (int i = 0; i < p->n_outputs && counted; i++) {
+		/* each counted output's count, where its count op left it; -1 */
+		const mc_io_desc *d = &p->outputs[i];
+		LLVMValueRef v = d->counted ? LLVMBuildLoad2(e->b, e->i64, loc_ptr(e, &d->count_at, base, in, out), "")
+		                            : LLVMConstInt(e->i64, (unsigned long long)-1, 1);
+		LLVMValueRef at = LLVMConstInt(e->i32, (unsigned long long)i, 0);
+		LLVMBuildStore(e->b, v, LLVMBuildInBoundsGEP2(e->b, e->i64, LLVMGetParam(fn, 3), &at, 1, ""));
+	}
 	LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
 	if (pools)
 		build_run_one_arena(e, fn);

@@ -50,13 +50,22 @@
 #define PAINT 0x5a
 #define STATUS_OVER 99
 
-int MODELC_RUN(void *arena, const void *const inputs[], void *const outputs[]);
-int modelc_stack_run(void *arena, const void *const inputs[], void *const outputs[]);
+/* -DMODELC_COUNTED: the run is NAME_run_counted, which takes the counts */
+#ifdef MODELC_COUNTED
+#define COUNTS_PARAM , int64_t counts[]
+#define COUNTS_ARG(c) , (c)->counts
+#else
+#define COUNTS_PARAM
+#define COUNTS_ARG(c)
+#endif
+int MODELC_RUN(void *arena, const void *const inputs[], void *const outputs[] COUNTS_PARAM);
+int modelc_stack_run(void *arena, const void *const inputs[], void *const outputs[] COUNTS_PARAM);
 
 struct call {
 	void *arena;
 	const void *const *inputs;
 	void *const *outputs;
+	int64_t *counts;
 	int status;
 	unsigned char *top; /* at or above the stack pointer the run starts at */
 };
@@ -65,7 +74,7 @@ static void *run_on_thread(void *arg)
 {
 	struct call *c = arg;
 	c->top = __builtin_frame_address(0);
-	c->status = MODELC_RUN(c->arena, c->inputs, c->outputs);
+	c->status = MODELC_RUN(c->arena, c->inputs, c->outputs COUNTS_ARG(c));
 	return NULL;
 }
 
@@ -79,7 +88,7 @@ static size_t stack_min(void)
 	return PTHREAD_STACK_MIN;
 }
 
-int modelc_stack_run(void *arena, const void *const inputs[], void *const outputs[])
+int modelc_stack_run(void *arena, const void *const inputs[], void *const outputs[] COUNTS_PARAM)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t size = (size_t)RUN_BYTES + MARGIN;
@@ -95,7 +104,11 @@ int modelc_stack_run(void *arena, const void *const inputs[], void *const output
 	memset(stack, PAINT, size);
 	pthread_attr_t attr;
 	pthread_t thread;
-	struct call c = { arena, inputs, outputs, -1, NULL };
+#ifdef MODELC_COUNTED
+	struct call c = { arena, inputs, outputs, counts, -1, NULL };
+#else
+	struct call c = { arena, inputs, outputs, NULL, -1, NULL };
+#endif
 	if (pthread_attr_init(&attr) || pthread_attr_setstack(&attr, stack, size) ||
 	    pthread_create(&thread, &attr, run_on_thread, &c) || pthread_join(thread, NULL)) {
 		fprintf(stderr, "stack_run: cannot run a thread on a %zu-byte stack\n", size);

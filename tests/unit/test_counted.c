@@ -1,0 +1,191 @@
+/* Data-dependent extents (libcore/counted.c): a detector's tail, boxes
+ * through NonMaxSuppression and the kept ones gathered, compiled once and
+ * run on inputs that keep different numbers of boxes, against the
+ * interpreter; and what would read the padding as data, refused. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../../aot/aot.h"
+#include "compile_helpers.h"
+#include "model_builder.h"
+
+#define BOXES 40
+#define CLASSES 2
+
+/* boxes [1, 40, 4] and scores [1, 2, 40] in; NonMaxSuppression with
+ * torchvision's max_output_boxes_per_class (INT64_MAX), IoU 0.3 and a
+ * score floor 0.2; its selection, and the kept boxes [K, 4] gathered
+ * through its third column, out. tail: an op (ReduceMax over axis 0, or
+ * Shape) on the selection, a third output; NULL: none. */
+static mb *detector_tail(const char *tail)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "boxes", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,40,4");
+	mb_input(b, g, "scores", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "1,2,40");
+	int64_t most = INT64_MAX, col = 2, axis1 = 1, flat[] = { BOXES, 4 };
+	float iou = 0.3f, floor = 0.2f;
+	mb_init_ints(b, g, "most", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1", &most, 1);
+	mb_init_floats(b, g, "iou", "1", &iou, 1);
+	mb_init_floats(b, g, "floor", "1", &floor, 1);
+	mb_init_ints(b, g, "col", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1", &col, 1);
+	mb_init_ints(b, g, "axis1", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1", &axis1, 1);
+	mb_init_ints(b, g, "flat", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "2", flat, 2);
+	mb_node(b, g, "NonMaxSuppression", "nms", "boxes,scores,most,iou,floor", "sel");
+	Onnx__NodeProto *gc = mb_node(b, g, "Gather", "box_col", "sel,col", "idx2");
+	mb_attr_int(b, gc, "axis", 1);
+	mb_node(b, g, "Squeeze", "squeeze", "idx2,axis1", "idx");
+	mb_node(b, g, "Reshape", "flat_boxes", "boxes,flat", "all");
+	mb_node(b, g, "Gather", "kept", "all,idx", "kept");
+	mb_output(b, g, "sel");
+	mb_output(b, g, "kept");
+	if (tail) {
+		mb_attr_int(b, mb_node(b, g, "Cast", "as_float", "sel", "self"), "to", 1);
+		Onnx__NodeProto *t = mb_node(b, g, tail, "tail", "self", "t");
+		int64_t axis0 = 0;
+		if (strcmp(tail, "Shape") != 0)
+			mb_attr_ints(b, t, "axes", &axis0, 1);
+		mb_output(b, g, "t");
+	}
+	return b;
+}
+
+/* Uniform values in [lo, hi), seeded. */
+static void fill(float *x, size_t n, unsigned seed, float lo, float hi)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = lo + (hi - lo) * (float)((seed >> 8) & 0xffff) / 65536.0f;
+	}
+}
+
+static void write_bytes(const char *path, const mc_tensor *t)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(t->data, 1, t->nbytes, f), t->nbytes);
+	fclose(f);
+}
+
+/* The file's bytes (malloc'd) and their count. */
+static char *read_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "no %s", path);
+	char *d = malloc(1 << 20);
+	*n = fread(d, 1, 1 << 20, f);
+	fclose(f);
+	return d;
+}
+
+Test(counted, nms_detector_every_count_served, .timeout = 240)
+{
+	char dir[64], out[96], cmd[512];
+	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	char *model = save_model(detector_tail(NULL), dir, "m.onnx");
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.harness = true;
+	o.no_stack_usage = true;
+	snprintf(out, sizeof out, "%s/out", dir);
+	cr_assert_eq(mc_compile(model, out, &o), 0);
+	snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror t.c t_weights.c t_main.c -lm "
+	         "-o main > build.log 2>&1", out);
+	cr_assert_eq(system(cmd), 0, "the library did not build (%s/build.log)", out);
+	mc_graph *g = mc_import_file(model, NULL);
+	cr_assert_not_null(g);
+	cr_assert_eq(mc_infer_graph(g), 0);
+	const mc_value *sel = &g->values[g->outputs[0]];
+	cr_expect(sel->counted && sel->count_axis == 0 && sel->shape.dims[0] == CLASSES * BOXES,
+	          "the selection is counted on its rows, to classes x boxes");
+	int64_t counts[3];
+	for (unsigned seed = 0; seed < 3; seed++) {
+		mc_tensor *in[2];
+		for (int i = 0; i < 2; i++) {
+			const mc_value *v = &g->values[g->inputs[i]];
+			in[i] = mc_tensor_new(v->dtype, &v->shape);
+		}
+		/* boxes of 0..10 at corners in 0..20: more or fewer overlap */
+		fill(in[0]->data, in[0]->numel, 7 * seed + 1, 0, 20);
+		fill(in[1]->data, in[1]->numel, 7 * seed + 2, 0, 1);
+		for (size_t k = 0; k < BOXES; k++) { /* [y1, x1, y2, x2], y2 = y1 + h */
+			float *bx = (float *)in[0]->data + 4 * k;
+			bx[2] = bx[0] + bx[2] / 2;
+			bx[3] = bx[1] + bx[3] / 2;
+		}
+		mc_tensor *ref[2] = { NULL, NULL };
+		cr_assert_eq(mc_interp_run(g, in, ref, NULL), 0);
+		char path[160];
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
+			write_bytes(path, in[i]);
+		}
+		snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p res && out/main res in0.bin in1.bin > run.log 2>&1", dir);
+		cr_assert_eq(system(cmd), 0, "the run failed (%s/run.log)", dir);
+		counts[seed] = ref[0]->shape.dims[0];
+		for (int k = 0; k < 2; k++) {
+			size_t n;
+			snprintf(path, sizeof path, "%s/res/output_%d.bin", dir, k);
+			char *got = read_bytes(path, &n);
+			cr_expect(n == ref[k]->nbytes && memcmp(got, ref[k]->data, n) == 0,
+			          "output %d at seed %u: %zu bytes, the interpreter's %zu (its %lld boxes)", k, seed, n,
+			          ref[k]->nbytes, (long long)counts[seed]);
+			free(got);
+		}
+		for (int i = 0; i < 2; i++) {
+			mc_tensor_free(in[i]);
+			mc_tensor_free(ref[i]);
+		}
+	}
+	cr_expect(counts[0] != counts[1] || counts[1] != counts[2], "the inputs keep different numbers of boxes");
+	cr_expect(counts[0] > 0 && counts[1] > 0 && counts[2] > 0);
+	/* the header: the counted axes and the run that gives the counts */
+	char path[160];
+	size_t n;
+	snprintf(path, sizeof path, "%s/t.h", out);
+	char *h = read_bytes(path, &n);
+	h[n < (1 << 20) ? n : (1 << 20) - 1] = 0;
+	cr_expect(strstr(h, "#define T_OUTPUT_0_COUNTED_AXIS 0") && strstr(h, "#define T_OUTPUT_1_COUNTED_AXIS 0") &&
+	          strstr(h, "int t_run_counted(") && !strstr(h, "int t_run("),
+	          "the header names the counted axes and declares t_run_counted only");
+	free(h);
+	mc_graph_free(g);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	free(model);
+}
+
+/* What would read the padding as data is refused at compile time, naming
+ * the node: a reduction over the counted axis, the Shape of it (the bound,
+ * not the count). */
+Test(counted, padding_never_read_as_data)
+{
+	char dir[64], out[96], cmd[128];
+	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	const char *tails[] = { "ReduceMax", "Shape" };
+	for (int i = 0; i < 2; i++) {
+		char *model = save_model(detector_tail(tails[i]), dir, "m.onnx");
+		mc_compile_opts o;
+		mc_compile_opts_init(&o);
+		o.name = "t";
+		snprintf(out, sizeof out, "%s/out", dir);
+		cr_expect_neq(mc_compile(model, out, &o), 0, "%s over the counted axis compiled", tails[i]);
+		free(model);
+	}
+	/* and what has no NAME_run_counted yet */
+	char *model = save_model(detector_tail(NULL), dir, "m.onnx");
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.io_in_arena = true;
+	cr_expect_neq(mc_compile(model, out, &o), 0, "--io-in-arena with a counted output compiled");
+	free(model);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}

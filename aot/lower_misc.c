@@ -2064,6 +2064,38 @@ static int lower_nms(mc_lower_ctx *c)
 	return 0;
 }
 
+/* NonZero on a value known at run time: output 0 is [rank, bound] counted
+ * on axis 1 (libcore/counted.c), each nonzero element's coordinates in
+ * one column, in row-major order, then zero columns to the bound; the
+ * count in output 1. */
+static int lower_nonzero(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (!c->out[0]->counted)
+		return mc_lower_error(c, "NonZero without its count (made by the importer)");
+	const mc_shape *xs = &c->in[0]->shape;
+	int64_t bound = c->out[0]->shape.dims[1];
+	mc_kexpr *count = mc_kb_local(kb, mc_k_index(kb, 0));
+	mc_kexpr *i = mc_kb_fori(kb, (int64_t)mc_numel(xs), 0);
+	mc_kexpr *x = mc_lower_load(c, 0, i);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, x, mc_k_const_as(kb, mc_ktype_of(c->in[0]->dtype), 0)));
+	mc_kexpr *coords[MC_MAX_RANK];
+	mc_lower_coords(kb, xs, i, coords);
+	for (int d = 0; d < xs->rank; d++)
+		mc_lower_store(c, 0, NULL, mc_k_add(kb, mc_k_index(kb, d * bound), count),
+		               mc_k_cast(kb, MC_KT_I64, coords[d]));
+	mc_kb_assign(kb, count, mc_k_addi(kb, count, 1));
+	mc_kb_end_n(kb, 2);
+	for (int d = 0; d < xs->rank; d++) {
+		mc_kexpr *j = mc_kb_for(kb, count, mc_k_index(kb, bound), 0);
+		mc_lower_store(c, 0, NULL, mc_k_addi(kb, j, d * bound), mc_k_int(kb, MC_KT_I64, 0));
+		mc_kb_end(kb);
+	}
+	if (c->n_out > 1 && c->out[1])
+		mc_lower_store(c, 1, NULL, mc_k_index(kb, 0), mc_k_cast(kb, MC_KT_I64, count));
+	return 0;
+}
+
 /* Ops whose output shape depends on data: only constant inputs, which fold. */
 static int lower_data_shaped(mc_lower_ctx *c)
 {
@@ -2079,7 +2111,7 @@ static const mc_lowering l_det = { MC_OP_Det, lower_det, NULL, MC_LOWER_EPILOGUE
 static const mc_lowering l_grid_sample = {MC_OP_GridSample, lower_grid_sample, NULL, MC_LOWER_EPILOGUE};
 static const mc_lowering l_roi_align = { MC_OP_RoiAlign, lower_roi_align, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_attention = { MC_OP_Attention, lower_attention, NULL, MC_LOWER_EPILOGUE };
-static const mc_lowering l_nonzero = { MC_OP_NonZero, lower_data_shaped, NULL, 0 };
+static const mc_lowering l_nonzero = { MC_OP_NonZero, lower_nonzero, NULL, 0 };
 static const mc_lowering l_unique = { MC_OP_Unique, lower_data_shaped, NULL, 0 };
 static const mc_lowering l_nms = { MC_OP_NonMaxSuppression, lower_nms, NULL, 0 };
 

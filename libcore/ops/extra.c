@@ -1507,24 +1507,80 @@ static mc_tensor *nonzero_compute(const mc_tensor *x)
 	return y;
 }
 
+/* Output 0 of an op whose extent on `axis` depends on the data (MC_OP_
+ * COUNTED) known only at run time: counted, shaped `bound`, its count in
+ * the node's last output (the importer's). Without that output (a node
+ * made otherwise), refused as before. */
+static int set_counted_out(mc_infer_ctx *c, mc_dtype dt, const mc_shape *bound, int axis)
+{
+	int last = c->node->n_outputs - 1;
+	if (last < 1 || !c->out[last])
+		return need_constant_inputs(c);
+	mc_shape scalar = {0, {0}};
+	mc_set_out(c, last, MC_INT64, &scalar);
+	mc_set_out(c, 0, dt, bound);
+	c->out[0]->counted = true;
+	c->out[0]->count_axis = axis;
+	c->out[0]->count_value = c->node->outputs[last];
+	return 0;
+}
+
+/* res (its true extent on axis) into output 0 (the bound's; the same where
+ * the inputs were known at compile time), zeros past it, and the count
+ * into the node's last output where it has one. */
+static int deliver_counted(mc_eval_ctx *c, mc_tensor *res, int axis)
+{
+	mc_tensor *o = mc_opt_out(c, 0);
+	int rc = 0;
+	if (o) {
+		size_t outer = 1, inner = mc_dtype_size(res->dtype);
+		for (int d = 0; d < axis; d++)
+			outer *= (size_t)res->shape.dims[d];
+		for (int d = axis + 1; d < res->shape.rank; d++)
+			inner *= (size_t)res->shape.dims[d];
+		size_t have = (size_t)res->shape.dims[axis] * inner, room = (size_t)o->shape.dims[axis] * inner;
+		if (o->dtype != res->dtype || o->shape.rank != res->shape.rank || have > room || outer * room != o->nbytes)
+			rc = mc_node_error(c->node, "output 0 does not match its inferred shape");
+		for (size_t b = 0; b < outer && !rc; b++) {
+			memcpy((char *)o->data + b * room, (const char *)res->data + b * have, have);
+			memset((char *)o->data + b * room + have, 0, room - have);
+		}
+	}
+	int last = c->node->n_outputs - 1;
+	mc_tensor *count = last >= 1 && (c->node->op->flags & MC_OP_COUNTED) ? mc_opt_out(c, last) : NULL;
+	if (count && !rc)
+		*(int64_t *)count->data = res->shape.dims[axis];
+	mc_tensor_free(res);
+	return rc;
+}
+
 static int nonzero_infer(mc_infer_ctx *c)
 {
-	if (MC_NEED_INPUTS(c, 0) || need_constant_inputs(c))
+	if (MC_NEED_INPUTS(c, 0))
 		return -1;
+	if (!c->in[0]->konst) { /* [rank, up to every element] */
+		const mc_shape *xs = &c->in[0]->shape;
+		mc_shape s = {2, {xs->rank, (int64_t)mc_numel(xs)}};
+		return set_counted_out(c, MC_INT64, &s, 1);
+	}
 	mc_tensor *y = nonzero_compute(c->in[0]->konst);
 	if (!y)
 		return mc_node_error(c->node, "cannot allocate the result");
 	mc_set_out(c, 0, MC_INT64, &y->shape);
 	mc_tensor_free(y);
+	if (c->n_out > 1 && c->out[1]) {
+		mc_shape scalar = {0, {0}};
+		mc_set_out(c, 1, MC_INT64, &scalar);
+	}
 	return 0;
 }
 
 static int nonzero_eval(mc_eval_ctx *c)
 {
-	mc_tensor *res[1] = {nonzero_compute(c->in[0])};
-	if (!res[0])
+	mc_tensor *y = nonzero_compute(c->in[0]);
+	if (!y)
 		return mc_node_error(c->node, "cannot allocate the result");
-	return deliver(c, res, 1);
+	return deliver_counted(c, y, 1);
 }
 
 /* Unique: slices along axis (or single elements) compared lexicographically. */
@@ -1805,16 +1861,9 @@ static int nms_infer(mc_infer_ctx *c)
 		known = known && (!c->in[k] || c->in[k]->konst);
 	if (c->n_out > 1 && c->out[1])
 		mc_set_out(c, 1, MC_INT64, &scalar);
-	if (!known) {
-		/* padded to the bound; the count says how many rows are boxes */
-		if (c->n_out < 2 || !c->out[1])
-			return need_constant_inputs(c);
+	if (!known) { /* padded to the bound; the count says how many rows are boxes */
 		mc_shape s = {2, {nms_bound(c), 3}};
-		mc_set_out(c, 0, MC_INT64, &s);
-		c->out[0]->counted = true;
-		c->out[0]->count_axis = 0;
-		c->out[0]->count_value = n->outputs[1];
-		return 0;
+		return set_counted_out(c, MC_INT64, &s, 0);
 	}
 	const mc_tensor *in[5] = {NULL};
 	for (int k = 0; k < c->n_in && k < 5; k++)
@@ -1834,19 +1883,7 @@ static int nms_eval(mc_eval_ctx *c)
 	mc_tensor *res[1] = {NULL};
 	if (nms_compute(c->node, c->in, c->n_in, res))
 		return -1;
-	mc_tensor *o = mc_opt_out(c, 0);
-	int rc = 0;
-	if (o && (o->dtype != MC_INT64 || o->nbytes < res[0]->nbytes))
-		rc = mc_node_error(c->node, "output 0 does not match its inferred shape");
-	else if (o) {
-		memcpy(o->data, res[0]->data, res[0]->nbytes);
-		memset((char *)o->data + res[0]->nbytes, 0, o->nbytes - res[0]->nbytes);
-	}
-	mc_tensor *count = c->n_out > 1 ? mc_opt_out(c, 1) : NULL;
-	if (count && !rc)
-		*(int64_t *)count->data = res[0]->shape.dims[0];
-	mc_tensor_free(res[0]);
-	return rc;
+	return deliver_counted(c, res[0], 0);
 }
 
 /* ---- registry ---- */
@@ -1915,7 +1952,7 @@ static const mc_op op_col2im = {
 static const mc_op op_nonzero = {
 	.name = "NonZero", .min_opset = 9, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-	.infer = nonzero_infer, .eval = nonzero_eval,
+	.infer = nonzero_infer, .eval = nonzero_eval, .flags = MC_OP_COUNTED,
 };
 
 static const mc_op op_unique = {

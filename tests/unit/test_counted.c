@@ -81,71 +81,108 @@ static char *read_bytes(const char *path, size_t *n)
 	return d;
 }
 
-Test(counted, nms_detector_every_count_served, .timeout = 240)
+/* Fills a model's inputs for one run: in[0..n) shaped as the graph's. */
+typedef void (*fill_fn)(mc_tensor **in, unsigned seed);
+
+static void fill_boxes(mc_tensor **in, unsigned seed)
+{
+	/* corners in 0..20, sides up to 10: more or fewer overlap */
+	fill(in[0]->data, in[0]->numel, 7 * seed + 1, 0, 20);
+	fill(in[1]->data, in[1]->numel, 7 * seed + 2, 0, 1);
+	for (size_t k = 0; k < BOXES; k++) { /* [y1, x1, y2, x2], y2 = y1 + h */
+		float *bx = (float *)in[0]->data + 4 * k;
+		bx[2] = bx[0] + bx[2] / 2;
+		bx[3] = bx[1] + bx[3] / 2;
+	}
+}
+
+/* b's model compiled once with the test driver, run on 3 fillings of its
+ * inputs; every output's bytes must be the interpreter's (a counted one's
+ * counted entries only). The counts of output 0 go in counts[3]. */
+static void compiled_against_interpreter(mb *b, fill_fn fill_in, const char *tag, int64_t *counts)
 {
 	char dir[64], out[96], cmd[512];
 	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	char *model = save_model(detector_tail(NULL), dir, "m.onnx");
+	char *model = save_model(b, dir, "m.onnx");
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.harness = true;
 	o.no_stack_usage = true;
 	snprintf(out, sizeof out, "%s/out", dir);
-	cr_assert_eq(mc_compile(model, out, &o), 0);
+	cr_assert_eq(mc_compile(model, out, &o), 0, "%s: did not compile", tag);
 	snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror t.c t_weights.c t_main.c -lm "
 	         "-o main > build.log 2>&1", out);
-	cr_assert_eq(system(cmd), 0, "the library did not build (%s/build.log)", out);
+	cr_assert_eq(system(cmd), 0, "%s: the library did not build (%s/build.log)", tag, out);
 	mc_graph *g = mc_import_file(model, NULL);
 	cr_assert_not_null(g);
 	cr_assert_eq(mc_infer_graph(g), 0);
-	const mc_value *sel = &g->values[g->outputs[0]];
-	cr_expect(sel->counted && sel->count_axis == 0 && sel->shape.dims[0] == CLASSES * BOXES,
-	          "the selection is counted on its rows, to classes x boxes");
-	int64_t counts[3];
+	int n_in = g->n_inputs, n_out = g->n_outputs;
+	cr_assert(n_in <= 4 && n_out <= 4);
 	for (unsigned seed = 0; seed < 3; seed++) {
-		mc_tensor *in[2];
-		for (int i = 0; i < 2; i++) {
+		mc_tensor *in[4], *ref[4] = { NULL };
+		char path[160];
+		for (int i = 0; i < n_in; i++) {
 			const mc_value *v = &g->values[g->inputs[i]];
 			in[i] = mc_tensor_new(v->dtype, &v->shape);
 		}
-		/* boxes of 0..10 at corners in 0..20: more or fewer overlap */
-		fill(in[0]->data, in[0]->numel, 7 * seed + 1, 0, 20);
-		fill(in[1]->data, in[1]->numel, 7 * seed + 2, 0, 1);
-		for (size_t k = 0; k < BOXES; k++) { /* [y1, x1, y2, x2], y2 = y1 + h */
-			float *bx = (float *)in[0]->data + 4 * k;
-			bx[2] = bx[0] + bx[2] / 2;
-			bx[3] = bx[1] + bx[3] / 2;
-		}
-		mc_tensor *ref[2] = { NULL, NULL };
+		fill_in(in, seed);
 		cr_assert_eq(mc_interp_run(g, in, ref, NULL), 0);
-		char path[160];
-		for (int i = 0; i < 2; i++) {
+		size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p res && out/main res", dir);
+		for (int i = 0; i < n_in; i++) {
 			snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
 			write_bytes(path, in[i]);
+			len += (size_t)snprintf(cmd + len, sizeof cmd - len, " in%d.bin", i);
 		}
-		snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p res && out/main res in0.bin in1.bin > run.log 2>&1", dir);
-		cr_assert_eq(system(cmd), 0, "the run failed (%s/run.log)", dir);
-		counts[seed] = ref[0]->shape.dims[0];
-		for (int k = 0; k < 2; k++) {
+		snprintf(cmd + len, sizeof cmd - len, " > run.log 2>&1");
+		cr_assert_eq(system(cmd), 0, "%s: the run failed (%s/run.log)", tag, dir);
+		counts[seed] = ref[0]->shape.dims[g->values[g->outputs[0]].count_axis];
+		for (int k = 0; k < n_out; k++) {
 			size_t n;
 			snprintf(path, sizeof path, "%s/res/output_%d.bin", dir, k);
 			char *got = read_bytes(path, &n);
 			cr_expect(n == ref[k]->nbytes && memcmp(got, ref[k]->data, n) == 0,
-			          "output %d at seed %u: %zu bytes, the interpreter's %zu (its %lld boxes)", k, seed, n,
-			          ref[k]->nbytes, (long long)counts[seed]);
+			          "%s: output %d at seed %u: %zu bytes, the interpreter's %zu (count %lld)", tag, k, seed,
+			          n, ref[k]->nbytes, (long long)counts[seed]);
 			free(got);
 		}
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < n_in; i++)
 			mc_tensor_free(in[i]);
-			mc_tensor_free(ref[i]);
-		}
+		for (int k = 0; k < n_out; k++)
+			mc_tensor_free(ref[k]);
 	}
-	cr_expect(counts[0] != counts[1] || counts[1] != counts[2], "the inputs keep different numbers of boxes");
-	cr_expect(counts[0] > 0 && counts[1] > 0 && counts[2] > 0);
+	cr_expect(counts[0] != counts[1] || counts[1] != counts[2], "%s: the inputs give different counts", tag);
+	mc_graph_free(g);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	free(model);
+}
+
+Test(counted, nms_detector_every_count_served, .timeout = 240)
+{
+	mb *b = detector_tail(NULL);
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	/* the graph: the selection counted on its rows, to classes x boxes */
+	char *model = save_model(detector_tail(NULL), dir, "m.onnx");
+	mc_graph *g = mc_import_file(model, NULL);
+	cr_assert(g && mc_infer_graph(g) == 0);
+	const mc_value *sel = &g->values[g->outputs[0]];
+	cr_expect(sel->counted && sel->count_axis == 0 && sel->shape.dims[0] == CLASSES * BOXES);
+	mc_graph_free(g);
+	free(model);
 	/* the header: the counted axes and the run that gives the counts */
-	char path[160];
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "t";
+	o.no_stack_usage = true;
+	char out[96], path[160], cmd[128];
+	snprintf(out, sizeof out, "%s/out", dir);
+	snprintf(path, sizeof path, "%s/m.onnx", dir);
+	model = save_model(detector_tail(NULL), dir, "m.onnx");
+	cr_assert_eq(mc_compile(model, out, &o), 0);
 	size_t n;
 	snprintf(path, sizeof path, "%s/t.h", out);
 	char *h = read_bytes(path, &n);
@@ -154,10 +191,41 @@ Test(counted, nms_detector_every_count_served, .timeout = 240)
 	          strstr(h, "int t_run_counted(") && !strstr(h, "int t_run("),
 	          "the header names the counted axes and declares t_run_counted only");
 	free(h);
-	mc_graph_free(g);
+	free(model);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_expect_eq(system(cmd), 0);
-	free(model);
+	int64_t counts[3];
+	compiled_against_interpreter(b, fill_boxes, "nms", counts);
+	cr_expect(counts[0] > 0 && counts[1] > 0 && counts[2] > 0);
+}
+
+/* x[x > 0.3] as exporters write it: NonZero of the mask, transposed to
+ * [K, 2] coordinates, GatherND. */
+static mb *masked(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "6,7");
+	float t = 0.3f;
+	mb_init_floats(b, g, "t", "", &t, 1);
+	mb_node(b, g, "Greater", "mask", "x,t", "m");
+	mb_node(b, g, "NonZero", "nz", "m", "nz");
+	mb_node(b, g, "Transpose", "coords", "nz", "at");
+	mb_node(b, g, "GatherND", "pick", "x,at", "y");
+	mb_output(b, g, "y");
+	mb_output(b, g, "at");
+	return b;
+}
+
+static void fill_x(mc_tensor **in, unsigned seed)
+{
+	fill(in[0]->data, in[0]->numel, 11 * seed + 3, -1, 1);
+}
+
+Test(counted, nonzero_mask_every_count_served, .timeout = 240)
+{
+	int64_t counts[3];
+	compiled_against_interpreter(masked(), fill_x, "nonzero", counts);
 }
 
 /* What would read the padding as data is refused at compile time, naming

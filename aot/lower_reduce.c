@@ -833,11 +833,27 @@ static int lower_topk(mc_lower_ctx *c)
 	int k_out = present_out(c, 0) ? 0 : 1;
 	if (!present_out(c, k_out))
 		return 0;
+	/* k where it was known at compile time; else the outputs are counted,
+	 * shaped to the axis' extent, k read at run time (its count) */
+	bool counted = c->out[k_out]->counted;
 	int64_t k = c->out[k_out]->shape.dims[axis];
-	if (mc_numel(&c->out[k_out]->shape) == 0)
-		return 0;
 	view v = view_around(s, axis, false), ov = v;
 	ov.n = k;
+	mc_kexpr *kx = mc_k_index(kb, k);
+	if (counted) {
+		kx = mc_kb_let(kb, mc_k_cast(kb, MC_KT_INDEX, mc_lower_load(c, 1, mc_k_index(kb, 0))));
+		/* ONNX Runtime refuses a k outside [0, extent] */
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, kx, mc_k_index(kb, 0)),
+		                      mc_k_bin(kb, MC_KB_GT, kx, mc_k_index(kb, k))));
+		mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+		mc_kb_end(kb);
+		if (c->n_out > 2 && c->out[2])
+			mc_lower_store(c, 2, NULL, mc_k_index(kb, 0), mc_k_cast(kb, MC_KT_I64, kx));
+	} else if (c->n_out > 2 && c->out[2]) {
+		mc_lower_store(c, 2, NULL, mc_k_index(kb, 0), mc_k_int(kb, MC_KT_I64, k));
+	}
+	if (mc_numel(&c->out[k_out]->shape) == 0)
+		return 0;
 	int list = mc_kb_scratch(kb, MC_INT64, (size_t)k);
 	int depth0 = kb->depth;
 	/* rows share the scratch list: their loops are not parallel */
@@ -848,13 +864,14 @@ static int lower_topk(mc_lower_ctx *c)
 	mc_kexpr *x = mc_kb_let(kb, mc_lower_load(c, 0, view_at(kb, &v, o, e, i)));
 	mc_kexpr *pos = mc_kb_local(kb, count);
 	/* walk the list from its end: m = k-1 .. 0, skipping unfilled places */
-	mc_kexpr *step = mc_kb_fori(kb, k, 0);
-	mc_kexpr *m = mc_kb_let(kb, mc_k_sub(kb, mc_k_index(kb, k - 1), step));
+	mc_kexpr *last = counted ? mc_kb_let(kb, mc_k_addi(kb, kx, -1)) : mc_k_index(kb, k - 1);
+	mc_kexpr *step = counted ? mc_kb_for(kb, mc_k_index(kb, 0), kx, 0) : mc_kb_fori(kb, k, 0);
+	mc_kexpr *m = mc_kb_let(kb, mc_k_sub(kb, last, step));
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, m, count));
 	mc_kexpr *other = mc_kb_let(kb, mc_k_load(kb, list, m));
 	mc_kexpr *y = mc_kb_let(kb, mc_lower_load(c, 0, view_at(kb, &v, o, mc_k_cast(kb, MC_KT_INDEX, other), i)));
 	mc_kb_if(kb, topk_before(kb, x, y, p->largest));
-	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, m, mc_k_index(kb, k - 1)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, m, last));
 	mc_kb_store(kb, list, mc_k_addi(kb, m, 1), other);
 	mc_kb_end(kb);
 	mc_kb_assign(kb, pos, m);
@@ -863,12 +880,12 @@ static int lower_topk(mc_lower_ctx *c)
 	mc_kb_end(kb); /* if beats */
 	mc_kb_end(kb); /* if m < count */
 	mc_kb_end(kb); /* for step */
-	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, pos, mc_k_index(kb, k)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, pos, kx));
 	mc_kb_store(kb, list, pos, mc_k_cast(kb, MC_KT_I64, e));
 	mc_kb_end(kb);
-	mc_kb_assign(kb, count, mc_k_bin(kb, MC_KB_MIN, mc_k_addi(kb, count, 1), mc_k_index(kb, k)));
+	mc_kb_assign(kb, count, mc_k_bin(kb, MC_KB_MIN, mc_k_addi(kb, count, 1), kx));
 	mc_kb_end(kb); /* for e */
-	mc_kexpr *j = mc_kb_fori(kb, k, 0);
+	mc_kexpr *j = counted ? mc_kb_for(kb, mc_k_index(kb, 0), kx, 0) : mc_kb_fori(kb, k, 0);
 	mc_kexpr *src = mc_kb_let(kb, mc_k_load(kb, list, j));
 	mc_kexpr *to = mc_kb_let(kb, view_at(kb, &ov, o, j, i));
 	if (present_out(c, 0))
@@ -876,6 +893,15 @@ static int lower_topk(mc_lower_ctx *c)
 		               mc_lower_load(c, 0, view_at(kb, &v, o, mc_k_cast(kb, MC_KT_INDEX, src), i)));
 	if (present_out(c, 1))
 		mc_lower_store(c, 1, NULL, to, src);
+	mc_kb_end(kb);
+	if (counted) { /* zeros past k: the padding every later op computes over */
+		j = mc_kb_for(kb, kx, mc_k_index(kb, k), 0);
+		to = mc_kb_let(kb, view_at(kb, &ov, o, j, i));
+		for (int out = 0; out < 2; out++)
+			if (present_out(c, out))
+				mc_lower_store(c, out, NULL, to, mc_k_const_as(kb, mc_ktype_of(c->out[out]->dtype), 0));
+		mc_kb_end(kb);
+	}
 	close_to(kb, depth0);
 	return 0;
 }

@@ -228,7 +228,9 @@ static int along_other_axis(mc_graph *g, const mc_node *n, const mc_value *cv, i
 		if (v && v->counted && v->count_axis != cv->count_axis)
 			return refuse(g, n, v, "its inputs have it on different axes");
 	}
-	for (int k = 0; k < n->n_outputs; k++)
+	/* not the count an op like TopK keeps in its last output */
+	int outs = n->op->flags & MC_OP_COUNTED ? n->op->max_outputs : n->n_outputs;
+	for (int k = 0; k < outs && k < n->n_outputs; k++)
 		set_counted(g, n->outputs[k], cv->count_axis, cv->count_value);
 	return 0;
 }
@@ -250,7 +252,11 @@ int mc_count_propagate(mc_graph *g, mc_node *n)
 			return refuse(g, n, &g->values[n->implicit[k]], "a subgraph reads it");
 	if (!cv)
 		return 0;
-	if (n->op->flags & MC_OP_COUNTED)
+	/* an op counting on its own (its output 0 counted by its inference)
+	 * over counted data would take the padding for data */
+	if ((n->op->flags & MC_OP_COUNTED) && g->values[n->outputs[0]].counted)
+		return refuse(g, n, cv, "this op counts its own output from it");
+	if ((n->op->flags & MC_OP_COUNTED) && n->id != MC_OP_TopK)
 		return refuse(g, n, cv, "this op would take its padding for data");
 	if (n->id == MC_OP_Cast || n->id == MC_OP_CastLike || n->id == MC_OP_Identity ||
 	    mc_op_has(n->id, MC_OF_PW))

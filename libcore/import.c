@@ -89,8 +89,9 @@ static int add_named(scope *s, const char *name, mc_value_kind kind)
 	return v;
 }
 
-/* The hidden last output of an op whose output 0's extent depends on the
- * data (MC_OP_COUNTED): "<output 0>/count", made unique. */
+/* The hidden last output of an op whose output 0's extent may depend on
+ * the data (MC_OP_COUNTED): "<output 0>/count", made unique, at index
+ * max_outputs. */
 static void add_count_output(scope *s, mc_node *n, int node)
 {
 	const char *base = s->g->values[n->outputs[0]].name;
@@ -100,12 +101,18 @@ static void add_count_output(scope *s, mc_node *n, int node)
 		snprintf(name, sizeof name, "%s/count_%d", base, k);
 	int v = add_named(s, name, MC_VAL_NODE);
 	s->g->values[v].producer = node;
-	n->outputs = realloc(n->outputs, (size_t)(n->n_outputs + 1) * sizeof *n->outputs);
+	/* at the place past the op's own outputs, the omitted ones before it
+	 * (a TopK without indices) left omitted */
+	int at = n->op->max_outputs;
+	n->outputs = realloc(n->outputs, (size_t)(at + 1) * sizeof *n->outputs);
 	if (!n->outputs) {
 		mc_error("out of memory");
 		exit(3);
 	}
-	n->outputs[n->n_outputs++] = v;
+	for (int k = n->n_outputs; k < at; k++)
+		n->outputs[k] = -1;
+	n->outputs[at] = v;
+	n->n_outputs = at + 1;
 }
 
 /* ---- tensors ---- */

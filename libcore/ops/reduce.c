@@ -756,18 +756,34 @@ static int topk_infer(mc_infer_ctx *c)
 	if (need_numeric(n, x, "input") || mc_norm_axis(n, p->axis, x->shape.rank, &axis))
 		return -1;
 	const mc_tensor *k_t = NULL;
-	if (n->opset >= 10) {
-		if (!c->in[1]->konst)
+	int last = n->n_outputs - 1; /* the importer's count, past values and indices */
+	mc_shape scalar = {0, {0}};
+	if (last == 2 && c->out[2])
+		mc_set_out(c, 2, MC_INT64, &scalar);
+	if (n->opset >= 10 && !c->in[1]->konst) {
+		/* k known at run time: the outputs padded to the axis' extent
+		 * on that axis, counted (libcore/counted.c) by k */
+		if (last != 2 || !c->out[2])
 			return mc_node_error(n, "k (input 2, '%s') must be known at compile time: it "
 			                     "sets the output shape", c->in[1]->name);
-		k_t = c->in[1]->konst;
+		for (int o = 0; o < 2 && o < c->n_out; o++) {
+			if (!c->out[o])
+				continue;
+			mc_set_out(c, o, o ? MC_INT64 : x->dtype, &x->shape);
+			c->out[o]->counted = true;
+			c->out[o]->count_axis = axis;
+			c->out[o]->count_value = n->outputs[2];
+		}
+		return 0;
 	}
+	if (n->opset >= 10)
+		k_t = c->in[1]->konst;
 	if (topk_k(n, k_t, x->shape.dims[axis], &k))
 		return -1;
 	mc_shape out = x->shape;
 	out.dims[axis] = k;
 	mc_set_out(c, 0, x->dtype, &out);
-	if (c->n_out > 1)
+	if (c->n_out > 1 && c->out[1])
 		mc_set_out(c, 1, MC_INT64, &out);
 	return 0;
 }
@@ -816,7 +832,15 @@ static int topk_eval(mc_eval_ctx *c)
 		return -1;
 	axis_view v = view_around(&x->shape, axis, false);
 	axis_view out_v = v;
-	out_v.n = (size_t)k;
+	/* the outputs' extent: k, or the bound where k was known at run time
+	 * only (the places past k then zero) */
+	const mc_tensor *shaped = c->out[0] ? c->out[0] : c->n_out > 1 ? c->out[1] : NULL;
+	out_v.n = shaped ? (size_t)shaped->shape.dims[axis] : (size_t)k;
+	for (int o = 0; o < 2 && o < c->n_out; o++)
+		if (c->out[o])
+			memset(c->out[o]->data, 0, c->out[o]->nbytes);
+	if (c->n_out > 2 && c->out[2])
+		*(int64_t *)c->out[2]->data = k;
 	size_t *pos = mc_alloc_array(n, v.n, sizeof *pos);
 	size_t *tmp = mc_alloc_array(n, v.n, sizeof *tmp);
 	if (!pos || !tmp) {
@@ -848,7 +872,7 @@ static int topk_eval(mc_eval_ctx *c)
 static const mc_op op_topk = {
 	.name = "TopK", .min_opset = 1, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 2,
-	.parse = topk_parse, .infer = topk_infer, .eval = topk_eval,
+	.parse = topk_parse, .infer = topk_infer, .eval = topk_eval, .flags = MC_OP_COUNTED,
 };
 
 /* ==== normalisation helpers ==== */

@@ -228,6 +228,36 @@ Test(counted, nonzero_mask_every_count_served, .timeout = 240)
 	compiled_against_interpreter(masked(), fill_x, "nonzero", counts);
 }
 
+/* TopK with k an input: values and indices [3, k] of x [3, 10], then
+ * the values doubled (a pointwise op keeps the count). */
+static mb *topk_runtime_k(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,10");
+	mb_input(b, g, "k", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1");
+	float two = 2;
+	mb_init_floats(b, g, "two", "", &two, 1);
+	mb_node(b, g, "TopK", "top", "x,k", "v,i");
+	mb_node(b, g, "Mul", "double", "v,two", "y");
+	mb_output(b, g, "y");
+	mb_output(b, g, "i");
+	return b;
+}
+
+static void fill_x_k(mc_tensor **in, unsigned seed)
+{
+	fill(in[0]->data, in[0]->numel, 5 * seed + 9, -1, 1);
+	*(int64_t *)in[1]->data = 2 + 3 * (int64_t)seed; /* 2, 5, 8 */
+}
+
+Test(counted, topk_runtime_k_every_count_served, .timeout = 240)
+{
+	int64_t counts[3];
+	compiled_against_interpreter(topk_runtime_k(), fill_x_k, "topk", counts);
+	cr_expect(counts[0] == 2 && counts[1] == 5 && counts[2] == 8);
+}
+
 /* What would read the padding as data is refused at compile time, naming
  * the node: a reduction over the counted axis, the Shape of it (the bound,
  * not the count). */

@@ -910,17 +910,71 @@ static int lower_trilu(mc_lower_ctx *c)
 }
 
 /* ---- Compress: one loop nest per run of kept positions ---- */
+
+/* A condition known at run time: output 0 is counted (libcore/counted.c)
+ * on the axis, the kept slices from position 0 on, zeros to the bound,
+ * their count in output 1; a true entry past the axis is invalid input,
+ * as ONNX Runtime says. */
+static int lower_compress_counted(mc_lower_ctx *c, int axis)
+{
+	mc_kb *kb = c->kb;
+	const mc_shape *is = &c->in[0]->shape, *os = &c->out[0]->shape;
+	int ax = axis < 0 ? 0 : axis;
+	size_t outer = 1, inner = 1;
+	for (int d = 0; axis >= 0 && d < axis; d++)
+		outer *= (size_t)is->dims[d];
+	for (int d = axis + 1; axis >= 0 && d < is->rank; d++)
+		inner *= (size_t)is->dims[d];
+	int64_t dim = axis < 0 ? (int64_t)mc_numel(is) : is->dims[axis], bound = os->dims[ax];
+	int64_t n_cond = (int64_t)mc_numel(&c->in[1]->shape);
+	mc_kexpr *count = mc_kb_local(kb, mc_k_index(kb, 0));
+	mc_kexpr *oc[MC_MAX_RANK];
+	mc_kexpr *i = mc_kb_fori(kb, n_cond < dim ? n_cond : dim, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, mc_lower_load(c, 1, i), mc_k_int(kb, MC_KT_BOOL, 0)));
+	mc_kexpr *o = mc_kb_fori(kb, (int64_t)outer, 0);
+	mc_kexpr *b = mc_kb_fori(kb, (int64_t)inner, MC_KF_VECTOR);
+	mc_kexpr *to = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, bound), count),
+	                                                    (int64_t)inner), b));
+	mc_kexpr *from = mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, dim), i), (int64_t)inner), b);
+	mc_lower_coords(kb, os, to, oc);
+	mc_lower_store(c, 0, oc, to, mc_lower_load(c, 0, from));
+	mc_kb_end_n(kb, 2);
+	mc_kb_assign(kb, count, mc_k_addi(kb, count, 1));
+	mc_kb_end_n(kb, 2);
+	if (n_cond > dim) {
+		i = mc_kb_for(kb, mc_k_index(kb, dim), mc_k_index(kb, n_cond), 0);
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, mc_lower_load(c, 1, i), mc_k_int(kb, MC_KT_BOOL, 0)));
+		mc_kb_fail(kb, MC_STATUS_BAD_INPUT);
+		mc_kb_end_n(kb, 2);
+	}
+	/* zeros past the count: the padding every later op computes over */
+	o = mc_kb_fori(kb, (int64_t)outer, 0);
+	mc_kexpr *j = mc_kb_for(kb, count, mc_k_index(kb, bound), 0);
+	b = mc_kb_fori(kb, (int64_t)inner, MC_KF_VECTOR);
+	to = mc_kb_let(kb, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, bound), j), (int64_t)inner), b));
+	mc_lower_coords(kb, os, to, oc);
+	mc_lower_store(c, 0, oc, to, mc_k_const_as(kb, mc_ktype_of(c->out[0]->dtype), 0));
+	mc_kb_end_n(kb, 3);
+	if (c->n_out > 1 && c->out[1])
+		mc_lower_store(c, 1, NULL, mc_k_index(kb, 0), mc_k_cast(kb, MC_KT_I64, count));
+	return 0;
+}
+
 static int lower_compress(mc_lower_ctx *c)
 {
 	mc_kb *kb = c->kb;
 	const mc_shape *is = &c->in[0]->shape;
 	const mc_tensor *cond = mc_lower_const(c, 1);
 	int axis;
+	if (mc_compress_axis(c->node, is->rank, &axis))
+		return -1;
+	if (!cond && c->out[0]->counted)
+		return lower_compress_counted(c, axis);
 	if (!cond)
 		return mc_lower_error(c, "Compress with a condition known only at run time has no C "
 		                      "lowering");
-	if (mc_compress_axis(c->node, is->rank, &axis))
-		return -1;
+	if (c->n_out > 1 && c->out[1]) /* the importer's count: what the condition keeps */
+		mc_lower_store(c, 1, NULL, mc_k_index(kb, 0), mc_k_int(kb, MC_KT_I64, c->out[0]->shape.dims[axis < 0 ? 0 : axis]));
 	if (nothing_to_store(c))
 		return 0;
 	/* flattened (axis -1): a 1-D view of the input */

@@ -1848,9 +1848,25 @@ static int compress_infer(mc_infer_ctx *c)
 	if (c->in[1]->dtype != MC_BOOL)
 		return mc_node_error(n, "condition must be bool, got %s",
 		                     mc_dtype_name(c->in[1]->dtype));
+	int64_t dim = axis < 0 ? (int64_t)mc_numel(&x->shape) : x->shape.dims[axis], kept;
+	int last = n->n_outputs - 1; /* the importer's count */
+	mc_shape scalar = {0, {0}};
+	if (last == 1 && c->out[1])
+		mc_set_out(c, 1, MC_INT64, &scalar);
+	if (!c->in[1]->konst && last == 1 && c->out[1]) {
+		/* a condition known at run time: up to the whole axis, counted
+		 * (libcore/counted.c) by the entries kept */
+		mc_shape out = x->shape;
+		if (axis < 0)
+			out.rank = 1, out.dims[0] = dim;
+		mc_set_out(c, 0, x->dtype, &out);
+		c->out[0]->counted = true;
+		c->out[0]->count_axis = axis < 0 ? 0 : axis;
+		c->out[0]->count_value = n->outputs[1];
+		return 0;
+	}
 	if (!(cond = need_const(c, 1, "condition")))
 		return -1;
-	int64_t dim = axis < 0 ? (int64_t)mc_numel(&x->shape) : x->shape.dims[axis], kept;
 	if (compress_count(n, cond, dim, &kept))
 		return -1;
 	mc_shape out = x->shape;
@@ -1875,14 +1891,21 @@ static int compress_eval(mc_eval_ctx *c)
 	int64_t kept;
 	if (compress_count(c->node, cond, (int64_t)dim, &kept))
 		return -1;
+	/* the output's extent on the axis: kept, or the bound where the
+	 * condition was known at run time only (the rest zero) */
+	const mc_shape *os = &c->out[0]->shape;
+	size_t room = (size_t)os->dims[axis < 0 ? 0 : axis];
+	memset(c->out[0]->data, 0, c->out[0]->nbytes);
 	char *dst = c->out[0]->data;
 	const char *src = x->data;
-	for (size_t o = 0; o < outer; o++)
+	for (size_t o = 0; o < outer; o++) {
+		size_t at = 0;
 		for (size_t i = 0; i < cond->numel && i < dim; i++)
-			if (mc_get_i(cond, i)) {
-				memcpy(dst, src + (o * dim + i) * block, block);
-				dst += block;
-			}
+			if (mc_get_i(cond, i))
+				memcpy(dst + (o * room + at++) * block, src + (o * dim + i) * block, block);
+	}
+	if (c->n_out > 1 && c->out[1])
+		*(int64_t *)c->out[1]->data = kept;
 	return 0;
 }
 
@@ -1961,7 +1984,7 @@ static const mc_op op_trilu = {
 static const mc_op op_compress = {
 	.name = "Compress", .min_opset = 9, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-	.infer = compress_infer, .eval = compress_eval,
+	.infer = compress_infer, .eval = compress_eval, .flags = MC_OP_COUNTED,
 };
 
 const mc_op *const mc_ops_index[] = {

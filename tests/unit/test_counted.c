@@ -258,6 +258,35 @@ Test(counted, topk_runtime_k_every_count_served, .timeout = 240)
 	cr_expect(counts[0] == 2 && counts[1] == 5 && counts[2] == 8);
 }
 
+/* Compress of x [3, 8] along axis 1 by a condition known at run time:
+ * [3, K], counted on axis 1 (blocks of the bound in the arena, of K in
+ * the file). */
+static mb *compress_runtime(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,8");
+	mb_input(b, g, "keep", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "8");
+	mb_attr_int(b, mb_node(b, g, "Compress", "pick", "x,keep", "y"), "axis", 1);
+	mb_output(b, g, "y");
+	return b;
+}
+
+static void fill_x_keep(mc_tensor **in, unsigned seed)
+{
+	fill(in[0]->data, in[0]->numel, 3 * seed + 4, -1, 1);
+	uint8_t *keep = in[1]->data;
+	for (int i = 0; i < 8; i++) /* 1, 4 and 6 of the 8 */
+		keep[i] = seed == 0 ? i == 5 : seed == 1 ? i % 2 == 0 : i != 2 && i != 7;
+}
+
+Test(counted, compress_runtime_condition_every_count_served, .timeout = 240)
+{
+	int64_t counts[3];
+	compiled_against_interpreter(compress_runtime(), fill_x_keep, "compress", counts);
+	cr_expect(counts[0] == 1 && counts[1] == 4 && counts[2] == 6);
+}
+
 /* What would read the padding as data is refused at compile time, naming
  * the node: a reduction over the counted axis, the Shape of it (the bound,
  * not the count). */

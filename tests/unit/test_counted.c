@@ -99,7 +99,18 @@ static void fill_boxes(mc_tensor **in, unsigned seed)
 /* b's model compiled once with the test driver, run on 3 fillings of its
  * inputs; every output's bytes must be the interpreter's (a counted one's
  * counted entries only). The counts of output 0 go in counts[3]. */
+static void compiled_against_interpreter(mb *b, fill_fn fill_in, const char *tag, int64_t *counts);
+
+/* b compiled and run as above; then on inputs bad_in fills (seeds 0 and
+ * 1), which ONNX Runtime refuses, the run must return MODELC_ERR_BAD_INPUT. */
+static void compiled_refusing(mb *b, fill_fn fill_in, fill_fn bad_in, const char *tag, int64_t *counts);
+
 static void compiled_against_interpreter(mb *b, fill_fn fill_in, const char *tag, int64_t *counts)
+{
+	compiled_refusing(b, fill_in, NULL, tag, counts);
+}
+
+static void compiled_refusing(mb *b, fill_fn fill_in, fill_fn bad_in, const char *tag, int64_t *counts)
 {
 	char dir[64], out[96], cmd[512];
 	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
@@ -153,6 +164,27 @@ static void compiled_against_interpreter(mb *b, fill_fn fill_in, const char *tag
 			mc_tensor_free(ref[k]);
 	}
 	cr_expect(counts[0] != counts[1] || counts[1] != counts[2], "%s: the inputs give different counts", tag);
+	for (unsigned seed = 0; bad_in && seed < 2; seed++) {
+		mc_tensor *in[4];
+		char path[160];
+		size_t len = (size_t)snprintf(cmd, sizeof cmd, "cd '%s' && out/main res", dir);
+		for (int i = 0; i < n_in; i++) {
+			const mc_value *v = &g->values[g->inputs[i]];
+			in[i] = mc_tensor_new(v->dtype, &v->shape);
+		}
+		bad_in(in, seed);
+		for (int i = 0; i < n_in; i++) {
+			snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
+			write_bytes(path, in[i]);
+			len += (size_t)snprintf(cmd + len, sizeof cmd - len, " in%d.bin", i);
+			mc_tensor_free(in[i]);
+		}
+		snprintf(cmd + len, sizeof cmd - len, " > run.log 2>&1");
+		int st = system(cmd);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == MC_STATUS_BAD_INPUT,
+		          "%s: invalid input %u: exit status %d, not MODELC_ERR_BAD_INPUT", tag, seed,
+		          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
 	mc_graph_free(g);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_expect_eq(system(cmd), 0);
@@ -251,10 +283,17 @@ static void fill_x_k(mc_tensor **in, unsigned seed)
 	*(int64_t *)in[1]->data = 2 + 3 * (int64_t)seed; /* 2, 5, 8 */
 }
 
+/* k outside [0, 10]: 11, then -1 */
+static void fill_bad_k(mc_tensor **in, unsigned seed)
+{
+	fill_x_k(in, 0);
+	*(int64_t *)in[1]->data = seed ? -1 : 11;
+}
+
 Test(counted, topk_runtime_k_every_count_served, .timeout = 240)
 {
 	int64_t counts[3];
-	compiled_against_interpreter(topk_runtime_k(), fill_x_k, "topk", counts);
+	compiled_refusing(topk_runtime_k(), fill_x_k, fill_bad_k, "topk", counts);
 	cr_expect(counts[0] == 2 && counts[1] == 5 && counts[2] == 8);
 }
 
@@ -280,9 +319,36 @@ static void fill_x_keep(mc_tensor **in, unsigned seed)
 		keep[i] = seed == 0 ? i == 5 : seed == 1 ? i % 2 == 0 : i != 2 && i != 7;
 }
 
+/* Compress's condition longer than the axis, true past it */
+static mb *compress_long_condition(void)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,8");
+	mb_input(b, g, "keep", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "10");
+	mb_attr_int(b, mb_node(b, g, "Compress", "pick", "x,keep", "y"), "axis", 1);
+	mb_output(b, g, "y");
+	return b;
+}
+
+static void fill_x_keep10(mc_tensor **in, unsigned seed)
+{
+	fill(in[0]->data, in[0]->numel, 3 * seed + 4, -1, 1);
+	uint8_t *keep = in[1]->data;
+	for (int i = 0; i < 10; i++)
+		keep[i] = i < 8 && (i + (int)seed) % 3 == 0;
+}
+
+static void fill_bad_keep(mc_tensor **in, unsigned seed)
+{
+	fill_x_keep10(in, 0);
+	((uint8_t *)in[1]->data)[8 + seed] = 1;
+}
+
 Test(counted, compress_runtime_condition_every_count_served, .timeout = 240)
 {
 	int64_t counts[3];
+	compiled_refusing(compress_long_condition(), fill_x_keep10, fill_bad_keep, "compress, long condition", counts);
 	compiled_against_interpreter(compress_runtime(), fill_x_keep, "compress", counts);
 	cr_expect(counts[0] == 1 && counts[1] == 4 && counts[2] == 6);
 }

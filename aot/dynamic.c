@@ -714,8 +714,8 @@ static int check_dynamic_opts(const merge *m)
 {
 	const mc_compile_opts *o = m->o;
 	const char *no = NULL;
-	if (o->target && strcmp(o->target, "c") != 0)
-		no = "--target other than c";
+	if (o->target && strcmp(o->target, "c") != 0 && strcmp(o->target, "llvm") != 0)
+		no = "--target cuda";
 	else if (o->threads > 1)
 		no = "--threads";
 	else if (o->io_in_arena)

@@ -75,6 +75,7 @@ typedef struct {
 	LLVMValueRef fn;
 	LLVMValueRef *buf_ptr;    /* per buffer: its pointer parameter */
 	LLVMValueRef *var_slot;   /* per variable: its stack slot (mem2reg makes registers of them) */
+	LLVMValueRef dim;         /* --dim LO..HI: the size, the kernel's last parameter (MC_KE_DIM) */
 	LLVMBasicBlockRef loop_exit[MC_KB_MAX_DEPTH];
 	int loops;
 	int err;
@@ -821,8 +822,11 @@ static LLVMValueRef expr(lemit *e, const mc_kexpr *x)
 		return dot4(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), x->i != 0);
 	case MC_KE_RQ32:
 		return rq32(e, expr(e, x->a), expr(e, x->b), expr(e, x->c), (int)x->i);
+	case MC_KE_DIM:    /* --dim LO..HI: the run's size */
+		if (e->dim)
+			return e->dim;
+		break;
 	case MC_KE_SPLITS: /* the cuda target's alone */
-	case MC_KE_DIM:    /* --dim LO..HI: the c target's alone, for now */
 		break;
 	}
 	fail(e, "unknown expression kind", NULL);
@@ -985,14 +989,19 @@ static LLVMValueRef build_kernel(lemit *e, const mc_kernel *k, int **used_out, i
 	for (int i = 0; i < k->n_bufs; i++)
 		if (e->ce.buf_uses[i])
 			used[n_used++] = i;
-	LLVMTypeRef *params = mc_xcalloc((size_t)n_used + 1, sizeof *params);
+	LLVMTypeRef *params = mc_xcalloc((size_t)n_used + 2, sizeof *params);
 	for (int i = 0; i < n_used; i++)
 		params[i] = e->ptr;
+	bool dyn = e->p->dyn != NULL; /* --dim LO..HI: the size after the buffers */
+	if (dyn)
+		params[n_used] = e->idx;
 	mc_strbuf name = { 0 };
 	e->ce.sb = &name;
 	mc_ce_kernel_name(&e->ce, k); /* the C target's name for it */
 	e->ce.sb = NULL;
-	LLVMValueRef fn = LLVMAddFunction(e->mod, name.data, LLVMFunctionType(e->i32, params, (unsigned)n_used, 0));
+	LLVMValueRef fn = LLVMAddFunction(e->mod, name.data,
+	                                  LLVMFunctionType(e->i32, params, (unsigned)n_used + dyn, 0));
+	e->dim = dyn ? LLVMGetParam(fn, (unsigned)n_used) : NULL;
 	mc_sb_free(&name);
 	free(params);
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
@@ -1026,6 +1035,7 @@ static LLVMValueRef build_kernel(lemit *e, const mc_kernel *k, int **used_out, i
 	free(e->var_slot);
 	free(e->buf_ptr);
 	e->var_slot = e->buf_ptr = NULL;
+	e->dim = NULL;
 	mc_ce_end_kernel(&e->ce);
 	e->k = NULL;
 	*used_out = used;
@@ -1186,6 +1196,56 @@ static void ret_if(lemit *e, LLVMValueRef cond, LLVMValueRef status)
 	LLVMPositionBuilderAtEnd(e->b, ok);
 }
 
+/* Kernel i of the program on its buffers' places (and, with --dim, the
+ * run's size e->dim); a status other than 0 returns it. */
+static void call_kernel(lemit *e, int i, const kernel_fn *kf, const LLVMValueRef *base, LLVMValueRef in,
+                        LLVMValueRef out)
+{
+	const kernel_fn *k = &kf[i];
+	const mc_kernel *kern = e->p->kernels[i];
+	LLVMValueRef *args = mc_xcalloc((size_t)k->n_used + 2, sizeof *args);
+	for (int j = 0; j < k->n_used; j++)
+		args[j] = loc_ptr(e, &kern->bufs[k->used[j]].loc, base, in, out);
+	if (e->p->dyn)
+		args[k->n_used] = e->dim;
+	LLVMValueRef st = LLVMBuildCall2(e->b, LLVMGlobalGetValueType(k->fn), k->fn, args,
+	                                 (unsigned)k->n_used + (e->p->dyn != NULL), "");
+	free(args);
+	ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, st, LLVMConstInt(e->i32, 0, 0), ""), st);
+}
+
+/* --dim NAME=LO..HI: kernel i of the program built at HI through the
+ * version the run's size takes (a table by size, as the C target's). */
+static void dyn_call(lemit *e, int i, const kernel_fn *kf, const LLVMValueRef *base, LLVMValueRef in,
+                     LLVMValueRef out)
+{
+	const mc_dynamic *dyn = e->p->dyn;
+	const mc_dyn_kernel *of = &dyn->of[i];
+	if (of->n_versions < 2) {
+		call_kernel(e, of->first, kf, base, in, out);
+		return;
+	}
+	int64_t n = dyn->hi - dyn->lo + 1;
+	char name[64];
+	snprintf(name, sizeof name, "version_%d", i);
+	LLVMValueRef table = private_global(e, const_bytes(e, of->version_of, (size_t)n), name, 1);
+	LLVMValueRef at = LLVMBuildSub(e->b, LLVMBuildSExt(e->b, e->dim, e->i64, ""),
+	                               LLVMConstInt(e->i64, (unsigned long long)dyn->lo, 1), "");
+	LLVMValueRef v = LLVMBuildLoad2(e->b, e->i8, LLVMBuildInBoundsGEP2(e->b, e->i8, table, &at, 1, ""), "");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "called");
+	LLVMBasicBlockRef last = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "version");
+	LLVMValueRef sw = LLVMBuildSwitch(e->b, v, last, (unsigned)of->n_versions - 1);
+	for (int k = 0; k < of->n_versions; k++) {
+		LLVMBasicBlockRef bb = k + 1 < of->n_versions ? LLVMAppendBasicBlockInContext(e->ctx, e->fn, "version") : last;
+		if (k + 1 < of->n_versions)
+			LLVMAddCase(sw, LLVMConstInt(e->i8, (unsigned long long)k, 0), bb);
+		LLVMPositionBuilderAtEnd(e->b, bb);
+		call_kernel(e, of->first + k, kf, base, in, out);
+		LLVMBuildBr(e->b, join);
+	}
+	LLVMPositionBuilderAtEnd(e->b, join);
+}
+
 static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf, const LLVMValueRef *base,
                       LLVMValueRef in, LLVMValueRef out)
 {
@@ -1215,14 +1275,11 @@ static void run_steps(lemit *e, const mc_step *steps, int n, const kernel_fn *kf
 			fail(e, "step names no kernel", NULL);
 			return;
 		}
-		const kernel_fn *k = &kf[s->kernel];
-		const mc_kernel *kern = e->p->kernels[s->kernel];
-		LLVMValueRef *args = mc_xcalloc((size_t)k->n_used + 1, sizeof *args);
-		for (int j = 0; j < k->n_used; j++)
-			args[j] = loc_ptr(e, &kern->bufs[k->used[j]].loc, base, in, out);
-		LLVMValueRef st = LLVMBuildCall2(e->b, LLVMGlobalGetValueType(k->fn), k->fn, args, (unsigned)k->n_used, "");
-		free(args);
-		ret_if(e, LLVMBuildICmp(e->b, LLVMIntNE, st, LLVMConstInt(e->i32, 0, 0), ""), st);
+		if (e->p->dyn) {
+			dyn_call(e, s->kernel, kf, base, in, out);
+			continue;
+		}
+		call_kernel(e, s->kernel, kf, base, in, out);
 	}
 }
 
@@ -1273,7 +1330,7 @@ static LLVMValueRef run_function(lemit *e, const char *suffix)
 	snprintf(name, sizeof name, "%s_%s", e->ce.name, suffix);
 	/* NAME_run_counted: the counts array after the outputs */
 	LLVMTypeRef params[4] = { e->ptr, e->ptr, e->ptr, e->ptr };
-	unsigned n_params = strcmp(suffix, "run_counted") == 0 ? 4 : 3;
+	unsigned n_params = strcmp(suffix, "run_counted") == 0 || strcmp(suffix, "run_dims") == 0 ? 4 : 3;
 	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, n_params, 0));
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
 	if (e->p->code_section[0])
@@ -1304,6 +1361,8 @@ static void build_run_one_arena(lemit *e, LLVMValueRef run_pools)
 	LLVMBuildRet(e->b, LLVMBuildCall2(e->b, LLVMGlobalGetValueType(run_pools), run_pools, args, 3, ""));
 }
 
+static LLVMValueRef dims_size(lemit *e, LLVMValueRef dims);
+
 /* int NAME_run(void *arena, const void *const inputs[], void *const outputs[])
  * (with pools: NAME_run_pools(void *const pools[], ...)): the C target's
  * checks, then the steps */
@@ -1311,11 +1370,13 @@ static void build_run(lemit *e, const kernel_fn *kf)
 {
 	const mc_program *p = e->p;
 	bool pools = p->n_pools > 1, counted = mc_program_counted(p);
-	LLVMValueRef fn = run_function(e, pools ? "run_pools" : counted ? "run_counted" : "run");
+	LLVMValueRef fn = run_function(e, pools ? "run_pools" : mc_program_run_name(p));
 	LLVMValueRef first = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2);
 	LLVMValueRef null_arg = LLVMConstInt(e->i32, MC_STATUS_NULL_ARGUMENT, 0);
 	if (counted)
 		ret_if(e, LLVMBuildIsNull(e->b, LLVMGetParam(fn, 3), ""), null_arg);
+	if (p->dyn) /* the size first: out of bounds (or no dims), nothing is touched */
+		e->dim = dims_size(e, LLVMGetParam(fn, 3));
 	LLVMValueRef base[MC_MAX_POOLS] = { first };
 	if (pools) {
 		ret_if(e, LLVMBuildIsNull(e->b, first, ""), null_arg);
@@ -1359,8 +1420,76 @@ static void build_run(lemit *e, const kernel_fn *kf)
 		LLVMBuildStore(e->b, v, LLVMBuildInBoundsGEP2(e->b, e->i64, LLVMGetParam(fn, 3), &at, 1, ""));
 	}
 	LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+	e->dim = NULL;
 	if (pools)
 		build_run_one_arena(e, fn);
+}
+
+/* --dim: dims[0] checked (NULL or outside [LO, HI] returns
+ * MODELC_ERR_BAD_DIM from the function being built), as an i64. */
+static LLVMValueRef dims_checked(lemit *e, LLVMValueRef dims)
+{
+	const mc_dynamic *dyn = e->p->dyn;
+	LLVMValueRef bad = LLVMConstInt(e->i32, MC_STATUS_BAD_DIM, 0);
+	ret_if(e, LLVMBuildIsNull(e->b, dims, ""), bad);
+	LLVMValueRef d = LLVMBuildLoad2(e->b, e->i64, dims, "d");
+	LLVMValueRef out = LLVMBuildOr(e->b,
+	                               LLVMBuildICmp(e->b, LLVMIntSLT, d, LLVMConstInt(e->i64, (unsigned long long)dyn->lo, 1), ""),
+	                               LLVMBuildICmp(e->b, LLVMIntSGT, d, LLVMConstInt(e->i64, (unsigned long long)dyn->hi, 1), ""), "");
+	ret_if(e, out, bad);
+	return d;
+}
+
+/* The run's size in the index type, for the kernels. */
+static LLVMValueRef dims_size(lemit *e, LLVMValueRef dims)
+{
+	return LLVMBuildTrunc(e->b, dims_checked(e, dims), e->idx, "dim");
+}
+
+/* --dim: int NAME_input_shape(int i, const int64_t dims[], int64_t shape[])
+ * and NAME_output_shape, each dim a polynomial of the size (the C
+ * target's put_dyn_tables). */
+static void build_shape_fn(lemit *e, bool outputs)
+{
+	const mc_program *p = e->p;
+	const mc_dynamic *dyn = p->dyn;
+	const mc_io_desc *io = outputs ? p->outputs : p->inputs;
+	const mc_dyn_poly *polys = outputs ? dyn->out_dims : dyn->in_dims;
+	int count = outputs ? p->n_outputs : p->n_inputs;
+	char name[300];
+	snprintf(name, sizeof name, "%s_%s_shape", e->ce.name, outputs ? "output" : "input");
+	LLVMTypeRef params[3] = { e->i32, e->ptr, e->ptr };
+	LLVMValueRef fn = LLVMAddFunction(e->mod, name, LLVMFunctionType(e->i32, params, 3, 0));
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(e, "nounwind"));
+	if (p->code_section[0])
+		LLVMSetSection(fn, p->code_section);
+	e->fn = fn;
+	LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
+	LLVMValueRef i = LLVMGetParam(fn, 0), dims = LLVMGetParam(fn, 1), shape = LLVMGetParam(fn, 2);
+	LLVMValueRef null_arg = LLVMConstInt(e->i32, MC_STATUS_NULL_ARGUMENT, 0);
+	ret_if(e, LLVMBuildIsNull(e->b, dims, ""), null_arg);
+	ret_if(e, LLVMBuildIsNull(e->b, shape, ""), null_arg);
+	LLVMValueRef d = dims_checked(e, dims);
+	LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(e->ctx, fn, "no_such");
+	LLVMValueRef sw = LLVMBuildSwitch(e->b, i, bad, (unsigned)count);
+	for (int t = 0; t < count; t++) {
+		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "tensor");
+		LLVMAddCase(sw, LLVMConstInt(e->i32, (unsigned long long)t, 0), bb);
+		LLVMPositionBuilderAtEnd(e->b, bb);
+		for (int j = 0; j < io[t].shape.rank; j++) {
+			const mc_dyn_poly *q = &polys[t * MC_MAX_RANK + j];
+			/* (c2 d + c1) d + c0, then / den: exact where it serves d */
+			LLVMValueRef v = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMConstInt(e->i64, (unsigned long long)q->c[2], 1), d, ""),
+			                              LLVMConstInt(e->i64, (unsigned long long)q->c[1], 1), "");
+			v = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, v, d, ""), LLVMConstInt(e->i64, (unsigned long long)q->c[0], 1), "");
+			v = LLVMBuildSDiv(e->b, v, LLVMConstInt(e->i64, (unsigned long long)q->den, 1), "");
+			LLVMValueRef at = LLVMConstInt(e->i32, (unsigned long long)j, 0);
+			LLVMBuildStore(e->b, v, LLVMBuildInBoundsGEP2(e->b, e->i64, shape, &at, 1, ""));
+		}
+		LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+	}
+	LLVMPositionBuilderAtEnd(e->b, bad);
+	LLVMBuildRet(e->b, LLVMConstInt(e->i32, MC_STATUS_BAD_INDEX, 0));
 }
 
 /* ---- the target machine ---- */
@@ -1526,6 +1655,8 @@ static int build_module(lemit *e)
 		kf[i].fn = build_kernel(e, p->kernels[i], &kf[i].used, &kf[i].n_used);
 	if (!e->err)
 		build_run(e, kf);
+	for (int outputs = 0; outputs < 2 && p->dyn && !e->err; outputs++)
+		build_shape_fn(e, outputs);
 	for (int i = 0; i < p->n_kernels; i++)
 		free(kf[i].used);
 	free(kf);

@@ -153,8 +153,9 @@ typedef struct {
 } dyn_case;
 
 /* b compiled for param in [lo, hi] into dir/out with the test driver and
- * built; 0, or -1 after a failed expectation. */
-static int compile_dynamic(dyn_case *c, mb *b, const char *param, int64_t lo, int64_t hi)
+ * built, for target ("c" or "llvm"); 0, or -1 after a failed expectation. */
+static int compile_dynamic_for(dyn_case *c, mb *b, const char *param, int64_t lo, int64_t hi,
+                               const char *target)
 {
 	snprintf(c->dir, sizeof c->dir, "/tmp/mc_dynamic_XXXXXX");
 	cr_assert_not_null(mkdtemp(c->dir));
@@ -165,7 +166,12 @@ static int compile_dynamic(dyn_case *c, mb *b, const char *param, int64_t lo, in
 	o.name = "t";
 	o.harness = true;
 	o.no_stack_usage = true;
-	o.isa = host_runs_isa("avx512") ? "avx512" : host_runs_isa("avx2") ? "avx2" : "generic";
+	bool llvm = strcmp(target, "llvm") == 0;
+	o.target = target;
+	if (llvm) /* the kernels tiled for this machine's CPU */
+		o.cpu = "native";
+	else
+		o.isa = host_runs_isa("avx512") ? "avx512" : host_runs_isa("avx2") ? "avx2" : "generic";
 	mc_dim_pin pin = { param, lo, hi };
 	o.import.dim_pins = &pin;
 	o.import.n_dim_pins = 1;
@@ -175,12 +181,21 @@ static int compile_dynamic(dyn_case *c, mb *b, const char *param, int64_t lo, in
 		cr_expect_fail("mc_compile with --dim %s=%lld..%lld failed", param, (long long)lo, (long long)hi);
 		return -1;
 	}
-	snprintf(cmd, sizeof cmd,
-	         "cd '%s' && cc -std=c99 -O1 -march=native -Wall -Wextra -Werror t.c t_weights.c t_main.c -lm "
-	         "-o main > build.log 2>&1", out);
+	if (llvm)
+		snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror t_main.c libt.a -lm "
+		         "-o main > build.log 2>&1", out);
+	else
+		snprintf(cmd, sizeof cmd,
+		         "cd '%s' && cc -std=c99 -O1 -march=native -Wall -Wextra -Werror t.c t_weights.c t_main.c -lm "
+		         "-o main > build.log 2>&1", out);
 	int rc = system(cmd);
 	cr_expect_eq(rc, 0, "the dynamic library did not build (%s/build.log)", out);
 	return rc == 0 ? 0 : -1;
+}
+
+static int compile_dynamic(dyn_case *c, mb *b, const char *param, int64_t lo, int64_t hi)
+{
+	return compile_dynamic_for(c, b, param, lo, hi, "c");
 }
 
 /* Runs the built driver at size d on x (its bytes); the exit status. */
@@ -262,6 +277,32 @@ Test(dynamic, encoder_sequence_every_size_served, .timeout = 240)
 	remove_case(&c);
 }
 
+/* The same through the llvm target (libt.a, no C of the model): the
+ * kernels take the size as their last parameter, the run picks versions
+ * from a table, the shape functions are in the object. */
+Test(dynamic, llvm_target_every_size_served, .timeout = 240)
+{
+	if (!mc_llvm_available())
+		cr_skip_test("modelc was built without LLVM");
+	dyn_case c;
+	if (compile_dynamic_for(&c, encoder(), "seq", 3, 40, "llvm"))
+		return;
+	int64_t sizes[] = { 3, 5, 16, 17, 25, 40 };
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		check_size(&c, sizes[i]);
+	mc_shape hi = { .rank = 3, .dims = { 1, 40, 16 } }; /* the driver reads the largest size's bytes */
+	mc_tensor *x = mc_tensor_new(MC_FLOAT, &hi);
+	cr_expect_eq(run_at(&c, 41, x, NULL), MC_STATUS_BAD_DIM);
+	cr_expect_eq(run_at(&c, 2, x, NULL), MC_STATUS_BAD_DIM);
+	mc_tensor_free(x);
+	remove_case(&c);
+	if (compile_dynamic_for(&c, cnn(), "n", 1, 6, "llvm"))
+		return;
+	for (int64_t d = 1; d <= 6; d++)
+		check_size(&c, d);
+	remove_case(&c);
+}
+
 Test(dynamic, cnn_batch_every_size_served, .timeout = 240)
 {
 	dyn_case c;
@@ -319,7 +360,7 @@ Test(dynamic, unsupported_options_refused)
 	snprintf(out, sizeof out, "%s/out", dir);
 	cr_expect_neq(mc_compile(model, out, &o), 0);
 	o.threads = 0;
-	o.target = "llvm";
+	o.target = "cuda";
 	cr_expect_neq(mc_compile(model, out, &o), 0);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -2096,12 +2096,137 @@ static int lower_nonzero(mc_lower_ctx *c)
 	return 0;
 }
 
-/* Ops whose output shape depends on data: only constant inputs, which fold. */
-static int lower_data_shaped(mc_lower_ctx *c)
+/* ---- Unique on a value known at run time ----
+ * Slices along the axis (single elements flattened) compared as the
+ * reference does (libcore/ops/extra.c: slice_cmp, outer index first).
+ * Each slice's first equal one is found by looking back, the unique ones
+ * ranked (by value, or by first place with sorted = 0) by counting the
+ * unique ones before them: O(slices^2) comparisons, no sort, no heap.
+ * Y, indices and counts are counted (libcore/counted.c) by the unique
+ * slices; inverse_indices is whole; the count in output 4. */
+typedef struct {
+	mc_lower_ctx *c;
+	int64_t outer, n, inner;
+	mc_ktype t;
+} uniq_view;
+
+static mc_kexpr *uniq_at(mc_kb *kb, const uniq_view *u, mc_kexpr *e, mc_kexpr *a)
 {
-	return mc_lower_error(c, "%s has no C lowering: its output shape depends on the data, so "
-	                      "its inputs must be constants (they fold at compile time)",
-	                      c->node->op_type);
+	mc_kexpr *o = mc_k_div(kb, e, mc_k_index(kb, u->inner)), *i = mc_k_bin(kb, MC_KB_REM, e, mc_k_index(kb, u->inner));
+	return mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, u->n), a), u->inner), i);
+}
+
+/* -1, 0 or 1 as slice a orders before, with or after slice b: the first
+ * element that differs decides (< before). */
+static mc_kexpr *uniq_cmp(mc_kb *kb, const uniq_view *u, mc_kexpr *a, mc_kexpr *b)
+{
+	mc_kexpr *res = mc_kb_local(kb, mc_k_index(kb, 0));
+	mc_kexpr *e = mc_kb_fori(kb, u->outer * u->inner, 0);
+	mc_kexpr *va = mc_kb_let(kb, mc_lower_load(u->c, 0, uniq_at(kb, u, e, a)));
+	mc_kexpr *vb = mc_kb_let(kb, mc_lower_load(u->c, 0, uniq_at(kb, u, e, b)));
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, va, vb));
+	mc_kb_assign(kb, res, mc_k_select(kb, mc_k_bin(kb, MC_KB_LT, va, vb), mc_k_index(kb, -1), mc_k_index(kb, 1)));
+	mc_kb_break(kb);
+	mc_kb_end_n(kb, 2);
+	return mc_kb_let(kb, res);
+}
+
+static int lower_unique(mc_lower_ctx *c)
+{
+	mc_kb *kb = c->kb;
+	if (c->n_out < 5 || !c->out[4] || !(c->out[0] ? c->out[0] : c->out[1])->counted)
+		return mc_lower_error(c, "Unique's inputs must be constants (they fold at compile time) "
+		                      "where it has no count (made by the importer)");
+	const mc_shape *xs = &c->in[0]->shape;
+	const mc_attr *ax = mc_attr_find(c->node, "axis");
+	int64_t sorted = 1;
+	if (mc_attr_int(c->node, "sorted", 1, &sorted))
+		return -1;
+	uniq_view u = { c, 1, (int64_t)mc_numel(xs), 1, mc_ktype_of(c->in[0]->dtype) };
+	if (ax) {
+		int axis = (int)(ax->i < 0 ? ax->i + xs->rank : ax->i);
+		u.n = xs->dims[axis];
+		for (int d = 0; d < axis; d++)
+			u.outer *= xs->dims[d];
+		for (int d = axis + 1; d < xs->rank; d++)
+			u.inner *= xs->dims[d];
+	}
+	size_t n = (size_t)(u.n > 0 ? u.n : 1);
+	int first = mc_kb_scratch(kb, MC_INT64, n), rank = mc_kb_scratch(kb, MC_INT64, n);
+	/* each slice's first equal one */
+	mc_kexpr *a = mc_kb_fori(kb, u.n, 0);
+	mc_kexpr *f = mc_kb_local(kb, a);
+	mc_kexpr *b = mc_kb_for(kb, mc_k_index(kb, 0), a, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, uniq_cmp(kb, &u, b, a), mc_k_index(kb, 0)));
+	mc_kb_assign(kb, f, b);
+	mc_kb_break(kb);
+	mc_kb_end_n(kb, 2);
+	mc_kb_store(kb, first, a, mc_k_cast(kb, MC_KT_I64, f));
+	mc_kb_end(kb);
+	/* each unique one's place among them: those before it by value (or
+	 * by place) */
+	mc_kexpr *count = mc_kb_local(kb, mc_k_index(kb, 0));
+	a = mc_kb_fori(kb, u.n, 0);
+	mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, mc_k_cast(kb, MC_KT_INDEX, mc_k_load(kb, first, a)), a));
+	mc_kb_assign(kb, count, mc_k_addi(kb, count, 1));
+	mc_kexpr *r = mc_kb_local(kb, mc_k_index(kb, 0));
+	b = mc_kb_fori(kb, u.n, 0);
+	mc_kexpr *unique_b = mc_k_bin(kb, MC_KB_EQ, mc_k_cast(kb, MC_KT_INDEX, mc_k_load(kb, first, b)), b);
+	if (sorted) {
+		mc_kb_if(kb, unique_b);
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_LT, uniq_cmp(kb, &u, b, a), mc_k_index(kb, 0)));
+		mc_kb_assign(kb, r, mc_k_addi(kb, r, 1));
+		mc_kb_end_n(kb, 2);
+	} else {
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, unique_b, mc_k_bin(kb, MC_KB_LT, b, a)));
+		mc_kb_assign(kb, r, mc_k_addi(kb, r, 1));
+		mc_kb_end(kb);
+	}
+	mc_kb_end(kb); /* b */
+	mc_kb_store(kb, rank, a, mc_k_cast(kb, MC_KT_I64, r));
+	/* Y's slice, its index and its count at that place */
+	if (c->out[0]) {
+		mc_kexpr *e = mc_kb_fori(kb, u.outer * u.inner, 0);
+		mc_kexpr *o = mc_kb_let(kb, mc_k_div(kb, e, mc_k_index(kb, u.inner)));
+		mc_kexpr *i = mc_kb_let(kb, mc_k_bin(kb, MC_KB_REM, e, mc_k_index(kb, u.inner)));
+		mc_lower_store(c, 0, NULL, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, u.n), r), u.inner), i),
+		               mc_lower_load(c, 0, uniq_at(kb, &u, e, a)));
+		mc_kb_end(kb);
+	}
+	if (c->out[1])
+		mc_lower_store(c, 1, NULL, r, mc_k_cast(kb, MC_KT_I64, a));
+	if (c->out[3]) {
+		mc_kexpr *times = mc_kb_local(kb, mc_k_int(kb, MC_KT_I64, 0));
+		b = mc_kb_fori(kb, u.n, 0);
+		mc_kb_if(kb, mc_k_bin(kb, MC_KB_EQ, mc_k_cast(kb, MC_KT_INDEX, mc_k_load(kb, first, b)), a));
+		mc_kb_assign(kb, times, mc_k_bin(kb, MC_KB_ADD, times, mc_k_int(kb, MC_KT_I64, 1)));
+		mc_kb_end_n(kb, 2);
+		mc_lower_store(c, 3, NULL, r, times);
+	}
+	mc_kb_end_n(kb, 2); /* if unique, a */
+	if (c->out[2]) { /* each slice: its unique one's place */
+		a = mc_kb_fori(kb, u.n, 0);
+		mc_lower_store(c, 2, NULL, a, mc_k_load(kb, rank, mc_k_cast(kb, MC_KT_INDEX, mc_k_load(kb, first, a))));
+		mc_kb_end(kb);
+	}
+	/* zeros past the count: the padding every later op computes over */
+	if (c->out[0]) {
+		mc_kexpr *o = mc_kb_fori(kb, u.outer, 0);
+		mc_kexpr *j = mc_kb_for(kb, count, mc_k_index(kb, u.n), 0);
+		mc_kexpr *i = mc_kb_fori(kb, u.inner, 0);
+		mc_lower_store(c, 0, NULL, mc_k_add(kb, mc_k_muli(kb, mc_k_add(kb, mc_k_muli(kb, o, u.n), j), u.inner), i),
+		               mc_k_const_as(kb, u.t, 0));
+		mc_kb_end_n(kb, 3);
+	}
+	for (int k = 1; k < 4; k += 2) {
+		if (!c->out[k])
+			continue;
+		mc_kexpr *j = mc_kb_for(kb, count, mc_k_index(kb, u.n), 0);
+		mc_lower_store(c, k, NULL, j, mc_k_int(kb, MC_KT_I64, 0));
+		mc_kb_end(kb);
+	}
+	mc_lower_store(c, 4, NULL, mc_k_index(kb, 0), mc_k_cast(kb, MC_KT_I64, count));
+	return 0;
 }
 
 static const mc_lowering l_ccp = {MC_OP_CenterCropPad, lower_center_crop_pad, NULL, MC_LOWER_EPILOGUE};
@@ -2112,7 +2237,7 @@ static const mc_lowering l_grid_sample = {MC_OP_GridSample, lower_grid_sample, N
 static const mc_lowering l_roi_align = { MC_OP_RoiAlign, lower_roi_align, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_attention = { MC_OP_Attention, lower_attention, NULL, MC_LOWER_EPILOGUE };
 static const mc_lowering l_nonzero = { MC_OP_NonZero, lower_nonzero, NULL, 0 };
-static const mc_lowering l_unique = { MC_OP_Unique, lower_data_shaped, NULL, 0 };
+static const mc_lowering l_unique = { MC_OP_Unique, lower_unique, NULL, 0 };
 static const mc_lowering l_nms = { MC_OP_NonMaxSuppression, lower_nms, NULL, 0 };
 
 const mc_lowering *const mc_lower_misc[] = {

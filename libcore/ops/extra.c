@@ -1698,15 +1698,61 @@ static int unique_compute(const mc_node *n, const mc_tensor *x, mc_tensor *res[4
 	return rc;
 }
 
+/* Unique's axis (-1: flattened) and the number of slices along it. */
+static int unique_axis(const mc_node *n, const mc_shape *xs, int *axis, int64_t *slices_n)
+{
+	const mc_attr *a = mc_attr_find(n, "axis");
+	*axis = -1;
+	*slices_n = (int64_t)mc_numel(xs);
+	if (!a)
+		return 0;
+	if (a->type != MC_ATTR_INT)
+		return mc_node_error(n, "attribute 'axis' must be an int");
+	if (mc_norm_axis(n, a->i, xs->rank, axis))
+		return -1;
+	*slices_n = xs->dims[*axis];
+	return 0;
+}
+
 static int unique_infer(mc_infer_ctx *c)
 {
-	if (MC_NEED_INPUTS(c, 0) || need_constant_inputs(c))
+	if (MC_NEED_INPUTS(c, 0))
+		return -1;
+	int last = c->node->n_outputs - 1; /* the importer's count, past the op's 4 */
+	mc_shape scalar = {0, {0}};
+	if (last == 4 && c->out[4])
+		mc_set_out(c, 4, MC_INT64, &scalar);
+	if (!c->in[0]->konst && last == 4 && c->out[4]) {
+		/* known at run time: Y, indices and counts padded to every slice,
+		 * counted (libcore/counted.c) by the unique ones; inverse_indices
+		 * whole */
+		const mc_shape *xs = &c->in[0]->shape;
+		int axis;
+		int64_t n;
+		if (unique_axis(c->node, xs, &axis, &n))
+			return -1;
+		mc_shape ys = *xs, gs = {1, {n}};
+		if (axis < 0)
+			ys = gs;
+		for (int k = 0; k < 4 && k < c->n_out; k++) {
+			if (!c->out[k])
+				continue;
+			mc_set_out(c, k, k ? MC_INT64 : c->in[0]->dtype, k ? &gs : &ys);
+			if (k == 2)
+				continue;
+			c->out[k]->counted = true;
+			c->out[k]->count_axis = k == 0 && axis >= 0 ? axis : 0;
+			c->out[k]->count_value = c->node->outputs[4];
+		}
+		return 0;
+	}
+	if (need_constant_inputs(c))
 		return -1;
 	mc_tensor *res[4] = {NULL};
 	if (unique_compute(c->node, c->in[0]->konst, res))
 		return -1;
 	for (int k = 0; k < 4; k++) {
-		if (k < c->n_out)
+		if (k < c->n_out && c->out[k])
 			mc_set_out(c, k, res[k]->dtype, &res[k]->shape);
 		mc_tensor_free(res[k]);
 	}
@@ -1718,7 +1764,41 @@ static int unique_eval(mc_eval_ctx *c)
 	mc_tensor *res[4] = {NULL};
 	if (unique_compute(c->node, c->in[0], res))
 		return -1;
-	return deliver(c, res, 4);
+	int axis;
+	int64_t n;
+	if (unique_axis(c->node, &c->in[0]->shape, &axis, &n))
+		return -1;
+	int rc = 0;
+	/* inverse_indices whole; the others padded, then the count */
+	mc_tensor *whole[4] = {NULL, NULL, res[2], NULL};
+	res[2] = NULL;
+	rc = deliver(c, whole, 3);
+	for (int k = 0; k < 4; k++) {
+		mc_tensor *o = k < c->n_out ? mc_opt_out(c, k) : NULL;
+		if (!res[k] || !o)
+			continue;
+		int ax = k == 0 && axis >= 0 ? axis : 0;
+		size_t outer = 1, inner = mc_dtype_size(res[k]->dtype);
+		for (int d = 0; d < ax; d++)
+			outer *= (size_t)res[k]->shape.dims[d];
+		for (int d = ax + 1; d < res[k]->shape.rank; d++)
+			inner *= (size_t)res[k]->shape.dims[d];
+		size_t have = (size_t)res[k]->shape.dims[ax] * inner, room = (size_t)o->shape.dims[ax] * inner;
+		if (o->dtype != res[k]->dtype || have > room || outer * room != o->nbytes) {
+			rc = mc_node_error(c->node, "output %d does not match its inferred shape", k);
+			continue;
+		}
+		for (size_t b = 0; b < outer; b++) {
+			memcpy((char *)o->data + b * room, (const char *)res[k]->data + b * have, have);
+			memset((char *)o->data + b * room + have, 0, room - have);
+		}
+	}
+	mc_tensor *count = c->n_out > 4 ? mc_opt_out(c, 4) : NULL;
+	if (count && !rc)
+		*(int64_t *)count->data = res[1] ? res[1]->shape.dims[0] : 0;
+	for (int k = 0; k < 4; k++)
+		mc_tensor_free(res[k]);
+	return rc;
 }
 
 enum { NMS_BOXES, NMS_SCORES, NMS_MAX_OUT, NMS_IOU, NMS_SCORE_THRESHOLD };
@@ -1958,7 +2038,7 @@ static const mc_op op_nonzero = {
 static const mc_op op_unique = {
 	.name = "Unique", .min_opset = 11, .max_opset = MC_MAX_OPSET,
 	.min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 4,
-	.infer = unique_infer, .eval = unique_eval,
+	.infer = unique_infer, .eval = unique_eval, .flags = MC_OP_COUNTED,
 };
 
 static const mc_op op_non_max_suppression = {

@@ -353,6 +353,56 @@ Test(counted, compress_runtime_condition_every_count_served, .timeout = 240)
 	cr_expect(counts[0] == 1 && counts[1] == 4 && counts[2] == 6);
 }
 
+/* Unique of x [4, 6] along axis 1 (sorted) or flattened (in order of
+ * first place): all four outputs. */
+static mb *unique_of(bool by_axis)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4,6");
+	Onnx__NodeProto *u = mb_node(b, g, "Unique", "u", "x", "y,first,inverse,times");
+	if (by_axis)
+		mb_attr_int(b, u, "axis", 1);
+	else
+		mb_attr_int(b, u, "sorted", 0);
+	mb_output(b, g, "y");
+	mb_output(b, g, "first");
+	mb_output(b, g, "inverse");
+	mb_output(b, g, "times");
+	return b;
+}
+
+/* values from a set of 2, 3 or 4: repeats, more or fewer */
+static void fill_repeats(mc_tensor **in, unsigned seed)
+{
+	float *x = in[0]->data;
+	unsigned r = 17 * seed + 5;
+	for (size_t i = 0; i < in[0]->numel; i++) {
+		r = r * 1103515245u + 12345u;
+		x[i] = (float)((r >> 16) % (2 + seed)) - 1.5f;
+	}
+}
+
+/* columns from a set of 2, 3 or 4 (each column's 4 values alike) */
+static void fill_column_repeats(mc_tensor **in, unsigned seed)
+{
+	float *x = in[0]->data;
+	for (int j = 0; j < 6; j++) {
+		int pick = (int)((j * 7 + seed * 3) % (2 + seed));
+		for (int i = 0; i < 4; i++)
+			x[i * 6 + j] = (float)(pick * 4 + i) * 0.25f;
+	}
+}
+
+Test(counted, unique_every_count_served, .timeout = 240)
+{
+	int64_t counts[3];
+	compiled_against_interpreter(unique_of(false), fill_repeats, "unique, flattened", counts);
+	compiled_against_interpreter(unique_of(true), fill_column_repeats, "unique, axis 1", counts);
+	cr_expect(counts[0] == 2 && counts[1] == 3 && counts[2] == 4, "%lld %lld %lld", (long long)counts[0],
+	          (long long)counts[1], (long long)counts[2]);
+}
+
 /* What would read the padding as data is refused at compile time, naming
  * the node: a reduction over the counted axis, the Shape of it (the bound,
  * not the count). */

@@ -193,27 +193,22 @@ static void compiled_refusing(mb *b, fill_fn fill_in, fill_fn bad_in, const char
 
 Test(counted, nms_detector_every_count_served, .timeout = 240)
 {
-	mb *b = detector_tail(NULL);
-	char dir[64];
+	char dir[64], out[96], path[160], cmd[128];
 	snprintf(dir, sizeof dir, "/tmp/mc_counted_XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	/* the graph: the selection counted on its rows, to classes x boxes */
 	char *model = save_model(detector_tail(NULL), dir, "m.onnx");
+	/* the selection counted on its rows, to classes x boxes */
 	mc_graph *g = mc_import_file(model, NULL);
 	cr_assert(g && mc_infer_graph(g) == 0);
 	const mc_value *sel = &g->values[g->outputs[0]];
 	cr_expect(sel->counted && sel->count_axis == 0 && sel->shape.dims[0] == CLASSES * BOXES);
 	mc_graph_free(g);
-	free(model);
 	/* the header: the counted axes and the run that gives the counts */
 	mc_compile_opts o;
 	mc_compile_opts_init(&o);
 	o.name = "t";
 	o.no_stack_usage = true;
-	char out[96], path[160], cmd[128];
 	snprintf(out, sizeof out, "%s/out", dir);
-	snprintf(path, sizeof path, "%s/m.onnx", dir);
-	model = save_model(detector_tail(NULL), dir, "m.onnx");
 	cr_assert_eq(mc_compile(model, out, &o), 0);
 	size_t n;
 	snprintf(path, sizeof path, "%s/t.h", out);
@@ -227,7 +222,7 @@ Test(counted, nms_detector_every_count_served, .timeout = 240)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_expect_eq(system(cmd), 0);
 	int64_t counts[3];
-	compiled_against_interpreter(b, fill_boxes, "nms", counts);
+	compiled_against_interpreter(detector_tail(NULL), fill_boxes, "nms", counts);
 	cr_expect(counts[0] > 0 && counts[1] > 0 && counts[2] > 0);
 }
 
@@ -297,15 +292,15 @@ Test(counted, topk_runtime_k_every_count_served, .timeout = 240)
 	cr_expect(counts[0] == 2 && counts[1] == 5 && counts[2] == 8);
 }
 
-/* Compress of x [3, 8] along axis 1 by a condition known at run time:
- * [3, K], counted on axis 1 (blocks of the bound in the arena, of K in
- * the file). */
-static mb *compress_runtime(void)
+/* Compress of x [3, 8] along axis 1 by a condition known at run time,
+ * cond_len long (longer than 8: true there is invalid): [3, K], counted
+ * on axis 1 (blocks of the bound in the arena, of K in the file). */
+static mb *compress_runtime(const char *cond_len)
 {
 	mb *b = mb_new(13);
 	Onnx__GraphProto *g = mb_main(b);
 	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,8");
-	mb_input(b, g, "keep", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "8");
+	mb_input(b, g, "keep", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, cond_len);
 	mb_attr_int(b, mb_node(b, g, "Compress", "pick", "x,keep", "y"), "axis", 1);
 	mb_output(b, g, "y");
 	return b;
@@ -317,18 +312,6 @@ static void fill_x_keep(mc_tensor **in, unsigned seed)
 	uint8_t *keep = in[1]->data;
 	for (int i = 0; i < 8; i++) /* 1, 4 and 6 of the 8 */
 		keep[i] = seed == 0 ? i == 5 : seed == 1 ? i % 2 == 0 : i != 2 && i != 7;
-}
-
-/* Compress's condition longer than the axis, true past it */
-static mb *compress_long_condition(void)
-{
-	mb *b = mb_new(13);
-	Onnx__GraphProto *g = mb_main(b);
-	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "3,8");
-	mb_input(b, g, "keep", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "10");
-	mb_attr_int(b, mb_node(b, g, "Compress", "pick", "x,keep", "y"), "axis", 1);
-	mb_output(b, g, "y");
-	return b;
 }
 
 static void fill_x_keep10(mc_tensor **in, unsigned seed)
@@ -348,8 +331,8 @@ static void fill_bad_keep(mc_tensor **in, unsigned seed)
 Test(counted, compress_runtime_condition_every_count_served, .timeout = 240)
 {
 	int64_t counts[3];
-	compiled_refusing(compress_long_condition(), fill_x_keep10, fill_bad_keep, "compress, long condition", counts);
-	compiled_against_interpreter(compress_runtime(), fill_x_keep, "compress", counts);
+	compiled_refusing(compress_runtime("10"), fill_x_keep10, fill_bad_keep, "compress, long condition", counts);
+	compiled_against_interpreter(compress_runtime("8"), fill_x_keep, "compress", counts);
 	cr_expect(counts[0] == 1 && counts[1] == 4 && counts[2] == 6);
 }
 

@@ -360,18 +360,21 @@ static int parse_args(int argc, char **argv, cli *c, int want_io)
 			}
 			if (split_eq(argv[++i], "--dim", &name, &value))
 				return -1;
+			errno = 0; /* past int64: out of range, not clamped */
 			long long x = strtoll(value, &end, 10), hi = 0;
+			bool range = errno == ERANGE;
 			if (end != value && strncmp(end, "..", 2) == 0) { /* LO..HI: dynamic */
 				const char *h = end + 2;
 				hi = strtoll(h, &end, 10);
-				if (end == h || *end || hi <= x) {
+				range = range || errno == ERANGE;
+				if (end == h || *end || hi <= x || range) {
 					mc_error("--dim %s: '%s' is not a range LO..HI of non-negative integers, LO < HI",
 					         name, value);
 					free(name);
 					return -1;
 				}
 			}
-			if (end == value || *end || x < 0) {
+			if (end == value || *end || x < 0 || range) {
 				mc_error("--dim %s: '%s' is not a non-negative integer", name, value);
 				free(name);
 				return -1;

@@ -977,6 +977,24 @@ static int commit_stage(const char *stage, const char *out_dir, const char *name
 	return rc;
 }
 
+/* The importer's count output (MC_OP_COUNTED) of a node whose output 0
+ * came out fixed (TopK of a known k, Compress of a known condition): no
+ * one reads it, and a kernel storing it would cost a launch on a GPU. */
+static void drop_fixed_counts(mc_graph *g)
+{
+	for (int i = 0; i < g->n_nodes; i++) {
+		mc_node *n = &g->nodes[i];
+		int last = n->op ? n->op->max_outputs : -1;
+		if (!n->op || !(n->op->flags & MC_OP_COUNTED) || last >= n->n_outputs)
+			continue;
+		bool counted = false;
+		for (int k = 0; k < last; k++)
+			counted = counted || (n->outputs[k] >= 0 && g->values[n->outputs[k]].counted);
+		if (!counted)
+			n->outputs[last] = -1;
+	}
+}
+
 int mc_freeze_and_build(mc_graph *g, const mc_compile_opts *o, const mc_target_config *target,
                         mc_program *p)
 {
@@ -989,6 +1007,7 @@ int mc_freeze_and_build(mc_graph *g, const mc_compile_opts *o, const mc_target_c
 	                      .merge_sibling_convs = target->desc && target->desc->gpu };
 	double t0 = now_ms();
 	memset(p, 0, sizeof *p);
+	drop_fixed_counts(g);
 	if (mc_freeze(g, &fo))
 		return -1;
 	double t_freeze = now_ms();

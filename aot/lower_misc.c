@@ -2010,13 +2010,21 @@ static int lower_nms(mc_lower_ctx *c)
 	if (c->n_in > 4 && c->in[4] && mc_numel(&c->in[4]->shape) > 0)
 		thr = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 4, zero)));
 	int alive = mc_kb_scratch(kb, MC_BOOL, (size_t)(nbox > 0 ? nbox : 1));
+	/* each box's corners, once a batch: every pick compares them all */
+	int corner = mc_kb_scratch(kb, MC_DOUBLE, (size_t)(nbox > 0 ? 4 * nbox : 1));
 	mc_kexpr *t = mc_k_int(kb, MC_KT_BOOL, 1), *f = mc_k_int(kb, MC_KT_BOOL, 0);
 	mc_kexpr *count = mc_kb_local(kb, zero);
 	mc_kexpr *b = mc_kb_fori(kb, nb, 0);
+	mc_kexpr *bbase = mc_kb_let(kb, mc_k_muli(kb, b, nbox * 4));
+	mc_kexpr *i = mc_kb_fori(kb, nbox, MC_KF_PARALLEL);
+	mc_kexpr *box[4];
+	nms_corners_ir(c, mc_k_add(kb, bbase, mc_k_muli(kb, i, 4)), center != 0, box);
+	for (int k = 0; k < 4; k++)
+		mc_kb_store(kb, corner, mc_k_addi(kb, mc_k_muli(kb, i, 4), k), box[k]);
+	mc_kb_end(kb);
 	mc_kexpr *cl = mc_kb_fori(kb, ncls, 0);
 	mc_kexpr *sbase = mc_kb_let(kb, mad(kb, mad(kb, b, ncls, cl), nbox, zero));
-	mc_kexpr *bbase = mc_kb_let(kb, mc_k_muli(kb, b, nbox * 4));
-	mc_kexpr *i = mc_kb_fori(kb, nbox, 0);
+	i = mc_kb_fori(kb, nbox, 0);
 	mc_kexpr *score = mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 1, mc_k_add(kb, sbase, i)));
 	mc_kb_store(kb, alive, i, thr ? mc_k_bin(kb, MC_KB_GT, score, thr) : t);
 	mc_kb_end(kb);
@@ -2025,11 +2033,13 @@ static int lower_nms(mc_lower_ctx *c)
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_GE, kept, cap));
 	mc_kb_break(kb);
 	mc_kb_end(kb);
-	/* the best live candidate: the highest score, the lowest index of equals */
+	/* the best live candidate: the highest score, the lowest index of
+	 * equals (in the scores' own type: the same order as in double) */
 	mc_kexpr *best = mc_kb_local(kb, mc_k_index(kb, -1));
-	mc_kexpr *best_score = mc_kb_local(kb, fconst(kb, MC_KT_F64, 0));
+	mc_ktype st = mc_ktype_of(c->in[1]->dtype);
+	mc_kexpr *best_score = mc_kb_local(kb, mc_k_const_as(kb, st, 0));
 	i = mc_kb_fori(kb, nbox, 0);
-	mc_kexpr *s = mc_kb_let(kb, mc_k_cast(kb, MC_KT_F64, mc_lower_load(c, 1, mc_k_add(kb, sbase, i))));
+	mc_kexpr *s = mc_kb_let(kb, mc_lower_load(c, 1, mc_k_add(kb, sbase, i)));
 	mc_kexpr *better = mc_k_bin(kb, MC_KB_OR, mc_k_bin(kb, MC_KB_LT, best, zero),
 	                            mc_k_bin(kb, MC_KB_GT, s, best_score));
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_AND, mc_k_bin(kb, MC_KB_NE, mc_k_load(kb, alive, i), f), better));
@@ -2047,10 +2057,12 @@ static int lower_nms(mc_lower_ctx *c)
 	mc_kb_assign(kb, count, mc_k_addi(kb, count, 1));
 	mc_kb_assign(kb, kept, mc_k_addi(kb, kept, 1));
 	mc_kexpr *a[4], *o[4];
-	nms_corners_ir(c, mc_k_add(kb, bbase, mc_k_muli(kb, best, 4)), center != 0, a);
+	for (int k = 0; k < 4; k++)
+		a[k] = mc_kb_let(kb, mc_k_load(kb, corner, mc_k_addi(kb, mc_k_muli(kb, best, 4), k)));
 	i = mc_kb_fori(kb, nbox, 0);
 	mc_kb_if(kb, mc_k_bin(kb, MC_KB_NE, mc_k_load(kb, alive, i), f));
-	nms_corners_ir(c, mc_k_add(kb, bbase, mc_k_muli(kb, i, 4)), center != 0, o);
+	for (int k = 0; k < 4; k++)
+		o[k] = mc_kb_let(kb, mc_k_load(kb, corner, mc_k_addi(kb, mc_k_muli(kb, i, 4), k)));
 	mc_kb_if(kb, nms_overlap_ir(kb, a, o, iou));
 	mc_kb_store(kb, alive, i, f);
 	mc_kb_end_n(kb, 3);

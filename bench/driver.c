@@ -19,6 +19,7 @@
  * timed calls do not pay for thread creation. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,16 @@
 #define ARENA_BYTES CAT(UMODEL, _ARENA_BYTES)
 #define ARENA_ALIGN CAT(UMODEL, _ARENA_ALIGN)
 #define RUN_THREADS CAT(MODEL, _run_threads)
+/* -DCOUNTED: the model has counted outputs (NAME_run_counted); write
+ * writes their counted entries, as ONNX Runtime gives them */
+#ifdef COUNTED
+#undef RUN
+#undef RUN_THREADS
+#define RUN(a, i, o) CAT(MODEL, _run_counted)(a, i, o, counts)
+#define RUN_THREADS(a, i, o, t) CAT(MODEL, _run_counted_threads)(a, i, o, counts, t)
+static int64_t counts[CAT(UMODEL, _NUM_OUTPUTS) + 1];
+static const int counted_axis[] = CAT(UMODEL, _OUTPUT_COUNTED_AXES);
+#endif
 
 /* Bytes of one element of a MODELC_* type (one per element for the
  * sub-byte types, as modelc_rt.h stores them). */
@@ -158,7 +169,20 @@ static void cmd_write(const char *dir, int threaded)
 		snprintf(path, sizeof path, "%s/%d.bin", dir, k);
 		FILE *f = fopen(path, "wb");
 		size_t bytes = desc_bytes(&OUTPUT_DESCS[k]);
-		if (!f || fwrite(outputs[k], 1, bytes, f) != bytes || fclose(f)) {
+		/* blocks before the counted axis, each its first counts[k] entries */
+		size_t blocks = 1, part = bytes;
+#ifdef COUNTED
+		const modelc_tensor_desc *d = &OUTPUT_DESCS[k];
+		if (counted_axis[k] >= 0 && d->dims[counted_axis[k]] > 0) {
+			for (int a = 0; a < counted_axis[k]; a++)
+				blocks *= (size_t)d->dims[a];
+			part = bytes / blocks / (size_t)d->dims[counted_axis[k]] * (size_t)counts[k];
+		}
+#endif
+		bool ok = f != NULL;
+		for (size_t b = 0; b < blocks && ok; b++)
+			ok = fwrite((const char *)outputs[k] + b * (bytes / blocks), 1, part, f) == part;
+		if (!f || !ok || fclose(f)) {
 			printf("error cannot write %s\n", path);
 			return;
 		}

@@ -1422,6 +1422,11 @@ static void put_counted_header(emitter *e)
 	for (int i = 0; i < p->n_outputs; i++)
 		if (p->outputs[i].counted)
 			mc_sb_printf(sb, "#define %s_OUTPUT_%d_COUNTED_AXIS %d\n", e->upper, i, p->outputs[i].count_axis);
+	mc_sb_printf(sb, "/* The same for every output, as an initializer list (-1: not counted). */\n"
+	                 "#define %s_OUTPUT_COUNTED_AXES {", e->upper);
+	for (int i = 0; i < p->n_outputs; i++)
+		mc_sb_printf(sb, "%s%d", i ? ", " : "", p->outputs[i].counted ? p->outputs[i].count_axis : -1);
+	mc_sb_puts(sb, "}\n");
 	mc_sb_printf(sb, "\n/* Runs the model once.\n"
 	                 " *   arena:   %s_ARENA_BYTES bytes aligned to %s_ARENA_ALIGN, owned by the\n"
 	                 " *            caller; garbage on return.\n"

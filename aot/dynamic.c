@@ -390,7 +390,7 @@ static int build_at(merge *m, int64_t d, mc_graph **g, mc_program *p, const char
 	if (*g && !mc_apply_binds(*g, &o) && !mc_infer_graph(*g) && !mc_target_resolve(&o, &target) &&
 	    !mc_freeze_and_build(*g, &o, &target, p))
 		rc = 0;
-	if (rc)
+	if (rc && *g) /* past the import, which names the model's own problem (a --dim naming nothing) */
 		mc_error("--dim %s=%lld..%lld: the model does not compile at %s=%lld (above)", m->param,
 		         (long long)m->lo, (long long)m->hi, m->param, (long long)d);
 	free(pins);

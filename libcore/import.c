@@ -115,6 +115,40 @@ static void add_count_output(scope *s, mc_node *n, int node)
 	n->n_outputs = at + 1;
 }
 
+/* Every --dim must name a symbolic dimension of an input (a misspelt one
+ * would leave the dimension unpinned, or pin nothing): else an error
+ * listing the ones the model has. */
+static int check_dim_pins(const mc_graph *g, const mc_import_opts *opts)
+{
+	for (int k = 0; opts && k < opts->n_dim_pins; k++) {
+		const char *want = opts->dim_pins[k].param;
+		bool found = false;
+		char names[512] = "";
+		size_t len = 0;
+		for (int i = 0; i < g->n_inputs && !found; i++) {
+			const mc_value *v = &g->values[g->inputs[i]];
+			for (int d = 0; d < v->shape.rank && !found; d++) {
+				const char *p = v->dim_param[d];
+				if (!p)
+					continue;
+				found = strcmp(p, want) == 0;
+				/* each name once, in the order the inputs give them */
+				char quoted[140];
+				snprintf(quoted, sizeof quoted, "'%s'", p);
+				if (!strstr(names, quoted) && len + strlen(quoted) + 3 < sizeof names)
+					len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", quoted);
+			}
+		}
+		if (!found) {
+			mc_error("--dim %s: no input has a dimension named '%s' (%s%s)", want, want,
+			         len ? "the model's symbolic dimensions: " : "the model has no symbolic dimension",
+			         names);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* ---- tensors ---- */
 static int check_dtype(const char *what, const char *name, int32_t dt)
 {
@@ -836,6 +870,8 @@ static mc_graph *load_graph(const Onnx__GraphProto *gp, scope *parent, int depth
 		rc = load_value_type(&s, vi, &g->values[v]);
 		g->inputs[g->n_inputs++] = v;
 	}
+	if (!rc && !parent)
+		rc = check_dim_pins(g, opts);
 
 	/* Pass 1: every node output becomes a value, so that nodes may appear
 	 * in any order in the file. */

@@ -590,6 +590,23 @@ Test(import, negative_dim_pin_refused)
 	mb_free(b);
 }
 
+/* A --dim naming no dimension of the inputs is an error listing those the
+ * model has, not silently nothing pinned. */
+Test(import, dim_pin_naming_nothing_refused)
+{
+	mb *b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "x", MC_FLOAT, "batch,3");
+	mb_input(b, mb_main(b), "y", MC_FLOAT, "batch,seq");
+	mb_output(b, mb_main(b), "x");
+	mc_dim_pin dims[] = {{"sq", 4, 0}};
+	mc_import_opts opts = {.dim_pins = dims, .n_dim_pins = 1};
+	cr_assert_null(mb_import(b, NULL, &opts));
+	cr_assert_eq(diag_count(), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with("no input has a dimension named 'sq' (the model's symbolic dimensions: "
+	                             "'batch', 'seq')"), 1, "%s", diag_all());
+	mb_free(b);
+}
+
 Test(import, pin_disagreeing_with_model)
 {
 	mb *b = mb_new(OPSET);

@@ -710,6 +710,12 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* `modelc compile --help` (any command): the usage, every option in it */
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
 	/* A file-size limit (ulimit -f) then makes a write fail with EFBIG, which
 	 * is reported like a full disk, instead of killing modelc half-way. */
 	signal(SIGXFSZ, SIG_IGN);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "modelc.h"
+#include "ops/ops.h"
 
 /* The node that made count value cv, for messages. */
 static const mc_node *counter_of(const mc_graph *g, int cv)
@@ -28,14 +29,17 @@ static int refuse(const mc_graph *g, const mc_node *n, const mc_value *v, const 
 	                     o ? o->name : "", why);
 }
 
-static void set_counted(mc_graph *g, int out, int axis, int count_value)
+void mc_count_mark(mc_value *v, int axis, int count_value)
 {
-	if (out < 0)
-		return;
-	mc_value *v = &g->values[out];
 	v->counted = true;
 	v->count_axis = axis;
 	v->count_value = count_value;
+}
+
+static void set_counted(mc_graph *g, int out, int axis, int count_value)
+{
+	if (out >= 0)
+		mc_count_mark(&g->values[out], axis, count_value);
 }
 
 static int norm_axis(int64_t axis, int rank)
@@ -90,56 +94,22 @@ static int reshaped(mc_graph *g, const mc_node *n, const mc_value *v)
 	return 0;
 }
 
-/* The axes a reduction takes, as flags; false where they are not known
- * at compile time. */
-static bool reduce_axes(const mc_graph *g, const mc_node *n, int rank, bool *red)
-{
-	const int64_t *ax = NULL;
-	size_t na = 0;
-	const mc_attr *a = mc_attr_find(n, "axes");
-	if (a) {
-		if (mc_attr_ints(n, "axes", &ax, &na))
-			return false;
-	} else if (n->n_inputs > 1 && n->inputs[1] >= 0) {
-		const mc_value *v = &g->values[n->inputs[1]];
-		if (!v->konst)
-			return false;
-		na = v->konst->numel;
-		for (size_t i = 0; i < na; i++) {
-			int d = norm_axis(mc_get_i(v->konst, i), rank);
-			if (d >= 0 && d < rank)
-				red[d] = true;
-		}
-	}
-	for (size_t i = 0; i < na && ax; i++) {
-		int d = norm_axis(ax[i], rank);
-		if (d >= 0 && d < rank)
-			red[d] = true;
-	}
-	if (na == 0) {
-		int64_t noop = 0;
-		mc_attr_int(n, "noop_with_empty_axes", 0, &noop);
-		for (int d = 0; d < rank; d++)
-			red[d] = !noop;
-	}
-	return true;
-}
-
 /* Reductions and ArgMax/ArgMin over other axes. */
 static int reduced(mc_graph *g, const mc_node *n, const mc_value *v)
 {
 	int rank = v->shape.rank;
-	bool red[MC_MAX_RANK] = { false };
-	int64_t keep = 1;
-	if (mc_attr_int(n, "keepdims", 1, &keep))
-		return -1;
+	bool red[MC_MAX_RANK] = { false }, keep = true;
 	if (n->id == MC_OP_ArgMax || n->id == MC_OP_ArgMin) {
-		int64_t axis = 0;
-		if (mc_attr_int(n, "axis", 0, &axis))
+		int64_t axis = 0, keepdims = 1;
+		if (mc_attr_int(n, "axis", 0, &axis) || mc_attr_int(n, "keepdims", 1, &keepdims))
 			return -1;
 		red[norm_axis(axis, rank)] = true;
-	} else if (!reduce_axes(g, n, rank, red)) {
-		return refuse(g, n, v, "its axes are not known at compile time");
+		keep = keepdims != 0;
+	} else {
+		/* the reduction's own plan (its inference made it already) */
+		const mc_value *axes = input(g, n, 1);
+		if (mc_reduce_axes(n, &v->shape, axes ? axes->konst : NULL, red, &keep))
+			return -1;
 	}
 	if (red[v->count_axis])
 		return refuse(g, n, v, "it reduces that axis");

@@ -348,6 +348,8 @@ int mc_infer_node(mc_graph *g, int i);
  * axis lands on one of theirs; an error naming n where n would read the
  * padding as data (libcore/counted.c). */
 int mc_count_propagate(mc_graph *g, mc_node *n);
+/* Marks v counted on axis by the int64 scalar value count_value. */
+void mc_count_mark(mc_value *v, int axis, int count_value);
 /* A copy of t with the first count entries of axis only. */
 mc_tensor *mc_count_trim(const mc_tensor *t, int axis, int64_t count);
 /* Compile-time evaluation (inference and the freezing passes) shares one

@@ -160,6 +160,52 @@ mc_tensor *mc_opt_out(const mc_eval_ctx *c, int i)
 	return i < c->n_out ? c->out[i] : NULL;
 }
 
+int mc_count_out(mc_infer_ctx *c)
+{
+	int at = c->node->op ? c->node->op->max_outputs : -1;
+	if (!c->node->op || !(c->node->op->flags & MC_OP_COUNTED) || at >= c->n_out || !c->out[at])
+		return -1;
+	mc_shape scalar = {0, {0}};
+	mc_set_out(c, at, MC_INT64, &scalar);
+	return at;
+}
+
+void mc_set_counted_out(mc_infer_ctx *c, int k, mc_dtype dt, const mc_shape *bound, int axis, int count)
+{
+	mc_set_out(c, k, dt, bound);
+	mc_count_mark(c->out[k], axis, c->node->outputs[count]);
+}
+
+int mc_deliver_padded(mc_eval_ctx *c, int k, mc_tensor *res, int axis)
+{
+	mc_tensor *o = mc_opt_out(c, k);
+	int rc = 0;
+	if (o) {
+		size_t outer = 1, inner = mc_dtype_size(res->dtype);
+		for (int d = 0; d < axis; d++)
+			outer *= (size_t)res->shape.dims[d];
+		for (int d = axis + 1; d < res->shape.rank; d++)
+			inner *= (size_t)res->shape.dims[d];
+		size_t have = (size_t)res->shape.dims[axis] * inner, room = (size_t)o->shape.dims[axis] * inner;
+		if (o->dtype != res->dtype || o->shape.rank != res->shape.rank || have > room || outer * room != o->nbytes)
+			rc = mc_node_error(c->node, "output %d does not match its inferred shape", k);
+		for (size_t b = 0; b < outer && !rc; b++) {
+			memcpy((char *)o->data + b * room, (const char *)res->data + b * have, have);
+			memset((char *)o->data + b * room + have, 0, room - have);
+		}
+	}
+	mc_tensor_free(res);
+	return rc;
+}
+
+void mc_deliver_count(mc_eval_ctx *c, int64_t n)
+{
+	int at = c->node->op ? c->node->op->max_outputs : -1;
+	mc_tensor *count = at >= 0 && (c->node->op->flags & MC_OP_COUNTED) ? mc_opt_out(c, at) : NULL;
+	if (count)
+		*(int64_t *)count->data = n;
+}
+
 int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count)
 {
 	for (int k = 0; k < count; k++)

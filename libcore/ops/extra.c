@@ -1507,71 +1507,24 @@ static mc_tensor *nonzero_compute(const mc_tensor *x)
 	return y;
 }
 
-/* Output 0 of an op whose extent on `axis` depends on the data (MC_OP_
- * COUNTED) known only at run time: counted, shaped `bound`, its count in
- * the node's last output (the importer's). Without that output (a node
- * made otherwise), refused as before. */
-static int set_counted_out(mc_infer_ctx *c, mc_dtype dt, const mc_shape *bound, int axis)
-{
-	int last = c->node->n_outputs - 1;
-	if (last < 1 || !c->out[last])
-		return need_constant_inputs(c);
-	mc_shape scalar = {0, {0}};
-	mc_set_out(c, last, MC_INT64, &scalar);
-	mc_set_out(c, 0, dt, bound);
-	c->out[0]->counted = true;
-	c->out[0]->count_axis = axis;
-	c->out[0]->count_value = c->node->outputs[last];
-	return 0;
-}
-
-/* res (its true extent on axis) into output 0 (the bound's; the same where
- * the inputs were known at compile time), zeros past it, and the count
- * into the node's last output where it has one. */
-static int deliver_counted(mc_eval_ctx *c, mc_tensor *res, int axis)
-{
-	mc_tensor *o = mc_opt_out(c, 0);
-	int rc = 0;
-	if (o) {
-		size_t outer = 1, inner = mc_dtype_size(res->dtype);
-		for (int d = 0; d < axis; d++)
-			outer *= (size_t)res->shape.dims[d];
-		for (int d = axis + 1; d < res->shape.rank; d++)
-			inner *= (size_t)res->shape.dims[d];
-		size_t have = (size_t)res->shape.dims[axis] * inner, room = (size_t)o->shape.dims[axis] * inner;
-		if (o->dtype != res->dtype || o->shape.rank != res->shape.rank || have > room || outer * room != o->nbytes)
-			rc = mc_node_error(c->node, "output 0 does not match its inferred shape");
-		for (size_t b = 0; b < outer && !rc; b++) {
-			memcpy((char *)o->data + b * room, (const char *)res->data + b * have, have);
-			memset((char *)o->data + b * room + have, 0, room - have);
-		}
-	}
-	int last = c->node->n_outputs - 1;
-	mc_tensor *count = last >= 1 && (c->node->op->flags & MC_OP_COUNTED) ? mc_opt_out(c, last) : NULL;
-	if (count && !rc)
-		*(int64_t *)count->data = res->shape.dims[axis];
-	mc_tensor_free(res);
-	return rc;
-}
-
 static int nonzero_infer(mc_infer_ctx *c)
 {
 	if (MC_NEED_INPUTS(c, 0))
 		return -1;
-	if (!c->in[0]->konst) { /* [rank, up to every element] */
+	int count = mc_count_out(c);
+	if (!c->in[0]->konst) { /* [rank, up to every element], counted */
+		if (count < 0)
+			return need_constant_inputs(c);
 		const mc_shape *xs = &c->in[0]->shape;
 		mc_shape s = {2, {xs->rank, (int64_t)mc_numel(xs)}};
-		return set_counted_out(c, MC_INT64, &s, 1);
+		mc_set_counted_out(c, 0, MC_INT64, &s, 1, count);
+		return 0;
 	}
 	mc_tensor *y = nonzero_compute(c->in[0]->konst);
 	if (!y)
 		return mc_node_error(c->node, "cannot allocate the result");
 	mc_set_out(c, 0, MC_INT64, &y->shape);
 	mc_tensor_free(y);
-	if (c->n_out > 1 && c->out[1]) {
-		mc_shape scalar = {0, {0}};
-		mc_set_out(c, 1, MC_INT64, &scalar);
-	}
 	return 0;
 }
 
@@ -1580,7 +1533,8 @@ static int nonzero_eval(mc_eval_ctx *c)
 	mc_tensor *y = nonzero_compute(c->in[0]);
 	if (!y)
 		return mc_node_error(c->node, "cannot allocate the result");
-	return deliver_counted(c, y, 1);
+	mc_deliver_count(c, y->shape.dims[1]);
+	return mc_deliver_padded(c, 0, y, 1);
 }
 
 /* Unique: slices along axis (or single elements) compared lexicographically. */
@@ -1718,11 +1672,8 @@ static int unique_infer(mc_infer_ctx *c)
 {
 	if (MC_NEED_INPUTS(c, 0))
 		return -1;
-	int last = c->node->n_outputs - 1; /* the importer's count, past the op's 4 */
-	mc_shape scalar = {0, {0}};
-	if (last == 4 && c->out[4])
-		mc_set_out(c, 4, MC_INT64, &scalar);
-	if (!c->in[0]->konst && last == 4 && c->out[4]) {
+	int count = mc_count_out(c);
+	if (!c->in[0]->konst && count >= 0) {
 		/* known at run time: Y, indices and counts padded to every slice,
 		 * counted (libcore/counted.c) by the unique ones; inverse_indices
 		 * whole */
@@ -1735,14 +1686,11 @@ static int unique_infer(mc_infer_ctx *c)
 		if (axis < 0)
 			ys = gs;
 		for (int k = 0; k < 4 && k < c->n_out; k++) {
-			if (!c->out[k])
-				continue;
-			mc_set_out(c, k, k ? MC_INT64 : c->in[0]->dtype, k ? &gs : &ys);
-			if (k == 2)
-				continue;
-			c->out[k]->counted = true;
-			c->out[k]->count_axis = k == 0 && axis >= 0 ? axis : 0;
-			c->out[k]->count_value = c->node->outputs[4];
+			if (k == 2 && c->out[2])
+				mc_set_out(c, 2, MC_INT64, &gs);
+			else if (c->out[k])
+				mc_set_counted_out(c, k, k ? MC_INT64 : c->in[0]->dtype, k ? &gs : &ys,
+				                   k == 0 && axis >= 0 ? axis : 0, count);
 		}
 		return 0;
 	}
@@ -1761,43 +1709,21 @@ static int unique_infer(mc_infer_ctx *c)
 
 static int unique_eval(mc_eval_ctx *c)
 {
-	mc_tensor *res[4] = {NULL};
-	if (unique_compute(c->node, c->in[0], res))
-		return -1;
 	int axis;
 	int64_t n;
-	if (unique_axis(c->node, &c->in[0]->shape, &axis, &n))
+	mc_tensor *res[4] = {NULL};
+	if (unique_axis(c->node, &c->in[0]->shape, &axis, &n) || unique_compute(c->node, c->in[0], res))
 		return -1;
-	int rc = 0;
-	/* inverse_indices whole; the others padded, then the count */
+	/* inverse_indices whole; Y, indices and counts padded; the count */
+	mc_deliver_count(c, res[1]->shape.dims[0]);
 	mc_tensor *whole[4] = {NULL, NULL, res[2], NULL};
-	res[2] = NULL;
-	rc = deliver(c, whole, 3);
-	for (int k = 0; k < 4; k++) {
-		mc_tensor *o = k < c->n_out ? mc_opt_out(c, k) : NULL;
-		if (!res[k] || !o)
-			continue;
-		int ax = k == 0 && axis >= 0 ? axis : 0;
-		size_t outer = 1, inner = mc_dtype_size(res[k]->dtype);
-		for (int d = 0; d < ax; d++)
-			outer *= (size_t)res[k]->shape.dims[d];
-		for (int d = ax + 1; d < res[k]->shape.rank; d++)
-			inner *= (size_t)res[k]->shape.dims[d];
-		size_t have = (size_t)res[k]->shape.dims[ax] * inner, room = (size_t)o->shape.dims[ax] * inner;
-		if (o->dtype != res[k]->dtype || have > room || outer * room != o->nbytes) {
-			rc = mc_node_error(c->node, "output %d does not match its inferred shape", k);
-			continue;
-		}
-		for (size_t b = 0; b < outer; b++) {
-			memcpy((char *)o->data + b * room, (const char *)res[k]->data + b * have, have);
-			memset((char *)o->data + b * room + have, 0, room - have);
-		}
+	int rc = deliver(c, whole, 3);
+	static const int padded[] = {0, 1, 3};
+	for (int i = 0; i < 3; i++) {
+		int k = padded[i];
+		if (mc_deliver_padded(c, k, res[k], k == 0 && axis >= 0 ? axis : 0))
+			rc = -1;
 	}
-	mc_tensor *count = c->n_out > 4 ? mc_opt_out(c, 4) : NULL;
-	if (count && !rc)
-		*(int64_t *)count->data = res[1] ? res[1]->shape.dims[0] : 0;
-	for (int k = 0; k < 4; k++)
-		mc_tensor_free(res[k]);
 	return rc;
 }
 
@@ -1935,15 +1861,16 @@ static int nms_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "needs boxes [B, N, 4] and scores [B, classes, N]");
 	if (check_float(n, "boxes", c->in[NMS_BOXES]) || check_float(n, "scores", c->in[NMS_SCORES]))
 		return -1;
-	mc_shape scalar = {0, {0}};
 	bool known = true;
 	for (int k = 0; k < c->n_in; k++)
 		known = known && (!c->in[k] || c->in[k]->konst);
-	if (c->n_out > 1 && c->out[1])
-		mc_set_out(c, 1, MC_INT64, &scalar);
+	int count = mc_count_out(c);
 	if (!known) { /* padded to the bound; the count says how many rows are boxes */
+		if (count < 0)
+			return need_constant_inputs(c);
 		mc_shape s = {2, {nms_bound(c), 3}};
-		return set_counted_out(c, MC_INT64, &s, 0);
+		mc_set_counted_out(c, 0, MC_INT64, &s, 0, count);
+		return 0;
 	}
 	const mc_tensor *in[5] = {NULL};
 	for (int k = 0; k < c->n_in && k < 5; k++)
@@ -1963,7 +1890,8 @@ static int nms_eval(mc_eval_ctx *c)
 	mc_tensor *res[1] = {NULL};
 	if (nms_compute(c->node, c->in, c->n_in, res))
 		return -1;
-	return deliver_counted(c, res[0], 0);
+	mc_deliver_count(c, res[0]->shape.dims[0]);
+	return mc_deliver_padded(c, 0, res[0], 0);
 }
 
 /* ---- registry ---- */

@@ -1849,20 +1849,14 @@ static int compress_infer(mc_infer_ctx *c)
 		return mc_node_error(n, "condition must be bool, got %s",
 		                     mc_dtype_name(c->in[1]->dtype));
 	int64_t dim = axis < 0 ? (int64_t)mc_numel(&x->shape) : x->shape.dims[axis], kept;
-	int last = n->n_outputs - 1; /* the importer's count */
-	mc_shape scalar = {0, {0}};
-	if (last == 1 && c->out[1])
-		mc_set_out(c, 1, MC_INT64, &scalar);
-	if (!c->in[1]->konst && last == 1 && c->out[1]) {
+	int count = mc_count_out(c);
+	if (!c->in[1]->konst && count >= 0) {
 		/* a condition known at run time: up to the whole axis, counted
 		 * (libcore/counted.c) by the entries kept */
 		mc_shape out = x->shape;
 		if (axis < 0)
 			out.rank = 1, out.dims[0] = dim;
-		mc_set_out(c, 0, x->dtype, &out);
-		c->out[0]->counted = true;
-		c->out[0]->count_axis = axis < 0 ? 0 : axis;
-		c->out[0]->count_value = n->outputs[1];
+		mc_set_counted_out(c, 0, x->dtype, &out, axis < 0 ? 0 : axis, count);
 		return 0;
 	}
 	if (!(cond = need_const(c, 1, "condition")))
@@ -1904,8 +1898,7 @@ static int compress_eval(mc_eval_ctx *c)
 			if (mc_get_i(cond, i))
 				memcpy(dst + (o * room + at++) * block, src + (o * dim + i) * block, block);
 	}
-	if (c->n_out > 1 && c->out[1])
-		*(int64_t *)c->out[1]->data = kept;
+	mc_deliver_count(c, kept);
 	return 0;
 }
 

@@ -27,6 +27,26 @@ int mc_infer_same_as_input0(mc_infer_ctx *c);
 const mc_value *mc_opt_in(const mc_infer_ctx *c, int i);
 const mc_tensor *mc_opt_tensor(const mc_eval_ctx *c, int i);
 mc_tensor *mc_opt_out(const mc_eval_ctx *c, int i);
+/* Ops whose outputs' extent may depend on the data (MC_OP_COUNTED):
+ * the importer's count output, at index max_outputs, typed an int64
+ * scalar; its index, or -1 where the node has none (made otherwise). */
+int mc_count_out(mc_infer_ctx *c);
+/* Output k shaped `bound`, counted on axis by the count output (index
+ * count, mc_count_out's): its extent there is known at run time only. */
+void mc_set_counted_out(mc_infer_ctx *c, int k, mc_dtype dt, const mc_shape *bound, int axis, int count);
+/* res, shaped as output k but for its true extent on axis, into output k
+ * (the bound's extent there; the same where the inputs were known at
+ * compile time), zeros past it; frees res. -1 after reporting. */
+int mc_deliver_padded(mc_eval_ctx *c, int k, mc_tensor *res, int axis);
+/* n into the node's count output, where it has one. */
+void mc_deliver_count(mc_eval_ctx *c, int64_t n);
+
+/* The dims Reduce* node n takes from an input shaped in (axes_t: its axes
+ * input where it has one, else NULL), as its inference plans them, and
+ * whether it keeps them; -1 after reporting. */
+int mc_reduce_axes(const mc_node *n, const mc_shape *in, const mc_tensor *axes_t, bool reduced[MC_MAX_RANK],
+                   bool *keepdims);
+
 /* Inputs the op cannot do without, even when the model leaves them empty:
  * "input K is required" for the first of idx[0..count) that is omitted. */
 int mc_need_inputs(const mc_infer_ctx *c, const int *idx, int count);

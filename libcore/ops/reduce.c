@@ -271,6 +271,17 @@ static int reduce_make_plan(const mc_node *n, const mc_shape *in, const mc_tenso
 	return plan_reduction(n, in, axes, count, p->noop_empty, p->keepdims, plan);
 }
 
+int mc_reduce_axes(const mc_node *n, const mc_shape *in, const mc_tensor *axes_t, bool reduced[MC_MAX_RANK],
+                   bool *keepdims)
+{
+	reduce_plan plan;
+	if (reduce_make_plan(n, in, axes_t, &plan))
+		return -1;
+	memcpy(reduced, plan.reduced, sizeof plan.reduced);
+	*keepdims = ((const reduce_params *)n->params)->keepdims;
+	return 0;
+}
+
 static int reduce_infer(mc_infer_ctx *c)
 {
 	const mc_node *n = c->node;
@@ -756,24 +767,16 @@ static int topk_infer(mc_infer_ctx *c)
 	if (need_numeric(n, x, "input") || mc_norm_axis(n, p->axis, x->shape.rank, &axis))
 		return -1;
 	const mc_tensor *k_t = NULL;
-	int last = n->n_outputs - 1; /* the importer's count, past values and indices */
-	mc_shape scalar = {0, {0}};
-	if (last == 2 && c->out[2])
-		mc_set_out(c, 2, MC_INT64, &scalar);
+	int count = mc_count_out(c);
 	if (n->opset >= 10 && !c->in[1]->konst) {
 		/* k known at run time: the outputs padded to the axis' extent
 		 * on that axis, counted (libcore/counted.c) by k */
-		if (last != 2 || !c->out[2])
+		if (count < 0)
 			return mc_node_error(n, "k (input 2, '%s') must be known at compile time: it "
 			                     "sets the output shape", c->in[1]->name);
-		for (int o = 0; o < 2 && o < c->n_out; o++) {
-			if (!c->out[o])
-				continue;
-			mc_set_out(c, o, o ? MC_INT64 : x->dtype, &x->shape);
-			c->out[o]->counted = true;
-			c->out[o]->count_axis = axis;
-			c->out[o]->count_value = n->outputs[2];
-		}
+		for (int o = 0; o < 2 && o < c->n_out; o++)
+			if (c->out[o])
+				mc_set_counted_out(c, o, o ? MC_INT64 : x->dtype, &x->shape, axis, count);
 		return 0;
 	}
 	if (n->opset >= 10)
@@ -839,8 +842,7 @@ static int topk_eval(mc_eval_ctx *c)
 	for (int o = 0; o < 2 && o < c->n_out; o++)
 		if (c->out[o])
 			memset(c->out[o]->data, 0, c->out[o]->nbytes);
-	if (c->n_out > 2 && c->out[2])
-		*(int64_t *)c->out[2]->data = k;
+	mc_deliver_count(c, k);
 	size_t *pos = mc_alloc_array(n, v.n, sizeof *pos);
 	size_t *tmp = mc_alloc_array(n, v.n, sizeof *tmp);
 	if (!pos || !tmp) {

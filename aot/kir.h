@@ -612,6 +612,7 @@ enum {
 	MC_STATUS_BAD_INDEX = 3,      /* an index input out of range (Gather, ...) */
 	MC_STATUS_BAD_INPUT = 4,      /* other invalid input data */
 	MC_STATUS_BAD_DIM = 6,        /* a dynamic dimension's size outside its bounds */
+	MC_STATUS_BRANCH = 7,         /* an If branch taken that cannot run with the model's shapes */
 };
 
 #endif

@@ -1122,6 +1122,16 @@ static int lower_mel(mc_lower_ctx *c)
 
 static const mc_lowering l_mel = { MC_OP_MelWeightMatrix, lower_mel, NULL, 0 };
 
+/* ==== Unreachable: an If branch that cannot run with the model's shapes
+ * (libcore/ops/control.c): taken, the run stops with its status ==== */
+static int lower_unreachable(mc_lower_ctx *c)
+{
+	mc_kb_fail(c->kb, MC_STATUS_BRANCH);
+	return 0;
+}
+
+static const mc_lowering l_unreachable = { MC_OP_Unreachable, lower_unreachable, NULL, 0 };
+
 /* ==== extra: CenterCropPad, RotaryEmbedding, Det, GridSample, RoiAlign ==== */
 
 /* Output element = the input element at the same coordinates shifted by
@@ -2263,6 +2273,7 @@ const mc_lowering *const mc_lower_misc[] = {
 	&l_blackman,
 	&l_cumprod,
 	&l_mel,
+	&l_unreachable,
 	&l_ccp,
 	&l_rope,
 	&l_det,

@@ -84,13 +84,17 @@ function mulberry32(seed) {
 	};
 }
 
-// "input=1x1280,other=2x3" -> {input: [1, 1280], other: [2, 3]}
+// "input=1x1280,other=2x3,fill:sr=16000" -> {input: [1, 1280], other: [2, 3],
+// fills: {sr: 16000}} (fill: every element of that input is the value)
 function parsePins(text) {
-	const pins = {};
+	const pins = {fills: {}};
 	if (text === '-' || !text) return pins;
-	for (const p of text.split(',')) {
+	for (let p of text.split(',')) {
+		const fill = p.startsWith('fill:');
+		if (fill) p = p.slice(5);
 		const eq = p.lastIndexOf('=');
-		pins[p.slice(0, eq)] = p.slice(eq + 1) === 'scalar' ? [] : p.slice(eq + 1).split('x').map(Number);
+		if (fill) pins.fills[p.slice(0, eq)] = Number(p.slice(eq + 1));
+		else pins[p.slice(0, eq)] = p.slice(eq + 1) === 'scalar' ? [] : p.slice(eq + 1).split('x').map(Number);
 	}
 	return pins;
 }
@@ -101,13 +105,20 @@ function makeFeeds(ort, session, pins, seed, scale) {
 	const random = mulberry32(seed);
 	const feeds = {};
 	const arrays = {float32: Float32Array, float64: Float64Array};
+	const filled = {...arrays, int64: BigInt64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array};
 	for (const meta of session.inputMetadata) {
-		const Array_ = arrays[meta.type];
+		const fill = pins.fills[meta.name];
+		const Array_ = (fill === undefined ? arrays : filled)[meta.type];
 		if (!meta.isTensor || !Array_) throw new Error(`input '${meta.name}' is ${meta.type}: only float inputs are generated`);
 		const dims = pins[meta.name] || meta.shape;
 		if (!dims.every((d) => typeof d === 'number' && d >= 0)) throw new Error(`input '${meta.name}' has a symbolic dim: pin it in models.tsv`);
 		const n = dims.reduce((p, d) => p * d, 1);
 		const data = new Array_(n);
+		if (fill !== undefined) {
+			data.fill(Array_ === BigInt64Array ? BigInt(fill) : fill);
+			feeds[meta.name] = new ort.Tensor(meta.type, data, dims);
+			continue;
+		}
 		// models.tsv's scale: S (uniform in [-S, S]) or LO:HI, as tests/models/reference.js
 		const range = String(scale).split(':').map(Number);
 		if (range.length === 2) for (let i = 0; i < n; i++) data[i] = range[0] + random() * (range[1] - range[0]);

@@ -32,6 +32,50 @@ static void emit(const char *kind, const char *fmt, va_list ap)
 
 static unsigned long errors_reported;
 
+static void hold_line(const char *line, void *user)
+{
+	mc_diag_held *h = user;
+	size_t n = strlen(line);
+	if (!h->first[0] && strncmp(line, "modelc: error: ", 15) == 0)
+		snprintf(h->first, sizeof h->first, "%s", line + 15);
+	h->lines = realloc(h->lines, h->len + n + 2);
+	if (!h->lines) {
+		fputs("modelc: error: out of memory\n", stderr);
+		exit(3);
+	}
+	memcpy(h->lines + h->len, line, n);
+	h->len += n;
+	h->lines[h->len++] = '\n';
+	h->lines[h->len] = 0;
+}
+
+void mc_diag_hold(mc_diag_held *h)
+{
+	*h = (mc_diag_held){ .sink = sink, .user = sink_user, .errors = errors_reported };
+	sink = hold_line;
+	sink_user = h;
+}
+
+void mc_diag_release(mc_diag_held *h, bool replay)
+{
+	sink = h->sink;
+	sink_user = h->user;
+	if (!replay)
+		errors_reported = h->errors;
+	for (char *line = h->lines; replay && line && *line; ) {
+		char *end = strchr(line, '\n');
+		*end = 0;
+		if (sink)
+			sink(line, sink_user);
+		else
+			fprintf(stderr, "%s\n", line);
+		line = end + 1;
+	}
+	free(h->lines);
+	h->lines = NULL;
+	h->len = 0;
+}
+
 unsigned long mc_error_count(void)
 {
 	return errors_reported;

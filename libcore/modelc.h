@@ -170,6 +170,22 @@ unsigned long mc_error_count(void);
 /* Tests capture messages instead of printing them. */
 typedef void (*mc_diag_sink)(const char *line, void *user);
 void mc_set_diag_sink(mc_diag_sink sink, void *user);
+/* Diagnostics held back while something is tried that may fail (an If
+ * branch's inference): mc_diag_hold keeps the lines made from then on
+ * instead of printing them, and mc_diag_release puts the sink back and,
+ * with replay, passes the lines on as they would have gone; without,
+ * they are dropped and the error count restored. first: the first error
+ * line held (for a warning quoting it). Holds may nest. */
+typedef struct {
+	mc_diag_sink sink;
+	void *user;
+	unsigned long errors;
+	char *lines;        /* held lines, each ending in '\n' (malloc'd) */
+	size_t len;
+	char first[512];
+} mc_diag_held;
+void mc_diag_hold(mc_diag_held *h);
+void mc_diag_release(mc_diag_held *h, bool replay);
 /* An internal invariant: a bug in modelc when it fails, never bad model
  * input (that is an mc_error). Aborts with file:line and the condition, in
  * every build: a wrong kernel compiled quietly costs more than the test. */

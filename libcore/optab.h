@@ -233,7 +233,8 @@ typedef enum {
 	X(QiQuantize,                MC_OF_INTERNAL | MC_OF_PW,                 MC_MACS_NONE) \
 	X(QiLut,                     MC_OF_INTERNAL,                            MC_MACS_NONE) \
 	X(QiAvgPool,                 MC_OF_INTERNAL,                            MC_MACS_NONE) \
-	X(QiSoftmax,                 MC_OF_INTERNAL,                            MC_MACS_NONE)
+	X(QiSoftmax,                 MC_OF_INTERNAL,                            MC_MACS_NONE) \
+	X(Unreachable,               MC_OF_INTERNAL,                            MC_MACS_NONE)
 
 typedef enum {
 	MC_OP_NONE, /* not in the table (another domain, an unknown op) */

@@ -30,9 +30,12 @@ enum {
 	MODELC_ERR_BAD_INDEX = 3,     /* an index input out of range (Gather, ...) */
 	MODELC_ERR_BAD_INPUT = 4,     /* other invalid input data */
 	MODELC_ERR_CUDA = 5,          /* a CUDA call failed (cuda target: NAME_cuda.error says which) */
-	MODELC_ERR_BAD_DIM = 6        /* a dynamic dimension's size outside its bounds (--dim
+	MODELC_ERR_BAD_DIM = 6,       /* a dynamic dimension's size outside its bounds (--dim
 	                               * NAME=LO..HI: NAME_DIM_<k>_MIN..MAX), or dims NULL;
 	                               * nothing is read or written */
+	MODELC_ERR_BRANCH = 7         /* the inputs chose an If branch that cannot run with the
+	                               * shapes the model was compiled for (modelc warned, naming
+	                               * the inputs that decide); the outputs are not written */
 };
 
 /* ---- several cores: NAME_run_threads (modelc --threads N) ----

@@ -1034,6 +1034,7 @@ static const char *status_name(int code)
 	case MC_STATUS_MISALIGNED: return "MODELC_ERR_MISALIGNED";
 	case MC_STATUS_BAD_INDEX: return "MODELC_ERR_BAD_INDEX";
 	case MC_STATUS_BAD_INPUT: return "MODELC_ERR_BAD_INPUT";
+	case MC_STATUS_BRANCH: return "MODELC_ERR_BRANCH";
 	default: return NULL;
 	}
 }

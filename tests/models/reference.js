@@ -3,7 +3,7 @@
 // by scripts/install-deps into .cache/npm-tools/).
 //
 // usage: node tests/models/reference.js MODEL DIR [--seed N] [--scale S|LO:HI]
-//                 [--pin NAME=DIMS]... [--inputs-from DIR0] [--no-opt]
+//                 [--pin NAME=DIMS]... [--fill NAME=VALUE]... [--inputs-from DIR0] [--no-opt]
 //
 // Generates one input per graph input from a seeded PRNG (uniform in
 // [-S, S], default S = 1; --scale LO:HI: uniform in [LO, HI]), or reuses
@@ -13,7 +13,9 @@
 //   DIR/outputs/FILE.bin  each output, raw little-endian
 //   DIR/inputs.tsv, DIR/outputs.tsv   NAME, FILE, dtype, dims (like 1x3x8x8)
 // FILE is the value's name with every byte outside [A-Za-z0-9_.-] replaced
-// by '_', as `modelc run` names its outputs. --no-opt turns ONNX Runtime's
+// by '_', as `modelc run` names its outputs. --fill NAME=VALUE gives every
+// element of input NAME the value VALUE instead (any numeric dtype: an
+// integer input such as silero VAD's sample rate `sr`). --no-opt turns ONNX Runtime's
 // graph optimisations off (a second, slightly different answer, used to
 // check this pipeline itself). Exits 77 when onnxruntime-node is missing.
 'use strict';
@@ -29,7 +31,7 @@ function die(msg, code = 1) {
 }
 
 function parseArgs(argv) {
-	const a = {pins: {}, seed: 1, scale: 1, noOpt: false, inputsFrom: null, pos: []};
+	const a = {pins: {}, fills: {}, seed: 1, scale: 1, noOpt: false, inputsFrom: null, pos: []};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		const next = () => {
@@ -44,6 +46,11 @@ function parseArgs(argv) {
 		}
 		else if (arg === '--no-opt') a.noOpt = true;
 		else if (arg === '--inputs-from') a.inputsFrom = next();
+		else if (arg === '--fill') {
+			const v = next(), eq = v.lastIndexOf('=');
+			if (eq <= 0 || !Number.isFinite(Number(v.slice(eq + 1)))) die(`--fill expects NAME=NUMBER, got '${v}'`, 2);
+			a.fills[v.slice(0, eq)] = Number(v.slice(eq + 1));
+		}
 		else if (arg === '--pin') {
 			const v = next(), eq = v.lastIndexOf('=');
 			if (eq <= 0) die(`--pin expects NAME=DIMS, got '${v}'`, 2);
@@ -51,7 +58,7 @@ function parseArgs(argv) {
 		} else if (arg.startsWith('--')) die(`unknown option '${arg}'`, 2);
 		else a.pos.push(arg);
 	}
-	if (a.pos.length !== 2) die('usage: reference.js MODEL DIR [--seed N] [--scale S|LO:HI] [--pin NAME=DIMS]... [--inputs-from DIR0] [--no-opt]', 2);
+	if (a.pos.length !== 2) die('usage: reference.js MODEL DIR [--seed N] [--scale S|LO:HI] [--pin NAME=DIMS]... [--fill NAME=VALUE]... [--inputs-from DIR0] [--no-opt]', 2);
 	if (!Number.isInteger(a.seed) || !(a.scale > 0)) die('--seed must be an integer and --scale positive', 2);
 	if (a.lo === undefined) [a.lo, a.hi] = [-a.scale, a.scale];
 	if (!(a.lo < a.hi)) die('--scale LO:HI needs LO < HI', 2);
@@ -90,6 +97,8 @@ function mulberry32(seed) {
 }
 
 const generated = {float32: Float32Array, float64: Float64Array};
+// the dtypes --fill may give
+const filled = {...generated, int64: BigInt64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array};
 
 function inputShape(meta, pins) {
 	const pin = pins[meta.name];
@@ -144,12 +153,15 @@ async function main() {
 	const random = mulberry32(args.seed);
 	for (const meta of session.inputMetadata) {
 		if (!meta.isTensor) die(`input '${meta.name}' is not a tensor`);
-		const Array_ = generated[meta.type];
-		if (!Array_) die(`input '${meta.name}' is ${meta.type}; only float32 and float64 inputs are generated`);
+		const fill = args.fills[meta.name];
+		const Array_ = (fill === undefined ? generated : filled)[meta.type];
+		if (!Array_) die(`input '${meta.name}' is ${meta.type}; only float32 and float64 inputs are generated (others: --fill)`);
 		const dims = inputShape(meta, args.pins);
 		const numel = dims.reduce((p, d) => p * d, 1);
 		let data;
-		if (reused) {
+		if (fill !== undefined) {
+			data = new Array_(numel).fill(Array_ === BigInt64Array ? BigInt(fill) : fill);
+		} else if (reused) {
 			const row = reused.find((r) => r[0] === meta.name);
 			if (!row) die(`${args.inputsFrom}/inputs.tsv has no input '${meta.name}'`);
 			const buf = fs.readFileSync(path.join(args.inputsFrom, 'inputs', row[1]));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "../../aot/aot.h"
 #include "compile_helpers.h"
@@ -86,6 +87,106 @@ Test(compile, runtime_if_runs_the_branch_its_condition_picks)
 			cr_assert_float_eq(y[i], want, 1e-6, "cond %d, element %d: %g, want %g", c, i, y[i], want);
 		}
 	}
+	rm_tree(tmp);
+	free(model);
+	free(tmp);
+}
+
+/* y = Relu(If(sr == 16000, x + 1, Reshape(x, [3]))) - 1, x of 4 elements:
+ * the else branch cannot be typed (4 elements into 3), as silero VAD's
+ * branch for 8000 cannot on 512 samples. */
+static char *untypable_branch_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4");
+	mb_input(b, g, "sr", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "");
+	const int64_t rate = 16000, three[1] = { 3 };
+	mb_init_ints(b, g, "rate", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "", &rate, 1);
+	mb_node(b, g, "Equal", "is_16k", "sr,rate", "cond");
+	float one = 1;
+	Onnx__GraphProto *tg = mb_graph(b, "then"), *eg = mb_graph(b, "else");
+	mb_init_floats(b, tg, "one", "", &one, 1);
+	mb_node(b, tg, "Add", "then_add", "x,one", "t_out");
+	mb_output(b, tg, "t_out");
+	mb_init_ints(b, eg, "shape3", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1", three, 1);
+	mb_node(b, eg, "Reshape", "else_reshape", "x,shape3", "e_out");
+	mb_output(b, eg, "e_out");
+	Onnx__NodeProto *n = mb_node(b, g, "If", "if", "cond", "z");
+	mb_attr_graph(b, n, "then_branch", tg);
+	mb_attr_graph(b, n, "else_branch", eg);
+	mb_node(b, g, "Relu", "relu", "z", "r");
+	mb_init_floats(b, g, "minus", "", &one, 1);
+	mb_node(b, g, "Sub", "sub", "r,minus", "y");
+	mb_output(b, g, "y");
+	return save_model(b, dir, "branch.onnx");
+}
+
+/* A branch that cannot be typed compiles, with a warning naming the input
+ * that decides, into a run that gives MODELC_ERR_BRANCH (7) if it is
+ * taken; the interpreter fails there too; the other branch runs. */
+Test(compile, untypable_branch_is_a_run_time_error)
+{
+	char *tmp = make_temp_dir(), out_dir[4096], cmd[9000], path[4200];
+	char *model = untypable_branch_model(tmp);
+	snprintf(out_dir, sizeof out_dir, "%s/out", tmp);
+	mc_compile_opts o;
+	mc_compile_opts_init(&o);
+	o.name = "br";
+	o.harness = true;
+	diag_capture();
+	cr_assert_eq(mc_compile(model, out_dir, &o), 0, "%s", diag_all());
+	cr_assert_eq(diag_count_with("modelc: warning: node 'if' (If, opset 13): its else_branch cannot run "
+	                             "with these shapes (node 'else_reshape' (Reshape, opset 13)"), 1, "%s",
+	             diag_all());
+	cr_assert_eq(diag_count_with("MODELC_ERR_BRANCH if taken; the condition depends on input 'sr'"), 1,
+	             "%s", diag_all());
+	cr_assert_eq(diag_count_with("modelc: error"), 0, "%s", diag_all());
+	snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O1 -Wall -Wextra -Werror br.c br_weights.c "
+	         "br_main.c -o run -lm", out_dir);
+	cr_assert_eq(system(cmd), 0, "generated code does not build: %s", cmd);
+	float x[4] = { -2, -0.5f, 0.5f, 2 };
+	snprintf(path, sizeof path, "%s/x.bin", out_dir);
+	cr_assert_eq(write_file(path, x, sizeof x), 0);
+	for (int k = 0; k < 2; k++) {
+		int64_t sr = k ? 8000 : 16000;
+		snprintf(path, sizeof path, "%s/sr.bin", out_dir);
+		cr_assert_eq(write_file(path, &sr, sizeof sr), 0);
+		snprintf(path, sizeof path, "%s/output_0.bin", out_dir);
+		remove(path);
+		snprintf(cmd, sizeof cmd, "cd '%s' && ./run . x.bin sr.bin 2>/dev/null", out_dir);
+		int status = system(cmd);
+		cr_assert(WIFEXITED(status));
+		if (k) {
+			cr_assert_eq(WEXITSTATUS(status), 7, "sr 8000: status %d, want MODELC_ERR_BRANCH",
+			             WEXITSTATUS(status));
+			continue;
+		}
+		cr_assert_eq(WEXITSTATUS(status), 0);
+		float y[4];
+		FILE *f = fopen(path, "rb");
+		cr_assert(f);
+		cr_assert_eq(fread(y, sizeof(float), 4, f), 4);
+		fclose(f);
+		for (int i = 0; i < 4; i++) {
+			float want = (x[i] + 1 > 0 ? x[i] + 1 : 0) - 1;
+			cr_assert_float_eq(y[i], want, 1e-6, "element %d: %g, want %g", i, y[i], want);
+		}
+	}
+	/* the interpreter: the taken branch fails, naming it */
+	mc_graph *g = mc_import_file(model, NULL);
+	cr_assert(g && !mc_infer_graph(g), "%s", diag_all());
+	mc_shape s4 = { 1, { 4 } }, s0 = { 0 };
+	mc_tensor *in[2] = { mc_tensor_new(MC_FLOAT, &s4), mc_tensor_new(MC_INT64, &s0) }, *out[2] = { 0 };
+	memcpy(in[0]->data, x, sizeof x);
+	((int64_t *)in[1]->data)[0] = 8000;
+	diag_capture();
+	cr_assert_neq(mc_interp_run(g, in, out, NULL), 0);
+	cr_assert_eq(diag_count_with("node 'if/unreachable' (Unreachable, opset 13): this If branch cannot run"), 1,
+	             "%s", diag_all());
+	mc_tensor_free(in[0]);
+	mc_tensor_free(in[1]);
+	mc_graph_free(g);
 	rm_tree(tmp);
 	free(model);
 	free(tmp);

@@ -3,7 +3,6 @@
  * interpreter (or another runtime's output files). */
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -159,7 +158,7 @@ int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const c
 	return 0;
 }
 
-/* Output k's reference: DIR/FILE.npy or DIR/FILE.bin, FILE as `modelc
+/* Output v's reference: DIR/FILE.npy or DIR/FILE.bin, FILE as `modelc
  * run` names it; a counted output's count is the file's. NULL after
  * reporting. */
 static mc_tensor *read_reference(const char *dir, const mc_value *v)

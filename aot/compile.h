@@ -193,9 +193,20 @@ typedef struct {
 	double rtol, atol;          /* pass: max|err| <= atol + rtol * max|ref| */
 	const char *cc, *cflags;    /* the host compiler that builds the code */
 	bool keep;                  /* leave the temporary directory */
+	/* --input NAME=FILE (n_inputs pairs; every graph input, then): these
+	 * inputs instead of random ones */
+	int n_inputs;
+	const char *const *input_names, *const *input_files;
+	/* --reference DIR: each output compared with DIR/FILE.bin or FILE.npy
+	 * (FILE as mc_output_file_name names it), another runtime's answer for
+	 * those inputs, instead of the interpreter's */
+	const char *reference;
+	bool atol_given;            /* --reference: integer outputs within atol, not exact */
 } mc_verify_opts;
 void mc_verify_opts_init(mc_verify_opts *v);
-/* 0: every output within tolerance; 1: beyond it; -1: error (reported). */
+/* 0: every output within tolerance; 1: beyond it (or, with a reference,
+ * another count of a counted output); -1: error (reported), such as a
+ * reference file missing or of another size, dtype or shape. */
 int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v);
 
 /* Builds DIR's NAME.c, NAME_weights.c and the harness NAME_main.c with

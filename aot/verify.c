@@ -1,5 +1,6 @@
 /* modelc verify: compile, build with the host compiler, run on seeded
- * random inputs, compare with the reference interpreter. */
+ * random inputs (or the given ones), compare with the reference
+ * interpreter (or another runtime's output files). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -70,27 +71,6 @@ static void first_log_line(const char *dir, const char *file, char *buf, size_t 
 	if (fgets(buf, (int)n, f))
 		buf[strcspn(buf, "\n")] = 0;
 	fclose(f);
-}
-
-/* A counted output's file holds the entries its run filled (the harness's
- * write_output): its shape, the count read off the file's size. */
-static int counted_shape(const char *path, const mc_value *v, mc_shape *s)
-{
-	FILE *f = fopen(path, "rb");
-	long bytes = -1;
-	if (f && fseek(f, 0, SEEK_END) == 0)
-		bytes = ftell(f);
-	if (f)
-		fclose(f);
-	size_t per = mc_dtype_size(v->dtype); /* bytes of one count */
-	for (int d = 0; d < s->rank; d++)
-		if (d != v->count_axis)
-			per *= (size_t)s->dims[d];
-	if (bytes < 0 || (per > 0 && (size_t)bytes % per != 0) ||
-	    (per > 0 && (int64_t)((size_t)bytes / per) > s->dims[v->count_axis]))
-		return mc_error("'%s': %ld bytes are no count of output '%s''s entries", path, bytes, v->name), -1;
-	s->dims[v->count_axis] = per > 0 ? (int64_t)((size_t)bytes / per) : 0;
-	return 0;
 }
 
 int mc_run_harness(const char *dir, const char *name, const char *cc, const char *cflags,
@@ -171,13 +151,76 @@ int mc_run_harness_ex(const char *dir, const char *name, const char *cc, const c
 		const mc_value *v = &g->values[g->outputs[k]];
 		char path[4200];
 		snprintf(path, sizeof path, "%s/output_%d.bin", dir, k);
-		mc_shape s = v->shape;
-		if (v->counted && counted_shape(path, v, &s))
-			return -1;
-		if (!(out[k] = mc_tensor_read_file(path, v->dtype, &s)))
+		/* a counted output's file holds the entries its run filled */
+		if (!(out[k] = mc_tensor_read_counted(path, v->dtype, &v->shape, v->counted ? v->count_axis : -1)))
 			return -1;
 	}
 	return 0;
+}
+
+/* Output v's reference: DIR/FILE.npy or DIR/FILE.bin, FILE as `modelc
+ * run` names it; a counted output's count is the file's. NULL after
+ * reporting. */
+static mc_tensor *read_reference(const char *dir, const mc_value *v)
+{
+	char file[512], bin[4200], npy[4200];
+	mc_output_file_name(v->name, file, sizeof file);
+	snprintf(bin, sizeof bin, "%s/%s", dir, file);
+	snprintf(npy, sizeof npy, "%s/%.*s.npy", dir, (int)strlen(file) - 4, file);
+	bool has_bin = access(bin, F_OK) == 0, has_npy = access(npy, F_OK) == 0;
+	if (has_bin == has_npy) {
+		if (has_bin)
+			mc_error("output '%s': both '%s' and '%s' are there; which is the reference?", v->name, bin, npy);
+		else
+			mc_error("output '%s': no reference file '%s' (raw) or '%s' (.npy)", v->name, bin, npy);
+		return NULL;
+	}
+	return mc_tensor_read_counted(has_npy ? npy : bin, v->dtype, &v->shape, v->counted ? v->count_axis : -1);
+}
+
+/* One output's line of the table; whether it is within tolerance. exact:
+ * every element equal (integers against another runtime). */
+static bool compare_output(const mc_value *val, const mc_tensor *want, const mc_tensor *got, double atol,
+                           double rtol, bool exact)
+{
+	double max_ref = 0, max_err = 0, se = 0, sr = 0;
+	bool nan_mismatch = false;
+	/* a counted output's count: another one is a mismatch, not a reason
+	 * to read past the shorter */
+	if (!mc_shape_eq(&want->shape, &got->shape)) {
+		char why[600], a[256], b[256];
+		if (val->counted)
+			snprintf(why, sizeof why, "count %lld on axis %d, reference %lld",
+			         (long long)got->shape.dims[val->count_axis], val->count_axis,
+			         (long long)want->shape.dims[val->count_axis]);
+		else
+			snprintf(why, sizeof why, "shape %s, reference %s", mc_shape_str(&got->shape, a, sizeof a),
+			         mc_shape_str(&want->shape, b, sizeof b));
+		printf("%-32s %-10s %14s %14s %14s  FAIL (%s)\n", val->name, mc_dtype_name(val->dtype), "-", "-", "-",
+		       why);
+		return false;
+	}
+	for (size_t i = 0; i < want->numel; i++) {
+		double a = mc_get_f(want, i), b = mc_get_f(got, i);
+		if (isnan(a) || isnan(b)) {
+			nan_mismatch |= isnan(a) != isnan(b);
+			continue;
+		}
+		if (isinf(a) || isinf(b)) {
+			nan_mismatch |= a != b;
+			continue;
+		}
+		double d = fabs(a - b);
+		max_ref = fmax(max_ref, fabs(a));
+		max_err = fmax(max_err, d);
+		se += d * d;
+		sr += a * a;
+	}
+	double rrmse = sr > 0 ? sqrt(se / sr) : sqrt(se);
+	bool pass = !nan_mismatch && (exact ? max_err == 0 : max_err <= atol + rtol * max_ref);
+	printf("%-32s %-10s %14.6g %14.6g %14.6g  %s\n", val->name, mc_dtype_name(val->dtype), max_ref, max_err,
+	       rrmse, pass ? "ok" : nan_mismatch ? "FAIL (NaN/inf mismatch)" : exact ? "FAIL (not exact)" : "FAIL");
+	return pass;
 }
 
 int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts *v)
@@ -193,6 +236,10 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	if (!t->verify) {
 		mc_error("verify builds and runs the C or llvm target on this machine; the %s target runs on "
 		         "a GPU (tests/cuda/check)", t->name);
+		return -1;
+	}
+	if (v->reference && !v->n_inputs) {
+		mc_error("--reference DIR holds outputs for given inputs: name them with --input NAME=FILE");
 		return -1;
 	}
 	mc_graph *g = mc_import_file(model, &o->import);
@@ -211,7 +258,9 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	want = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *want);
 	got = mc_xcalloc((size_t)g->n_outputs + 1, sizeof *got);
 	uint64_t seed = v->seed * 0x9E3779B97F4A7C15ull + 1;
-	for (int i = 0; i < n_in; i++) {
+	if (v->n_inputs && mc_read_inputs(g, v->n_inputs, v->input_names, v->input_files, in))
+		goto out;
+	for (int i = 0; i < n_in && !v->n_inputs; i++) {
 		const mc_value *val = &g->values[g->inputs[i]];
 		in[i] = mc_tensor_new(val->dtype, &val->shape);
 		if (!in[i]) {
@@ -220,7 +269,10 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 		}
 		fill_random(in[i], &seed, v->scale);
 	}
-	if (mc_interp_run(g, in, want, NULL))
+	for (int k = 0; v->reference && k < g->n_outputs; k++)
+		if (!(want[k] = read_reference(v->reference, &g->values[g->outputs[k]])))
+			goto out;
+	if (!v->reference && mc_interp_run(g, in, want, NULL))
 		goto out;
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/modelc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -241,32 +293,17 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	       "verdict");
 	for (int k = 0; k < g->n_outputs; k++) {
 		const mc_value *val = &g->values[g->outputs[k]];
-		double max_ref = 0, max_err = 0, se = 0, sr = 0;
-		bool nan_mismatch = false;
-		for (size_t i = 0; i < want[k]->numel; i++) {
-			double a = mc_get_f(want[k], i), b = mc_get_f(got[k], i);
-			if (isnan(a) || isnan(b)) {
-				nan_mismatch |= isnan(a) != isnan(b);
-				continue;
-			}
-			if (isinf(a) || isinf(b)) {
-				nan_mismatch |= a != b;
-				continue;
-			}
-			double d = fabs(a - b);
-			max_ref = fmax(max_ref, fabs(a));
-			max_err = fmax(max_err, d);
-			se += d * d;
-			sr += a * a;
-		}
-		double rrmse = sr > 0 ? sqrt(se / sr) : sqrt(se);
-		bool pass = !nan_mismatch && max_err <= v->atol + v->rtol * max_ref;
-		ok &= pass;
-		printf("%-32s %-10s %14.6g %14.6g %14.6g  %s\n", val->name, mc_dtype_name(val->dtype), max_ref,
-		       max_err, rrmse, pass ? "ok" : nan_mismatch ? "FAIL (NaN/inf mismatch)" : "FAIL");
+		bool exact = v->reference && !v->atol_given && !mc_dtype_is_float(val->dtype);
+		ok &= compare_output(val, want[k], got[k], v->atol, v->rtol, exact);
 	}
-	printf("tolerance: max|err| <= %g + %g * max|ref| (--atol, --rtol); seed %llu\n", v->atol, v->rtol,
-	       (unsigned long long)v->seed);
+	printf("tolerance: max|err| <= %g + %g * max|ref| (--atol, --rtol)", v->atol, v->rtol);
+	if (v->reference && !v->atol_given)
+		printf("; integer and bool outputs exact");
+	if (v->n_inputs)
+		printf("; the inputs given");
+	else
+		printf("; seed %llu", (unsigned long long)v->seed);
+	printf("; reference: %s\n", v->reference ? v->reference : "the interpreter");
 	rc = ok ? 0 : 1;
 out:
 	if (dir[0] && !v->keep) {

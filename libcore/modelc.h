@@ -435,6 +435,15 @@ int mc_eval_node(const mc_graph *g, const mc_node *n, mc_tensor *const *env, mc_
 /* Reads a raw little-endian file (its size must match) or a .npy file
  * (dtype and shape must match) as a tensor of the given type. */
 mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s);
+/* The same for a counted output (mc_value.counted): on axis, any extent
+ * from 0 to s's, given by the .npy header or by the raw file's size. */
+mc_tensor *mc_tensor_read_counted(const char *path, mc_dtype t, const mc_shape *s, int axis);
+/* g's inputs from `--input NAME=FILE` pairs (n of them) into in (g's
+ * n_inputs slots, NULL on entry): each a graph input, given once; every
+ * input left without a file named in one error. -1 after reporting (the
+ * tensors read stay in in, for the caller to free). */
+int mc_read_inputs(const mc_graph *g, int n, const char *const *names, const char *const *files,
+                   mc_tensor **in);
 /* Writes raw little-endian bytes atomically (temporary name, then rename). */
 int mc_tensor_write_raw(const char *path, const mc_tensor *t);
 /* Output file name: every char outside [A-Za-z0-9_.-] becomes '_', + ".bin". */

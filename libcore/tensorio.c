@@ -61,9 +61,11 @@ static const char *npy_descr(mc_dtype t)
 	}
 }
 
-/* Minimal .npy v1-3 header reader: 'descr', 'fortran_order', 'shape'. */
+/* Minimal .npy v1-3 header reader: 'descr', 'fortran_order', 'shape'.
+ * The shape must be *shape, but on axis (-1: none) any extent up to
+ * shape's; *shape gets the file's. */
 static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_dtype want,
-                     const mc_shape *shape, size_t *data_off)
+                     mc_shape *shape, int axis, size_t *data_off)
 {
 	if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
 		mc_error("'%s' is not a .npy file", path);
@@ -101,7 +103,9 @@ static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_
 	}
 	d = strchr(d + 7, '\'');
 	if (!d || strncmp(d + 1, want_descr, 3) != 0 || d[4] != '\'') {
-		mc_error("'%s': .npy dtype is not %s (%s)", path, mc_dtype_name(want), want_descr);
+		int n = d ? (int)strcspn(d + 1, "'") : 0;
+		mc_error("'%s': .npy dtype is '%.*s', not %s (%s)", path, n < 16 ? n : 16, d ? d + 1 : "",
+		         mc_dtype_name(want), want_descr);
 		goto out;
 	}
 	fo = strchr(fo + 15, ':');
@@ -133,12 +137,20 @@ static int parse_npy(const char *path, const unsigned char *buf, size_t len, mc_
 		got.dims[got.rank++] = v;
 		p = end;
 	}
-	if (!mc_shape_eq(&got, shape)) {
+	bool fits = got.rank == shape->rank;
+	for (int i = 0; fits && i < got.rank; i++)
+		fits = i == axis ? got.dims[i] <= shape->dims[i] : got.dims[i] == shape->dims[i];
+	if (!fits) {
 		char a[256], b[256];
-		mc_error("'%s': .npy shape %s does not match the expected %s", path,
-		         mc_shape_str(&got, a, sizeof a), mc_shape_str(shape, b, sizeof b));
+		if (axis >= 0)
+			mc_error("'%s': .npy shape %s does not match the expected %s (axis %d at most)", path,
+			         mc_shape_str(&got, a, sizeof a), mc_shape_str(shape, b, sizeof b), axis);
+		else
+			mc_error("'%s': .npy shape %s does not match the expected %s", path,
+			         mc_shape_str(&got, a, sizeof a), mc_shape_str(shape, b, sizeof b));
 		goto out;
 	}
+	*shape = got;
 	*data_off = hoff + hlen;
 	rc = 0;
 out:
@@ -146,31 +158,95 @@ out:
 	return rc;
 }
 
-mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s)
+/* A raw file of a counted shape: the extent on axis that its size
+ * gives, from 0 to s's (the entries a counted output's run filled). */
+static int raw_count(const char *path, size_t len, mc_dtype t, mc_shape *s, int axis)
+{
+	size_t per = mc_dtype_size(t); /* bytes of one entry on axis */
+	for (int d = 0; d < s->rank; d++)
+		if (d != axis)
+			per *= (size_t)s->dims[d];
+	size_t n = per ? len / per : 0;
+	if ((per && len % per) || (!per && len) || n > (size_t)s->dims[axis]) {
+		char b[256];
+		mc_error("'%s' holds %zu bytes of data: no count of %s %s entries on axis %d (at most %lld)",
+		         path, len, mc_dtype_name(t), mc_shape_str(s, b, sizeof b), axis,
+		         (long long)s->dims[axis]);
+		return -1;
+	}
+	s->dims[axis] = (int64_t)n;
+	return 0;
+}
+
+mc_tensor *mc_tensor_read_counted(const char *path, mc_dtype t, const mc_shape *s, int axis)
 {
 	size_t len, off = 0;
 	unsigned char *buf = slurp(path, &len);
 	if (!buf)
 		return NULL;
-	mc_tensor *x = mc_tensor_new(t, s);
+	mc_tensor *x = NULL;
+	mc_shape shape = *s;
 	size_t pl = strlen(path);
 	bool npy = pl > 4 && strcmp(path + pl - 4, ".npy") == 0;
-	if (!x) {
+	if (npy ? parse_npy(path, buf, len, t, &shape, axis, &off) : axis >= 0 && raw_count(path, len, t, &shape, axis))
+		goto out;
+	if (!(x = mc_tensor_new(t, &shape))) {
 		mc_error("'%s': cannot allocate the tensor", path);
-	} else if (npy && parse_npy(path, buf, len, t, s, &off)) {
-		mc_tensor_free(x);
-		x = NULL;
 	} else if (len - off != x->nbytes) {
 		char b[256];
 		mc_error("'%s' holds %zu bytes of data; %s %s needs %zu", path, len - off,
-		         mc_dtype_name(t), mc_shape_str(s, b, sizeof b), x->nbytes);
+		         mc_dtype_name(t), mc_shape_str(&shape, b, sizeof b), x->nbytes);
 		mc_tensor_free(x);
 		x = NULL;
 	} else {
 		memcpy(x->data, buf + off, x->nbytes);
 	}
+out:
 	free(buf);
 	return x;
+}
+
+mc_tensor *mc_tensor_read_file(const char *path, mc_dtype t, const mc_shape *s)
+{
+	return mc_tensor_read_counted(path, t, s, -1);
+}
+
+int mc_read_inputs(const mc_graph *g, int n, const char *const *names, const char *const *files,
+                   mc_tensor **in)
+{
+	for (int k = 0; k < n; k++) {
+		int v = mc_graph_find(g, names[k]), slot = -1;
+		for (int i = 0; i < g->n_inputs; i++)
+			if (g->inputs[i] == v)
+				slot = i;
+		if (slot < 0) {
+			mc_error("--input names '%s', which is not a graph input", names[k]);
+			return -1;
+		}
+		if (in[slot]) {
+			mc_error("--input '%s' is given twice", names[k]);
+			return -1;
+		}
+		if (!(in[slot] = mc_tensor_read_file(files[k], g->values[v].dtype, &g->values[v].shape)))
+			return -1;
+	}
+	/* every missing one in one message: the user adds them all at once */
+	char missing[2048] = "";
+	size_t len = 0;
+	int n_missing = 0;
+	for (int i = 0; i < g->n_inputs; i++)
+		if (!in[i] && len < sizeof missing) {
+			char b[256];
+			const mc_value *v = &g->values[g->inputs[i]];
+			len += (size_t)snprintf(missing + len, sizeof missing - len, "%s'%s' (%s %s)",
+			                        n_missing++ ? ", " : "", v->name, mc_dtype_name(v->dtype),
+			                        mc_shape_str(&v->shape, b, sizeof b));
+		}
+	if (n_missing) {
+		mc_error("no --input for graph input%s %s", n_missing > 1 ? "s" : "", missing);
+		return -1;
+	}
+	return 0;
 }
 
 int mc_tensor_write_raw(const char *path, const mc_tensor *t)

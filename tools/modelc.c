@@ -16,7 +16,8 @@ static void usage(FILE *f)
 	      "       modelc run MODEL --input NAME=FILE... --output-dir DIR [SHAPE OPTIONS]\n"
 	      "       modelc compile MODEL -o DIR [--name NAME] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
 	      "       modelc verify MODEL [--seed N] [--scale X] [--rtol R] [--atol A] [--cc CC]\n"
-	      "                     [--cflags FLAGS] [--keep] [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
+	      "                     [--cflags FLAGS] [--keep] [--input NAME=FILE... [--reference DIR]]\n"
+	      "                     [COMPILE OPTIONS] [SHAPE OPTIONS]\n"
 	      "       modelc --version\n"
 	      "\n"
 	      "verify compiles into a temporary directory, builds with the host compiler\n"
@@ -24,7 +25,11 @@ static void usage(FILE *f)
 	      "(floats uniform in [-scale, scale], default 1; integers in 0..3) and compares\n"
 	      "every output with the reference interpreter: it prints max|ref|, max|err| and\n"
 	      "the relative RMSE, and exits 1 if max|err| > atol + rtol * max|ref|\n"
-	      "(defaults: rtol 1e-4, atol 1e-6).\n"
+	      "(defaults: rtol 1e-4, atol 1e-6). --input NAME=FILE (every input): these inputs\n"
+	      "instead; --reference DIR: each output compared with DIR/FILE.bin or FILE.npy (FILE\n"
+	      "as run names outputs), another runtime's answer for those inputs, integer and\n"
+	      "bool outputs exactly unless --atol; a reference file missing or of another size,\n"
+	      "dtype or shape is an error (exit 2).\n"
 	      "\n"
 	      "compile writes C sources into DIR: NAME.h, NAME.c, NAME_weights.c, modelc_rt.h,\n"
 	      "NAME.json, NAME.ninja and build.ninja (`ninja -C DIR` builds libNAME.a).\n"
@@ -308,6 +313,9 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 		c->verify.rtol = strtod(argv[++*i], NULL);
 	} else if (strcmp(a, "--atol") == 0 && has_val) {
 		c->verify.atol = strtod(argv[++*i], NULL);
+		c->verify.atol_given = true;
+	} else if (strcmp(a, "--reference") == 0 && has_val) {
+		c->verify.reference = argv[++*i];
 	} else if (strcmp(a, "--cc") == 0 && has_val) {
 		c->verify.cc = argv[++*i];
 	} else if (strcmp(a, "--cflags") == 0 && has_val) {
@@ -617,6 +625,9 @@ static int cmd_verify(cli *c)
 		mc_error("verify needs MODEL");
 		return 2;
 	}
+	c->verify.n_inputs = c->n_inputs;
+	c->verify.input_names = c->input_names;
+	c->verify.input_files = c->input_files;
 	int r = mc_verify(c->model, compile_opts(c), &c->verify);
 	return r < 0 ? 2 : r;
 }
@@ -640,33 +651,8 @@ static int cmd_run(cli *c)
 	mc_tensor **out = mc_xcalloc((size_t)g->n_outputs, sizeof *out);
 	if (mc_infer_graph(g) || mc_quantize_reference(g, false))
 		goto done;
-	for (int k = 0; k < c->n_inputs; k++) {
-		int v = mc_graph_find(g, c->input_names[k]);
-		int slot = -1;
-		for (int i = 0; i < g->n_inputs; i++)
-			if (g->inputs[i] == v)
-				slot = i;
-		if (slot < 0) {
-			mc_error("--input names '%s', which is not a graph input", c->input_names[k]);
-			goto done;
-		}
-		if (in[slot]) {
-			mc_error("--input '%s' is given twice", c->input_names[k]);
-			goto done;
-		}
-		in[slot] = mc_tensor_read_file(c->input_files[k], g->values[v].dtype,
-		                               &g->values[v].shape);
-		if (!in[slot])
-			goto done;
-	}
-	for (int i = 0; i < g->n_inputs; i++)
-		if (!in[i]) {
-			char b[256];
-			const mc_value *v = &g->values[g->inputs[i]];
-			mc_error("no --input for graph input '%s' (%s %s)", v->name,
-			         mc_dtype_name(v->dtype), mc_shape_str(&v->shape, b, sizeof b));
-			goto done;
-		}
+	if (mc_read_inputs(g, c->n_inputs, c->input_names, c->input_files, in))
+		goto done;
 	if (mkdir(c->output_dir, 0777) != 0 && errno != EEXIST) {
 		mc_error("cannot create '%s': %s", c->output_dir, strerror(errno));
 		goto done;

@@ -140,7 +140,7 @@ Test(tensorio, npy_dtype_mismatch)
 	          sizeof v, 1);
 	cr_assert_null(mc_tensor_read_file(path_in("x.npy"), MC_FLOAT, &shape23));
 	char want[4200];
-	snprintf(want, sizeof want, "modelc: error: '%s': .npy dtype is not float32 (<f4)",
+	snprintf(want, sizeof want, "modelc: error: '%s': .npy dtype is '<f8', not float32 (<f4)",
 	         path_in("x.npy"));
 	cr_assert_eq(diag_count(), 1, "%s", diag_all());
 	cr_assert_str_eq(diag_line(0), want);
@@ -152,7 +152,7 @@ Test(tensorio, npy_big_endian_refused)
 	write_npy("x.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", v,
 	          sizeof v, 1);
 	cr_assert_null(mc_tensor_read_file(path_in("x.npy"), MC_FLOAT, &shape23));
-	cr_assert_eq(diag_count_with(".npy dtype is not float32"), 1, "%s", diag_all());
+	cr_assert_eq(diag_count_with(".npy dtype is '>f4', not float32"), 1, "%s", diag_all());
 }
 
 Test(tensorio, npy_shape_mismatch)
@@ -189,6 +189,33 @@ Test(tensorio, npy_data_size_mismatch)
 	          sizeof v, 1);
 	cr_assert_null(mc_tensor_read_file(path_in("x.npy"), MC_FLOAT, &shape23));
 	cr_assert_eq(diag_count_with("holds 20 bytes of data; float32 2x3 needs 24"), 1, "%s",
+	             diag_all());
+}
+
+/* A counted tensor ([2, K], K at most 3 on axis 1): the count from the
+ * raw file's size or the .npy header; past the bound, or bytes that are
+ * no whole count, refused. */
+Test(tensorio, counted_read)
+{
+	const int32_t v[4] = {1, 2, 3, 4};
+	cr_assert_eq(write_file(path_in("c.bin"), v, sizeof v), 0);
+	mc_shape bound = {.rank = 2, .dims = {2, 3}};
+	mc_tensor *t = mc_tensor_read_counted(path_in("c.bin"), MC_INT32, &bound, 1);
+	cr_assert_not_null(t, "%s", diag_all());
+	cr_expect(t->shape.rank == 2 && t->shape.dims[0] == 2 && t->shape.dims[1] == 2);
+	cr_expect_eq(mc_get_i(t, 3), 4);
+	mc_tensor_free(t);
+	write_npy("c.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }", v, sizeof v, 1);
+	t = mc_tensor_read_counted(path_in("c.npy"), MC_INT32, &bound, 1);
+	cr_assert_not_null(t, "%s", diag_all());
+	cr_expect_eq(t->shape.dims[1], 2);
+	mc_tensor_free(t);
+	cr_expect_null(mc_tensor_read_counted(path_in("c.bin"), MC_INT32, &bound, 0));
+	cr_expect_eq(diag_count_with("holds 16 bytes of data: no count of int32 2x3 entries on axis 0"), 1, "%s",
+	             diag_all());
+	write_npy("d.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 4), }", v, 0, 1);
+	cr_expect_null(mc_tensor_read_counted(path_in("d.npy"), MC_INT32, &bound, 1));
+	cr_expect_eq(diag_count_with(".npy shape 2x4 does not match the expected 2x3 (axis 1 at most)"), 1, "%s",
 	             diag_all());
 }
 

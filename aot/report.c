@@ -188,6 +188,15 @@ static const char style[] =
 	"svg .peak{stroke:#c0392b;stroke-width:1.5;stroke-dasharray:5 3}svg .top{stroke:#c0392b;stroke-width:1.5}\n"
 	"svg .lb{stroke:#7f8c8d;stroke-dasharray:2 3}svg .grid{stroke:#eceef3}\n";
 
+/* NAME_ARENA_BYTES as the header spells it (NAME in capitals) */
+static void arena_macro(char *out, size_t n, const char *name)
+{
+	size_t i = 0;
+	for (; name[i] && i + 1 < n; i++)
+		out[i] = name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 'a' + 'A') : name[i];
+	snprintf(out + i, n - i, "_ARENA_BYTES");
+}
+
 /* the kernel's function in NAME.c (NAME.cu, NAME.o): what a reader finds there */
 static void kernel_fn(mc_strbuf *b, const mc_compile_opts *o, const mc_kernel *k)
 {
@@ -224,7 +233,7 @@ static void totals(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o, 
 	char note[600];
 	snprintf(note, sizeof note, "code %zu + constants %zu", flash->code_bytes, flash->const_bytes);
 	card(b, "flash (code + weights)", (double)flash->total_bytes, flash->sized, flash->sized ? note : flash->why);
-	snprintf(note, sizeof note, "%s_ARENA_BYTES", o->name);
+	arena_macro(note, sizeof note, o->name);
 	card(b, "arena (RAM)", (double)p->arena_bytes, true, note);
 	card(b, "arena lower bound", (double)p->lower_bound, true, "most bytes live at one step");
 	bool bounded = stack->measured && stack->bound.bounded;
@@ -425,7 +434,7 @@ static void graph(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o)
 		y += c.h[i] + GAP;
 	}
 	int width = BOX_X + BOX_W + 16 + 6 * 45 + 12;
-	mc_sb_printf(b, "<svg id=\"graph\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+	mc_sb_printf(b, "<svg id=\"graph\" width=\"%d\" height=\"%.0f\" "
 	             "data-kernels=\"%d\">\n<defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"8\" refY=\"4\" "
 	             "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0 0L8 4L0 8z\" "
 	             "fill=\"#8893ad\"/></marker></defs>\n", width, y, p->n_kernels);
@@ -614,7 +623,7 @@ static void timeline(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o
 	double scale = top ? TL_H / (double)top : 0;
 	mc_sb_printf(b, "<h3>");
 	html_text(b, title);
-	mc_sb_printf(b, "</h3>\n<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+	mc_sb_printf(b, "</h3>\n<svg class=\"timeline\" width=\"%d\" "
 	             "height=\"%d\" data-pool=\"%d\" data-pool-bytes=\"%zu\" data-peak-live=\"%zu\" "
 	             "data-peak-step=\"%d\">\n", TL_W, TL_T + TL_H + TL_B + 4, pool, top, peak, at);
 	timeline_axes(b, p, top, step_w);
@@ -648,14 +657,15 @@ static void memory(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o)
 	             "<p class=\"note\">Every arena buffer is a bar over the kernels it lives across, at its "
 	             "offset; hover for its name. Red: the arena's top and the kernel where most bytes are live"
 	             "%s.</p>\n", arena, p->n_pools > 1 ? "" : "; grey dashes: the lower bound");
-	char title[256];
+	char title[512], macro[200];
+	arena_macro(macro, sizeof macro, o->name);
 	if (p->n_pools <= 1) {
-		snprintf(title, sizeof title, "one arena: %zu bytes (%s_ARENA_BYTES)", p->arena_bytes, o->name);
+		snprintf(title, sizeof title, "one arena: %zu bytes (%s)", p->arena_bytes, macro);
 		timeline(b, p, o, 0, title);
 	}
 	for (int k = 0; k < p->n_pools && p->n_pools > 1; k++) {
-		snprintf(title, sizeof title, "pool %d '%s': %zu bytes (at %zu of %s_ARENA_BYTES's layout)", k,
-		         p->pool_names[k], p->pool_bytes[k], p->pool_at[k], o->name);
+		snprintf(title, sizeof title, "pool %d '%s': %zu bytes (at %zu of %s's layout)", k,
+		         p->pool_names[k], p->pool_bytes[k], p->pool_at[k], macro);
 		timeline(b, p, o, k, title);
 	}
 	mc_sb_puts(b, "</section>\n");

@@ -29,23 +29,28 @@ static void html_text(mc_strbuf *b, const char *s)
 	}
 }
 
-/* s, at most max bytes of it and an ellipsis where longer (names of
- * exported graphs run to a hundred characters); never cut inside a UTF-8
+/* s in at most about max bytes: its start and its end around an ellipsis
+ * where longer (exported graphs' names run to a hundred characters, their
+ * prefix shared, their end telling them apart); never cut inside a UTF-8
  * sequence. */
 static void html_short(mc_strbuf *b, const char *s, size_t max)
 {
 	size_t n = strlen(s);
-	if (n <= max) {
+	if (n <= max || max < 8) {
 		html_text(b, s);
 		return;
 	}
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	char *cut = mc_xmalloc(max + 1);
-	memcpy(cut, s, max);
-	cut[max] = 0;
+	size_t head = max / 3, tail = n - (max - head - 1);
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	while (tail < n && ((unsigned char)s[tail] & 0xc0) == 0x80)
+		tail++;
+	char *cut = mc_xmalloc(head + 1);
+	memcpy(cut, s, head);
+	cut[head] = 0;
 	html_text(b, cut);
 	mc_sb_puts(b, "\xe2\x80\xa6");
+	html_text(b, s + tail);
 	free(cut);
 }
 
@@ -174,10 +179,11 @@ static const char style[] =
 	"border-radius:6px;padding:8px 14px;min-width:150px}\n"
 	".card b{display:block;font-size:19px}.card span{color:#5b6478;font-size:12px}\n"
 	".note{color:#5b6478;font-size:12px;margin:4px 0}\n"
-	".cols{display:flex;gap:24px;align-items:flex-start}.cols>div{min-width:0}\n"
-	"table.k{border-collapse:collapse;background:#fff;font-size:12px}\n"
+	".cols{display:flex;gap:20px;align-items:flex-start}.cols>div{min-width:0}.cols>div+div{overflow-x:auto}\n"
+	".cols>div:first-child{flex:0 0 auto;width:542px}\n"
+	"table.k{border-collapse:collapse;background:#fff;font-size:11px}table.k code{font-size:11px}\n"
 	"table.k th,table.k td{border:1px solid #e1e4ec;padding:2px 6px;text-align:right;vertical-align:top}\n"
-	"table.k th{background:#eef0f5;position:sticky;top:0}table.k td.l{text-align:left}\n"
+	"table.k th{background:#eef0f5}table.k .l{text-align:left}\n"
 	"table.k tr:target{background:#fff3c4}table.k tfoot td{font-weight:600;background:#f4f5f8}\n"
 	"svg{background:#fff;border:1px solid #d8dce6;border-radius:6px}\n"
 	"svg text{font:11px ui-monospace,Menlo,Consolas,monospace;fill:#1d2330}\n"
@@ -231,7 +237,8 @@ static void totals(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o, 
 {
 	mc_sb_puts(b, "<h2>Totals</h2>\n<div class=\"cards\">\n");
 	char note[600];
-	snprintf(note, sizeof note, "code %zu + constants %zu", flash->code_bytes, flash->const_bytes);
+	snprintf(note, sizeof note, "code %.1f KiB + constants %.1f KiB", flash->code_bytes / 1024.0,
+	         flash->const_bytes / 1024.0);
 	card(b, "flash (code + weights)", (double)flash->total_bytes, flash->sized, flash->sized ? note : flash->why);
 	arena_macro(note, sizeof note, o->name);
 	card(b, "arena (RAM)", (double)p->arena_bytes, true, note);
@@ -256,7 +263,7 @@ static void totals(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o, 
 /* ---- the graph: one column of kernel boxes, in run order ---- */
 
 #define BOX_X 12
-#define BOX_W 430
+#define BOX_W 340
 #define LINE_H 15
 #define GAP 18
 #define MAX_LINES 10
@@ -280,7 +287,7 @@ static int box_lines(const mc_program *p, int i)
 
 static void io_line(mc_strbuf *b, const mc_io_desc *d)
 {
-	html_short(b, d->name, 40);
+	html_short(b, d->name, 28);
 	mc_sb_printf(b, " %s[", mc_dtype_name(d->dtype));
 	for (int k = 0; k < d->shape.rank; k++)
 		mc_sb_printf(b, "%s%lld", k ? "," : "", (long long)d->shape.dims[k]);
@@ -327,7 +334,7 @@ static void kernel_box(mc_strbuf *b, const mc_program *p, const mc_compile_opts 
 		else {
 			html_text(b, mk->nodes[j].op_type);
 			mc_sb_puts(b, " ");
-			html_short(b, mk->nodes[j].name, 44);
+			html_short(b, mk->nodes[j].name, 34);
 		}
 		mc_sb_puts(b, "</text>\n");
 	}
@@ -347,7 +354,7 @@ static void edge(mc_strbuf *b, const column *c, int from, int to, const char *na
 	} else {
 		double y0 = c->y[from] + c->h[from] / 2, y1 = c->y[to] + c->h[to] / 2;
 		int span = to - from;
-		double dx = 16 + 6.0 * (span < 45 ? span : 45);
+		double dx = 16 + 4.0 * (span < 40 ? span : 40);
 		mc_sb_printf(b, "M%.0f %.0fC%.0f %.0f %.0f %.0f %.0f %.0f", x, y0, x + dx, y0, x + dx, y1, x + 1, y1);
 	}
 	mc_sb_puts(b, "\"><title>");
@@ -433,7 +440,7 @@ static void graph(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o)
 		c.h[i] = 24 + LINE_H * box_lines(p, i);
 		y += c.h[i] + GAP;
 	}
-	int width = BOX_X + BOX_W + 16 + 6 * 45 + 12;
+	int width = BOX_X + BOX_W + 16 + 4 * 40 + 12;
 	mc_sb_printf(b, "<svg id=\"graph\" width=\"%d\" height=\"%.0f\" "
 	             "data-kernels=\"%d\">\n<defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"8\" refY=\"4\" "
 	             "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0 0L8 4L0 8z\" "
@@ -471,7 +478,7 @@ static void table(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o, c
 		read += f[s].read;
 		written += f[s].written;
 	}
-	mc_sb_puts(b, "<table class=\"k\" id=\"kernels\">\n<thead><tr><th>#</th><th>kernel</th><th>ops</th>"
+	mc_sb_puts(b, "<table class=\"k\" id=\"kernels\">\n<thead><tr><th>#</th><th class=\"l\">kernel</th><th class=\"l\">ops</th>"
 	              "<th>MACs</th><th>read</th><th>written</th><th>moved</th>");
 	if (timed)
 		mc_sb_puts(b, "<th>&micro;s</th><th>%</th>");
@@ -572,18 +579,28 @@ static void timeline_buf(mc_strbuf *b, const mc_program *p, const mc_compile_opt
 	mc_sb_puts(b, "</title></rect>\n");
 }
 
-/* The step with the most bytes live in the pool (in-place pairs counted
- * apart, as the plan's dump does), and those bytes. */
+static bool live_at(const mc_map_buf *mb, int pool, int s)
+{
+	return mb->pool == pool && mb->first <= s && s <= mb->last;
+}
+
+/* The step with the most bytes live in the pool, and those bytes; a
+ * buffer that took over its source's storage at that step counts once
+ * with it (the larger of the two), as it lies in the arena. */
 static int peak_step(const mc_program *p, int pool, size_t *peak)
 {
+	const mc_program_map *m = p->map;
 	int at = 0;
 	*peak = 0;
 	for (int s = 0; s < p->n_kernels; s++) {
 		size_t live = 0;
-		for (int i = 0; i < p->map->n_bufs; i++) {
-			const mc_map_buf *mb = &p->map->bufs[i];
-			if (mb->pool == pool && mb->first <= s && s <= mb->last)
-				live += mb->bytes;
+		for (int i = 0; i < m->n_bufs; i++) {
+			const mc_map_buf *mb = &m->bufs[i], *src = mb->inplace_of >= 0 ? &m->bufs[mb->inplace_of] : NULL;
+			if (!live_at(mb, pool, s))
+				continue;
+			live += mb->bytes;
+			if (src && live_at(src, pool, s) && src->offset == mb->offset)
+				live -= mb->bytes < src->bytes ? mb->bytes : src->bytes;
 		}
 		if (live > *peak) {
 			*peak = live;

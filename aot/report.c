@@ -723,9 +723,11 @@ int mc_write_report(const mc_program *p, const mc_compile_opts *o, const mc_stac
 	graph(&b, p, o);
 	mc_sb_puts(&b, "</div>\n<div>\n<h2>Per kernel</h2>\n<p class=\"note\">Bytes of the buffers each kernel "
 	               "reads and writes (arena, weights, inputs, outputs)");
-	if (o->report_profile)
+	if (o->report_profile && unmatched)
 		mc_sb_printf(&b, "; times from the profile given (%d name%s in it matched no kernel)", unmatched,
 		             unmatched == 1 ? "" : "s");
+	else if (o->report_profile)
+		mc_sb_puts(&b, "; times from the profile given, a run's mean");
 	mc_sb_puts(&b, ".</p>\n");
 	table(&b, p, o, f, o->report_profile != NULL);
 	mc_sb_puts(&b, "</div>\n</div>\n</body>\n</html>\n");

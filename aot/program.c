@@ -1379,11 +1379,36 @@ static void map_group_nodes(const build *b, const mc_group *gr, mc_map_kernel *m
 	mk->n_nodes = n;
 }
 
-/* Per kernel the storage roots it touches (tensor[root]: their index in
- * the map, made on first touch; constants are weights, not tensors). */
-static void map_touches(const build *b, mc_program_map *map, int *tensor)
+/* The tensor a kernel buffer is, as a key of map_touches: its value's
+ * storage root, or n_values + j for the copy into graph output j; -1 for
+ * none (a weight, scratch). */
+static int tensor_key(const build *b, const mc_kbuf *kb)
 {
 	const mc_graph *g = b->g;
+	if (kb->loc.kind == MC_LOC_NONE)
+		return -1;
+	if (kb->value < 0)
+		return kb->loc.kind == MC_LOC_OUTPUT ? g->n_values + kb->loc.index : -1;
+	int r = b->m.root[kb->value];
+	return g->values[r].kind == MC_VAL_CONST ? -1 : r;
+}
+
+static mc_map_tensor key_tensor(const build *b, const mc_kbuf *kb, int key)
+{
+	const mc_graph *g = b->g;
+	if (key >= g->n_values)
+		return (mc_map_tensor){ mc_kpool_strdup(b->p->pool, g->values[g->outputs[key - g->n_values]].name),
+		                        MC_MAP_OUTPUT };
+	return (mc_map_tensor){ mc_kpool_strdup(b->p->pool, g->values[key].name),
+	                        g->values[key].kind == MC_VAL_INPUT ? MC_MAP_INPUT
+	                        : kb->loc.kind == MC_LOC_OUTPUT || b->output_root[key] ? MC_MAP_OUTPUT
+	                        : MC_MAP_ARENA };
+}
+
+/* Per kernel the tensors it touches (tensor[key]: their index in the
+ * map, made on first touch; constants are weights, not tensors). */
+static void map_touches(const build *b, mc_program_map *map, int *tensor)
+{
 	mc_program *p = b->p;
 	int cap = 0;
 	for (int s = 0; s < p->n_kernels; s++) {
@@ -1391,20 +1416,15 @@ static void map_touches(const build *b, mc_program_map *map, int *tensor)
 		mc_map_kernel *mk = &map->kernels[s];
 		mk->touch = mc_kpool_alloc(p->pool, sizeof *mk->touch * (size_t)(k->n_bufs + 1));
 		for (int i = 0; i < k->n_bufs; i++) {
-			int v = k->bufs[i].value;
-			if (v < 0 || g->values[b->m.root[v]].kind == MC_VAL_CONST || k->bufs[i].loc.kind == MC_LOC_NONE)
+			int key = tensor_key(b, &k->bufs[i]);
+			if (key < 0)
 				continue;
-			int r = b->m.root[v];
-			if (tensor[r] < 0) {
+			if (tensor[key] < 0) {
 				map->tensors = mc_grow_array(map->tensors, &cap, map->n_tensors + 1, sizeof *map->tensors);
-				const mc_loc *loc = &k->bufs[i].loc;
-				map->tensors[map->n_tensors] = (mc_map_tensor){
-					mc_kpool_strdup(p->pool, g->values[r].name),
-					g->values[r].kind == MC_VAL_INPUT ? MC_MAP_INPUT
-					: loc->kind == MC_LOC_OUTPUT || b->output_root[r] ? MC_MAP_OUTPUT : MC_MAP_ARENA };
-				tensor[r] = map->n_tensors++;
+				map->tensors[map->n_tensors] = key_tensor(b, &k->bufs[i], key);
+				tensor[key] = map->n_tensors++;
 			}
-			int t = tensor[r], j = 0;
+			int t = tensor[key], j = 0;
 			while (j < mk->n_touch && mk->touch[j].tensor != t)
 				j++;
 			if (j == mk->n_touch)
@@ -1445,8 +1465,9 @@ static void keep_map(const build *b)
 	for (int i = 0; i < b->n_groups; i++)
 		if (b->group_kernel[i] >= 0)
 			map_group_nodes(b, &b->groups[i], &map->kernels[b->group_kernel[i]]);
-	int *tensor = mc_xcalloc((size_t)b->g->n_values + 1, sizeof(int));
-	for (int v = 0; v < b->g->n_values; v++)
+	int keys = b->g->n_values + b->g->n_outputs;
+	int *tensor = mc_xcalloc((size_t)keys + 1, sizeof(int));
+	for (int v = 0; v < keys; v++)
 		tensor[v] = -1;
 	map_touches(b, map, tensor);
 	free(tensor);

@@ -140,6 +140,13 @@ Test(report, names_every_kernel_and_reaches_the_arena)
 	cr_assert_not_null(strstr(html, "conv&lt;1&gt;"));
 	cr_assert_null(strstr(html, "conv<1>"));
 	cr_assert_not_null(strstr(html, "Conv + Relu"), "conv<1> and relu1 are one kernel");
+	/* the tensors between boxes: x into the first kernel and, past the
+	 * ones between, into the Concat's; y into the outputs */
+	int x_edges = 0;
+	for (const char *at = strstr(html, "<title>x</title></path>"); at; at = strstr(at + 1, "<title>x</title></path>"))
+		x_edges++;
+	cr_assert_eq(x_edges, 2, "%d edges carry x", x_edges);
+	cr_assert_not_null(strstr(html, "<title>y</title></path>"), "no edge into the outputs");
 	free(html);
 	free(c_src);
 	teardown(&f);
@@ -250,4 +257,35 @@ Test(report, a_failed_compile_leaves_no_report)
 	snprintf(path, sizeof path, "%s/fl_report.html", dir);
 	cr_assert_neq(access(path, F_OK), 0);
 	teardown(&f);
+}
+
+/* An output that is the input itself: a copy kernel writes it, and the
+ * graph draws it flowing from the inputs through that kernel out. */
+Test(report, draws_a_copied_output)
+{
+	mb *m = mb_new(13);
+	Onnx__GraphProto *g = mb_main(m);
+	mb_input(m, g, "x", MC_FLOAT, "1,4");
+	mb_node(m, g, "Relu", "relu", "x", "y");
+	mb_output(m, g, "y");
+	mb_output(m, g, "x");
+	char *tmp = make_temp_dir(), *model = save_model(m, tmp, "copy.onnx"), dir[4200];
+	snprintf(dir, sizeof dir, "%s/out", tmp);
+	mc_compile_opts o;
+	report_opts(&o, "cp");
+	cr_assert_eq(mc_compile(model, dir, &o), 0);
+	char *html = read_file_in(dir, "cp_report.html", NULL), *c_src = read_file_in(dir, "cp.c", NULL);
+	cr_assert(html && c_src);
+	cr_assert_eq(check_kernels_named(c_src, html, "cp"), 2);
+	cr_assert_not_null(strstr(html, "(copy into a graph output)"));
+	int x_edges = 0;
+	for (const char *at = strstr(html, "<title>x</title></path>"); at; at = strstr(at + 1, "<title>x</title></path>"))
+		x_edges++;
+	/* into the Relu's kernel, into the copy, out of the copy */
+	cr_assert_eq(x_edges, 3, "%d edges carry x", x_edges);
+	free(html);
+	free(c_src);
+	rm_tree(tmp);
+	free(tmp);
+	free(model);
 }

@@ -263,7 +263,7 @@ static void measure_stack(const mc_program *p, const mc_compile_opts *o, const c
 		stats_stack(o, u);
 }
 
-static int write_json(const mc_program *p, const mc_compile_opts *o, const char *model_abs,
+static int write_json(const mc_program *p, const mc_compile_opts *o, const char *model_rel,
                       const char *sha, const char *dir, const mc_stack_usage *stack, const mc_flash *flash)
 {
 	const mc_target *t = p->target.desc;
@@ -272,7 +272,7 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	json_string(&b, o->name);
 	mc_sb_printf(&b, ",\n  \"modelc_version\": \"%s\",\n  \"target\": \"%s\",\n  \"dtype\": \"%s\",\n  \"model\": ",
 	             MC_VERSION, t->name, o->dtype ? o->dtype : "fp32");
-	json_string(&b, model_abs);
+	json_string(&b, model_rel);
 	mc_sb_printf(&b, ",\n  \"model_sha256\": \"%s\",\n  \"options\": ", sha);
 	json_string(&b, o->argv_line ? o->argv_line : "");
 	mc_sb_puts(&b, ",\n  \"inputs\": ");
@@ -297,14 +297,14 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 
 /* NAME.json and, with --report, NAME_report.html, from one measure of the
  * stack and flash; dir is the staging directory, where NAME.c already is. */
-static int write_manifests(const mc_program *p, const mc_compile_opts *o, const char *model_abs,
+static int write_manifests(const mc_program *p, const mc_compile_opts *o, const char *model_rel,
                            const char *sha, const char *dir)
 {
 	mc_stack_usage stack;
 	mc_flash flash;
 	measure_stack(p, o, dir, &stack);
 	measure_flash(p, &stack, dir, o->name, &flash);
-	int rc = write_json(p, o, model_abs, sha, dir, &stack, &flash) ||
+	int rc = write_json(p, o, model_rel, sha, dir, &stack, &flash) ||
 	         (o->report && mc_write_report(p, o, &stack, &flash, dir)) ? -1 : 0;
 	mc_stack_usage_free(&stack);
 	return rc;
@@ -350,29 +350,57 @@ static int out_dir_abs(const char *out_dir, const char *stage, char *abs, size_t
 	return -1;
 }
 
-/* NAME.ninja from the template aot/model.ninja.in (@NAME@, @MODEL@,
- * @MODELC@, @OPTIONS@, @VERSION@ filled in), and build.ninja, which sets
- * defaults and includes it. */
-static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, const char *model_abs,
-                       const char *dir, const char *out_dir)
+/* The path of absolute path `to` relative to absolute directory `from`
+ * (both without symlinks), into rel: NAME.ninja and NAME.json name the
+ * model by it, so that a project's tree (model, generated directory)
+ * gives the same files wherever it is checked out. 0, or -1 after
+ * reporting. */
+static int path_from_dir(const char *from, const char *to, char *rel, size_t n)
 {
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
-		snprintf(self, sizeof self, "modelc");
-	else
-		self[n] = 0;
+	/* the common directories: up to a '/' both have, or all of from */
+	size_t common = 0, i = 0;
+	while (from[i] && from[i] == to[i])
+		if (from[i++] == '/')
+			common = i;
+	if (!from[i] && to[i] == '/')
+		common = i + 1;
+	const char *from_rest = common > strlen(from) ? "" : from + common;
+	mc_strbuf b = { 0 };
+	while (*from_rest) { /* one "../" per directory of from below the common ones */
+		mc_sb_puts(&b, "../");
+		from_rest += strcspn(from_rest, "/");
+		from_rest += *from_rest == '/';
+	}
+	mc_sb_puts(&b, to + common);
+	int rc = 0;
+	if (b.len < n) {
+		memcpy(rel, b.data, b.len + 1);
+	} else {
+		mc_error("path too long: %s", to);
+		rc = -1;
+	}
+	mc_sb_free(&b);
+	return rc;
+}
+
+/* NAME.ninja from the template aot/model.ninja.in (@NAME@, @MODEL@: the
+ * model's path from the output directory, @OPTIONS@, @VERSION@ filled in),
+ * and build.ninja, which sets defaults and includes it. The modelc that
+ * regenerates is the tool variable $modelc (default: modelc on PATH), like
+ * $cc: a path of this modelc would make the directory differ from one
+ * checkout or installation of modelc to the next. */
+static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, const char *model_rel,
+                       const char *dir, const char *dir_abs)
+{
 	mc_strbuf b = { 0 };
 	for (const char *s = t->desc->ninja_in; *s; ) {
 		if (strncmp(s, "@NAME@", 6) == 0) {
 			mc_sb_puts(&b, o->name);
 			s += 6;
 		} else if (strncmp(s, "@MODEL@", 7) == 0) {
-			mc_sb_puts(&b, model_abs);
+			for (const char *c = model_rel; *c; c++) /* '$' and ' ' escaped for ninja */
+				mc_sb_puts(&b, *c == '$' ? "$$" : *c == ' ' ? "$ " : *c == ':' ? "$:" : (char[2]){ *c, 0 });
 			s += 7;
-		} else if (strncmp(s, "@MODELC@", 8) == 0) {
-			mc_sb_puts(&b, self);
-			s += 8;
 		} else if (strncmp(s, "@OPTIONS@", 9) == 0) {
 			if (o->argv_line && *o->argv_line)
 				mc_sb_printf(&b, " %s", o->argv_line);
@@ -395,9 +423,6 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 	const mc_isa *isa = t->isa;
 	const char *isa_flags = !isa ? "" : isa->kind == MC_ISA_AVX512 ? " -mavx512f -mavx512vl -mfma"
 	                                  : isa->kind == MC_ISA_AVX2 ? " -mavx2 -mfma" : "";
-	char abs[4096];
-	if (out_dir_abs(out_dir, dir, abs, sizeof abs))
-		return -1;
 	mc_sb_printf(&b, "# Generated by modelc %s: builds lib%s.a, on its own (`ninja` here, or\n"
 	             "# `ninja -C DIR`) or as a subninja of another build (`subninja DIR/build.ninja`,\n"
 	             "# whose edges then name $%s_dir/lib%s.a). Ninja reads paths relative to\n"
@@ -407,7 +432,7 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 	             "# parent's defaults. Its variables below shadow the parent's; to build with\n"
 	             "# your own compiler, set them and include %s.ninja instead (see there).\n"
 	             "ninja_required_version = 1.10\n"
-	             "cc = cc\ncflags = -std=c99 -O2 -Wall -Wextra%s\nar = ar\n",
+	             "modelc = modelc\ncc = cc\ncflags = -std=c99 -O2 -Wall -Wextra%s\nar = ar\n",
 	             MC_VERSION, o->name, o->name, o->name, o->name, o->name, isa_flags);
 	if (t->desc->gpu) {
 		/* one -gencode per arch: SASS for each, and PTX of the newest so
@@ -429,7 +454,7 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 	}
 	/* '$' is ninja's escape */
 	mc_sb_printf(&b, "%s_dir = ", o->name);
-	for (const char *c = abs; *c; c++)
+	for (const char *c = dir_abs; *c; c++)
 		mc_sb_puts(&b, *c == '$' ? "$$" : (char[2]){ *c, 0 });
 	mc_sb_printf(&b, "\ninclude $%s_dir/%s.ninja\n", o->name, o->name);
 	if (o->blas && !strcmp(o->blas, "openblas")) /* what a program linking the library adds */
@@ -1078,9 +1103,14 @@ int mc_emit_program(const mc_program *p, const mc_target_config *target, const m
 	char stage[4200];
 	if (make_stage(out_dir, stage, sizeof stage))
 		return -1;
-	bool emitted = !target->desc->emit(p, o, stage) &&
-	               !write_manifests(p, o, model_abs ? model_abs : "", sha, stage) &&
-	               !(model_abs && write_ninja(target, o, model_abs, stage, out_dir)) &&
+	/* the model by its path from the output directory: no absolute path in
+	 * the files but build.ninja's of the directory itself */
+	char dir_abs[4096], model_rel[4096] = "";
+	bool emitted = !(model_abs && (out_dir_abs(out_dir, stage, dir_abs, sizeof dir_abs) ||
+	                               path_from_dir(dir_abs, model_abs, model_rel, sizeof model_rel))) &&
+	               !target->desc->emit(p, o, stage) &&
+	               !write_manifests(p, o, model_rel, sha, stage) &&
+	               !(model_abs && write_ninja(target, o, model_rel, stage, dir_abs)) &&
 	               !(o->harness && mc_emit_harness(p, o, stage));
 	bool committed = emitted && !commit_stage(stage, out_dir, o->name);
 	remove_stage(stage);

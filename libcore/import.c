@@ -511,8 +511,10 @@ static int load_value_type(scope *s, const Onnx__ValueInfoProto *vi, mc_value *v
 	}
 	v->shape.rank = (int)tt->shape->n_dim;
 	if (pin && pin->shape.rank != v->shape.rank) {
-		mc_error("input '%s': --input-shape gives rank %d but the model declares rank %d",
-		         v->name, pin->shape.rank, v->shape.rank);
+		mc_error("input '%s': --input-shape gives rank %d but the model declares rank %d%s%s%s",
+		         v->name, pin->shape.rank, v->shape.rank,
+		         v->shape.rank ? "" : " (a scalar: --input-shape '", v->shape.rank ? "" : v->name,
+		         v->shape.rank ? "" : "=scalar')");
 		return -1;
 	}
 	bool known = true;

@@ -114,7 +114,7 @@ static void usage(FILE *f)
 	      "  --dim PARAM=LO..HI        compile: one library for every size in [LO, HI] (C target;\n"
 	      "                            NAME_run_dims takes the size, NAME_DIM_0_MIN/MAX bound it)\n"
 	      "\n"
-	      "DIMS is like 1x3x224x224. Input files are raw little-endian tensors of the\n"
+	      "DIMS is like 1x3x224x224, or scalar (rank 0). Input files are raw little-endian tensors of the\n"
 	      "input's dtype and shape, or .npy files. run writes one raw file per output,\n"
 	      "named after it (characters outside [A-Za-z0-9_.-] become '_') plus .bin.\n",
 	      f);
@@ -356,7 +356,8 @@ static int parse_args(int argc, char **argv, cli *c, int want_io)
 			if (split_eq(argv[++i], "--input-shape", &name, &dims))
 				return -1;
 			if (!mc_parse_shape(dims, &c->pins[c->n_pins].shape)) {
-				mc_error("--input-shape %s: '%s' is not a shape like 1x3x224x224", name, dims);
+				mc_error("--input-shape %s: '%s' is not a shape like 1x3x224x224 (or scalar, "
+				         "for rank 0)", name, dims);
 				free(name);
 				return -1;
 			}

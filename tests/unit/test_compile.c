@@ -177,6 +177,14 @@ Test(compile, output_is_deterministic_and_rewritten_only_when_changed)
 	char *nj = read_file_in(a, "build.ninja", NULL);
 	cr_assert(nj && strstr(nj, line), "build.ninja does not name its directory:\n%s", nj);
 	free(nj);
+	/* the model by its path from the directory: no absolute path */
+	nj = read_file_in(a, "det.ninja", NULL);
+	cr_assert(nj && strstr(nj, "\ndet_model = $det_dir/../m.onnx\n") && !strstr(nj, tmp),
+	          "det.ninja does not name the model by its path from the directory:\n%s", nj);
+	free(nj);
+	nj = read_file_in(a, "det.json", NULL);
+	cr_assert(nj && strstr(nj, "\"model\": \"../m.onnx\"") && !strstr(nj, tmp), "det.json: %s", nj);
+	free(nj);
 	snprintf(cmd, sizeof cmd, "ls '%s' | grep -q modelc-tmp", tmp);
 	cr_assert_neq(system(cmd), 0, "the staging directory was left behind");
 	char path[4200];

@@ -627,6 +627,30 @@ Test(import, pin_disagreeing_with_model)
 	import_fails(b, NULL, &opts,
 	             "modelc: error: --input-shape names 'nosuch', which is not a graph input");
 	mb_free(b);
+	/* a scalar input: the error says how to pin one, and that pin works */
+	b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "sr", MC_INT64, "");
+	mb_output(b, mb_main(b), "sr");
+	diag_capture();
+	pin = (mc_input_pin){.name = "sr", .shape = {.rank = 1, .dims = {1}}};
+	import_fails(b, NULL, &opts,
+	             "modelc: error: input 'sr': --input-shape gives rank 1 but the model declares rank 0 "
+	             "(a scalar: --input-shape 'sr=scalar')");
+	cr_assert(mc_parse_shape("scalar", &pin.shape) && pin.shape.rank == 0);
+	mc_graph *g = mb_import(b, NULL, &opts);
+	cr_assert_not_null(g, "%s", diag_all());
+	cr_assert_eq(g->values[g->inputs[0]].shape.rank, 0);
+	mc_graph_free(g);
+	mb_free(b);
+	/* and an input of unknown rank pinned as a scalar */
+	b = mb_new(OPSET);
+	mb_input(b, mb_main(b), "sr", MC_INT64, NULL);
+	mb_output(b, mb_main(b), "sr");
+	g = mb_import(b, NULL, &opts);
+	cr_assert_not_null(g, "%s", diag_all());
+	cr_assert_eq(g->values[g->inputs[0]].shape.rank, 0);
+	mc_graph_free(g);
+	mb_free(b);
 }
 
 Test(import, input_checks)

@@ -118,7 +118,7 @@ static void kernel_bytes(const mc_kernel *k, kernel_figures *f)
 	}
 }
 
-/* Kernel i's index for a profile's name: its own (k3_conv) or its
+/* The kernel a profile's line names, by its own name (k3_conv) or its
  * function's (NAME_k3_conv); -1 for none. */
 static int kernel_named(const mc_program *p, const char *prefix, const char *name)
 {
@@ -148,7 +148,7 @@ static int read_profile(const mc_program *p, const char *prefix, const char *pat
 		char *s = line + strspn(line, " \t");
 		if (*s == '#' || *s == '\n' || !*s)
 			continue;
-		if (sscanf(s, "%511s %lf", name, &us) != 2 || us < 0) {
+		if (sscanf(s, "%511s %lf", name, &us) != 2 || !(us >= 0 && us < 1e15)) { /* NaN too */
 			mc_error("--report-profile %s:%d: expected a kernel's name and its microseconds", path, lineno);
 			rc = -1;
 			break;
@@ -334,7 +334,9 @@ static void kernel_box(mc_strbuf *b, const mc_program *p, const mc_compile_opts 
 		else {
 			html_text(b, mk->nodes[j].op_type);
 			mc_sb_puts(b, " ");
-			html_short(b, mk->nodes[j].name, 34);
+			/* the line within the box: about 46 characters of 11px monospace */
+			size_t op = strlen(mk->nodes[j].op_type);
+			html_short(b, mk->nodes[j].name, op < 34 ? 46 - op : 12);
 		}
 		mc_sb_puts(b, "</text>\n");
 	}

@@ -145,42 +145,51 @@ static void json_io(mc_strbuf *b, const mc_program *p, const mc_io_desc *d, cons
 	mc_sb_puts(b, n ? "\n  ]" : "]");
 }
 
-/* "flash": what the model's code and constants take, from an object: the
+/* What the model's code and constants take in flash, from an object: the
  * llvm target's NAME.o (the weights in it), or the stack measure's compile
  * of NAME.c (the weights beside it, in NAME_weights.c: weight_bytes, their
- * arrays' padding aside); or null and a note. */
-static void json_flash(mc_strbuf *b, const mc_program *p, const mc_stack_usage *u, const char *dir,
-                       const char *name)
+ * arrays' padding aside); or not sized, and why. */
+static void measure_flash(const mc_program *p, const mc_stack_usage *u, const char *dir, const char *name,
+                          mc_flash *f)
 {
 	const mc_target *t = p->target.desc;
 	mc_object_sizes s;
-	char why[512] = "", from[700];
 	size_t weights_apart = 0;
-	bool sized = false;
+	memset(f, 0, sizeof *f);
 	if (t->object) {
 		char path[4200];
 		snprintf(path, sizeof path, "%s/%s.o", dir, name);
-		sized = mc_object_sizes_of(path, &s, why, sizeof why) == 0;
-		snprintf(from, sizeof from, "%s.o", name);
+		f->sized = mc_object_sizes_of(path, &s, f->why, sizeof f->why) == 0;
+		snprintf(f->from, sizeof f->from, "%s.o", name);
 	} else if (u->sized) {
 		s = u->object;
-		sized = true;
+		f->sized = true;
 		weights_apart = p->weight_bytes;
-		snprintf(from, sizeof from, "%s.c by %s %s, and the weights", name, u->compiler, u->flags);
+		snprintf(f->from, sizeof f->from, "%s.c by %s %s, and the weights", name, u->compiler, u->flags);
 	} else {
-		snprintf(why, sizeof why, "%s", u->measured ? "not measured (the stack measure's object is not ELF)"
-		                                            : u->note);
+		snprintf(f->why, sizeof f->why, "%s", u->measured ? "not measured (the stack measure's object is not ELF)"
+		                                                  : u->note);
 	}
-	if (!sized) {
+	if (!f->sized)
+		return;
+	f->code_bytes = s.text_bytes;
+	f->const_bytes = s.rodata_bytes + weights_apart;
+	f->total_bytes = s.text_bytes + f->const_bytes + s.data_bytes;
+	f->static_ram_bytes = s.data_bytes + s.bss_bytes;
+}
+
+/* "flash": measure_flash's figure, or null and a note. */
+static void json_flash(mc_strbuf *b, const mc_flash *f)
+{
+	if (!f->sized) {
 		mc_sb_puts(b, ",\n  \"flash\": null,\n  \"flash_note\": ");
-		json_string(b, why);
+		json_string(b, f->why);
 		return;
 	}
-	size_t consts = s.rodata_bytes + weights_apart;
 	mc_sb_printf(b, ",\n  \"flash\": {\"total_bytes\": %zu, \"code_bytes\": %zu, \"const_bytes\": %zu, "
-	             "\"static_ram_bytes\": %zu, \"from\": ", s.text_bytes + consts + s.data_bytes,
-	             s.text_bytes, consts, s.data_bytes + s.bss_bytes);
-	json_string(b, from);
+	             "\"static_ram_bytes\": %zu, \"from\": ", f->total_bytes, f->code_bytes, f->const_bytes,
+	             f->static_ram_bytes);
+	json_string(b, f->from);
 	mc_sb_puts(b, "}");
 }
 
@@ -234,24 +243,30 @@ static void stats_stack(const mc_compile_opts *o, const mc_stack_usage *u)
 	fprintf(stderr, "), %.1f ms\n", u->ms);
 }
 
-static int write_json(const mc_program *p, const mc_compile_opts *o, const char *model_rel,
-                      const char *sha, const char *dir)
+/* NAME_run's stack, measured where the target and options allow, into u
+ * (mc_stack_usage_free it). */
+static void measure_stack(const mc_program *p, const mc_compile_opts *o, const char *dir, mc_stack_usage *u)
 {
-	/* dir is the staging directory, where NAME.c already is. */
 	const mc_target *t = p->target.desc;
-	mc_stack_usage stack = { 0 };
+	memset(u, 0, sizeof *u);
 	if (t->object)
-		snprintf(stack.note, sizeof stack.note, "not measured (the %s target writes objects; "
+		snprintf(u->note, sizeof u->note, "not measured (the %s target writes objects; "
 		         "measure them with the firmware's linker)", t->name);
 	else if (!t->measures_stack)
-		snprintf(stack.note, sizeof stack.note, "not measured (the %s target's run only launches)",
+		snprintf(u->note, sizeof u->note, "not measured (the %s target's run only launches)",
 		         t->name);
 	else if (o->no_stack_usage)
-		snprintf(stack.note, sizeof stack.note, "not measured (--no-stack-usage)");
+		snprintf(u->note, sizeof u->note, "not measured (--no-stack-usage)");
 	else
-		mc_stack_measure_run(dir, o->name, mc_program_run_name(p), o->stack_cc, &stack);
+		mc_stack_measure_run(dir, o->name, mc_program_run_name(p), o->stack_cc, u);
 	if (o->stats)
-		stats_stack(o, &stack);
+		stats_stack(o, u);
+}
+
+static int write_json(const mc_program *p, const mc_compile_opts *o, const char *model_rel,
+                      const char *sha, const char *dir, const mc_stack_usage *stack, const mc_flash *flash)
+{
+	const mc_target *t = p->target.desc;
 	mc_strbuf b = { 0 };
 	mc_sb_puts(&b, "{\n  \"name\": ");
 	json_string(&b, o->name);
@@ -270,14 +285,28 @@ static int write_json(const mc_program *p, const mc_compile_opts *o, const char 
 	             "  \"weight_bytes\": %zu,\n  \"weights\": %d,\n  \"kernels\": %d,\n  \"macs\": %.0f",
 	             p->arena_bytes, p->arena_align, p->lower_bound, p->arena_in_order,
 	             p->lower_bound_in_order, p->weight_bytes, p->n_weights, p->n_kernels, p->macs);
-	json_stack(&b, &stack);
-	json_flash(&b, p, &stack, dir, o->name);
-	mc_stack_usage_free(&stack);
+	json_stack(&b, stack);
+	json_flash(&b, flash);
 	mc_sb_puts(&b, "\n}\n");
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s.json", dir, o->name);
 	int rc = mc_write_if_changed(path, b.data, b.len);
 	mc_sb_free(&b);
+	return rc;
+}
+
+/* NAME.json and, with --report, NAME_report.html, from one measure of the
+ * stack and flash; dir is the staging directory, where NAME.c already is. */
+static int write_manifests(const mc_program *p, const mc_compile_opts *o, const char *model_rel,
+                           const char *sha, const char *dir)
+{
+	mc_stack_usage stack;
+	mc_flash flash;
+	measure_stack(p, o, dir, &stack);
+	measure_flash(p, &stack, dir, o->name, &flash);
+	int rc = write_json(p, o, model_rel, sha, dir, &stack, &flash) ||
+	         (o->report && mc_write_report(p, o, &stack, &flash, dir)) ? -1 : 0;
+	mc_stack_usage_free(&stack);
 	return rc;
 }
 
@@ -539,6 +568,12 @@ static int check_opts(const mc_compile_opts *o)
 		mc_error("unknown --optimize '%s' (known: speed, size, memory)", o->optimize);
 		return -1;
 	}
+	for (int i = 0; o->report && i < o->import.n_dim_pins; i++)
+		if (o->import.dim_pins[i].hi > o->import.dim_pins[i].value) {
+			mc_error("--report: not with --dim %s=LO..HI yet (its kernels are versions for sizes)",
+			         o->import.dim_pins[i].param);
+			return -1;
+		}
 	mc_pool_spec pools[MC_MAX_POOLS];
 	int n_pools = mc_pool_specs(o, pools);
 	if (n_pools < 0)
@@ -1074,7 +1109,7 @@ int mc_emit_program(const mc_program *p, const mc_target_config *target, const m
 	bool emitted = !(model_abs && (out_dir_abs(out_dir, stage, dir_abs, sizeof dir_abs) ||
 	                               path_from_dir(dir_abs, model_abs, model_rel, sizeof model_rel))) &&
 	               !target->desc->emit(p, o, stage) &&
-	               !write_json(p, o, model_rel, sha, stage) &&
+	               !write_manifests(p, o, model_rel, sha, stage) &&
 	               !(model_abs && write_ninja(target, o, model_rel, stage, dir_abs)) &&
 	               !(o->harness && mc_emit_harness(p, o, stage));
 	bool committed = emitted && !commit_stage(stage, out_dir, o->name);

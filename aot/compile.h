@@ -54,6 +54,9 @@ typedef struct mc_compile_opts {
 	const char *dump_dir;       /* where dumps go (default OUT/debug) */
 	bool stats;                 /* per-pass metrics on stderr */
 	bool harness;               /* also write NAME_main.c, a test driver */
+	bool report;                /* --report: also write NAME_report.html (aot/report.c) */
+	const char *report_profile; /* --report-profile FILE: per-kernel times for it (KERNEL US lines,
+	                             * bench/profile --times) */
 	bool no_fuse;               /* each node its own kernel (debugging) */
 	bool no_stack_usage;        /* skip measuring NAME_run's stack (aot/stack.c) */
 	const char *stack_cc;       /* compiler (and flags) that measures it; "cc" */
@@ -185,6 +188,24 @@ void mc_stack_measure(const char *dir, const char *name, const char *cc, mc_stac
 void mc_stack_measure_run(const char *dir, const char *name, const char *run, const char *cc,
                           mc_stack_usage *u);
 void mc_stack_usage_free(mc_stack_usage *u);
+
+/* ---- the flash figure of NAME.json (aot/compile.c) ---- */
+typedef struct {
+	bool sized;          /* false: why says why not */
+	size_t total_bytes, code_bytes, const_bytes, static_ram_bytes;
+	char from[700];      /* what was measured */
+	char why[512];
+} mc_flash;
+
+/* ---- modelc compile --report (aot/report.c) ----
+ * DIR/NAME_report.html, one self-contained page (inline CSS and SVG, no
+ * script): the totals of NAME.json (stack and flash as measured for it),
+ * the kernels in run order with their ONNX nodes and the tensors between
+ * them, a table of each kernel's MACs, bytes and (o->report_profile) time,
+ * and the memory plan over the steps, one timeline per pool. Text only,
+ * the same for the same program and options. 0, or -1 after reporting. */
+int mc_write_report(const mc_program *p, const mc_compile_opts *o, const mc_stack_usage *stack,
+                    const mc_flash *flash, const char *dir);
 
 /* modelc verify (aot/verify.c). */
 typedef struct {

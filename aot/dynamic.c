@@ -842,6 +842,7 @@ int mc_compile_dynamic(const char *model_path, const char *model_abs, const char
 			dyn_p.kernels[dyn_p.n_kernels++] = version_kernel(&m, e, k);
 	}
 	dyn_p.dyn = &dyn;
+	dyn_p.map = NULL; /* of HI's kernels, not of these versions */
 	if (o.stats) {
 		int many = 0;
 		for (int i = 0; i < h->n_kernels; i++)

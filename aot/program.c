@@ -1361,6 +1361,120 @@ int mc_dump_after(const mc_compile_opts *o, int seq, const char *what,
 	return 0;
 }
 
+/* ---- what --report draws (mc_program_map) ---- */
+
+/* The ONNX nodes of group gr, and their MACs, as kernel mk's. */
+static void map_group_nodes(const build *b, const mc_group *gr, mc_map_kernel *mk)
+{
+	const mc_graph *g = b->g;
+	mc_kpool *pool = b->p->pool;
+	int n = 1 + gr->n_epi + gr->n_gather;
+	mk->nodes = mc_kpool_alloc(pool, sizeof *mk->nodes * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		int at = i == 0 ? gr->anchor : i <= gr->n_epi ? gr->epi[i - 1] : gr->gather[i - 1 - gr->n_epi];
+		const mc_node *nd = &g->nodes[at];
+		mk->nodes[i] = (mc_map_node){ mc_kpool_strdup(pool, nd->op_type), mc_kpool_strdup(pool, nd->name) };
+		mk->macs += mc_node_macs(g, nd);
+	}
+	mk->n_nodes = n;
+}
+
+/* The tensor a kernel buffer is, as a key of map_touches: its value's
+ * storage root, or n_values + j for the copy into graph output j; -1 for
+ * none (a weight, scratch). */
+static int tensor_key(const build *b, const mc_kbuf *kb)
+{
+	const mc_graph *g = b->g;
+	if (kb->loc.kind == MC_LOC_NONE)
+		return -1;
+	if (kb->value < 0)
+		return kb->loc.kind == MC_LOC_OUTPUT ? g->n_values + kb->loc.index : -1;
+	int r = b->m.root[kb->value];
+	return g->values[r].kind == MC_VAL_CONST ? -1 : r;
+}
+
+static mc_map_tensor key_tensor(const build *b, const mc_kbuf *kb, int key)
+{
+	const mc_graph *g = b->g;
+	if (key >= g->n_values)
+		return (mc_map_tensor){ mc_kpool_strdup(b->p->pool, g->values[g->outputs[key - g->n_values]].name),
+		                        MC_MAP_OUTPUT };
+	return (mc_map_tensor){ mc_kpool_strdup(b->p->pool, g->values[key].name),
+	                        g->values[key].kind == MC_VAL_INPUT ? MC_MAP_INPUT
+	                        : kb->loc.kind == MC_LOC_OUTPUT || b->output_root[key] ? MC_MAP_OUTPUT
+	                        : MC_MAP_ARENA };
+}
+
+/* Per kernel the tensors it touches (tensor[key]: their index in the
+ * map, made on first touch; constants are weights, not tensors). */
+static void map_touches(const build *b, mc_program_map *map, int *tensor)
+{
+	mc_program *p = b->p;
+	int cap = 0;
+	for (int s = 0; s < p->n_kernels; s++) {
+		const mc_kernel *k = p->kernels[s];
+		mc_map_kernel *mk = &map->kernels[s];
+		mk->touch = mc_kpool_alloc(p->pool, sizeof *mk->touch * (size_t)(k->n_bufs + 1));
+		for (int i = 0; i < k->n_bufs; i++) {
+			int key = tensor_key(b, &k->bufs[i]);
+			if (key < 0)
+				continue;
+			if (tensor[key] < 0) {
+				map->tensors = mc_grow_array(map->tensors, &cap, map->n_tensors + 1, sizeof *map->tensors);
+				map->tensors[map->n_tensors] = key_tensor(b, &k->bufs[i], key);
+				tensor[key] = map->n_tensors++;
+			}
+			int t = tensor[key], j = 0;
+			while (j < mk->n_touch && mk->touch[j].tensor != t)
+				j++;
+			if (j == mk->n_touch)
+				mk->touch[mk->n_touch++] = (mc_map_touch){ t, false };
+			mk->touch[j].written |= k->bufs[i].written;
+		}
+	}
+	/* into the pool, with the rest */
+	mc_map_tensor *in_pool = mc_kpool_alloc(p->pool, sizeof *in_pool * (size_t)(map->n_tensors + 1));
+	if (map->n_tensors)
+		memcpy(in_pool, map->tensors, sizeof *in_pool * (size_t)map->n_tensors);
+	free(map->tensors);
+	map->tensors = in_pool;
+}
+
+/* The final plan's requests, their offsets into their pools. */
+static void map_bufs(const build *b, mc_program_map *map)
+{
+	mc_program *p = b->p;
+	map->n_bufs = b->n_reqs;
+	map->bufs = mc_kpool_alloc(p->pool, sizeof *map->bufs * (size_t)(b->n_reqs + 1));
+	for (int i = 0; i < b->n_reqs; i++) {
+		const mc_mem_req *r = &b->reqs[i];
+		int w = b->req_what[i];
+		map->bufs[i] = (mc_map_buf){
+			.name = mc_kpool_strdup(p->pool, w >= 0 ? b->g->values[w].name : p->kernels[-1 - w]->name),
+			.scratch = w < 0, .bytes = r->bytes, .offset = b->plan.offsets[i], .first = r->first,
+			.last = r->last, .pool = b->req_pool ? b->req_pool[i] : 0, .inplace_of = r->inplace_of };
+	}
+}
+
+static void keep_map(const build *b)
+{
+	mc_program *p = b->p;
+	mc_program_map *map = mc_kpool_alloc(p->pool, sizeof *map);
+	map->n_kernels = p->n_kernels;
+	map->kernels = mc_kpool_alloc(p->pool, sizeof *map->kernels * (size_t)(p->n_kernels + 1));
+	for (int i = 0; i < b->n_groups; i++)
+		if (b->group_kernel[i] >= 0)
+			map_group_nodes(b, &b->groups[i], &map->kernels[b->group_kernel[i]]);
+	int keys = b->g->n_values + b->g->n_outputs;
+	int *tensor = mc_xcalloc((size_t)keys + 1, sizeof(int));
+	for (int v = 0; v < keys; v++)
+		tensor[v] = -1;
+	map_touches(b, map, tensor);
+	free(tensor);
+	map_bufs(b, map);
+	p->map = map;
+}
+
 static void build_free(build *b)
 {
 	free(b->copy_out);
@@ -1404,6 +1518,8 @@ int mc_build_program(mc_graph *g, const mc_target_config *t, const mc_compile_op
 	int rc = 0;
 	for (size_t i = 0; i < sizeof stages / sizeof *stages && !rc; i++)
 		rc = stages[i].run(&b) || mc_dump_after(o, 91 + (int)i, stages[i].name, stages[i].dump, &b) ? -1 : 0;
+	if (!rc)
+		keep_map(&b);
 	build_free(&b);
 	return rc;
 }

@@ -131,6 +131,54 @@ bool mc_dyn_poly_const(const mc_dyn_poly *q);
 #define MC_MAX_POOLS 8
 #define MC_POOL_NAME 32
 
+/* What the program is made of, in words and numbers for modelc compile
+ * --report (aot/report.c); kept by mc_build_program from its final kernel
+ * order and plan, so that the report draws what was planned rather than
+ * planning again. All of it lives in the program's pool. */
+typedef struct {
+	const char *op_type, *name;   /* an ONNX node the kernel computes */
+} mc_map_node;
+
+typedef struct {
+	int tensor;                   /* index in mc_program_map.tensors */
+	bool written;
+} mc_map_touch;
+
+typedef struct {
+	int n_nodes;                  /* the anchor, its epilogues, the gathers read through;
+	                               * 0: a copy into a graph output */
+	mc_map_node *nodes;
+	double macs;                  /* of its nodes (mc_node_macs) */
+	int n_touch;                  /* the tensors it reads or writes (no weights) */
+	mc_map_touch *touch;
+} mc_map_kernel;
+
+typedef enum { MC_MAP_ARENA, MC_MAP_INPUT, MC_MAP_OUTPUT } mc_map_where;
+
+typedef struct {
+	const char *name;             /* the graph value's name (a storage root) */
+	mc_map_where where;
+} mc_map_tensor;
+
+/* One request of the memory plan: its bytes over kernels first..last
+ * (inclusive), at offset in its pool (0 without --pool). */
+typedef struct {
+	const char *name;             /* the value's name, or the kernel's whose scratch it is */
+	bool scratch;
+	size_t bytes, offset;
+	int first, last, pool;
+	int inplace_of;               /* the buffer whose storage it took over, or -1 */
+} mc_map_buf;
+
+typedef struct mc_program_map {
+	int n_kernels;                /* as mc_program.kernels, same order */
+	mc_map_kernel *kernels;
+	int n_tensors;
+	mc_map_tensor *tensors;
+	int n_bufs;
+	mc_map_buf *bufs;
+} mc_program_map;
+
 typedef struct mc_program {
 	char *prefix;               /* --name */
 	mc_kpool *pool;
@@ -172,6 +220,9 @@ typedef struct mc_program {
 	/* --dim NAME=LO..HI: the sizes it serves (kernels are then the
 	 * versions, steps name dyn->of); NULL: every shape fixed */
 	const mc_dynamic *dyn;
+	/* the kernels' nodes and the plan's buffers, for --report; NULL: not
+	 * kept (a --dim LO..HI program, whose kernels are versions) */
+	const mc_program_map *map;
 } mc_program;
 
 void mc_program_free(mc_program *p);

@@ -126,7 +126,7 @@ static double loop_macs(const mc_node *n)
 	return body ? iters * graph_macs(body) : 0;
 }
 
-static double node_macs(const mc_graph *g, const mc_node *n)
+double mc_node_macs(const mc_graph *g, const mc_node *n)
 {
 	switch (mc_opinfo_of(n->id)->macs) {
 	case MC_MACS_NONE: return 0;
@@ -152,7 +152,7 @@ static double graph_macs(const mc_graph *g)
 	double *else_sum = mc_xcalloc((size_t)g->n_values + 1, sizeof(double));
 	for (int i = 0; i < g->n_nodes; i++) {
 		const mc_node *n = &g->nodes[i];
-		double m = node_macs(g, n);
+		double m = mc_node_macs(g, n);
 		if (n->guard <= 0 || n->guard > g->n_values)
 			total += m;
 		else if (n->guard_else)

@@ -415,6 +415,8 @@ int mc_report_unsupported(const mc_graph *g);
  * internal forms; If's larger branch; Loop and Scan bodies per
  * iteration), for inspect, --stats, NAME.json and the benchmarks. */
 double mc_graph_macs(const mc_graph *g);
+/* The same count for one node of g (an If's or Loop's: its body's). */
+double mc_node_macs(const mc_graph *g, const mc_node *n);
 
 /* ---- reference interpreter ---- */
 /* inputs[i] for g->inputs[i]; on success outputs[i] for g->outputs[i] are

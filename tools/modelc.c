@@ -105,6 +105,10 @@ static void usage(FILE *f)
 	      "                            by a DequantizeLinear, is passed as its int8/uint8 integers\n"
 	      "                            (the header gives NAME_INPUT_i_SCALE and _ZERO_POINT)\n"
 	      "  --harness                 also write NAME_main.c, a test driver (not part of the library)\n"
+	      "  --report                  also write NAME_report.html: totals, the kernels and their ops,\n"
+	      "                            bytes and MACs per kernel, the memory plan (one HTML file)\n"
+	      "  --report-profile FILE     --report with each kernel's time: FILE's \"KERNEL US\" lines\n"
+	      "                            (bench/profile --times FILE writes them)\n"
 	      "  --stack-cc CC             the compiler (and flags) that measures NAME_run's stack usage\n"
 	      "                            for NAME.json, e.g. \"arm-none-eabi-gcc -mcpu=cortex-m4\" (default cc)\n"
 	      "  --no-stack-usage          do not measure it (NAME.json: \"stack\": null)\n"
@@ -325,6 +329,13 @@ static int parse_compile_arg(cli *c, int argc, char **argv, int *i)
 	} else if (strcmp(a, "--harness") == 0) {
 		o->harness = true;
 		note_option(c, a, NULL);
+	} else if (strcmp(a, "--report") == 0) {
+		o->report = true;
+		note_option(c, a, NULL);
+	} else if (strcmp(a, "--report-profile") == 0 && has_val) {
+		o->report = true;
+		o->report_profile = argv[++*i];
+		note_option(c, a, argv[*i]);
 	} else {
 		return 1;
 	}

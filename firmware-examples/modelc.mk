@@ -1,7 +1,7 @@
 # modelc.mk: an ONNX model as a static library in a Make build.
 #
-#   MODELC ?= modelc                     # the modelc binary (a path or on PATH)
-#   include path/to/modelc.mk
+#   MODELC := path/to/modelc             # optional: the modelc binary (a path or a name on PATH)
+#   include path/to/modelc.mk            # installed: PREFIX/share/modelc/modelc.mk
 #   $(eval $(call modelc_add_model,NAME,MODEL.onnx,OUTDIR,COMPILE OPTIONS))
 #
 # For NAME it defines
@@ -16,7 +16,14 @@
 # touched model regenerates and relinks, and a build with nothing changed
 # does nothing.
 
-MODELC ?= modelc
+# Without MODELC (or with it empty): installed as PREFIX/share/modelc/modelc.mk,
+# the modelc installed beside it, PREFIX/bin/modelc (found from this file's
+# own place, so an installed tree works from DESTDIR or moved); else modelc
+# on PATH.
+modelc_mk_dir := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+ifeq ($(strip $(MODELC)),)
+MODELC := $(firstword $(wildcard $(patsubst %/share/modelc/,%/bin/modelc,$(filter %/share/modelc/,$(modelc_mk_dir)))) modelc)
+endif
 MODELC_BIN := $(shell command -v $(MODELC) 2>/dev/null)
 
 define modelc_add_model

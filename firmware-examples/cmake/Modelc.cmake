@@ -1,6 +1,6 @@
 # Modelc.cmake: ONNX models as library targets in a CMake build.
 #
-#   include(path/to/Modelc.cmake)
+#   include(path/to/Modelc.cmake)      # or, installed: find_package(modelc)
 #   modelc_add_model(TARGET name MODEL model.onnx
 #                    [TARGET_KIND c|cuda] [OPTIONS opt...] [MODELC path])
 #   target_link_libraries(app PRIVATE name)
@@ -15,7 +15,10 @@
 # has one, and links the CUDA runtime CMAKE_CUDA_RUNTIME_LIBRARY names
 # (static by default; CMake adds that one to CUDA links too, so naming it
 # links one runtime, not two).
-# MODELC (or the cache variable MODELC_EXECUTABLE) names the modelc binary.
+# MODELC (or the cache variable MODELC_EXECUTABLE) names the modelc binary;
+# without them, the installed one when this file came by
+# find_package(modelc) (modelcConfig.cmake: modelc::modelc), else modelc
+# on PATH.
 #
 # modelc runs again when the model, the modelc binary or the options
 # change; it rewrites only the sources whose text changed, and a stamp
@@ -23,7 +26,7 @@
 # model regenerates, recompiles the model and relinks; a build with
 # nothing changed does nothing.
 
-set(MODELC_EXECUTABLE "" CACHE FILEPATH "the modelc binary (default: modelc on PATH)")
+set(MODELC_EXECUTABLE "" CACHE FILEPATH "the modelc binary (default: the installed package's, else modelc on PATH)")
 
 function(modelc_add_model)
 	cmake_parse_arguments(MC "" "TARGET;MODEL;TARGET_KIND;MODELC" "OPTIONS" ${ARGN})
@@ -39,6 +42,10 @@ function(modelc_add_model)
 	set(modelc "${MC_MODELC}")
 	if(NOT modelc)
 		set(modelc "${MODELC_EXECUTABLE}")
+	endif()
+	# the installed package's own modelc (modelcConfig.cmake), then PATH
+	if(NOT modelc AND TARGET modelc::modelc)
+		get_target_property(modelc modelc::modelc IMPORTED_LOCATION)
 	endif()
 	if(NOT modelc)
 		find_program(modelc_found modelc REQUIRED)

@@ -257,8 +257,10 @@ static void measure_stack(const mc_program *p, const mc_compile_opts *o, const c
 		         t->name);
 	else if (o->no_stack_usage)
 		snprintf(u->note, sizeof u->note, "not measured (--no-stack-usage)");
-	else
+	else {
+		mc_progress("measuring the stack and flash (%s)", o->stack_cc ? o->stack_cc : "cc");
 		mc_stack_measure_run(dir, o->name, mc_program_run_name(p), o->stack_cc, u);
+	}
 	if (o->stats)
 		stats_stack(o, u);
 }
@@ -1068,11 +1070,13 @@ int mc_freeze_and_build(mc_graph *g, const mc_compile_opts *o, const mc_target_c
 	double t0 = now_ms();
 	memset(p, 0, sizeof *p);
 	drop_fixed_counts(g);
+	mc_progress("freezing %d nodes (folding, layout, fusion patterns)", g->n_nodes);
 	if (mc_freeze(g, &fo))
 		return -1;
 	double t_freeze = now_ms();
 	if (o->stats)
 		mc_quant_islands(g, stderr, "modelc: stats: ");
+	mc_progress("fusing, lowering and planning %d nodes", g->n_nodes);
 	if (mc_build_program(g, target, o, p))
 		return -1;
 	if (mc_dump_after(o, 90, "kernels", mc_program_dump_kernels, p))
@@ -1106,12 +1110,16 @@ int mc_emit_program(const mc_program *p, const mc_target_config *target, const m
 	/* the model by its path from the output directory: no absolute path in
 	 * the files but build.ninja's of the directory itself */
 	char dir_abs[4096], model_rel[4096] = "";
+	mc_progress("writing %d kernels and %zu bytes of weights (%s target)", p->n_kernels, p->weight_bytes,
+	            target->desc->name);
 	bool emitted = !(model_abs && (out_dir_abs(out_dir, stage, dir_abs, sizeof dir_abs) ||
 	                               path_from_dir(dir_abs, model_abs, model_rel, sizeof model_rel))) &&
 	               !target->desc->emit(p, o, stage) &&
 	               !write_manifests(p, o, model_rel, sha, stage) &&
 	               !(model_abs && write_ninja(target, o, model_rel, stage, dir_abs)) &&
 	               !(o->harness && mc_emit_harness(p, o, stage));
+	if (emitted)
+		mc_progress("moving the files into %s", out_dir);
 	bool committed = emitted && !commit_stage(stage, out_dir, o->name);
 	remove_stage(stage);
 	if (!committed)
@@ -1178,6 +1186,7 @@ int mc_compile(const char *model_path, const char *out_dir, const mc_compile_opt
 		return -1;
 	int rc = -1;
 	double t_import = now_ms();
+	mc_progress("inferring the shapes of %d nodes", g->n_nodes);
 	if (mc_apply_binds(g, o) || mc_infer_graph(g))
 		goto out;
 	if (o->stats)

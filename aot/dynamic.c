@@ -778,6 +778,8 @@ int mc_compile_dynamic(const char *model_path, const char *model_abs, const char
 	for (int64_t d = m.lo; d < m.hi; d++) {
 		mc_graph *g = NULL;
 		mc_program p;
+		mc_progress("--dim %s: building size %lld (%lld..%lld)", m.param, (long long)d, (long long)m.lo,
+		            (long long)m.hi);
 		int bad = build_at(&m, d, &g, &p, model_path) || merge_size(&m, d, &p);
 		mc_program_free(&p);
 		mc_graph_free(g);

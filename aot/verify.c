@@ -272,6 +272,8 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	for (int k = 0; v->reference && k < g->n_outputs; k++)
 		if (!(want[k] = read_reference(v->reference, &g->values[g->outputs[k]])))
 			goto out;
+	if (!v->reference)
+		mc_progress("running the reference interpreter");
 	if (!v->reference && mc_interp_run(g, in, want, NULL))
 		goto out;
 	const char *tmp = getenv("TMPDIR");
@@ -286,6 +288,7 @@ int mc_verify(const char *model, const mc_compile_opts *o, const mc_verify_opts 
 	if (mc_compile(model, dir, &co))
 		goto out;
 	int exit_status;
+	mc_progress("building the generated code with %s and running it", v->cc ? v->cc : "cc");
 	if (mc_run_harness(dir, co.name, v->cc, v->cflags, g, in, got, &exit_status))
 		goto out;
 	bool ok = true;

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "modelc.h"
 
@@ -96,6 +98,39 @@ void mc_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	emit("warning", fmt, ap);
 	va_end(ap);
+}
+
+static double progress_t0 = -1, progress_after = 1;
+static bool progress_on;
+
+static double seconds_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void mc_progress_begin(void)
+{
+	const char *off = getenv("MODELC_NO_PROGRESS"), *after = getenv("MODELC_PROGRESS_AFTER");
+	progress_on = isatty(STDERR_FILENO) && !(off && *off && strcmp(off, "0"));
+	progress_after = after && *after ? atof(after) : 1.0;
+	progress_t0 = seconds_now();
+}
+
+void mc_progress(const char *fmt, ...)
+{
+	if (!progress_on || progress_t0 < 0)
+		return;
+	double t = seconds_now() - progress_t0;
+	if (t < progress_after)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "modelc: %.1f s: %s\n", t, line);
 }
 
 /* Straight to stderr, not through the sink: a broken invariant must be

@@ -186,6 +186,14 @@ typedef struct {
 } mc_diag_held;
 void mc_diag_hold(mc_diag_held *h);
 void mc_diag_release(mc_diag_held *h, bool replay);
+/* Progress of long work on a terminal: mc_progress_begin starts the
+ * clock; mc_progress prints "modelc: 2.4 s: <what starts now>" to stderr
+ * when stderr is a terminal and the work has taken a second
+ * (MODELC_PROGRESS_AFTER seconds) so far, so that a 50 MB model does not
+ * look hung while a small one prints nothing; MODELC_NO_PROGRESS=1 turns
+ * it off. */
+void mc_progress_begin(void);
+void mc_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An internal invariant: a bug in modelc when it fails, never bad model
  * input (that is an mc_error). Aborts with file:line and the condition, in
  * every build: a wrong kernel compiled quietly costs more than the test. */

@@ -695,6 +695,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	mc_progress_begin();
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--version") == 0) {
 		printf("modelc %s\ntargets:", MC_VERSION);

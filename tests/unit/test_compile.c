@@ -40,20 +40,15 @@ static void compile_run(const char *model, const char *dir, mc_compile_opts *o, 
 	fclose(f);
 }
 
-/* y = Relu(If(cond, x + 1, x * 3)) - 1 */
-static char *if_model(const char *dir)
+/* y = Relu(If(cond, x + 1, ELSE)) - 1 for x of 4 floats, the else branch
+ * eg (output e_out), cond a bool value of the main graph g. */
+static char *if_tail(mb *b, Onnx__GraphProto *g, Onnx__GraphProto *eg, const char *dir, const char *file)
 {
-	mb *b = mb_new(13);
-	Onnx__GraphProto *g = mb_main(b);
-	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4");
-	mb_input(b, g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
-	float one = 1, three = 3;
-	Onnx__GraphProto *tg = mb_graph(b, "then"), *eg = mb_graph(b, "else");
+	float one = 1;
+	Onnx__GraphProto *tg = mb_graph(b, "then");
 	mb_init_floats(b, tg, "one", "", &one, 1);
 	mb_node(b, tg, "Add", "then_add", "x,one", "t_out");
 	mb_output(b, tg, "t_out");
-	mb_init_floats(b, eg, "three", "", &three, 1);
-	mb_node(b, eg, "Mul", "else_mul", "x,three", "e_out");
 	mb_output(b, eg, "e_out");
 	Onnx__NodeProto *n = mb_node(b, g, "If", "if", "cond", "z");
 	mb_attr_graph(b, n, "then_branch", tg);
@@ -62,7 +57,21 @@ static char *if_model(const char *dir)
 	mb_init_floats(b, g, "minus", "", &one, 1);
 	mb_node(b, g, "Sub", "sub", "r,minus", "y");
 	mb_output(b, g, "y");
-	return save_model(b, dir, "if.onnx");
+	return save_model(b, dir, file);
+}
+
+/* y = Relu(If(cond, x + 1, x * 3)) - 1 */
+static char *if_model(const char *dir)
+{
+	mb *b = mb_new(13);
+	Onnx__GraphProto *g = mb_main(b);
+	mb_input(b, g, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "4");
+	mb_input(b, g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+	float three = 3;
+	Onnx__GraphProto *eg = mb_graph(b, "else");
+	mb_init_floats(b, eg, "three", "", &three, 1);
+	mb_node(b, eg, "Mul", "else_mul", "x,three", "e_out");
+	return if_tail(b, g, eg, dir, "if.onnx");
 }
 
 Test(compile, runtime_if_runs_the_branch_its_condition_picks)
@@ -104,22 +113,10 @@ static char *untypable_branch_model(const char *dir)
 	const int64_t rate = 16000, three[1] = { 3 };
 	mb_init_ints(b, g, "rate", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "", &rate, 1);
 	mb_node(b, g, "Equal", "is_16k", "sr,rate", "cond");
-	float one = 1;
-	Onnx__GraphProto *tg = mb_graph(b, "then"), *eg = mb_graph(b, "else");
-	mb_init_floats(b, tg, "one", "", &one, 1);
-	mb_node(b, tg, "Add", "then_add", "x,one", "t_out");
-	mb_output(b, tg, "t_out");
+	Onnx__GraphProto *eg = mb_graph(b, "else");
 	mb_init_ints(b, eg, "shape3", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "1", three, 1);
 	mb_node(b, eg, "Reshape", "else_reshape", "x,shape3", "e_out");
-	mb_output(b, eg, "e_out");
-	Onnx__NodeProto *n = mb_node(b, g, "If", "if", "cond", "z");
-	mb_attr_graph(b, n, "then_branch", tg);
-	mb_attr_graph(b, n, "else_branch", eg);
-	mb_node(b, g, "Relu", "relu", "z", "r");
-	mb_init_floats(b, g, "minus", "", &one, 1);
-	mb_node(b, g, "Sub", "sub", "r,minus", "y");
-	mb_output(b, g, "y");
-	return save_model(b, dir, "branch.onnx");
+	return if_tail(b, g, eg, dir, "branch.onnx");
 }
 
 /* A branch that cannot be typed compiles, with a warning naming the input

@@ -955,11 +955,16 @@ static bool *alt_readers(const mc_graph *g, const bool *to_last)
 
 int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o)
 {
+	/* the branches of an If with a run-time condition are laid out as
+	 * graphs of their own (silero VAD's whole model is one) */
+	int in_branches = ge_run_on_branches(g, o, mc_pass_layout);
+	if (in_branches < 0)
+		return -1;
 	const char *layout = o ? o->layout : NULL;
 	bool *to_last = layout && !strcmp(layout, "depthwise") ? read_channels_last(g) : NULL;
 	if (!wants_nhwc(g, layout, to_last)) {
 		free(to_last);
-		return 0;
+		return in_branches;
 	}
 	lay L = {.g = g, .to_last = to_last};
 	grow_state(&L);
@@ -983,5 +988,5 @@ int mc_pass_layout(mc_graph *g, const mc_freeze_opts *o)
 	free(L.is_output);
 	free(L.alt_readers);
 	free(L.to_last);
-	return rc < 0 ? -1 : L.changes;
+	return rc < 0 ? -1 : L.changes + in_branches;
 }

@@ -119,9 +119,10 @@ static void usage(FILE *f)
 	      "  --dim PARAM=LO..HI        compile: one library for every size in [LO, HI] (C target;\n"
 	      "                            NAME_run_dims takes the size, NAME_DIM_0_MIN/MAX bound it)\n"
 	      "\n"
-	      "DIMS is like 1x3x224x224, or scalar (rank 0). Input files are raw little-endian tensors of the\n"
-	      "input's dtype and shape, or .npy files. run writes one raw file per output,\n"
-	      "named after it (characters outside [A-Za-z0-9_.-] become '_') plus .bin.\n",
+	      "DIMS is like 1x3x224x224, or scalar (rank 0). Input files are raw little-endian\n"
+	      "tensors of the input's dtype and shape, or .npy files. run writes one raw file\n"
+	      "per output, named after it (characters outside [A-Za-z0-9_.-] become '_') plus\n"
+	      ".bin.\n",
 	      f);
 }
 

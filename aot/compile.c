@@ -385,6 +385,14 @@ static int path_from_dir(const char *from, const char *to, char *rel, size_t n)
 	return rc;
 }
 
+/* s as text of a ninja file: '$' is its escape, and a space or ':'
+ * escaped too reads the same in a variable's value as in a path. */
+static void ninja_text(mc_strbuf *b, const char *s)
+{
+	for (; *s; s++)
+		mc_sb_puts(b, *s == '$' ? "$$" : *s == ' ' ? "$ " : *s == ':' ? "$:" : (char[2]){ *s, 0 });
+}
+
 /* NAME.ninja from the template aot/model.ninja.in (@NAME@, @MODEL@: the
  * model's path from the output directory, @OPTIONS@, @VERSION@ filled in),
  * and build.ninja, which sets defaults and includes it. The modelc that
@@ -400,8 +408,7 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 			mc_sb_puts(&b, o->name);
 			s += 6;
 		} else if (strncmp(s, "@MODEL@", 7) == 0) {
-			for (const char *c = model_rel; *c; c++) /* '$' and ' ' escaped for ninja */
-				mc_sb_puts(&b, *c == '$' ? "$$" : *c == ' ' ? "$ " : *c == ':' ? "$:" : (char[2]){ *c, 0 });
+			ninja_text(&b, model_rel);
 			s += 7;
 		} else if (strncmp(s, "@OPTIONS@", 9) == 0) {
 			if (o->argv_line && *o->argv_line)
@@ -454,10 +461,8 @@ static int write_ninja(const mc_target_config *t, const mc_compile_opts *o, cons
 		}
 		mc_sb_printf(&b, " -gencode arch=compute_%s,code=compute_%s\n", last, last);
 	}
-	/* '$' is ninja's escape */
 	mc_sb_printf(&b, "%s_dir = ", o->name);
-	for (const char *c = dir_abs; *c; c++)
-		mc_sb_puts(&b, *c == '$' ? "$$" : (char[2]){ *c, 0 });
+	ninja_text(&b, dir_abs);
 	mc_sb_printf(&b, "\ninclude $%s_dir/%s.ninja\n", o->name, o->name);
 	if (o->blas && !strcmp(o->blas, "openblas")) /* what a program linking the library adds */
 		mc_sb_printf(&b, "# --blas openblas: %s.c may call cblas_sgemm; link programs with $%s_libs\n"

@@ -81,6 +81,15 @@ static size_t attr_number(const char *html, const char *attr)
 	return (size_t)strtoull(at + strlen(pat), NULL, 10);
 }
 
+/* How many times needle is in text. */
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle))
+		n++;
+	return n;
+}
+
 /* NAME_ARENA_BYTES of dir/NAME.h */
 static size_t header_arena(const char *dir, const char *name)
 {
@@ -142,9 +151,7 @@ Test(report, names_every_kernel_and_reaches_the_arena)
 	cr_assert_not_null(strstr(html, "Conv + Relu"), "conv<1> and relu1 are one kernel");
 	/* the tensors between boxes: x into the first kernel and, past the
 	 * ones between, into the Concat's; y into the outputs */
-	int x_edges = 0;
-	for (const char *at = strstr(html, "<title>x</title></path>"); at; at = strstr(at + 1, "<title>x</title></path>"))
-		x_edges++;
+	int x_edges = count_of(html, "<title>x</title></path>");
 	cr_assert_eq(x_edges, 2, "%d edges carry x", x_edges);
 	cr_assert_not_null(strstr(html, "<title>y</title></path>"), "no edge into the outputs");
 	free(html);
@@ -165,10 +172,7 @@ Test(report, one_timeline_per_pool_summing_to_the_arena)
 	cr_assert_eq(mc_compile(f.model, dir, &o), 0);
 	char *html = read_file_in(dir, "pl_report.html", NULL);
 	cr_assert_not_null(html);
-	int timelines = 0;
-	for (const char *at = strstr(html, "<svg class=\"timeline\""); at; at = strstr(at + 1, "<svg class=\"timeline\""))
-		timelines++;
-	cr_assert_eq(timelines, 2);
+	cr_assert_eq(count_of(html, "<svg class=\"timeline\""), 2);
 	cr_assert_not_null(strstr(html, "pool 0 'fast'"));
 	cr_assert_eq(attr_number(html, "data-arena-bytes"), header_arena(dir, "pl"));
 	free(html);
@@ -278,9 +282,7 @@ Test(report, draws_a_copied_output)
 	cr_assert(html && c_src);
 	cr_assert_eq(check_kernels_named(c_src, html, "cp"), 2);
 	cr_assert_not_null(strstr(html, "(copy into a graph output)"));
-	int x_edges = 0;
-	for (const char *at = strstr(html, "<title>x</title></path>"); at; at = strstr(at + 1, "<title>x</title></path>"))
-		x_edges++;
+	int x_edges = count_of(html, "<title>x</title></path>");
 	/* into the Relu's kernel, into the copy, out of the copy */
 	cr_assert_eq(x_edges, 3, "%d edges carry x", x_edges);
 	free(html);

@@ -97,6 +97,9 @@ int mc_apply_binds(mc_graph *g, const mc_compile_opts *o);
  * the digest mc_import_file took of the bytes it imported. */
 int mc_compile_graph(mc_graph *g, const char *model_abs, const char *out_dir,
                      const mc_compile_opts *o);
+/* NAME in capitals into buf (n bytes), the prefix of the generated macros
+ * (NAME_ARENA_BYTES); buf. */
+const char *mc_name_upper(const char *name, char *buf, size_t n);
 /* NAME_main.c: a test driver for the compiled model (stdio and malloc, so
  * never part of the library): NAME_main OUTDIR IN0.bin IN1.bin ... reads raw
  * inputs, runs, writes OUTDIR/output_K.bin; exit status = run status. */

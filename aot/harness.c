@@ -6,7 +6,7 @@
 
 #include "compile.h"
 
-static const char *upper(const char *s, char *buf, size_t n)
+const char *mc_name_upper(const char *s, char *buf, size_t n)
 {
 	size_t i = 0;
 	for (; s[i] && i + 1 < n; i++)
@@ -22,7 +22,7 @@ int mc_emit_harness(const mc_program *p, const mc_compile_opts *o, const char *d
 	char up[256];
 	bool cuda = p->target.desc && p->target.desc->gpu; /* the NAME_cuda_* API */
 	bool threads = !cuda && p->threads > 1; /* NAME_run_threads on runtime-min's pthread pool */
-	upper(n, up, sizeof up);
+	mc_name_upper(n, up, sizeof up);
 	char run_fn[300], no_pdl[300], sms[300], dim_opt[600] = "";
 	bool counted = mc_program_counted(p); /* NAME_run_counted; the files hold the counted entries */
 	snprintf(run_fn, sizeof run_fn, "%s_%s", n, mc_program_run_name(p));

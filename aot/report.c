@@ -194,13 +194,11 @@ static const char style[] =
 	"svg .peak{stroke:#c0392b;stroke-width:1.5;stroke-dasharray:5 3}svg .top{stroke:#c0392b;stroke-width:1.5}\n"
 	"svg .lb{stroke:#7f8c8d;stroke-dasharray:2 3}svg .grid{stroke:#eceef3}\n";
 
-/* NAME_ARENA_BYTES as the header spells it (NAME in capitals) */
+/* NAME_ARENA_BYTES as the header spells it */
 static void arena_macro(char *out, size_t n, const char *name)
 {
-	size_t i = 0;
-	for (; name[i] && i + 1 < n; i++)
-		out[i] = name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 'a' + 'A') : name[i];
-	snprintf(out + i, n - i, "_ARENA_BYTES");
+	char up[256];
+	snprintf(out, n, "%s_ARENA_BYTES", mc_name_upper(name, up, sizeof up));
 }
 
 /* the kernel's function in NAME.c (NAME.cu, NAME.o): what a reader finds there */

@@ -669,7 +669,7 @@ static void memory(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o)
 	size_t arena = 0;
 	int n_pools = p->n_pools > 1 ? p->n_pools : 1;
 	for (int k = 0; k < n_pools; k++)
-		arena += round_up(pool_top(p, k), p->arena_align);
+		arena += pool_top(p, k);
 	mc_sb_printf(b, "<section id=\"memory\" data-arena-bytes=\"%zu\">\n<h2>Memory plan</h2>\n"
 	             "<p class=\"note\">Every arena buffer is a bar over the kernels it lives across, at its "
 	             "offset; hover for its name. Red: the arena's top and the kernel where most bytes are live"
@@ -691,8 +691,8 @@ static void memory(mc_strbuf *b, const mc_program *p, const mc_compile_opts *o)
 int mc_write_report(const mc_program *p, const mc_compile_opts *o, const mc_stack_usage *stack,
                     const mc_flash *flash, const char *dir)
 {
-	if (!p->map || p->dyn)
-		return mc_error("--report: not with --dim LO..HI yet (the program's kernels are versions)"), -1;
+	/* check_opts refuses --report with --dim LO..HI, whose programs keep no map */
+	MC_ASSERT(p->map && !p->dyn);
 	kernel_figures *f = mc_xcalloc((size_t)p->n_kernels + 1, sizeof *f);
 	for (int s = 0; s < p->n_kernels; s++) {
 		f[s].us = -1;

@@ -17,6 +17,21 @@ void mc_set_diag_sink(mc_diag_sink s, void *user)
 	sink_user = user;
 }
 
+static void oom(void)
+{
+	fputs("modelc: error: out of memory\n", stderr);
+	exit(3);
+}
+
+/* One finished line to the sink, or to stderr. */
+static void deliver(const char *line)
+{
+	if (sink)
+		sink(line, sink_user);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
 static void emit(const char *kind, const char *fmt, va_list ap)
 {
 	char line[1024];
@@ -26,10 +41,7 @@ static void emit(const char *kind, const char *fmt, va_list ap)
 	for (char *p = line; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	if (sink)
-		sink(line, sink_user);
-	else
-		fprintf(stderr, "%s\n", line);
+	deliver(line);
 }
 
 static unsigned long errors_reported;
@@ -41,10 +53,8 @@ static void hold_line(const char *line, void *user)
 	if (!h->first[0] && strncmp(line, "modelc: error: ", 15) == 0)
 		snprintf(h->first, sizeof h->first, "%s", line + 15);
 	h->lines = realloc(h->lines, h->len + n + 2);
-	if (!h->lines) {
-		fputs("modelc: error: out of memory\n", stderr);
-		exit(3);
-	}
+	if (!h->lines)
+		oom();
 	memcpy(h->lines + h->len, line, n);
 	h->len += n;
 	h->lines[h->len++] = '\n';
@@ -67,10 +77,7 @@ void mc_diag_release(mc_diag_held *h, bool replay)
 	for (char *line = h->lines; replay && line && *line; ) {
 		char *end = strchr(line, '\n');
 		*end = 0;
-		if (sink)
-			sink(line, sink_user);
-		else
-			fprintf(stderr, "%s\n", line);
+		deliver(line);
 		line = end + 1;
 	}
 	free(h->lines);
@@ -139,12 +146,6 @@ void mc_assert_fail(const char *cond, const char *file, int line)
 {
 	fprintf(stderr, "modelc: internal error: %s:%d: assertion failed: %s\n", file, line, cond);
 	abort();
-}
-
-static void oom(void)
-{
-	fputs("modelc: error: out of memory\n", stderr);
-	exit(3);
 }
 
 void *mc_xmalloc(size_t n)

@@ -6,7 +6,7 @@
 #   target_link_libraries(app PRIVATE name)
 #
 # It defines the imported executable modelc::modelc, PREFIX/bin/modelc,
-# which modelc_add_model runs unless MODEL or MODELC_EXECUTABLE names
+# which modelc_add_model runs unless MODELC or MODELC_EXECUTABLE names
 # another; MODELC_INCLUDE_DIR, PREFIX/include/modelc (modelc_rt.h and
 # modelc_threads_pthread.h, for code that includes them without a model's
 # output directory); and MODELC_THREADS_PTHREAD_SOURCE, runtime-min's
